@@ -1,0 +1,3 @@
+from memsif.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,197 @@
+"""Command line: ``python -m memsif ingest|show|calibrate ...`` (``--help`` on each)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import resource
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from memsif.config import MemSIFConfig
+from memsif.errors import MemSIFError
+
+
+def _peak_rss_mb() -> float:
+    """Peak resident memory of this process in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _engine(args: argparse.Namespace, **overrides: Any):
+    from memsif.engine import MemSIF
+
+    config = MemSIFConfig.from_env(data_dir=getattr(args, "data_dir", None), **overrides)
+    return MemSIF(config)
+
+
+def _progress_bar(desc: str):
+    from tqdm import tqdm
+
+    bar = None
+
+    def update(done: int, total: int, stage: str) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, desc=desc, unit="msg", file=sys.stderr, leave=False)
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+
+    return update
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from memsif.io import load_transcripts
+
+    transcripts = load_transcripts(args.path, sample=args.sample)
+    engine = _engine(args)
+    load_s = engine.load_models()
+    reports = []
+    for tr in transcripts:
+        report = engine.ingest(tr.messages, namespace=args.namespace or tr.sample_id,
+                               progress=None if args.no_progress else _progress_bar(tr.sample_id))
+        reports.append(report.to_dict())
+        if not args.json:
+            judged = report.judge_calls_segment / max(report.messages, 1)
+            print(f"{report.namespace}: {report.messages} new messages ({report.skipped} already stored), "
+                  f"{report.segments} Topical Segments, {report.trajectories} Event Trajectories; "
+                  f"segment judge on {report.judge_calls_segment} messages ({judged:.0%}), "
+                  f"trajectory judge {report.judge_calls_trajectory} calls; {report.seconds:.1f} s")
+    engine.close()
+    summary = dict(reports[0]) if len(reports) == 1 else {
+        "namespace": ",".join(r["namespace"] for r in reports),
+        **{k: sum(r[k] for r in reports) for k in ("messages", "skipped", "segments", "trajectories",
+                                                    "judge_calls_segment", "judge_calls_trajectory",
+                                                    "judge_errors", "seconds")},
+        "samples": reports,
+    }
+    summary["judge_share_segment"] = summary["judge_calls_segment"] / max(summary["messages"], 1)
+    summary["model_load_seconds"] = load_s
+    summary["peak_rss_mb"] = _peak_rss_mb()
+    summary["data_dir"] = str(engine.config.resolved_data_dir)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"models loaded in {load_s:.1f} s; peak memory {summary['peak_rss_mb']:.0f} MiB; "
+              f"memory in {summary['data_dir']}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    ns = args.namespace
+    segments = engine.segments(ns)
+    trajectories = engine.trajectories(ns)
+    decisions = {d["message_id"]: d for d in engine.decisions(ns, "segment")}
+    if args.json:
+        print(json.dumps({
+            "namespace": ns,
+            "segments": [{**s.model_dump(mode="json"),
+                          "boundary": decisions.get(s.message_ids[0])} for s in segments],
+            "trajectories": [t.model_dump(mode="json") for t in trajectories],
+        }))
+        return 0
+    print(f"namespace {ns}: {len(segments)} Topical Segments, {len(trajectories)} Event Trajectories")
+    for s in segments:
+        d = decisions.get(s.message_ids[0]) or {}
+        score = d.get("score") or {}
+        how = d.get("rule", "?")
+        if d.get("judge_prob") is not None:
+            how += f" p(continue)={d['judge_prob']:.2f}"
+        if score:
+            how += f" φ={score['phi']:.3f}"
+        ids = s.message_ids
+        span = f"{ids[0]}..{ids[-1]}" if len(ids) > 1 else ids[0]
+        print(f"  {s.id:>5} [{s.trajectory_id}] {len(ids):3d} msgs {span:<16} opened by {how}")
+    for t in trajectories:
+        print(f"  {t.id:>5}: {' '.join(t.segment_ids)}")
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Build memory in a throw-away store and print the distribution of φ and s_sem."""
+    import numpy as np
+
+    from memsif.engine import MemSIF
+    from memsif.io import load_transcripts
+    from memsif.matching import SemanticMapping
+    from memsif.store import MemoryStore
+
+    config = MemSIFConfig.from_env()
+    engine = MemSIF(config, store=MemoryStore(in_memory=True))
+    cosines, jaccards = [], []
+    for tr in load_transcripts(args.path, sample=args.sample):
+        engine.ingest(tr.messages, namespace=tr.sample_id, progress=_progress_bar(tr.sample_id))
+        for d in engine.decisions(tr.sample_id, "segment"):
+            if d.get("score"):
+                cosines.append(d["score"]["cosine"])
+                jaccards.append(d["score"]["jaccard"])
+    cos, jac = np.array(cosines), np.array(jaccards)
+    qs = [5, 25, 50, 75, 95]
+
+    def percentiles(values: np.ndarray) -> dict[str, float]:
+        return {str(q): round(float(np.percentile(values, q)), 3) for q in qs}
+
+    result: dict[str, Any] = {"n": len(cos), "embedder": engine.embedder.name,
+                              "cosine_percentiles": percentiles(cos),
+                              "jaccard_mean": float(jac.mean()), "mappings": {}}
+    for kind in ("affine", "calibrated"):
+        try:
+            mapping = SemanticMapping.for_embedder(engine.embedder.name, kind)
+        except ValueError:
+            continue
+        s_sem = np.array([mapping(c) for c in cos])
+        phi = config.alpha_segment * s_sem + (1 - config.alpha_segment) * jac
+        result["mappings"][kind] = {
+            "phi_percentiles": percentiles(phi),
+            "split_rule": float((phi <= config.tau_split).mean()),
+            "judge": float(((phi > config.tau_split) & (phi < config.tau_merge)).mean()),
+            "merge_rule": float((phi >= config.tau_merge).mean()),
+        }
+    print(json.dumps(result, indent=None if args.json else 2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m memsif", description="MemSIF long-term memory engine.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what the engine does")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", help="build Structured Interaction Memory from a transcript")
+    p.add_argument("path", help="LoCoMo/LongMemEval JSON, JSONL, or plain-text transcript")
+    p.add_argument("--sample", help="only this sample id (default: every sample in the file)")
+    p.add_argument("--namespace", help="store under this namespace (default: the sample id)")
+    p.add_argument("--data-dir", help="memory folder (default: $MEMSIF_DATA_DIR or ~/.local/share/memsif)")
+    p.add_argument("--json", action="store_true", help="last stdout line is one JSON summary")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("show", help="print a namespace's segments and trajectories")
+    p.add_argument("--namespace", required=True)
+    p.add_argument("--data-dir")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("calibrate", help="print the distribution of φ under each s_sem mapping")
+    p.add_argument("path")
+    p.add_argument("--sample")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_calibrate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    start = time.perf_counter()
+    try:
+        return args.func(args)
+    except MemSIFError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        logging.getLogger(__name__).info("done in %.1f s", time.perf_counter() - start)

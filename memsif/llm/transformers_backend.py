@@ -1,0 +1,165 @@
+"""transformers back-end: the packaged SmolLM2 GGUF by default, any hub id or local path otherwise.
+
+Loading a GGUF through transformers de-quantises it to float32 (~20 s on 2 cores); the result is
+saved once under ``<cache_dir>/transformers/`` as safetensors and loaded from there afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from memsif.config import PACKAGED_LLM, MemSIFConfig
+from memsif.errors import LLMError, LLMOutputError
+from memsif.llm import NO_WORDS, YES_WORDS, Generation, packaged_gguf
+from memsif.prompts import Prompt
+
+log = logging.getLogger(__name__)
+
+
+def _answer_token_ids(tokenizer, words: Sequence[str]) -> list[int]:
+    ids: set[int] = set()
+    for word in words:
+        for variant in (word, " " + word):
+            toks = tokenizer.encode(variant, add_special_tokens=False)
+            if toks:
+                ids.add(toks[0])
+    return sorted(ids)
+
+
+class TransformersLLM:
+    """A causal LM run by transformers/torch on CPU or GPU."""
+
+    def __init__(self, model, tokenizer, name: str, device: str = "cpu") -> None:
+        import torch
+
+        self._torch = torch
+        self._model = model.eval()
+        self._tok = tokenizer
+        if self._tok.pad_token_id is None:
+            self._tok.pad_token = self._tok.eos_token
+        self._tok.padding_side = "left"
+        self.name = name
+        self._device = device
+        self._yes = _answer_token_ids(tokenizer, YES_WORDS)
+        self._no = _answer_token_ids(tokenizer, NO_WORDS)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, config: MemSIFConfig) -> TransformersLLM:
+        """Load the configured model; GGUF files are de-quantised once and cached.
+
+        Raises:
+            LLMError: the model or its GGUF file cannot be found or read.
+        """
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if config.llm_threads:
+            torch.set_num_threads(config.llm_threads)
+        device = config.llm_device
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if config.llm_model == PACKAGED_LLM:
+            folder, gguf_file = packaged_gguf()
+            source, name = str(folder), "SmolLM2-135M-Instruct (Q4_1 GGUF, packaged)"
+        else:
+            source, gguf_file, name = config.llm_model, config.llm_gguf_file, config.llm_model
+        try:
+            if gguf_file:
+                cached = _gguf_cache_dir(config.resolved_cache_dir, source, gguf_file)
+                if not (cached / "config.json").exists():
+                    log.info("De-quantising %s/%s once (cached in %s)", source, gguf_file, cached)
+                    model = AutoModelForCausalLM.from_pretrained(source, gguf_file=gguf_file,
+                                                                 dtype=torch.float32)
+                    tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=gguf_file)
+                    _save_atomically(model, tokenizer, cached)
+                else:
+                    model = AutoModelForCausalLM.from_pretrained(cached, dtype=torch.float32)
+                    tokenizer = AutoTokenizer.from_pretrained(cached)
+            else:
+                dtype = torch.float32 if device == "cpu" else "auto"
+                model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
+                tokenizer = AutoTokenizer.from_pretrained(source)
+        except (OSError, ValueError) as exc:
+            raise LLMError(f"Could not load LLM {source!r} ({exc}). Set MEMSIF_LLM_MODEL to a local folder "
+                           "or a hub id reachable from here, or use MEMSIF_LLM_BACKEND=openai.") from exc
+        return cls(model.to(device), tokenizer, name, device)
+
+    def _render(self, prompt: Prompt) -> str:
+        messages = [{"role": "system", "content": prompt.system}, {"role": "user", "content": prompt.text}]
+        if getattr(self._tok, "chat_template", None):
+            return self._tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return f"{prompt.system}\n\n{prompt.text}\n\nAnswer:"
+
+    def yes_probability(self, prompts: Sequence[Prompt]) -> list[float]:
+        if not prompts:
+            return []
+        torch = self._torch
+        if not self._yes or not self._no:
+            raise LLMOutputError(f"{self.name}: its tokenizer has no single token for yes/no.")
+        texts = [self._render(p) for p in prompts]
+        with self._lock, torch.inference_mode():
+            batch = self._tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+            batch = {k: v.to(self._device) for k, v in batch.items()}
+            mask = batch["attention_mask"]
+            position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
+            out = self._model(input_ids=batch["input_ids"], attention_mask=mask,
+                              position_ids=position_ids, use_cache=False, logits_to_keep=1)
+            probs = torch.softmax(out.logits[:, -1, :].float(), dim=-1)
+            p_yes = probs[:, self._yes].sum(-1)
+            p_no = probs[:, self._no].sum(-1)
+        result = []
+        for y, n in zip(p_yes.tolist(), p_no.tolist(), strict=True):
+            if y + n <= 0.0:
+                raise LLMOutputError(f"{self.name} gave no probability to yes or no.")
+            result.append(y / (y + n))
+        return result
+
+    def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1) -> Generation:
+        torch = self._torch
+        text = self._render(prompt)
+        with self._lock, torch.inference_mode():
+            batch = self._tok(text, return_tensors="pt", add_special_tokens=False).to(self._device)
+            kwargs = {"do_sample": temperature > 0}
+            if temperature > 0:
+                kwargs["temperature"] = temperature
+            out = self._model.generate(**batch, max_new_tokens=max_new_tokens,
+                                       pad_token_id=self._tok.pad_token_id, **kwargs)
+        n_in = int(batch["input_ids"].shape[1])
+        new_tokens = out[0, n_in:]
+        return Generation(self._tok.decode(new_tokens, skip_special_tokens=True), n_in, int(new_tokens.shape[0]))
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._tok.encode(text, add_special_tokens=False))
+
+
+def _gguf_cache_dir(cache_root: Path, source: str, gguf_file: str) -> Path:
+    path = Path(source) / gguf_file
+    stamp = f"{source}|{gguf_file}|{path.stat().st_size if path.exists() else ''}"
+    digest = hashlib.sha256(stamp.encode()).hexdigest()[:16]
+    return cache_root / "transformers" / f"{Path(gguf_file).stem}-{digest}"
+
+
+def _save_atomically(model, tokenizer, target: Path) -> None:
+    """Write to a temporary sibling and rename, so a crash never leaves a half-written cache."""
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    # The weights are already de-quantised to float32; drop the GGUF marks that make
+    # transformers refuse to serialise them.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, target)
+    except OSError as exc:
+        log.warning("Could not cache de-quantised model in %s (%s); it will be rebuilt next time.", target, exc)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,36 @@
+"""Event Trajectory judge (§3.2): is segment S_i part of the same evolving event or task as E_j?
+
+The question names the paper's three criteria: event identity, task continuity, state consistency.
+Yes/no, scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memsif.prompts import Prompt, clip
+from memsif.records import Message
+
+NAME = "trajectory_judge"
+VERSION = "trajectory_judge/2"
+
+
+def _render(earlier: Sequence[str], later: Sequence[str]) -> str:
+    return ("Earlier conversation:\n" + "\n".join(earlier) + "\n\nLater conversation:\n" + "\n".join(later) +
+            "\n\nIs the later conversation about the same event or task as the earlier one "
+            "(same event, continued task, or updated situation)?")
+
+
+def _lines(messages: Sequence[Message]) -> list[str]:
+    return [f"{m.speaker}: {clip(m.text, 140)}" for m in messages]
+
+
+def build(trajectory_messages: Sequence[Message], segment_messages: Sequence[Message]) -> Prompt:
+    """Prompt with excerpts of the trajectory's latest segment and of the new segment."""
+    ids = tuple(m.id for m in trajectory_messages) + tuple(m.id for m in segment_messages)
+    return Prompt(NAME, VERSION, _render(_lines(trajectory_messages), _lines(segment_messages)), input_ids=ids)
+
+
+def content_free() -> Prompt:
+    """The same template with "N/A" content: the model's prior P(yes) for contextual calibration."""
+    return Prompt(NAME, VERSION, _render(["A: N/A"], ["B: N/A"]))

@@ -1,0 +1,129 @@
+"""Records: pure typed data with no I/O (paper §3.2 notation in the docstrings).
+
+Ids are short and readable within a namespace: a message keeps its source id (LoCoMo ``D3:7``),
+Topical Segments are ``S1, S2, …`` and Event Trajectories ``E1, E2, …`` in creation order.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Message(_Record):
+    """One message u_t of the interaction history H (§3.2).
+
+    ``time`` is the event time: the session's date, never the moment of ingestion.
+    """
+
+    id: str = Field(description="Source id, unique within the namespace, e.g. 'D3:7'.")
+    namespace: str
+    speaker: str
+    text: str
+    time: datetime | None = None
+    session_id: str = ""
+    index: int = Field(0, description="0-based position in the namespace's chronological order.")
+
+    @property
+    def source_id(self) -> str:
+        return self.id
+
+
+class TopicalSegment(_Record):
+    """S_i: a temporally contiguous, topic-coherent run of messages (§3.2)."""
+
+    id: str
+    namespace: str
+    index: int
+    message_ids: list[str]
+    entities: list[str] = Field(default_factory=list, description="Union of member key-entity sets K_S.")
+    session_ids: list[str] = Field(default_factory=list)
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    trajectory_id: str | None = None
+
+
+class EventTrajectory(_Record):
+    """E_j: non-contiguous Topical Segments of one evolving event or task (§3.2)."""
+
+    id: str
+    namespace: str
+    index: int
+    segment_ids: list[str]
+    entities: list[str] = Field(default_factory=list, description="Union of member key-entity sets K_E.")
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+
+
+class BoundaryRule(StrEnum):
+    """Which part of the double-threshold rule (§3.2) decided a message's segment."""
+
+    FIRST = "first"          # the first message of a namespace opens S_1
+    MERGE = "merge_rule"     # φ ≥ τ_merge: appended without the judge
+    SPLIT = "split_rule"     # φ ≤ τ_split: new segment without the judge
+    JUDGE = "judge"          # τ_split < φ < τ_merge: the LLM judge decided
+    JUDGE_ERROR = "judge_error"  # the judge failed; fell back to φ against the midpoint (recorded)
+
+
+class PhiScore(_Record):
+    """The terms of φ(A,B) = α·s_sem + (1−α)·J (Eq. 1)."""
+
+    phi: float
+    s_sem: float
+    jaccard: float
+    cosine: float
+
+
+class SegmentDecision(_Record):
+    """How message u_t was placed: appended to the current segment or opening a new one."""
+
+    kind: str = "segment"
+    namespace: str
+    message_id: str
+    message_index: int
+    compared_segment_id: str | None = Field(None, description="S_i that u_t was scored against.")
+    segment_id: str = Field(description="The segment u_t ended up in.")
+    score: PhiScore | None = None
+    tau_split: float
+    tau_merge: float
+    rule: BoundaryRule
+    judge_prob: float | None = Field(None, description="P(continues the topic), calibrated (judge.py).")
+    judge_prob_raw: float | None = Field(None, description="The model's uncalibrated P(yes).")
+    judge_prior: float | None = Field(None, description="P(yes) on the content-free prompt.")
+    continued: bool
+    prompt_version: str | None = None
+    model: str | None = None
+    error: str | None = None
+    seconds: float = 0.0
+
+
+class TrajectoryCandidate(_Record):
+    """One of the top-K trajectories E_j scored for a segment S_i."""
+
+    trajectory_id: str
+    score: PhiScore
+    judge_prob: float | None = None
+    judge_prob_raw: float | None = None
+    judge_prior: float | None = None
+    compatible: bool
+
+
+class TrajectoryDecision(_Record):
+    """How segment S_i was assigned: joined the best compatible trajectory or opened a new one."""
+
+    kind: str = "trajectory"
+    namespace: str
+    segment_id: str
+    candidates: list[TrajectoryCandidate] = Field(default_factory=list)
+    trajectory_id: str
+    created: bool
+    prompt_version: str | None = None
+    model: str | None = None
+    error: str | None = None
+    seconds: float = 0.0

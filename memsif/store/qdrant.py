@@ -1,0 +1,225 @@
+"""MemoryStore over qdrant-client: ``path=`` (embedded, default), ``:memory:`` (tests), ``url=`` (server).
+
+Collections (all records carry ``namespace``; every read filters on it):
+  memsif_messages      vector = message embedding; payload = Message + entities + segment_id
+  memsif_segments      vector = mean-pooled embedding; payload = TopicalSegment
+  memsif_trajectories  vector = mean-pooled embedding; payload = EventTrajectory
+  memsif_decisions     no vector; payload = SegmentDecision / TrajectoryDecision + seq
+  memsif_meta          no vector; the embedder name and dimension the store was built with
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from qdrant_client import QdrantClient, models
+
+from memsif.errors import EmbedderError, StoreError
+from memsif.records import EventTrajectory, Message, TopicalSegment
+
+MESSAGES = "memsif_messages"
+SEGMENTS = "memsif_segments"
+TRAJECTORIES = "memsif_trajectories"
+DECISIONS = "memsif_decisions"
+META = "memsif_meta"
+_VECTOR_COLLECTIONS = (MESSAGES, SEGMENTS, TRAJECTORIES)
+_ID_SPACE = uuid.UUID("6f1c1c3e-5c0e-4d7a-9a57-2b1d3e0f4a11")
+
+
+def point_id(namespace: str, kind: str, record_id: str) -> str:
+    """Stable UUID of a record: the same (namespace, kind, id) always maps to the same point."""
+    return str(uuid.uuid5(_ID_SPACE, f"{namespace}\x1f{kind}\x1f{record_id}"))
+
+
+@dataclass
+class StoredMessage:
+    """A message as stored: the record, its (d,) embedding, key entities and segment."""
+
+    message: Message
+    vector: np.ndarray
+    entities: frozenset[str]
+    segment_id: str | None
+
+
+def _ns_filter(namespace: str, **equals: Any) -> models.Filter:
+    must = [models.FieldCondition(key="namespace", match=models.MatchValue(value=namespace))]
+    must += [models.FieldCondition(key=k, match=models.MatchValue(value=v)) for k, v in equals.items()]
+    return models.Filter(must=must)
+
+
+class MemoryStore:
+    """All engine state, persisted in Qdrant.
+
+    Raises (from the constructor):
+        StoreError: the embedded folder is locked by another process or cannot be opened.
+    """
+
+    def __init__(self, *, path: str | Path | None = None, url: str | None = None,
+                 api_key: str | None = None, in_memory: bool = False) -> None:
+        if sum(bool(x) for x in (path, url, in_memory)) != 1:
+            raise StoreError("Give exactly one of path= (embedded folder), url= (server) or in_memory=True.")
+        self.location = str(path or url or ":memory:")
+        self._is_server = bool(url)
+        try:
+            if in_memory:
+                self._client = QdrantClient(location=":memory:")
+            elif url:
+                self._client = QdrantClient(url=url, api_key=api_key or None)
+            else:
+                Path(path).mkdir(parents=True, exist_ok=True)
+                self._client = QdrantClient(path=str(path))
+        except (RuntimeError, BlockingIOError) as exc:
+            if "already accessed" in str(exc) or isinstance(exc, BlockingIOError):
+                raise StoreError(
+                    f"The memory folder {path} is in use by another MemSIF process (embedded Qdrant "
+                    "allows one). Stop that process, use another --data-dir, or run a Qdrant server "
+                    "and set MEMSIF_QDRANT_URL."
+                ) from exc
+            raise StoreError(f"Could not open the memory store at {self.location}: {exc}") from exc
+        self.dim: int | None = None
+
+    # ------------------------------------------------------------------ setup
+    def ensure_collections(self, embedder_name: str, dim: int) -> None:
+        """Create missing collections; check the store was built with the same embedder.
+
+        Raises:
+            EmbedderError: the store holds vectors of another embedder or dimension.
+        """
+        existing = {c.name for c in self._client.get_collections().collections}
+        if META not in existing:
+            self._client.create_collection(META, vectors_config={})
+        found = self._client.retrieve(META, ids=[point_id("", "meta", "embedder")], with_payload=True)
+        if found:
+            meta = found[0].payload or {}
+            if meta.get("embedder") != embedder_name or int(meta.get("dim", -1)) != dim:
+                raise EmbedderError(
+                    f"This store ({self.location}) was built with embedder {meta.get('embedder')!r} "
+                    f"(dim {meta.get('dim')}), not {embedder_name!r} (dim {dim}). Use the same "
+                    "MEMSIF_EMBEDDER_MODEL, or another --data-dir and ingest again to re-embed."
+                )
+        else:
+            self._client.upsert(META, points=[models.PointStruct(
+                id=point_id("", "meta", "embedder"), vector={}, payload={"embedder": embedder_name, "dim": dim})])
+        for name in _VECTOR_COLLECTIONS:
+            if name not in existing:
+                self._client.create_collection(
+                    name, vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE))
+                if self._is_server:  # embedded Qdrant ignores payload indexes
+                    self._client.create_payload_index(name, "namespace", models.PayloadSchemaType.KEYWORD)
+        if DECISIONS not in existing:
+            self._client.create_collection(DECISIONS, vectors_config={})
+        self.dim = dim
+
+    def close(self) -> None:
+        self._client.close()
+
+    # ------------------------------------------------------------------ writes
+    def put_messages(self, namespace: str, rows: Iterable[StoredMessage]) -> None:
+        points = [
+            models.PointStruct(
+                id=point_id(namespace, "message", r.message.id),
+                vector=r.vector.astype(float).tolist(),
+                payload={**r.message.model_dump(mode="json"), "entities": sorted(r.entities),
+                         "segment_id": r.segment_id},
+            )
+            for r in rows
+        ]
+        self._upsert(MESSAGES, points)
+
+    def put_segments(self, namespace: str, rows: Iterable[tuple[TopicalSegment, np.ndarray]]) -> None:
+        self._upsert(SEGMENTS, [
+            models.PointStruct(id=point_id(namespace, "segment", s.id), vector=v.astype(float).tolist(),
+                               payload=s.model_dump(mode="json"))
+            for s, v in rows
+        ])
+
+    def put_trajectories(self, namespace: str, rows: Iterable[tuple[EventTrajectory, np.ndarray]]) -> None:
+        self._upsert(TRAJECTORIES, [
+            models.PointStruct(id=point_id(namespace, "trajectory", t.id), vector=v.astype(float).tolist(),
+                               payload=t.model_dump(mode="json"))
+            for t, v in rows
+        ])
+
+    def put_decisions(self, namespace: str, decisions: Iterable[dict[str, Any]], start_seq: int) -> int:
+        """Append decision payloads numbered from ``start_seq``; returns the next free number."""
+        points = []
+        seq = start_seq
+        for payload in decisions:
+            points.append(models.PointStruct(id=point_id(namespace, "decision", str(seq)), vector={},
+                                             payload={**payload, "namespace": namespace, "seq": seq}))
+            seq += 1
+        self._upsert(DECISIONS, points)
+        return seq
+
+    def _upsert(self, collection: str, points: list[models.PointStruct]) -> None:
+        for start in range(0, len(points), 256):
+            try:
+                self._client.upsert(collection, points=points[start:start + 256], wait=True)
+            except Exception as exc:
+                raise StoreError(f"Writing to {collection} at {self.location} failed: {exc}") from exc
+
+    # ------------------------------------------------------------------ reads
+    def _scroll(self, collection: str, flt: models.Filter, with_vectors: bool = False) -> Iterator[models.Record]:
+        offset = None
+        while True:
+            records, offset = self._client.scroll(collection, scroll_filter=flt, limit=512, offset=offset,
+                                                  with_payload=True, with_vectors=with_vectors)
+            yield from records
+            if offset is None:
+                return
+
+    def messages(self, namespace: str, with_vectors: bool = True) -> list[StoredMessage]:
+        """The namespace's messages in chronological order (by ``index``)."""
+        out = []
+        for rec in self._scroll(MESSAGES, _ns_filter(namespace), with_vectors=with_vectors):
+            payload = dict(rec.payload or {})
+            entities = frozenset(payload.pop("entities", []))
+            segment_id = payload.pop("segment_id", None)
+            vector = np.asarray(rec.vector, dtype=np.float32) if with_vectors else np.zeros(0, np.float32)
+            out.append(StoredMessage(Message(**payload), vector, entities, segment_id))
+        out.sort(key=lambda r: r.message.index)
+        return out
+
+    def segments(self, namespace: str) -> list[TopicalSegment]:
+        segs = [TopicalSegment(**rec.payload) for rec in self._scroll(SEGMENTS, _ns_filter(namespace))]
+        return sorted(segs, key=lambda s: s.index)
+
+    def trajectories(self, namespace: str) -> list[EventTrajectory]:
+        trajs = [EventTrajectory(**rec.payload) for rec in self._scroll(TRAJECTORIES, _ns_filter(namespace))]
+        return sorted(trajs, key=lambda t: t.index)
+
+    def decisions(self, namespace: str, kind: str | None = None) -> list[dict[str, Any]]:
+        """Decision payloads in the order they were made."""
+        flt = _ns_filter(namespace, kind=kind) if kind else _ns_filter(namespace)
+        rows = [dict(rec.payload or {}) for rec in self._scroll(DECISIONS, flt)]
+        return sorted(rows, key=lambda d: d["seq"])
+
+    def count(self, collection: str, namespace: str) -> int:
+        return self._client.count(collection, count_filter=_ns_filter(namespace), exact=True).count
+
+    def namespaces(self) -> list[str]:
+        """Every namespace that has at least one message."""
+        names: set[str] = set()
+        existing = {c.name for c in self._client.get_collections().collections}
+        if MESSAGES not in existing:
+            return []
+        offset = None
+        while True:
+            records, offset = self._client.scroll(MESSAGES, limit=1024, offset=offset,
+                                                  with_payload=["namespace"], with_vectors=False)
+            names.update(str((r.payload or {}).get("namespace")) for r in records)
+            if offset is None:
+                return sorted(names)
+
+    def delete_namespace(self, namespace: str) -> None:
+        """Remove every record of ``namespace`` from every collection."""
+        existing = {c.name for c in self._client.get_collections().collections}
+        for name in (*_VECTOR_COLLECTIONS, DECISIONS):
+            if name in existing:
+                self._client.delete(name, points_selector=models.FilterSelector(filter=_ns_filter(namespace)),
+                                    wait=True)

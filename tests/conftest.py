@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from memsif.config import MemSIFConfig
+from memsif.engine import MemSIF
+from memsif.records import Message
+from memsif.store import MemoryStore
+from tests.fakes import FakeLLM, HashEmbedder, TableEntities
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+LOCOMO_DEV = SHARED / "data" / "locomo" / "locomo_dev.json"
+LONGMEMEVAL = SHARED / "data" / "longmemeval" / "longmemeval_synthetic.json"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "integration" not in item.keywords:
+            item.add_marker(pytest.mark.unit)
+
+
+def make_messages(texts: list[str], namespace: str = "t", speaker: str = "A") -> list[Message]:
+    return [Message(id=f"D1:{i + 1}", namespace=namespace, speaker=speaker, text=t,
+                    time=datetime(2023, 5, 8), session_id="session_1", index=i) for i, t in enumerate(texts)]
+
+
+@pytest.fixture
+def fake_llm() -> FakeLLM:
+    return FakeLLM()
+
+
+@pytest.fixture
+def engine_factory(tmp_path):
+    """Build an engine with fakes; ``config`` keyword overrides go into MemSIFConfig."""
+    engines = []
+
+    def build(llm=None, embedder=None, entities=None, store=None, **config):
+        cfg = MemSIFConfig(data_dir=str(tmp_path / "data"), **config)
+        engine = MemSIF(cfg, llm=llm or FakeLLM(), embedder=embedder or HashEmbedder(),
+                        entities=entities or TableEntities(), store=store or MemoryStore(in_memory=True))
+        engines.append(engine)
+        return engine
+
+    yield build
+    for engine in engines:
+        engine.close()

@@ -1,0 +1,52 @@
+"""The real packaged models through the real code path, on a few sessions of conv-26."""
+
+import pytest
+
+from memsif.config import MemSIFConfig
+from memsif.engine import MemSIF
+from memsif.entities import SpacyEntityExtractor
+from memsif.io import load_transcripts
+from memsif.records import BoundaryRule
+from memsif.store import MemoryStore
+from tests.conftest import LOCOMO_DEV
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def built():
+    [conv] = load_transcripts(LOCOMO_DEV, sample="conv-26")
+    sessions = {"session_1", "session_2", "session_3"}
+    messages = [m for m in conv.messages if m.session_id in sessions]
+    engine = MemSIF(MemSIFConfig.from_env(), store=MemoryStore(in_memory=True))
+    engine.load_models()
+    report = engine.ingest(messages, namespace="conv-26")
+    yield engine, report, messages
+    engine.close()
+
+
+def test_real_models_build_structured_interaction_memory(built):
+    engine, report, messages = built
+    assert isinstance(engine.entity_extractor, SpacyEntityExtractor)
+    assert report.messages == len(messages) and report.judge_errors == 0
+    segments = engine.segments("conv-26")
+    assert 1 < len(segments) < len(messages)
+    assert [mid for s in segments for mid in s.message_ids] == [m.id for m in messages]
+    trajectories = engine.trajectories("conv-26")
+    assert sorted(sid for t in trajectories for sid in t.segment_ids) == sorted(s.id for s in segments)
+
+
+def test_real_decisions_are_recorded_with_scores(built):
+    engine, report, messages = built
+    decisions = engine.decisions("conv-26", "segment")
+    assert len(decisions) == len(messages)
+    judged = [d for d in decisions if d["rule"] == BoundaryRule.JUDGE]
+    assert len(judged) == report.judge_calls_segment > 0
+    for d in judged:
+        assert 0.0 < d["judge_prob"] < 1.0
+        assert d["score"]["jaccard"] >= 0.0 and 0.0 <= d["score"]["s_sem"] <= 1.0
+    # the judge sees both answers as plausible: not a constant
+    assert len({round(d["judge_prob"], 3) for d in judged}) > 1
+    assert any(d["score"]["jaccard"] > 0 for d in decisions if d["score"])
+    for d in engine.decisions("conv-26", "trajectory"):
+        assert all(c["judge_prob"] is None or 0.0 < c["judge_prob"] < 1.0 for c in d["candidates"])

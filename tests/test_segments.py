@@ -1,0 +1,102 @@
+"""Topical Segment construction: the double-threshold rule (§3.2)."""
+
+import pytest
+
+from memsif.records import BoundaryRule
+from tests.conftest import make_messages
+from tests.fakes import FakeLLM, FixedEmbedder
+
+# alpha = 1 and the affine mapping make φ = (cos + 1) / 2, easy to compute by hand.
+VECTORS = {"same": [1.0, 0.0], "same again": [1.0, 0.0], "opposite": [-1.0, 0.0], "orthogonal": [0.0, 1.0]}
+CFG = dict(alpha_segment=1.0, sem_mapping="affine", trajectory_min_phi=1.0, judge_calibration=False)
+
+
+def _decisions(engine, ns="t"):
+    return engine.decisions(ns, "segment")
+
+
+def test_merge_and_split_by_rule_never_call_the_judge(engine_factory):
+    llm = FakeLLM()  # no answers: any judge call fails the test
+    engine = engine_factory(llm=llm, embedder=FixedEmbedder(VECTORS), **CFG)
+    report = engine.ingest(make_messages(["same", "same again", "opposite"]))
+    rules = [d["rule"] for d in _decisions(engine)]
+    assert rules == [BoundaryRule.FIRST, BoundaryRule.MERGE, BoundaryRule.SPLIT]
+    phis = [d["score"]["phi"] for d in _decisions(engine)[1:]]
+    assert phis == pytest.approx([1.0, 0.0])
+    assert llm.calls == {}
+    assert report.judge_calls_segment == 0
+    assert [s.message_ids for s in engine.segments("t")] == [["D1:1", "D1:2"], ["D1:3"]]
+
+
+@pytest.mark.parametrize(("prob", "segments"), [(0.9, [["D1:1", "D1:2"]]), (0.1, [["D1:1"], ["D1:2"]])])
+def test_in_between_scores_call_the_judge(engine_factory, prob, segments):
+    llm = FakeLLM({"segment_judge": prob})
+    engine = engine_factory(llm=llm, embedder=FixedEmbedder(VECTORS), **CFG)
+    engine.ingest(make_messages(["same", "orthogonal"]))
+    decision = _decisions(engine)[1]
+    assert decision["score"]["phi"] == pytest.approx(0.5)  # τ_split = 0.325 < 0.5 < τ_merge = 0.6
+    assert decision["rule"] == BoundaryRule.JUDGE
+    assert decision["judge_prob"] == pytest.approx(prob)
+    assert decision["prompt_version"] == "segment_judge/2"
+    assert len(llm.calls["segment_judge"]) == 1
+    assert llm.calls["segment_judge"][0].input_ids == ("D1:1", "D1:2")
+    assert [s.message_ids for s in engine.segments("t")] == segments
+
+
+def test_thresholds_are_inclusive(engine_factory):
+    # "orthogonal" after "same" scores exactly φ = 0.5: at τ_merge it merges, at τ_split it splits.
+    engine = engine_factory(llm=FakeLLM(), embedder=FixedEmbedder(VECTORS), tau_merge=0.5, tau_split=0.3,
+                            **CFG)
+    engine.ingest(make_messages(["same", "orthogonal"]))
+    assert _decisions(engine)[1]["rule"] == BoundaryRule.MERGE
+    engine2 = engine_factory(llm=FakeLLM(), embedder=FixedEmbedder(VECTORS), tau_merge=0.7, tau_split=0.5,
+                             **CFG)
+    engine2.ingest(make_messages(["same", "orthogonal"]))
+    assert _decisions(engine2)[1]["rule"] == BoundaryRule.SPLIT
+
+
+def test_judge_failure_is_recorded_not_silent(engine_factory):
+    llm = FakeLLM(fail={"segment_judge"})
+    engine = engine_factory(llm=llm, embedder=FixedEmbedder(VECTORS), **CFG)
+    report = engine.ingest(make_messages(["same", "orthogonal"]))
+    decision = _decisions(engine)[1]
+    assert decision["rule"] == BoundaryRule.JUDGE_ERROR
+    assert "fake failure" in decision["error"]
+    assert report.judge_errors == 1
+
+
+def test_segment_profile_is_mean_pooled_after_each_append(engine_factory):
+    # After "same" + "orthogonal" (judge: continue) the segment mean is [0.5, 0.5];
+    # "same again" then has cos = 1/√2 → φ = (0.7071 + 1) / 2 = 0.8536 → merge.
+    llm = FakeLLM({"segment_judge": 0.9})
+    engine = engine_factory(llm=llm, embedder=FixedEmbedder(VECTORS), **CFG)
+    engine.ingest(make_messages(["same", "orthogonal", "same again"]))
+    assert _decisions(engine)[2]["score"]["phi"] == pytest.approx((2 ** -0.5 + 1) / 2, abs=1e-4)
+
+
+def test_entities_enter_phi(engine_factory):
+    from tests.fakes import TableEntities
+
+    ents = TableEntities({"same": {"paris", "louvre"}, "orthogonal": {"paris"}})
+    llm = FakeLLM({"segment_judge": 0.9})
+    engine = engine_factory(llm=llm, embedder=FixedEmbedder(VECTORS), entities=ents,
+                            alpha_segment=0.5, sem_mapping="affine", trajectory_min_phi=1.0,
+                            judge_calibration=False)
+    engine.ingest(make_messages(["same", "orthogonal"]))
+    score = _decisions(engine)[1]["score"]
+    assert score["jaccard"] == pytest.approx(0.5)
+    assert score["phi"] == pytest.approx(0.5 * 0.5 + 0.5 * 0.5)
+
+
+def test_judge_is_calibrated_against_the_content_free_prior(engine_factory):
+    # The model says P(yes) = 0.2 to "N/A" content and 0.3 to the real pair: the content moved it
+    # towards "yes", so the calibrated probability is above 0.5 and the message continues.
+    llm = FakeLLM({"segment_judge": lambda p: 0.2 if "N/A" in p.text else 0.3})
+    engine = engine_factory(llm=llm, embedder=FixedEmbedder(VECTORS), alpha_segment=1.0, sem_mapping="affine",
+                            trajectory_min_phi=1.0)
+    report = engine.ingest(make_messages(["same", "orthogonal"]))
+    decision = _decisions(engine)[1]
+    expected = (0.3 / 0.2) / (0.3 / 0.2 + 0.7 / 0.8)
+    assert decision["judge_prob"] == pytest.approx(expected)
+    assert decision["judge_prob_raw"] == pytest.approx(0.3) and decision["judge_prior"] == pytest.approx(0.2)
+    assert decision["continued"] and report.judge_calls_segment == 1

@@ -1,0 +1,102 @@
+"""Persistence in embedded Qdrant: reopen gives back the same memory; bad input stores nothing."""
+
+import subprocess
+import sys
+
+import pytest
+
+from memsif.errors import EmbedderError, NotFoundError, TranscriptError
+from memsif.io import load_transcripts
+from memsif.store import MemoryStore
+from tests.conftest import make_messages
+from tests.fakes import FakeLLM, HashEmbedder
+
+TEXTS = ["I adopted a dog named Max", "Max is a beagle puppy", "The stock market fell today",
+         "Bonds and stocks are down", "Max chewed my shoes again"]
+
+
+def _engine(engine_factory, path):
+    return engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.7}),
+                          store=MemoryStore(path=path))
+
+
+def test_reopen_gives_back_the_same_memory(engine_factory, tmp_path):
+    path = tmp_path / "q"
+    first = _engine(engine_factory, path)
+    first.ingest(make_messages(TEXTS))
+    before = (first.segments("t"), first.trajectories("t"), first.decisions("t"), first.messages("t"))
+    first.close()
+    second = _engine(engine_factory, path)
+    after = (second.segments("t"), second.trajectories("t"), second.decisions("t"), second.messages("t"))
+    assert after == before
+    assert second.namespaces() == ["t"]
+
+
+def test_reopen_in_a_new_process(engine_factory, tmp_path):
+    path = tmp_path / "q"
+    engine = _engine(engine_factory, path)
+    engine.ingest(make_messages(TEXTS))
+    expected = [s.message_ids for s in engine.segments("t")]
+    engine.close()
+    code = ("import sys; from memsif.store import MemoryStore; s = MemoryStore(path=sys.argv[1]); "
+            "print([x.message_ids for x in s.segments('t')])")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(expected)
+
+
+def test_second_ingest_continues_and_is_idempotent(engine_factory, tmp_path):
+    engine = _engine(engine_factory, tmp_path / "q")
+    msgs = make_messages(TEXTS)
+    engine.ingest(msgs[:3])
+    report = engine.ingest(msgs)  # first three already stored
+    assert report.skipped == 3 and report.messages == 2
+    assert [m.id for m in engine.messages("t")] == [m.id for m in msgs]
+    assert [m.index for m in engine.messages("t")] == list(range(5))
+    all_ids = [mid for s in engine.segments("t") for mid in s.message_ids]
+    assert all_ids == [m.id for m in msgs]
+    again = engine.ingest(msgs)
+    assert again.messages == 0 and len(engine.messages("t")) == 5
+    seqs = [d["seq"] for d in engine.decisions("t")]
+    assert seqs == list(range(len(seqs)))
+
+
+def test_namespaces_are_isolated(engine_factory):
+    engine = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.7}))
+    engine.ingest(make_messages(TEXTS, namespace="alice"))
+    engine.ingest(make_messages(TEXTS[:2], namespace="bob"))
+    assert len(engine.messages("bob")) == 2
+    engine.delete_namespace("alice")
+    with pytest.raises(NotFoundError, match="alice"):
+        engine.segments("alice")
+    assert engine.namespaces() == ["bob"]
+
+
+def test_malformed_transcript_stores_nothing(engine_factory, tmp_path):
+    engine = _engine(engine_factory, tmp_path / "q")
+    engine.ingest(make_messages(TEXTS))
+    snapshot = (engine.segments("t"), engine.decisions("t"))
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"sample_id": "t", "conversation": {"session_1": [{"speaker": "A", "text": "new"}, '
+                   '{"speaker": "B"}]}}]')
+    with pytest.raises(TranscriptError):
+        engine.ingest(load_transcripts(bad)[0].messages)
+    assert (engine.segments("t"), engine.decisions("t")) == snapshot
+
+
+def test_other_embedder_on_existing_store_is_a_clear_error(engine_factory, tmp_path):
+    path = tmp_path / "q"
+    engine = _engine(engine_factory, path)
+    engine.ingest(make_messages(TEXTS))
+    engine.close()
+    other = engine_factory(embedder=HashEmbedder(dim=32, name="other"), store=MemoryStore(path=path))
+    with pytest.raises(EmbedderError, match="re-embed"):
+        other.ingest(make_messages(TEXTS))
+
+
+def test_second_process_on_same_folder_gets_a_clear_message(tmp_path):
+    path = tmp_path / "q"
+    store = MemoryStore(path=path)
+    code = "import sys; from memsif.store import MemoryStore; MemoryStore(path=sys.argv[1])"
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
+    assert out.returncode != 0 and "in use by another MemSIF process" in out.stderr
+    store.close()

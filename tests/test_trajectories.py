@@ -1,0 +1,75 @@
+"""Event Trajectory aggregation: top-K by φ, judge, highest compatible wins (§3.2)."""
+
+import numpy as np
+import pytest
+
+from memsif.config import MemSIFConfig
+from memsif.interaction.state import InteractionState
+from memsif.interaction.trajectories import TrajectoryBuilder, top_k_candidates
+from memsif.matching import SemanticMapping
+from tests.conftest import make_messages
+from tests.fakes import FakeLLM
+
+
+def _state_with_trajectories(vectors):
+    """One single-message segment + trajectory per vector, then a new segment [1, 0]."""
+    state = InteractionState("t", 2)
+    msgs = make_messages([f"m{i}" for i in range(len(vectors) + 1)])
+    for msg, vec in zip(msgs, [*vectors, [1.0, 0.0]], strict=True):
+        state.add_message(msg, np.array(vec), frozenset())
+        seg = state.open_segment(msg)
+        if msg is not msgs[-1]:
+            state.open_trajectory(seg)
+    return state, state.segments[-1]
+
+
+MAPPING = SemanticMapping("affine")
+
+
+def test_top_k_orders_by_phi():
+    state, seg = _state_with_trajectories([[0.0, 1.0], [1.0, 0.1], [-1.0, 0.0], [1.0, 0.5]])
+    ranked = top_k_candidates(state, seg, k=3, alpha=1.0, mapping=MAPPING)
+    assert [tid for tid, _ in ranked] == ["E2", "E4", "E1"]
+    phis = [s.phi for _, s in ranked]
+    assert phis == sorted(phis, reverse=True)
+    assert len(top_k_candidates(state, seg, k=10, alpha=1.0, mapping=MAPPING)) == 4
+
+
+def test_highest_phi_compatible_trajectory_wins():
+    state, seg = _state_with_trajectories([[0.0, 1.0], [1.0, 0.1], [1.0, 0.5]])
+    # E2 has the highest φ but the judge rejects it; E3 is the best compatible one.
+    verdicts = iter([0.2, 0.8, 0.9])
+    llm = FakeLLM({"trajectory_judge": lambda p: next(verdicts)})
+    cfg = MemSIFConfig(alpha_trajectory=1.0, trajectory_min_phi=0.0, judge_calibration=False)
+    decision = TrajectoryBuilder(cfg, MAPPING, llm).assign(state, seg)
+    assert [c.trajectory_id for c in decision.candidates] == ["E2", "E3", "E1"]
+    assert [c.compatible for c in decision.candidates] == [False, True, True]
+    assert decision.trajectory_id == "E3" and not decision.created
+    assert state.trajectory("E3").record.segment_ids == ["S3", "S4"]
+    assert len(llm.calls["trajectory_judge"]) == 3
+
+
+def test_no_compatible_trajectory_opens_a_new_one():
+    state, seg = _state_with_trajectories([[1.0, 0.0]])
+    llm = FakeLLM({"trajectory_judge": 0.1})
+    decision = TrajectoryBuilder(MemSIFConfig(judge_calibration=False), MAPPING, llm).assign(state, seg)
+    assert decision.created and decision.trajectory_id == "E2"
+    assert decision.candidates[0].judge_prob == pytest.approx(0.1)
+
+
+def test_low_phi_candidates_are_rejected_without_the_judge():
+    state, seg = _state_with_trajectories([[-1.0, 0.0]])  # φ = 0 ≤ trajectory_min_phi
+    llm = FakeLLM()
+    decision = TrajectoryBuilder(MemSIFConfig(alpha_trajectory=1.0), MAPPING, llm).assign(state, seg)
+    assert decision.created and llm.calls == {}
+    assert decision.candidates[0].judge_prob is None and not decision.candidates[0].compatible
+
+
+def test_trajectory_profile_follows_segment_growth():
+    state, _seg = _state_with_trajectories([[0.0, 1.0]])
+    traj = state.trajectory("E1")
+    extra = make_messages(["x"])[0].model_copy(update={"id": "D2:1"})
+    state.add_message(extra, np.array([1.0, 0.0]), frozenset({"k"}))
+    state.append_to_segment(state.segment("S1"), extra)
+    assert traj.profile.count == 2 and np.allclose(traj.profile.mean, [0.5, 0.5])
+    assert traj.record.entities == ["k"]
