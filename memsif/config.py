@@ -49,8 +49,8 @@ class MemSIFConfig:
     alpha_trajectory: float = 0.8
     top_k: int = 3
     #: Top-K candidates whose φ(S_i, E_j) is at or below this are incompatible by rule, without a
-    #: judge call (same role as τ_split for segments; a product decision, see README).
-    trajectory_min_phi: float = 0.325
+    #: judge call (a product decision, see README: it keeps the judge to plausible candidates).
+    trajectory_min_phi: float = 0.6
     #: How cosine similarity becomes s_sem in [0,1]: "affine" is (cos+1)/2 as in the paper;
     #: "calibrated" rescales the embedder's own cosine range (see matching.COSINE_RANGES);
     #: "auto" picks "calibrated" when the embedder has a measured range, else "affine".
@@ -59,7 +59,9 @@ class MemSIFConfig:
     #: judge's probability of "yes" is at least this.
     judge_threshold: float = 0.5
     #: Calibrate judge probabilities against the model's content-free prior (interaction/judge.py).
-    judge_calibration: bool = True
+    #: Off by default: with SmolLM2-135M the "N/A" prior sits below every real prompt, so calibration
+    #: turns "always no" into "always yes" (README, "The judges on the 135M model").
+    judge_calibration: bool = False
     #: Messages of the current segment shown to the segment judge (most recent last).
     judge_context_messages: int = 3
     # --- ActiveFact promotion (§3.4, Eq. 4) ---
@@ -72,6 +74,9 @@ class MemSIFConfig:
     llm_base_url: str = ""
     llm_api_key: str = ""
     llm_device: str = "cpu"
+    #: "auto": bfloat16 on CPUs with AVX512-BF16/AMX (≈35% faster here), float32 on other CPUs,
+    #: the checkpoint's dtype on GPUs; or "float32" / "bfloat16" / "float16".
+    llm_dtype: str = "auto"
     llm_threads: int = 0
     embedder_model: str = PACKAGED_EMBEDDER
     use_spacy: bool = True

@@ -61,7 +61,7 @@ class SentenceTransformerEmbedder:
             raise EmbedderError(f"Could not load embedder {model!r} ({exc}); give a local folder or a "
                                 "hub id reachable from here (MEMSIF_EMBEDDER_MODEL).") from exc
         self.name = "all-MiniLM-L6-v2" if model == PACKAGED_EMBEDDER else model
-        dim = self._model.get_sentence_embedding_dimension()
+        dim = self._model.get_embedding_dimension()
         if dim is None:
             raise EmbedderError(f"Embedder {model!r} does not report its dimension.")
         self.dim = int(dim)

@@ -6,6 +6,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -65,12 +66,12 @@ class MemSIF:
         self._entities = entities
         self._store = store
         self._lock = threading.RLock()
-        self._load_lock = threading.Lock()
+        self._load_locks = {name: threading.Lock() for name in ("llm", "embedder", "entities")}
 
     # ----------------------------------------------------------------- back-ends
     @property
     def llm(self) -> LLM:
-        with self._load_lock:
+        with self._load_locks["llm"]:
             if self._llm is None:
                 from memsif.llm import load_llm
 
@@ -79,7 +80,7 @@ class MemSIF:
 
     @property
     def embedder(self) -> Embedder:
-        with self._load_lock:
+        with self._load_locks["embedder"]:
             if self._embedder is None:
                 from memsif.embed import SentenceTransformerEmbedder
 
@@ -88,7 +89,7 @@ class MemSIF:
 
     @property
     def entity_extractor(self) -> EntityExtractor:
-        with self._load_lock:
+        with self._load_locks["entities"]:
             if self._entities is None:
                 from memsif.entities import load_entity_extractor
 
@@ -113,7 +114,8 @@ class MemSIF:
         return SemanticMapping.for_embedder(self.embedder.name, self.config.sem_mapping)
 
     def load_models(self) -> float:
-        """Load every back-end now; returns the seconds it took."""
+        """Load every back-end now; returns the seconds it took. (Loading in threads was slower here:
+        most of the time is Python imports, which hold the GIL.)"""
         start = time.perf_counter()
         _ = self.llm, self.embedder, self.entity_extractor, self.store
         return time.perf_counter() - start
@@ -156,8 +158,11 @@ class MemSIF:
             skipped = len(messages) - len(fresh)
 
             t = time.perf_counter()
-            vectors = self.embedder.embed_documents([m.text for m in fresh])
-            entity_sets = self.entity_extractor.extract([m.text for m in fresh])
+            texts = [m.text for m in fresh]
+            with ThreadPoolExecutor(max_workers=1) as pool:  # NER runs while torch embeds
+                entities_future = pool.submit(self.entity_extractor.extract, texts)
+                vectors = self.embedder.embed_documents(texts)
+                entity_sets = entities_future.result()
             stages["embed_and_entities"] = time.perf_counter() - t
 
             seg_builder = SegmentBuilder(self.config, self.semantic_mapping, self.llm)

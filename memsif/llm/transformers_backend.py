@@ -89,6 +89,9 @@ class TransformersLLM:
         except (OSError, ValueError) as exc:
             raise LLMError(f"Could not load LLM {source!r} ({exc}). Set MEMSIF_LLM_MODEL to a local folder "
                            "or a hub id reachable from here, or use MEMSIF_LLM_BACKEND=openai.") from exc
+        dtype = _resolve_dtype(config.llm_dtype, device)
+        if dtype is not None:
+            model = model.to(dtype)
         return cls(model.to(device), tokenizer, name, device)
 
     def _render(self, prompt: Prompt) -> str:
@@ -137,6 +140,22 @@ class TransformersLLM:
 
     def count_tokens(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False))
+
+
+def _resolve_dtype(setting: str, device: str):
+    """torch dtype for ``llm_dtype``; None keeps what was loaded."""
+    import torch
+
+    if setting == "auto":
+        if device != "cpu":
+            return None
+        fast_bf16 = any(getattr(torch.cpu, probe, lambda: False)()
+                        for probe in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"))
+        return torch.bfloat16 if fast_bf16 else torch.float32
+    try:
+        return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[setting]
+    except KeyError as exc:
+        raise LLMError(f"llm_dtype must be auto, float32, bfloat16 or float16, not {setting!r}.") from exc
 
 
 def _gguf_cache_dir(cache_root: Path, source: str, gguf_file: str) -> Path:

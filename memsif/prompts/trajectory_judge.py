@@ -22,7 +22,7 @@ def _render(earlier: Sequence[str], later: Sequence[str]) -> str:
 
 
 def _lines(messages: Sequence[Message]) -> list[str]:
-    return [f"{m.speaker}: {clip(m.text, 140)}" for m in messages]
+    return [f"{m.speaker}: {clip(m.text, 120)}" for m in messages]
 
 
 def build(trajectory_messages: Sequence[Message], segment_messages: Sequence[Message]) -> Prompt:
