@@ -111,47 +111,44 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_calibrate(args: argparse.Namespace) -> int:
-    """Build memory in a throw-away store and print the distribution of φ and s_sem."""
+def phi_distribution(decisions: list[dict[str, Any]], config: MemSIFConfig, embedder_name: str) -> dict[str, Any]:
+    """Percentiles of cos(u_t, S_i) and of φ under each s_sem mapping, with the share of messages
+    each mapping sends to the split rule, the judge and the merge rule (paper thresholds)."""
     import numpy as np
 
-    from memsif.engine import MemSIF
-    from memsif.io import load_transcripts
     from memsif.matching import SemanticMapping
-    from memsif.store import MemoryStore
 
-    config = MemSIFConfig.from_env()
-    engine = MemSIF(config, store=MemoryStore(in_memory=True))
-    cosines, jaccards = [], []
-    for tr in load_transcripts(args.path, sample=args.sample):
-        engine.ingest(tr.messages, namespace=tr.sample_id, progress=_progress_bar(tr.sample_id))
-        for d in engine.decisions(tr.sample_id, "segment"):
-            if d.get("score"):
-                cosines.append(d["score"]["cosine"])
-                jaccards.append(d["score"]["jaccard"])
-    cos, jac = np.array(cosines), np.array(jaccards)
-    qs = [5, 25, 50, 75, 95]
+    scored = [d["score"] for d in decisions if d.get("score")]
+    cos = np.array([s["cosine"] for s in scored])
+    jac = np.array([s["jaccard"] for s in scored])
+    qs = (5, 25, 50, 75, 95)
 
     def percentiles(values: np.ndarray) -> dict[str, float]:
-        return {str(q): round(float(np.percentile(values, q)), 3) for q in qs}
+        return {f"p{q}": round(float(np.percentile(values, q)), 3) for q in qs}
 
-    result: dict[str, Any] = {"n": len(cos), "embedder": engine.embedder.name,
-                              "cosine_percentiles": percentiles(cos),
-                              "jaccard_mean": float(jac.mean()), "mappings": {}}
+    result: dict[str, Any] = {"n": len(cos), "embedder": embedder_name, "cosine": percentiles(cos),
+                              "jaccard_mean": round(float(jac.mean()), 4), "mappings": {}}
     for kind in ("affine", "calibrated"):
         try:
-            mapping = SemanticMapping.for_embedder(engine.embedder.name, kind)
+            mapping = SemanticMapping.for_embedder(embedder_name, kind)
         except ValueError:
             continue
-        s_sem = np.array([mapping(c) for c in cos])
-        phi = config.alpha_segment * s_sem + (1 - config.alpha_segment) * jac
+        phi = config.alpha_segment * np.array([mapping(c) for c in cos]) + (1 - config.alpha_segment) * jac
         result["mappings"][kind] = {
-            "phi_percentiles": percentiles(phi),
-            "split_rule": float((phi <= config.tau_split).mean()),
-            "judge": float(((phi > config.tau_split) & (phi < config.tau_merge)).mean()),
-            "merge_rule": float((phi >= config.tau_merge).mean()),
+            "range": [mapping.low, mapping.high], "phi": percentiles(phi),
+            "split_rule": round(float((phi <= config.tau_split).mean()), 3),
+            "judge": round(float(((phi > config.tau_split) & (phi < config.tau_merge)).mean()), 3),
+            "merge_rule": round(float((phi >= config.tau_merge).mean()), 3),
         }
-    print(json.dumps(result, indent=None if args.json else 2))
+    return result
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Distribution of φ over the boundary decisions already stored in a namespace."""
+    engine = _engine(args)
+    decisions = [d for ns in args.namespace for d in engine.decisions(ns, "segment")]
+    result = phi_distribution(decisions, engine.config, engine.embedder.name)
+    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
     return 0
 
 
@@ -175,9 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("calibrate", help="print the distribution of φ under each s_sem mapping")
-    p.add_argument("path")
-    p.add_argument("--sample")
+    p = sub.add_parser("calibrate", help="distribution of φ in stored namespaces under each s_sem mapping")
+    p.add_argument("--namespace", action="append", required=True, help="repeat for several")
+    p.add_argument("--data-dir")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_calibrate)
     return parser

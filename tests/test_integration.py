@@ -8,14 +8,14 @@ from memsif.entities import SpacyEntityExtractor
 from memsif.io import load_transcripts
 from memsif.records import BoundaryRule
 from memsif.store import MemoryStore
-from tests.conftest import LOCOMO_DEV
+from tests.conftest import EXAMPLE
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def built():
-    [conv] = load_transcripts(LOCOMO_DEV, sample="conv-26")
+    [conv] = load_transcripts(EXAMPLE, sample="conv-26")
     sessions = {"session_1", "session_2", "session_3"}
     messages = [m for m in conv.messages if m.session_id in sessions]
     engine = MemSIF(MemSIFConfig.from_env(), store=MemoryStore(in_memory=True))

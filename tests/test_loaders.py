@@ -8,11 +8,12 @@ import pytest
 from memsif.errors import TranscriptError
 from memsif.io import load_transcripts
 from memsif.timeparse import parse_time
-from tests.conftest import LOCOMO_DEV, LONGMEMEVAL
+from tests.conftest import EXAMPLE, LOCOMO_DEV, LONGMEMEVAL, requires_shared
 
 
-def test_locomo_conv26_has_419_turns_in_19_sessions():
-    [conv] = load_transcripts(LOCOMO_DEV, sample="conv-26")
+@pytest.mark.parametrize("path", [EXAMPLE, pytest.param(LOCOMO_DEV, marks=requires_shared)])
+def test_locomo_conv26_has_419_turns_in_19_sessions(path):
+    [conv] = load_transcripts(path, sample="conv-26")
     assert conv.format == "locomo" and conv.sample_id == "conv-26"
     assert len(conv.messages) == 419
     assert len({m.session_id for m in conv.messages}) == 19
@@ -25,6 +26,7 @@ def test_locomo_conv26_has_419_turns_in_19_sessions():
     assert any("[shares a photo:" in m.text for m in conv.messages)
 
 
+@requires_shared
 def test_locomo_file_has_three_samples_and_skips_empty_sessions():
     samples = load_transcripts(LOCOMO_DEV)
     assert [s.sample_id for s in samples] == ["conv-26", "conv-30", "conv-47"]
@@ -35,6 +37,7 @@ def test_locomo_file_has_three_samples_and_skips_empty_sessions():
         assert len({m.session_id for m in tr.messages}) == len(with_turns)
 
 
+@requires_shared
 def test_longmemeval_dates_and_answer_turns():
     samples = load_transcripts(LONGMEMEVAL)
     assert samples and all(s.format == "longmemeval" for s in samples)
@@ -98,4 +101,4 @@ def test_malformed_transcripts_name_file_and_position(tmp_path, name, content, w
 
 def test_unknown_sample_is_an_error():
     with pytest.raises(TranscriptError, match="no sample 'conv-99'"):
-        load_transcripts(LOCOMO_DEV, sample="conv-99")
+        load_transcripts(EXAMPLE, sample="conv-99")

@@ -1,0 +1,60 @@
+"""The command line on the real packaged models: ingest --json, show --json, errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+TRANSCRIPT = """## 8 May 2023
+Alice: I adopted a beagle puppy named Max last week.
+Bob: Congrats! How is Max settling in?
+Alice: He chews everything, my shoes included.
+Bob: Puppies do that. Did you try chew toys?
+Alice: Switching topics, my tax return is due on Friday.
+Bob: Did you file the forms for your freelance income?
+## 20 June 2023
+Alice: Max graduated from puppy school today!
+Bob: Great news, he must be calmer now.
+"""
+
+
+def _run(*args: str, data_dir) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "memsif", *args, "--data-dir", str(data_dir)],
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.integration
+def test_ingest_json_then_show(tmp_path):
+    path = tmp_path / "chat.txt"
+    path.write_text(TRANSCRIPT)
+    out = _run("ingest", str(path), "--json", "--no-progress", data_dir=tmp_path / "d")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    for key in ("namespace", "messages", "segments", "trajectories", "judge_calls_segment",
+                "judge_calls_trajectory", "seconds"):
+        assert key in summary
+    assert summary["namespace"] == "chat" and summary["messages"] == 8
+    shown = _run("show", "--namespace", "chat", "--json", data_dir=tmp_path / "d")
+    assert shown.returncode == 0, shown.stderr
+    memory = json.loads(shown.stdout.strip().splitlines()[-1])
+    assert len(memory["segments"]) == summary["segments"]
+    assert [m for s in memory["segments"] for m in s["message_ids"]] == [
+        "D1:1", "D1:2", "D1:3", "D1:4", "D1:5", "D1:6", "D2:1", "D2:2"]
+    assert memory["segments"][0]["boundary"]["rule"] == "first"
+    again = _run("ingest", str(path), "--json", "--no-progress", data_dir=tmp_path / "d")
+    assert json.loads(again.stdout.strip().splitlines()[-1])["messages"] == 0
+
+
+def test_malformed_file_is_a_clear_error_with_exit_code_2(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"speaker": "a"}\n')
+    out = _run("ingest", str(path), data_dir=tmp_path / "d")
+    assert out.returncode == 2
+    assert "bad.jsonl" in out.stderr and "line 1" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_show_unknown_namespace(tmp_path):
+    out = _run("show", "--namespace", "nope", data_dir=tmp_path / "d")
+    assert out.returncode == 2 and "No memory in namespace 'nope'" in out.stderr
