@@ -1,0 +1,72 @@
+"""LLM back-ends: the OpenAI-compatible client against a mock server; the transformers class on a local path."""
+
+import json
+import math
+
+import httpx
+import pytest
+
+from memsif.config import MemSIFConfig
+from memsif.errors import LLMError, LLMOutputError
+from memsif.llm.openai_backend import OpenAICompatibleLLM
+from memsif.prompts import Prompt
+
+
+def _server(top_logprobs, status=200):
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        seen.append(body)
+        if status != 200:
+            return httpx.Response(status, text="model not loaded")
+        if body.get("logprobs"):
+            content = [{"token": top_logprobs[0][0], "logprob": top_logprobs[0][1],
+                        "top_logprobs": [{"token": t, "logprob": lp} for t, lp in top_logprobs]}]
+            choice = {"message": {"content": "x"}, "logprobs": {"content": content}}
+            return httpx.Response(200, json={"choices": [choice]})
+        return httpx.Response(200, json={"choices": [{"message": {"content": "Paris."}}],
+                                         "usage": {"prompt_tokens": 12, "completion_tokens": 2}})
+
+    client = httpx.Client(transport=httpx.MockTransport(handler))
+    return OpenAICompatibleLLM("http://server/v1", "m", client=client), seen
+
+
+def test_openai_yes_probability_from_logprobs():
+    llm, seen = _server([("Yes", math.log(0.6)), (" no", math.log(0.2)), ("Maybe", math.log(0.2))])
+    [p] = llm.yes_probability([Prompt("segment_judge", "v", "Same topic?")])
+    assert p == pytest.approx(0.75)
+    assert seen[0]["max_tokens"] == 1 and seen[0]["temperature"] == 0.0 and seen[0]["model"] == "m"
+
+
+def test_openai_without_answer_tokens_is_an_output_error():
+    llm, _ = _server([("Maybe", -0.1), ("Perhaps", -2.0)])
+    with pytest.raises(LLMOutputError, match="neither yes nor no"):
+        llm.yes_probability([Prompt("segment_judge", "v", "Same topic?")])
+
+
+def test_openai_generate_and_http_errors():
+    llm, _ = _server([])
+    gen = llm.generate(Prompt("answer", "v", "Capital of France?"), max_new_tokens=8)
+    assert (gen.text, gen.tokens_in, gen.tokens_out) == ("Paris.", 12, 2)
+    bad, _ = _server([], status=503)
+    with pytest.raises(LLMError, match="503"):
+        bad.generate(Prompt("answer", "v", "?"))
+
+
+@pytest.mark.integration
+def test_transformers_class_loads_a_local_folder():
+    """The de-quantised cache of the packaged GGUF is a plain local model folder: the same class
+    loads it as it would any local path or hub id."""
+    from memsif.llm import load_llm, packaged_gguf
+    from memsif.llm.transformers_backend import TransformersLLM, _gguf_cache_dir
+
+    config = MemSIFConfig.from_env()
+    load_llm(config)  # makes sure the cache exists
+    folder, gguf_file = packaged_gguf()
+    local = _gguf_cache_dir(config.resolved_cache_dir, str(folder), gguf_file)
+    llm = TransformersLLM.from_config(config.replace(llm_model=str(local)))
+    assert llm.name == str(local)
+    [p] = llm.yes_probability([Prompt("x", "v", "Is Paris in France?")])
+    assert 0.0 < p < 1.0
+    assert llm.count_tokens("hello world") >= 2
