@@ -190,5 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemSIFError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `python -m memsif show ... | head`
+        sys.stderr.close()
+        return 0
     finally:
         logging.getLogger(__name__).info("done in %.1f s", time.perf_counter() - start)

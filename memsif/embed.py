@@ -53,7 +53,9 @@ class SentenceTransformerEmbedder:
 
     def __init__(self, model: str = PACKAGED_EMBEDDER, device: str = "cpu") -> None:
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
 
+        hf_logging.disable_progress_bar()
         path = str(packaged_minilm_path()) if model == PACKAGED_EMBEDDER else model
         try:
             self._model = SentenceTransformer(path, device=device)

@@ -59,7 +59,9 @@ class TransformersLLM:
         """
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
 
+        hf_logging.disable_progress_bar()  # MemSIF reports its own progress
         if config.llm_threads:
             torch.set_num_threads(config.llm_threads)
         device = config.llm_device
