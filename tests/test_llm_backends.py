@@ -70,3 +70,19 @@ def test_transformers_class_loads_a_local_folder():
     [p] = llm.yes_probability([Prompt("x", "v", "Is Paris in France?")])
     assert 0.0 < p < 1.0
     assert llm.count_tokens("hello world") >= 2
+
+
+@pytest.mark.integration
+def test_llamacpp_backend_scores_or_explains_why_it_cannot():
+    """llama.cpp either scores the packaged GGUF, or (a native build on a CPU that forbids some of
+    its instructions) raises an LLMError that says how to rebuild it; it never kills the process."""
+    from memsif.llm import load_llm
+
+    try:
+        llm = load_llm(MemSIFConfig(llm_backend="llamacpp"))
+    except LLMError as exc:
+        assert "GGML_NATIVE=OFF" in str(exc)
+        return
+    probs = llm.yes_probability([Prompt("x", "v", "Is Paris in France?"), Prompt("x", "v", "Is the sky green?")])
+    assert all(0.0 < p < 1.0 for p in probs)
+    assert llm.generate(Prompt("x", "v", "Say hi."), max_new_tokens=5).tokens_out >= 1
