@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import re
+from datetime import UTC, datetime, timedelta
 
 from dateutil import parser as dateutil_parser
 
@@ -41,3 +42,69 @@ def parse_time(text: str) -> datetime:
     if parsed.tzinfo is not None:
         parsed = parsed.astimezone(UTC).replace(tzinfo=None)
     return parsed
+
+
+_NUMBER = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of)"
+_UNIT = r"(?:day|week|month|year)s?"
+_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_RELATIVE = re.compile(
+    rf"\b(?:yesterday|today|tonight|tomorrow|the day before yesterday"
+    rf"|(?:last|next|this|past) (?:{_UNIT}|weekend|{_WEEKDAY})"
+    rf"|{_NUMBER} {_UNIT} ago|in {_NUMBER} {_UNIT})\b",
+    re.IGNORECASE,
+)
+_WORD_NUMBERS = {"a": "1", "an": "1", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+                 "seven": "7", "eight": "8", "nine": "9", "ten": "10", "a few": "3", "a couple of": "2"}
+
+
+def resolve_relative_date(expression: str, base: datetime) -> datetime | None:
+    """The date a relative expression ("yesterday", "last week", "two days ago", "last Friday")
+    means when said at ``base`` — the message's session date, never now. None when unknown.
+
+    Uses ``dateparser`` with ``RELATIVE_BASE = base``; "last/this <weekday>" is resolved here
+    (dateparser reads "last Friday" but not "this Friday").
+    """
+    import dateparser
+
+    text = expression.lower().strip()
+    if text == "the day before yesterday":
+        return base - timedelta(days=2)
+    if text == "tonight":
+        return base
+    words = text.split()
+    if len(words) == 2 and words[1] in _WEEKDAYS and words[0] in ("last", "this", "next", "past"):
+        target = _WEEKDAYS.index(words[1])
+        delta = (base.weekday() - target) % 7
+        if words[0] in ("last", "past"):
+            return base - timedelta(days=delta or 7)
+        ahead = (target - base.weekday()) % 7
+        return base + timedelta(days=ahead or (7 if words[0] == "next" else 0))
+    if words and words[0] in ("this", "past") and len(words) == 2:
+        return base  # "this week", "this weekend": the session's own period
+    for word, digit in _WORD_NUMBERS.items():
+        text = re.sub(rf"^{word} ", f"{digit} ", text)
+        text = re.sub(rf"^in {word} ", f"in {digit} ", text)
+    parsed = dateparser.parse(text, settings={"RELATIVE_BASE": base, "PREFER_DATES_FROM": "past",
+                                              "RETURN_AS_TIMEZONE_AWARE": False})
+    return parsed
+
+
+_WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+
+def annotate_relative_dates(text: str, base: datetime | None) -> tuple[str, list[tuple[str, datetime]]]:
+    """Append the absolute date after each relative expression: "yesterday" said on 8 May 2023
+    becomes "yesterday (7 May 2023)". Returns the new text and the (expression, date) pairs.
+    Without a session date the text is returned unchanged (never resolved against now)."""
+    if base is None:
+        return text, []
+    found: list[tuple[str, datetime]] = []
+
+    def replace(match: re.Match) -> str:
+        when = resolve_relative_date(match.group(0), base)
+        if when is None:
+            return match.group(0)
+        found.append((match.group(0), when))
+        return f"{match.group(0)} ({when.day} {when:%B %Y})"
+
+    return _RELATIVE.sub(replace, text), found

@@ -49,6 +49,7 @@ class TransformersLLM:
         self._yes = _answer_token_ids(tokenizer, YES_WORDS)
         self._no = _answer_token_ids(tokenizer, NO_WORDS)
         self._lock = threading.Lock()
+        self._json = None
 
     @classmethod
     def from_config(cls, config: MemSIFConfig) -> TransformersLLM:
@@ -126,14 +127,25 @@ class TransformersLLM:
             result.append(y / (y + n))
         return result
 
-    def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1) -> Generation:
+    def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
+                 json_schema: dict | None = None) -> Generation:
+        """Free text, or with ``json_schema`` only tokens that keep the reply valid JSON of that schema."""
         torch = self._torch
         text = self._render(prompt)
         with self._lock, torch.inference_mode():
             batch = self._tok(text, return_tensors="pt", add_special_tokens=False).to(self._device)
-            kwargs = {"do_sample": temperature > 0}
+            kwargs: dict = {"do_sample": temperature > 0}
             if temperature > 0:
                 kwargs["temperature"] = temperature
+            if json_schema is not None:
+                from transformers import LogitsProcessorList
+
+                if self._json is None:
+                    from memsif.llm.structured import JsonSchemaLogits
+
+                    self._json = JsonSchemaLogits(self._tok)
+                kwargs["logits_processor"] = LogitsProcessorList(
+                    [self._json.processor(json_schema, int(batch["input_ids"].shape[1]))])
             out = self._model.generate(**batch, max_new_tokens=max_new_tokens,
                                        pad_token_id=self._tok.pad_token_id, **kwargs)
         n_in = int(batch["input_ids"].shape[1])

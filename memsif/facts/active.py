@@ -1,0 +1,103 @@
+"""Query-driven ActiveFact formation (§3.4): candidate clusters, Eqs. 2–4.
+
+A candidate cluster C_k = (s_k, X_k, Q_k, R_k) holds a normalised subject, its deduplicated
+statements, the distinct triggering queries (near-duplicates removed) and the ids of the distinct
+historical interaction units its evidence came from. It is promoted when both
+
+    Score_src(C_k) = (1 − 1/|R_k|) · Coh(X_k)        (Eq. 2)
+    Score_qry(C_k) = (1 − 1/|Q_k|) · Coh(Q_k)        (Eq. 3)
+
+reach their thresholds θ_s and θ_q (Eq. 4). Coh is the mean pairwise normalised cosine of a set's
+embeddings ((cos + 1) / 2, in [0, 1]); a singleton's Coh is 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+
+import numpy as np
+
+#: Two queries whose embeddings have cosine ≥ this are the same demand (near-duplicate removal).
+QUERY_DUPLICATE_COSINE = 0.95
+#: A statement whose embedding has cosine ≥ this with one already in X_k is the same statement.
+STATEMENT_DUPLICATE_COSINE = 0.95
+
+
+def normalise_subject(subject: str) -> str:
+    """Subjects are compared lower-cased with single spaces and no surrounding punctuation."""
+    return " ".join(subject.strip().strip(".,;:!?\"'").lower().split())
+
+
+def coherence(vectors: Sequence[np.ndarray]) -> float:
+    """Coh: mean pairwise normalised cosine ((cos+1)/2) of (d,) vectors; 1.0 for 0 or 1 vectors."""
+    if len(vectors) < 2:
+        return 1.0
+    sims = []
+    for a, b in combinations(vectors, 2):
+        na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+        cos = float(np.dot(a, b) / (na * nb)) if na and nb else 0.0
+        sims.append((cos + 1.0) / 2.0)
+    return float(np.mean(sims))
+
+
+def score_src(n_sources: int, statement_vectors: Sequence[np.ndarray]) -> float:
+    """Eq. 2: (1 − 1/|R_k|) · Coh(X_k). Zero when the cluster has fewer than one source."""
+    if n_sources < 1:
+        return 0.0
+    return (1.0 - 1.0 / n_sources) * coherence(statement_vectors)
+
+
+def score_qry(query_vectors: Sequence[np.ndarray]) -> float:
+    """Eq. 3: (1 − 1/|Q_k|) · Coh(Q_k). Zero without queries."""
+    if not query_vectors:
+        return 0.0
+    return (1.0 - 1.0 / len(query_vectors)) * coherence(query_vectors)
+
+
+def promote(src: float, qry: float, theta_src: float, theta_qry: float) -> bool:
+    """Eq. 4: promoted only when the cluster is both historically supported and repeatedly demanded."""
+    return src >= theta_src and qry >= theta_qry
+
+
+@dataclass
+class CandidateCluster:
+    """C_k = (s_k, X_k, Q_k, R_k) with the embeddings Coh needs."""
+
+    subject: str
+    statements: list[str] = field(default_factory=list)
+    statement_vectors: list[np.ndarray] = field(default_factory=list)
+    queries: list[str] = field(default_factory=list)
+    query_vectors: list[np.ndarray] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+    def add(self, statement: str, statement_vector: np.ndarray, sources: Sequence[str], query: str,
+            query_vector: np.ndarray) -> None:
+        """Accumulate one evidence entry (after the answer, §3.4): dedupe statements, drop
+        near-duplicate queries, union distinct sources."""
+        if not any(_cos(statement_vector, v) >= STATEMENT_DUPLICATE_COSINE for v in self.statement_vectors):
+            self.statements.append(statement)
+            self.statement_vectors.append(statement_vector)
+        if not any(_cos(query_vector, v) >= QUERY_DUPLICATE_COSINE for v in self.query_vectors):
+            self.queries.append(query)
+            self.query_vectors.append(query_vector)
+        for source in sources:
+            if source not in self.sources:
+                self.sources.append(source)
+
+    @property
+    def score_src(self) -> float:
+        return score_src(len(self.sources), self.statement_vectors)
+
+    @property
+    def score_qry(self) -> float:
+        return score_qry(self.query_vectors)
+
+    def promoted(self, theta_src: float, theta_qry: float) -> bool:
+        return promote(self.score_src, self.score_qry, theta_src, theta_qry)
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    return float(np.dot(a, b) / (na * nb)) if na and nb else 0.0

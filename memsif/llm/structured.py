@@ -1,0 +1,131 @@
+"""Structured output: JSON that validates against a pydantic response schema.
+
+Two layers: (1) constrained decoding where the back-end allows it — for transformers, the
+maintained ``lm-format-enforcer`` library masks every token that would leave the JSON schema, so even
+a 135M model emits parseable JSON; OpenAI-compatible servers get ``response_format`` with the schema;
+(2) ``parse_json_reply`` on whatever came back: it takes the JSON out of code fences or surrounding
+prose and validates it; anything else (empty, truncated, wrong shape) raises ``LLMOutputError``
+with the reply quoted, so "no facts" and "broken" never look the same.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from memsif.errors import LLMOutputError
+
+T = TypeVar("T", bound=BaseModel)
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
+def _first_json_value(text: str) -> str | None:
+    """The first balanced {...} or [...] in ``text`` (strings and escapes respected), or None."""
+    start = next((i for i, ch in enumerate(text) if ch in "{["), None)
+    if start is None:
+        return None
+    stack: list[str] = []
+    in_string = escaped = False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            if not stack or stack.pop() != ch:
+                return None
+            if not stack:
+                return text[start:i + 1]
+    return None  # unbalanced: truncated
+
+
+def parse_json_reply(text: str, schema: type[T]) -> T:
+    """Validate an LLM reply against ``schema``, recovering JSON from fences or prose.
+
+    Raises:
+        LLMOutputError: the reply is empty, truncated, not JSON, or does not match the schema.
+    """
+    if not text or not text.strip():
+        raise LLMOutputError("the model returned an empty reply where JSON was required")
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    for candidate in candidates:
+        value = _first_json_value(candidate)
+        if value is None:
+            continue
+        try:
+            data: Any = json.loads(value)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, list) and len(schema.model_fields) == 1:
+            data = {next(iter(schema.model_fields)): data}  # a bare list for a one-list schema
+        try:
+            return schema.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise LLMOutputError(f"the reply does not match {schema.__name__}: {first['msg']} at "
+                                 f"{first['loc']}; reply: {text[:300]!r}") from exc
+    kind = "truncated JSON" if re.search(r"[{\[]", text) else "no JSON"
+    raise LLMOutputError(f"{kind} in the reply: {text[:300]!r}")
+
+
+class JsonSchemaLogits:
+    """Builds transformers logits processors that keep generation inside a JSON schema
+    (lm-format-enforcer). The tokenizer's prefix tree is built once per tokenizer (~2 s for 49k tokens)."""
+
+    def __init__(self, tokenizer) -> None:
+        self._tokenizer = tokenizer
+        self._data = None
+        self._lock = threading.Lock()
+
+    def _tokenizer_data(self):
+        from lmformatenforcer.tokenenforcer import TokenEnforcerTokenizerData
+
+        with self._lock:
+            if self._data is None:
+                tok = self._tokenizer
+                vocab_size = len(tok)
+                token_0 = tok.encode("0", add_special_tokens=False)[-1]
+                special = set(tok.all_special_ids)
+                regular = []
+                for idx in range(vocab_size):
+                    if idx in special:
+                        continue
+                    after_0 = tok.decode([token_0, idx])[1:]
+                    alone = tok.decode([idx])
+                    regular.append((idx, after_0, len(after_0) > len(alone)))
+
+                def decode(tokens: list[int]) -> str:
+                    return tok.decode(tokens).rstrip("\ufffd")
+
+                self._data = TokenEnforcerTokenizerData(regular, decode, tok.eos_token_id, False, vocab_size)
+            return self._data
+
+    def processor(self, schema: dict[str, Any], prompt_length: int):
+        """A ``LogitsProcessor`` for one generation whose prompt has ``prompt_length`` tokens."""
+        import torch
+        from lmformatenforcer import JsonSchemaParser, TokenEnforcer
+        from transformers import LogitsProcessor
+
+        enforcer = TokenEnforcer(self._tokenizer_data(), JsonSchemaParser(schema))
+
+        class _Mask(LogitsProcessor):
+            def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+                mask = torch.full_like(scores, float("-inf"))
+                for row in range(input_ids.shape[0]):
+                    allowed = enforcer.get_allowed_tokens(input_ids[row, prompt_length:].tolist()).allowed_tokens
+                    mask[row, allowed] = 0.0
+                return scores + mask
+
+        return _Mask()
