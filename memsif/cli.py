@@ -52,20 +52,24 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     reports = []
     for tr in transcripts:
         report = engine.ingest(tr.messages, namespace=args.namespace or tr.sample_id,
-                               progress=None if args.no_progress else _progress_bar(tr.sample_id))
+                               progress=None if args.no_progress else _progress_bar(tr.sample_id),
+                               core_facts=False if args.no_facts else None)
         reports.append(report.to_dict())
         if not args.json:
             judged = report.judge_calls_segment / max(report.messages, 1)
             print(f"{report.namespace}: {report.messages} new messages ({report.skipped} already stored), "
                   f"{report.segments} Topical Segments, {report.trajectories} Event Trajectories; "
                   f"segment judge on {report.judge_calls_segment} messages ({judged:.0%}), "
-                  f"trajectory judge {report.judge_calls_trajectory} calls; {report.seconds:.1f} s")
+                  f"trajectory judge {report.judge_calls_trajectory} calls; {report.core_facts} CoreFacts "
+                  f"(operations {report.fact_ops or '-'}, {report.fact_errors} errors); {report.seconds:.1f} s")
     engine.close()
     summary = dict(reports[0]) if len(reports) == 1 else {
         "namespace": ",".join(r["namespace"] for r in reports),
         **{k: sum(r[k] for r in reports) for k in ("messages", "skipped", "segments", "trajectories",
                                                     "judge_calls_segment", "judge_calls_trajectory",
-                                                    "judge_errors", "seconds")},
+                                                    "judge_errors", "seconds", "core_facts", "fact_errors")},
+        "fact_ops": {op: sum(r["fact_ops"].get(op, 0) for r in reports)
+                     for op in sorted({op for r in reports for op in r["fact_ops"]})},
         "samples": reports,
     }
     summary["judge_share_segment"] = summary["judge_calls_segment"] / max(summary["messages"], 1)
@@ -77,6 +81,27 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     else:
         print(f"models loaded in {load_s:.1f} s; peak memory {summary['peak_rss_mb']:.0f} MiB; "
               f"memory in {summary['data_dir']}")
+    return 0
+
+
+def cmd_facts(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    facts = engine.facts(args.namespace, history=args.history)
+    if args.json:
+        print(json.dumps({"namespace": args.namespace,
+                          "facts": [f.model_dump(mode="json") for f in facts],
+                          "operations": engine.fact_log(args.namespace) if args.log else None}))
+        return 0
+    print(f"namespace {args.namespace}: {len(facts)} CoreFacts" + (" (with history)" if args.history else ""))
+    for f in facts:
+        when = f.event_time.date().isoformat() if f.event_time else "undated"
+        status = "" if f.status == "current" else f"  [superseded by {f.superseded_by} on {f.valid_until}]"
+        print(f"  {f.id:>5} {f.type:<10} {f.subject}: {f.statement}  ({when}; {', '.join(f.source_message_ids)})"
+              f"{status}")
+    if args.log:
+        for op in engine.fact_log(args.namespace):
+            print(f"  #{op['seq']:<4} {op['op']:<9} {','.join(op['fact_ids']) or '-':<8} {op['rule']:<4} "
+                  f"{op['reason']}{'  ERROR ' + op['error'] if op.get('error') else ''}")
     return 0
 
 
@@ -164,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", help="memory folder (default: $MEMSIF_DATA_DIR or ~/.local/share/memsif)")
     p.add_argument("--json", action="store_true", help="last stdout line is one JSON summary")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--no-facts", action="store_true", help="Structured Interaction Memory only, no CoreFacts")
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("show", help="print a namespace's segments and trajectories")
@@ -171,6 +197,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("facts", help="print a namespace's CoreFacts (and their operation log)")
+    p.add_argument("--namespace", required=True)
+    p.add_argument("--data-dir")
+    p.add_argument("--history", action="store_true", help="include superseded facts")
+    p.add_argument("--log", action="store_true", help="also print the operation log")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_facts)
 
     p = sub.add_parser("calibrate", help="distribution of φ in stored namespaces under each s_sem mapping")
     p.add_argument("--namespace", action="append", required=True, help="repeat for several")

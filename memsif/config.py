@@ -64,6 +64,11 @@ class MemSIFConfig:
     judge_calibration: bool = False
     #: Messages of the current segment shown to the segment judge (most recent last).
     judge_context_messages: int = 3
+    # --- CoreFact consolidation (§3.3) ---
+    #: Build CoreFacts during ingest (the slow part with the 135M model: ~4 s per extraction call).
+    core_facts: bool = True
+    #: Fact types "Name:description;Name:description"; empty = Identity, Event, Preference, Relation.
+    core_schema: str = ""
     # --- ActiveFact promotion (§3.4, Eq. 4) ---
     theta_src: float = 0.45
     theta_qry: float = 0.45

@@ -43,6 +43,10 @@ class IngestReport:
     judge_errors: int
     seconds: float
     seconds_by_stage: dict[str, float] = field(default_factory=dict)
+    core_facts: int = 0                                          # current CoreFacts after this call
+    fact_ops: dict[str, int] = field(default_factory=dict)       # operations of this call, by kind
+    fact_llm_calls: int = 0
+    fact_errors: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -126,7 +130,7 @@ class MemSIF:
 
     # ----------------------------------------------------------------- ingest
     def ingest(self, messages: Sequence[Message], namespace: str | None = None,
-               progress: ProgressFn | None = None) -> IngestReport:
+               progress: ProgressFn | None = None, core_facts: bool | None = None) -> IngestReport:
         """Add messages (in chronological order) to ``namespace`` and extend its Structured
         Interaction Memory: Topical Segments, then Event Trajectories for closed segments (§3.2).
 
@@ -191,13 +195,64 @@ class MemSIF:
             self._persist(state, fresh, touched_segments, decisions)
             stages["store"] = time.perf_counter() - t
 
+            fact_summary: dict[str, Any] = {}
+            if self.config.core_facts if core_facts is None else core_facts:
+                t = time.perf_counter()
+                fact_summary = self._build_core_facts(state, progress)
+                stages["core_facts"] = time.perf_counter() - t
+
         errors = sum(1 for d in decisions if d.get("error"))
-        return IngestReport(
+        return IngestReport(**fact_summary,
             namespace=ns, messages=len(fresh), skipped=skipped, total_messages=len(state.messages),
             segments=len(state.segments), trajectories=len(state.trajectories),
             judge_calls_segment=seg_builder.judge_calls, judge_calls_trajectory=traj_builder.judge_calls,
             judge_errors=errors, seconds=time.perf_counter() - start, seconds_by_stage=stages,
         )
+
+    def _build_core_facts(self, state: InteractionState, progress: ProgressFn | None) -> dict[str, Any]:
+        """CoreFact extraction and consolidation over every message no extraction has read yet (§3.3)."""
+        from memsif.facts.core import BATCH_MESSAGES, CoreFactBuilder, FactState
+        from memsif.facts.schema import parse_schema
+
+        ns = state.namespace
+        store = self.store
+        fstate = FactState()
+        for fact, vector in store.facts(ns, with_vectors=True):
+            fstate.facts.append(fact)
+            fstate.vectors[fact.id] = vector
+        builder = CoreFactBuilder(self.llm, self.embedder, parse_schema(self.config.core_schema))
+        batches: list[list[Message]] = [[]]
+        touched_segments: set[str] = set()
+        for seg in state.segments:
+            rec = seg.record
+            if rec.facts_extracted_upto >= len(rec.message_ids):
+                continue
+            for mid in rec.message_ids[rec.facts_extracted_upto:]:
+                if len(batches[-1]) >= BATCH_MESSAGES:
+                    batches.append([])
+                batches[-1].append(state.messages[mid])
+            rec.facts_extracted_upto = len(rec.message_ids)
+            touched_segments.add(rec.id)
+        batches = [b for b in batches if b]
+        trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
+        ops = []
+        for k, batch in enumerate(batches):
+            candidates, failures = builder.extract(ns, batch, state.segment_of, trajectory_of)
+            ops.extend(failures)
+            ops.extend(builder.consolidate(fstate, cand) for cand in candidates)
+            if progress:
+                progress(k + 1, len(batches), "core facts")
+        changed = {fid for op in ops for fid in op.fact_ids}
+        store.put_facts(ns, [(f, fstate.vectors[f.id]) for f in fstate.facts if f.id in changed])
+        start = store.count("memsif_fact_ops", ns)
+        store.put_decisions(ns, [op.model_dump(mode="json") for op in ops], start, collection="memsif_fact_ops")
+        store.put_segments(ns, [(state.segment(sid).record, state.segment(sid).profile.mean)
+                                for sid in sorted(touched_segments, key=lambda s: int(s[1:]))])
+        counts: dict[str, int] = {}
+        for op in ops:
+            counts[op.op.value] = counts.get(op.op.value, 0) + 1
+        return {"core_facts": len(fstate.current()), "fact_ops": counts, "fact_llm_calls": builder.llm_calls,
+                "fact_errors": sum(1 for op in ops if op.error)}
 
     def _load_state(self, namespace: str) -> InteractionState:
         """Rebuild the namespace's working state from the store (profiles re-pooled from messages)."""
@@ -259,6 +314,24 @@ class MemSIF:
         """Recorded decisions in order; ``kind`` is "segment" or "trajectory" (or None for all)."""
         self._require(namespace)
         return self.store.decisions(namespace, kind)
+
+    def facts(self, namespace: str, history: bool = False) -> list:
+        """CoreFacts of ``namespace``: current ones, or with ``history`` the superseded ones too."""
+        self._require(namespace)
+        facts = [f for f, _ in self.store.facts(namespace)]
+        return facts if history else [f for f in facts if f.status == "current"]
+
+    def fact_log(self, namespace: str, op: str | None = None, subject: str | None = None) -> list[dict[str, Any]]:
+        """The CoreFact operation log, optionally filtered by operation and by subject (case-insensitive)."""
+        self._require(namespace)
+        rows = self.store.fact_ops(namespace)
+        if op:
+            rows = [r for r in rows if r["op"] == op.upper()]
+        if subject:
+            wanted = subject.lower()
+            rows = [r for r in rows if any((f.get("subject") or "").lower() == wanted
+                                           for f in [*r["before"], *r["after"]])]
+        return rows
 
     def delete_namespace(self, namespace: str) -> None:
         with self._lock:

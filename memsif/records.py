@@ -47,6 +47,7 @@ class TopicalSegment(_Record):
     start_time: datetime | None = None
     end_time: datetime | None = None
     trajectory_id: str | None = None
+    facts_extracted_upto: int = Field(0, description="How many leading messages CoreFact extraction has read.")
 
 
 class EventTrajectory(_Record):
@@ -127,3 +128,51 @@ class TrajectoryDecision(_Record):
     model: str | None = None
     error: str | None = None
     seconds: float = 0.0
+
+
+class FactOp(StrEnum):
+    """CoreFact operations (§3.3); every one is appended to the operation log."""
+
+    ADD = "ADD"              # a new fact
+    UPDATE = "UPDATE"        # compatible new evidence integrated into an existing fact
+    MERGE = "MERGE"          # a duplicate or near-duplicate folded into an existing fact
+    SUPERSEDE = "SUPERSEDE"  # an outdated fact closed (kept as history) and replaced
+    NOOP = "NOOP"            # nothing written (recorded when extraction failed or found nothing)
+
+
+class CoreFact(_Record):
+    """f_core = ⟨subject, type, stmt, meta⟩ (§3.3); meta = event time, provenance, validity."""
+
+    id: str
+    namespace: str
+    subject: str
+    type: str
+    statement: str
+    event_time: datetime | None = Field(None, description="Session date of the newest supporting message.")
+    source_message_ids: list[str] = Field(default_factory=list,
+                                          description="Messages the fact was actually extracted from.")
+    segment_ids: list[str] = Field(default_factory=list)
+    trajectory_ids: list[str] = Field(default_factory=list)
+    valid_from: datetime | None = None
+    valid_until: datetime | None = Field(None, description="Set when superseded: when it stopped being valid.")
+    superseded_by: str | None = None
+    status: str = Field("current", description="current | superseded")
+
+
+class FactOperation(_Record):
+    """One entry of the append-only CoreFact operation log."""
+
+    kind: str = "fact_op"
+    namespace: str
+    op: FactOp
+    fact_ids: list[str]
+    before: list[dict] = Field(default_factory=list)
+    after: list[dict] = Field(default_factory=list)
+    reason: str
+    rule: str = Field(description="'rule' when decided without the LLM, 'llm' when the LLM chose.")
+    scores: dict[str, float] = Field(default_factory=dict, description="Option → probability, or similarities.")
+    event_time: datetime | None = None
+    recorded_at: datetime
+    prompt_version: str | None = None
+    model: str | None = None
+    error: str | None = None

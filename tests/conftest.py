@@ -43,6 +43,7 @@ def engine_factory(tmp_path):
     engines = []
 
     def build(llm=None, embedder=None, entities=None, store=None, **config):
+        config.setdefault("core_facts", False)  # Structured Interaction Memory tests need no fact LLM
         cfg = MemSIFConfig(data_dir=str(tmp_path / "data"), **config)
         engine = MemSIF(cfg, llm=llm or FakeLLM(), embedder=embedder or HashEmbedder(),
                         entities=entities or TableEntities(), store=store or MemoryStore(in_memory=True))

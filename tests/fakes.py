@@ -41,8 +41,24 @@ class FakeLLM:
             out.append(float(answer(prompt) if callable(answer) else answer))
         return out
 
-    def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1) -> Generation:
+    def choice_probabilities(self, prompt: Prompt, labels: Sequence[str]) -> list[float]:
+        """``answers[name]`` is the chosen label, a {label: probability} dict, or a function of the prompt."""
         self.calls[prompt.name].append(prompt)
+        if prompt.name in self.fail:
+            raise LLMError(f"fake failure for {prompt.name}")
+        if prompt.name not in self.answers:
+            raise AssertionError(f"unexpected LLM call: {prompt.name}")
+        answer = self.answers[prompt.name]
+        answer = answer(prompt) if callable(answer) else answer
+        if isinstance(answer, str):
+            answer = {answer: 1.0}
+        return [float(answer.get(label, 0.0)) for label in labels]
+
+    def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
+                 json_schema: dict | None = None) -> Generation:
+        self.calls[prompt.name].append(prompt)
+        if prompt.name in self.fail:
+            raise LLMError(f"fake failure for {prompt.name}")
         answer = self.answers.get(prompt.name, "")
         text = answer(prompt) if callable(answer) else str(answer)
         return Generation(text, len(prompt.text.split()), len(text.split()))
@@ -97,3 +113,21 @@ class TableEntities:
 
     def extract(self, texts: Sequence[str]) -> list[frozenset[str]]:
         return [frozenset(self.table.get(t, set())) for t in texts]
+
+
+class KeywordEmbedder(HashEmbedder):
+    """Hashed bag of words plus a strong shared direction for each keyword a text contains, so texts
+    about the same keyword are similar (cos ≈ 0.8) without being identical."""
+
+    def __init__(self, keywords: dict[str, int], dim: int = 64) -> None:
+        super().__init__(dim=dim, name="keyword-embedder")
+        self.keywords = keywords
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        out = super().embed_documents(texts)
+        for i, text in enumerate(texts):
+            for word, axis in self.keywords.items():
+                if word in text.lower():
+                    out[i, axis] += 2.0
+            out[i] /= np.linalg.norm(out[i]) or 1.0
+        return out

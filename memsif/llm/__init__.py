@@ -45,8 +45,19 @@ class LLM(Protocol):
         """
         ...
 
-    def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1) -> Generation:
-        """Free text for ``prompt`` (sampling at ``temperature``; 0 means greedy)."""
+    def choice_probabilities(self, prompt: Prompt, labels: Sequence[str]) -> list[float]:
+        """Probability of each single-token ``label`` (e.g. "A", "B") as the first answer token,
+        normalised over the labels; one forward pass.
+
+        Raises:
+            LLMError, LLMOutputError: as for ``yes_probability``.
+        """
+        ...
+
+    def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
+                 json_schema: dict | None = None) -> Generation:
+        """Free text for ``prompt`` (sampling at ``temperature``; 0 means greedy). With ``json_schema``
+        the back-end constrains or requests JSON of that schema where it can."""
         ...
 
     def count_tokens(self, text: str) -> int:

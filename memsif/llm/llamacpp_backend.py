@@ -8,6 +8,7 @@ longest common prefix with the previous prompt is reused (judge prompts share th
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -101,11 +102,30 @@ class LlamaCppLLM:
                 out.append(yes / (yes + no))
         return out
 
-    def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1) -> Generation:
+    def choice_probabilities(self, prompt: Prompt, labels: Sequence[str]) -> list[float]:
+        ids = [self._first_tokens([label]) for label in labels]
+        with self._lock:
+            tokens = self._llm.tokenize(self._render(prompt).encode(), add_bos=False, special=True)
+            logits = self._eval(tokens)
+        probs = np.exp(logits - logits.max())
+        probs /= probs.sum()
+        values = [float(probs[i].sum()) for i in ids]
+        if sum(values) <= 0.0:
+            raise LLMOutputError(f"{self.name} gave no probability to any of {list(labels)}.")
+        return [v / sum(values) for v in values]
+
+    def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
+                 json_schema: dict | None = None) -> Generation:
+        """With ``json_schema``, llama.cpp's own grammar sampling keeps the reply inside the schema."""
+        kwargs = {}
+        if json_schema is not None:
+            from llama_cpp.llama_grammar import LlamaGrammar
+
+            kwargs["grammar"] = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
         with self._lock:
             self._llm.reset()
             result = self._llm.create_completion(self._render(prompt), max_tokens=max_new_tokens,
-                                                 temperature=temperature, seed=0)
+                                                 temperature=temperature, seed=0, **kwargs)
         usage = result.get("usage", {})
         return Generation(result["choices"][0]["text"], int(usage.get("prompt_tokens", 0)),
                           int(usage.get("completion_tokens", 0)))

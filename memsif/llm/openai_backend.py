@@ -64,9 +64,26 @@ class OpenAICompatibleLLM:
             out.append(yes / (yes + no))
         return out
 
-    def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1) -> Generation:
-        data = self._post({"model": self.name, "messages": self._messages(prompt),
-                           "max_tokens": max_new_tokens, "temperature": temperature})
+    def choice_probabilities(self, prompt: Prompt, labels: Sequence[str]) -> list[float]:
+        data = self._post({"model": self.name, "messages": self._messages(prompt), "max_tokens": 1,
+                           "temperature": 0.0, "logprobs": True, "top_logprobs": 20})
+        try:
+            top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise LLMOutputError(f"{self._url} returned no logprobs; the server must support 'logprobs'.") from exc
+        values = [sum(math.exp(t["logprob"]) for t in top if t["token"].strip() == label) for label in labels]
+        if sum(values) <= 0.0:
+            raise LLMOutputError(f"{self.name} put none of {list(labels)} among its top tokens.")
+        return [v / sum(values) for v in values]
+
+    def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
+                 json_schema: dict | None = None) -> Generation:
+        body = {"model": self.name, "messages": self._messages(prompt), "max_tokens": max_new_tokens,
+                "temperature": temperature}
+        if json_schema is not None:
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "response", "schema": json_schema}}
+        data = self._post(body)
         try:
             text = data["choices"][0]["message"]["content"] or ""
         except (KeyError, IndexError, TypeError) as exc:

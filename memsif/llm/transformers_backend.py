@@ -103,12 +103,9 @@ class TransformersLLM:
             return self._tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return f"{prompt.system}\n\n{prompt.text}\n\nAnswer:"
 
-    def yes_probability(self, prompts: Sequence[Prompt]) -> list[float]:
-        if not prompts:
-            return []
+    def _last_token_probs(self, prompts: Sequence[Prompt]):
+        """(n, vocab) softmax of the next-token logits after each rendered prompt; one forward pass."""
         torch = self._torch
-        if not self._yes or not self._no:
-            raise LLMOutputError(f"{self.name}: its tokenizer has no single token for yes/no.")
         texts = [self._render(p) for p in prompts]
         with self._lock, torch.inference_mode():
             batch = self._tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
@@ -117,15 +114,33 @@ class TransformersLLM:
             position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
             out = self._model(input_ids=batch["input_ids"], attention_mask=mask,
                               position_ids=position_ids, use_cache=False, logits_to_keep=1)
-            probs = torch.softmax(out.logits[:, -1, :].float(), dim=-1)
-            p_yes = probs[:, self._yes].sum(-1)
-            p_no = probs[:, self._no].sum(-1)
+            return torch.softmax(out.logits[:, -1, :].float(), dim=-1)
+
+    def yes_probability(self, prompts: Sequence[Prompt]) -> list[float]:
+        if not prompts:
+            return []
+        if not self._yes or not self._no:
+            raise LLMOutputError(f"{self.name}: its tokenizer has no single token for yes/no.")
+        probs = self._last_token_probs(prompts)
+        p_yes = probs[:, self._yes].sum(-1)
+        p_no = probs[:, self._no].sum(-1)
         result = []
         for y, n in zip(p_yes.tolist(), p_no.tolist(), strict=True):
             if y + n <= 0.0:
                 raise LLMOutputError(f"{self.name} gave no probability to yes or no.")
             result.append(y / (y + n))
         return result
+
+    def choice_probabilities(self, prompt: Prompt, labels: Sequence[str]) -> list[float]:
+        ids = [_answer_token_ids(self._tok, [label]) for label in labels]
+        if any(not i for i in ids):
+            raise LLMOutputError(f"{self.name}: some labels have no token: {labels}")
+        probs = self._last_token_probs([prompt])[0]
+        values = [float(probs[i].sum()) for i in ids]
+        total = sum(values)
+        if total <= 0.0:
+            raise LLMOutputError(f"{self.name} gave no probability to any of {list(labels)}.")
+        return [v / total for v in values]
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
                  json_schema: dict | None = None) -> Generation:

@@ -5,6 +5,8 @@ Collections (all records carry ``namespace``; every read filters on it):
   memsif_segments      vector = mean-pooled embedding; payload = TopicalSegment
   memsif_trajectories  vector = mean-pooled embedding; payload = EventTrajectory
   memsif_decisions     no vector; payload = SegmentDecision / TrajectoryDecision + seq
+  memsif_facts         vector = statement embedding; payload = CoreFact
+  memsif_fact_ops      no vector; payload = FactOperation + seq (append-only log)
   memsif_meta          no vector; the embedder name and dimension the store was built with
 """
 
@@ -20,14 +22,17 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 
 from memsif.errors import EmbedderError, StoreError
-from memsif.records import EventTrajectory, Message, TopicalSegment
+from memsif.records import CoreFact, EventTrajectory, Message, TopicalSegment
 
 MESSAGES = "memsif_messages"
 SEGMENTS = "memsif_segments"
 TRAJECTORIES = "memsif_trajectories"
 DECISIONS = "memsif_decisions"
+FACTS = "memsif_facts"
+FACT_OPS = "memsif_fact_ops"
 META = "memsif_meta"
-_VECTOR_COLLECTIONS = (MESSAGES, SEGMENTS, TRAJECTORIES)
+_VECTOR_COLLECTIONS = (MESSAGES, SEGMENTS, TRAJECTORIES, FACTS)
+_LOG_COLLECTIONS = (DECISIONS, FACT_OPS)
 _ID_SPACE = uuid.UUID("6f1c1c3e-5c0e-4d7a-9a57-2b1d3e0f4a11")
 
 
@@ -111,8 +116,9 @@ class MemoryStore:
                     name, vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE))
                 if self._is_server:  # embedded Qdrant ignores payload indexes
                     self._client.create_payload_index(name, "namespace", models.PayloadSchemaType.KEYWORD)
-        if DECISIONS not in existing:
-            self._client.create_collection(DECISIONS, vectors_config={})
+        for name in _LOG_COLLECTIONS:
+            if name not in existing:
+                self._client.create_collection(name, vectors_config={})
         self.dim = dim
 
     def close(self) -> None:
@@ -145,16 +151,38 @@ class MemoryStore:
             for t, v in rows
         ])
 
-    def put_decisions(self, namespace: str, decisions: Iterable[dict[str, Any]], start_seq: int) -> int:
-        """Append decision payloads numbered from ``start_seq``; returns the next free number."""
+    def put_decisions(self, namespace: str, decisions: Iterable[dict[str, Any]], start_seq: int,
+                      collection: str = DECISIONS) -> int:
+        """Append log payloads numbered from ``start_seq``; returns the next free number."""
         points = []
         seq = start_seq
+        kind = "decision" if collection == DECISIONS else "fact_op"
         for payload in decisions:
-            points.append(models.PointStruct(id=point_id(namespace, "decision", str(seq)), vector={},
+            points.append(models.PointStruct(id=point_id(namespace, kind, str(seq)), vector={},
                                              payload={**payload, "namespace": namespace, "seq": seq}))
             seq += 1
-        self._upsert(DECISIONS, points)
+        self._upsert(collection, points)
         return seq
+
+    def put_facts(self, namespace: str, rows: Iterable[tuple[CoreFact, np.ndarray]]) -> None:
+        self._upsert(FACTS, [
+            models.PointStruct(id=point_id(namespace, "fact", f.id), vector=v.astype(float).tolist(),
+                               payload=f.model_dump(mode="json"))
+            for f, v in rows
+        ])
+
+    def facts(self, namespace: str, with_vectors: bool = False) -> list[tuple[CoreFact, np.ndarray | None]]:
+        """Every CoreFact of the namespace (current and superseded) in id order."""
+        rows = []
+        for rec in self._scroll(FACTS, _ns_filter(namespace), with_vectors=with_vectors):
+            vector = np.asarray(rec.vector, dtype=np.float32) if with_vectors else None
+            rows.append((CoreFact(**rec.payload), vector))
+        return sorted(rows, key=lambda r: int(r[0].id[1:]))
+
+    def fact_ops(self, namespace: str) -> list[dict[str, Any]]:
+        """The CoreFact operation log in order."""
+        rows = [dict(rec.payload or {}) for rec in self._scroll(FACT_OPS, _ns_filter(namespace))]
+        return sorted(rows, key=lambda d: d["seq"])
 
     def _upsert(self, collection: str, points: list[models.PointStruct]) -> None:
         for start in range(0, len(points), 256):
@@ -219,7 +247,7 @@ class MemoryStore:
     def delete_namespace(self, namespace: str) -> None:
         """Remove every record of ``namespace`` from every collection."""
         existing = {c.name for c in self._client.get_collections().collections}
-        for name in (*_VECTOR_COLLECTIONS, DECISIONS):
+        for name in (*_VECTOR_COLLECTIONS, *_LOG_COLLECTIONS):
             if name in existing:
                 self._client.delete(name, points_selector=models.FilterSelector(filter=_ns_filter(namespace)),
                                     wait=True)

@@ -1,0 +1,211 @@
+"""Schema-guided CoreFact consolidation (§3.3).
+
+For each batch of not-yet-read messages of the Topical Segments: the LLM extracts schema facts as
+constrained JSON; each candidate is compared with existing current facts of the same subject and
+type (ranked by statement similarity, facts of the same Event Trajectory first: trajectories are the
+cross-time evidence that reconciles facts spanning segments); then one operation is applied and
+logged. Deterministic shortcuts are logged as ``rule``: nothing comparable → Add; a near-identical
+statement → Merge. Otherwise the LLM picks Add / Update / Merge / Supersede as a scored one-letter
+choice (no free generation).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import numpy as np
+
+from memsif.embed import Embedder
+from memsif.errors import LLMError
+from memsif.facts.active import normalise_subject
+from memsif.facts.schema import FactType
+from memsif.llm import LLM
+from memsif.llm.structured import parse_json_reply
+from memsif.prompts import core_extract, core_operation
+from memsif.records import CoreFact, FactOp, FactOperation, Message
+from memsif.timeparse import annotate_relative_dates
+
+#: Existing facts below this statement cosine are not comparable: the candidate is added by rule.
+CANDIDATE_MIN_COSINE = 0.5
+#: At or above this statement cosine the candidate is the same fact: merged by rule.
+DUPLICATE_COSINE = 0.97
+#: Existing facts shown to the operation chooser.
+MAX_KNOWN = 2
+#: Messages per extraction call (consecutive segments are batched to save calls).
+BATCH_MESSAGES = 8
+EXTRACT_MAX_TOKENS = 320
+
+
+@dataclass
+class FactState:
+    """A namespace's CoreFacts with their (d,) statement embeddings."""
+
+    facts: list[CoreFact] = field(default_factory=list)
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def current(self) -> list[CoreFact]:
+        return [f for f in self.facts if f.status == "current"]
+
+    def get(self, fact_id: str) -> CoreFact:
+        return self.facts[int(fact_id[1:]) - 1]
+
+
+@dataclass
+class Candidate:
+    """A fact extracted from messages, before consolidation."""
+
+    fact: CoreFact
+    vector: np.ndarray
+    provenance_note: str = ""
+
+
+def _day(when: datetime | None) -> str:
+    return f"{when.day} {when:%B %Y}" if when else "undated"
+
+
+class CoreFactBuilder:
+    """Extracts and consolidates CoreFacts; every operation (and failure) goes to the log."""
+
+    def __init__(self, llm: LLM, embedder: Embedder, schema: Sequence[FactType],
+                 now: Callable[[], datetime] = lambda: datetime.now(UTC).replace(tzinfo=None)) -> None:
+        self.llm = llm
+        self.embedder = embedder
+        self.schema = tuple(schema)
+        self.response_model = core_extract.response_schema(self.schema)
+        self.now = now
+        self.llm_calls = 0
+
+    # ---------------------------------------------------------------- extraction
+    def extract(self, namespace: str, messages: Sequence[Message], segment_of: dict[str, str],
+                trajectory_of: dict[str, str | None]) -> tuple[list[Candidate], list[FactOperation]]:
+        """Candidates from one batch of messages, or a NOOP operation recording why there are none."""
+        lines = [(_day(m.time), m.speaker, annotate_relative_dates(m.text, m.time)[0]) for m in messages]
+        prompt = core_extract.build(lines, self.schema)
+        ids = [m.id for m in messages]
+        try:
+            self.llm_calls += 1
+            gen = self.llm.generate(prompt, max_new_tokens=EXTRACT_MAX_TOKENS, temperature=0.0,
+                                    json_schema=self.response_model.model_json_schema())
+            parsed = parse_json_reply(gen.text, self.response_model)
+        except LLMError as exc:
+            return [], [self._log(namespace, FactOp.NOOP, [], reason=f"extraction failed for {ids[0]}..{ids[-1]}",
+                                  rule="llm", prompt=prompt, error=f"{type(exc).__name__}: {exc}")]
+        if not parsed.facts:
+            return [], [self._log(namespace, FactOp.NOOP, [], reason=f"no schema facts in {ids[0]}..{ids[-1]}",
+                                  rule="llm", prompt=prompt)]
+        statements = [f.statement for f in parsed.facts]
+        vectors = self.embedder.embed_documents(statements)
+        message_vectors = None
+        candidates = []
+        for item, vector in zip(parsed.facts, vectors, strict=True):
+            valid = sorted({i for i in item.sources if 1 <= i <= len(messages)})
+            note = ""
+            if len(valid) != len(item.sources):
+                note = f"dropped source numbers outside 1..{len(messages)}: {sorted(set(item.sources) - set(valid))}; "
+            if not valid:  # provenance by similarity: the one message the statement is closest to
+                if message_vectors is None:
+                    message_vectors = self.embedder.embed_documents([m.text for m in messages])
+                valid = [int(np.argmax(message_vectors @ vector)) + 1]
+                note += f"provenance by similarity to {messages[valid[0] - 1].id}"
+            sources = [messages[i - 1] for i in valid]
+            when = max((m.time for m in sources if m.time), default=None)
+            statement = annotate_relative_dates(item.statement, when)[0]
+            segs = list(dict.fromkeys(segment_of[m.id] for m in sources))
+            trajs = list(dict.fromkeys(t for s in segs if (t := trajectory_of.get(s))))
+            fact = CoreFact(id="", namespace=namespace, subject=item.subject.strip(), type=item.type,
+                            statement=statement, event_time=when, source_message_ids=[m.id for m in sources],
+                            segment_ids=segs, trajectory_ids=trajs, valid_from=when)
+            candidates.append(Candidate(fact, vector, note))
+        return candidates, []
+
+    # ------------------------------------------------------------- consolidation
+    def known_for(self, state: FactState, cand: Candidate) -> list[tuple[CoreFact, float]]:
+        """Current facts with the same subject and type, by statement cosine (same trajectory first)."""
+        subject = normalise_subject(cand.fact.subject)
+        scored = []
+        for f in state.current():
+            if f.type != cand.fact.type or normalise_subject(f.subject) != subject:
+                continue
+            cos = float(np.dot(state.vectors[f.id], cand.vector))
+            same_trajectory = bool(set(f.trajectory_ids) & set(cand.fact.trajectory_ids))
+            scored.append((f, cos, same_trajectory))
+        scored = [s for s in scored if s[1] >= CANDIDATE_MIN_COSINE]
+        scored.sort(key=lambda s: (not s[2], -s[1]))
+        return [(f, cos) for f, cos, _ in scored[:MAX_KNOWN]]
+
+    def consolidate(self, state: FactState, cand: Candidate) -> FactOperation:
+        """Apply one of Add / Update / Merge / Supersede for ``cand`` and return the logged operation."""
+        known = self.known_for(state, cand)
+        sims = {f.id: round(cos, 4) for f, cos in known}
+        if not known:
+            return self._apply(state, cand, FactOp.ADD, None, "rule", "no current fact with this subject and type "
+                               "is similar enough", sims)
+        best, best_cos = max(known, key=lambda item: item[1])
+        if best_cos >= DUPLICATE_COSINE:
+            return self._apply(state, cand, FactOp.MERGE, best, "rule", f"near-identical to {best.id}", sims)
+        prompt, options = core_operation.build(cand.fact, [f for f, _ in known])
+        try:
+            self.llm_calls += 1
+            probs = self.llm.choice_probabilities(prompt, [o[0] for o in options])
+        except LLMError as exc:
+            op = self._apply(state, cand, FactOp.ADD, None, "rule", "operation choice failed; added", sims)
+            op.error, op.prompt_version = f"{type(exc).__name__}: {exc}", prompt.version
+            return op
+        if len(probs) != len(options):
+            raise LLMError(f"{len(probs)} scores for {len(options)} options")
+        k = int(np.argmax(probs))
+        letter, op, index = options[k]
+        scores = {o[0]: round(p, 4) for o, p in zip(options, probs, strict=True)}
+        target = known[index][0] if index is not None else None
+        reason = f"LLM chose {letter} ({op.value}{' ' + target.id if target else ''}) with p={probs[k]:.2f}"
+        scores.update({f"cos:{fid}": v for fid, v in sims.items()})
+        record = self._apply(state, cand, op, target, "llm", reason, scores)
+        record.prompt_version = prompt.version
+        record.model = getattr(self.llm, "name", None)
+        return record
+
+    def _apply(self, state: FactState, cand: Candidate, op: FactOp, target: CoreFact | None, rule: str,
+               reason: str, scores: dict[str, float]) -> FactOperation:
+        ns = cand.fact.namespace
+        if cand.provenance_note:
+            reason = f"{reason}; {cand.provenance_note}"
+        new = cand.fact
+        if op == FactOp.ADD or target is None:
+            new.id = f"F{len(state.facts) + 1}"
+            state.facts.append(new)
+            state.vectors[new.id] = cand.vector
+            return self._log(ns, FactOp.ADD, [new.id], after=[new], reason=reason, rule=rule, scores=scores,
+                             event_time=new.event_time)
+        before = copy.deepcopy(target)
+        if op in (FactOp.UPDATE, FactOp.MERGE):
+            if op == FactOp.UPDATE:
+                target.statement = new.statement
+                state.vectors[target.id] = cand.vector
+            for attr in ("source_message_ids", "segment_ids", "trajectory_ids"):
+                merged = list(dict.fromkeys([*getattr(target, attr), *getattr(new, attr)]))
+                setattr(target, attr, merged)
+            if new.event_time and (target.event_time is None or new.event_time > target.event_time):
+                target.event_time = new.event_time
+            return self._log(ns, op, [target.id], before=[before], after=[target], reason=reason, rule=rule,
+                             scores=scores, event_time=new.event_time)
+        # SUPERSEDE: close the old fact, keep it as history, link it to its successor
+        new.id = f"F{len(state.facts) + 1}"
+        state.facts.append(new)
+        state.vectors[new.id] = cand.vector
+        target.status = "superseded"
+        target.valid_until = new.event_time
+        target.superseded_by = new.id
+        return self._log(ns, FactOp.SUPERSEDE, [target.id, new.id], before=[before], after=[target, new],
+                         reason=reason, rule=rule, scores=scores, event_time=new.event_time)
+
+    def _log(self, namespace: str, op: FactOp, fact_ids: list[str], *, reason: str, rule: str,
+             before: Sequence[CoreFact] = (), after: Sequence[CoreFact] = (), scores: dict[str, float] | None = None,
+             event_time: datetime | None = None, prompt=None, error: str | None = None) -> FactOperation:
+        return FactOperation(
+            namespace=namespace, op=op, fact_ids=fact_ids, before=[f.model_dump(mode="json") for f in before],
+            after=[f.model_dump(mode="json") for f in after], reason=reason, rule=rule, scores=scores or {},
+            event_time=event_time, recorded_at=self.now(), prompt_version=prompt.version if prompt else None,
+            model=getattr(self.llm, "name", None) if prompt else None, error=error)

@@ -1,0 +1,135 @@
+"""CoreFact extraction and the four operations (§3.3), with a fake LLM keyed by prompt name."""
+
+import json
+from datetime import datetime
+
+import pytest
+
+from memsif.records import FactOp, Message
+from tests.fakes import FakeLLM, KeywordEmbedder
+
+MAY, AUGUST = datetime(2023, 5, 8, 13, 56), datetime(2023, 8, 14, 10, 0)
+# Everything merges into one segment (φ ≥ 0.01) so no segment judge is needed.
+CFG = dict(core_facts=True, tau_split=0.0, tau_merge=0.01, sem_mapping="affine", trajectory_min_phi=1.0)
+
+
+def msg(mid: str, text: str, when: datetime, speaker: str = "Melanie") -> Message:
+    return Message(id=mid, namespace="t", speaker=speaker, text=text, time=when, session_id=mid.split(":")[0])
+
+
+def extraction(facts_by_phrase: dict[str, list[dict]]):
+    """A fake core_extract reply: the facts of every phrase found in the prompt, as JSON."""
+    def reply(prompt):
+        facts = [f for phrase, fs in facts_by_phrase.items() if phrase in prompt.text for f in fs]
+        return json.dumps({"facts": facts})
+    return reply
+
+
+SUSHI = {
+    "I love sushi": [{"subject": "Melanie", "type": "Preference", "statement": "Melanie loves sushi.", "sources": [1]}],
+    "can't stand sushi": [{"subject": "Melanie", "type": "Preference",
+                           "statement": "Melanie can't stand sushi anymore.", "sources": [1]}],
+}
+
+
+def test_contradiction_supersedes_and_keeps_history(engine_factory):
+    llm = FakeLLM({"core_extract": extraction(SUSHI), "core_operation": "D"})  # D = supersede fact 1
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"sushi": 0}), **CFG)
+    first = engine.ingest([msg("D1:1", "I love sushi, it's my favourite food!", MAY)])
+    assert first.fact_ops == {"ADD": 1} and first.core_facts == 1
+    second = engine.ingest([msg("D2:1", "Honestly I can't stand sushi anymore.", AUGUST)])
+    assert second.fact_ops == {"SUPERSEDE": 1} and second.core_facts == 1
+    [current] = engine.facts("t")
+    assert current.statement == "Melanie can't stand sushi anymore." and current.source_message_ids == ["D2:1"]
+    history = engine.facts("t", history=True)
+    old = next(f for f in history if f.id == "F1")
+    assert old.status == "superseded" and old.superseded_by == current.id
+    assert old.valid_until == AUGUST and old.valid_from == MAY
+    log = engine.fact_log("t")
+    assert [r["op"] for r in log] == ["ADD", "SUPERSEDE"]
+    sup = log[1]
+    assert sup["fact_ids"] == ["F1", "F2"] and sup["rule"] == "llm"
+    assert sup["before"][0]["status"] == "current" and sup["after"][0]["status"] == "superseded"
+    assert sup["scores"]["D"] == 1.0 and sup["prompt_version"] == "core_operation/1"
+    # the operation prompt only showed the known fact by a small index
+    assert "1. [Preference] Melanie: Melanie loves sushi." in llm.calls["core_operation"][0].text
+    assert engine.fact_log("t", op="supersede", subject="melanie") == [sup]
+
+
+@pytest.mark.parametrize(("letter", "op"), [("B", FactOp.UPDATE), ("C", FactOp.MERGE), ("A", FactOp.ADD)])
+def test_update_merge_add_chosen_by_the_llm(engine_factory, letter, op):
+    facts = {
+        "I love sushi": [{"subject": "Melanie", "type": "Preference", "statement": "Melanie loves sushi.",
+                          "sources": [1]}],
+        "Salmon": [{"subject": "Melanie", "type": "Preference",
+                    "statement": "Melanie loves sushi, salmon nigiri most of all.", "sources": [1]}],
+    }
+    llm = FakeLLM({"core_extract": extraction(facts), "core_operation": letter})
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"sushi": 0}), **CFG)
+    engine.ingest([msg("D1:1", "I love sushi!", MAY)])
+    report = engine.ingest([msg("D2:1", "Salmon nigiri is the best sushi.", AUGUST)])
+    assert report.fact_ops == {op.value: 1}
+    current = engine.facts("t")
+    if op == FactOp.ADD:
+        assert [f.id for f in current] == ["F1", "F2"]
+    else:
+        [fact] = current
+        assert fact.id == "F1" and fact.source_message_ids == ["D1:1", "D2:1"] and fact.event_time == AUGUST
+        expected = "Melanie loves sushi, salmon nigiri most of all." if op == FactOp.UPDATE else "Melanie loves sushi."
+        assert fact.statement == expected
+
+
+def test_near_identical_statement_merges_by_rule_and_unrelated_adds_by_rule(engine_factory):
+    facts = {"sushi": [{"subject": "Melanie", "type": "Preference", "statement": "Melanie loves sushi.",
+                        "sources": [1]}],
+             "dog": [{"subject": "Melanie", "type": "Relation", "statement": "Melanie has a dog named Max.",
+                      "sources": [1]}]}
+    llm = FakeLLM({"core_extract": extraction(facts)})  # no core_operation answer: the LLM must not be asked
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"sushi": 0}), **CFG)
+    engine.ingest([msg("D1:1", "sushi again tonight", MAY)])
+    report = engine.ingest([msg("D2:1", "more sushi, and my dog Max says hi", AUGUST)])
+    assert report.fact_ops == {"MERGE": 1, "ADD": 1}
+    assert all(r["rule"] == "rule" for r in engine.fact_log("t"))
+    assert "core_operation" not in llm.calls
+
+
+def test_relative_date_is_resolved_against_the_session_date(engine_factory):
+    facts = {"support group": [{"subject": "Caroline", "type": "Event",
+                                "statement": "Caroline went to an LGBTQ support group yesterday.", "sources": [1]}]}
+    llm = FakeLLM({"core_extract": extraction(facts)})
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({}), **CFG)
+    engine.ingest([msg("D1:1", "I went to a LGBTQ support group yesterday.", MAY, speaker="Caroline")])
+    [fact] = engine.facts("t")
+    assert fact.statement == "Caroline went to an LGBTQ support group yesterday (7 May 2023)."
+    assert fact.event_time == MAY
+    assert "yesterday (7 May 2023)" in llm.calls["core_extract"][0].text
+
+
+def test_fenced_reply_is_recovered_and_bad_source_index_is_range_checked(engine_factory):
+    reply = ('Here you go:\n```json\n{"facts": [{"subject": "Melanie", "type": "Identity", '
+             '"statement": "Melanie is a painter.", "sources": [7]}]}\n```')
+    llm = FakeLLM({"core_extract": reply})
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({}), **CFG)
+    engine.ingest([msg("D1:1", "I paint every day, it's my job.", MAY)])
+    [fact] = engine.facts("t")
+    assert fact.source_message_ids == ["D1:1"]
+    [op] = engine.fact_log("t")
+    assert "dropped source numbers outside 1..1: [7]" in op["reason"] and "provenance by similarity" in op["reason"]
+
+
+@pytest.mark.parametrize("reply", ["", '{"facts": [{"subject": "Mel', "I found nothing worth noting."])
+def test_empty_or_truncated_reply_is_a_recorded_error_not_an_empty_success(engine_factory, reply):
+    llm = FakeLLM({"core_extract": reply})
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({}), **CFG)
+    report = engine.ingest([msg("D1:1", "I paint every day.", MAY)])
+    assert report.fact_errors == 1 and report.fact_ops == {"NOOP": 1}
+    [op] = engine.fact_log("t")
+    assert op["op"] == "NOOP" and op["error"].startswith("LLMOutputError")
+    assert engine.facts("t") == []
+
+
+def test_no_facts_is_a_recorded_noop_without_error(engine_factory):
+    llm = FakeLLM({"core_extract": '{"facts": []}'})
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({}), **CFG)
+    report = engine.ingest([msg("D1:1", "ok!", MAY)])
+    assert report.fact_ops == {"NOOP": 1} and report.fact_errors == 0
