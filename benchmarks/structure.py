@@ -42,7 +42,7 @@ def main() -> None:
         print("|---|---|---|---|---|---|---|---|---|---|")
         for sample in samples:
             r = run([sys.executable, "-m", "memsif", "ingest", args.data, "--sample", sample, "--data-dir",
-                     data_dir, "--json", "--no-progress"], env)
+                     data_dir, "--json", "--no-progress", "--no-facts"], env)
             print(f"| {sample} | {r['messages']} | {r['segments']} | {r['trajectories']} | "
                   f"{r['judge_share_segment']:.1%} | {r['judge_calls_trajectory']} | {r['seconds']:.1f} | "
                   f"{r['messages'] / r['seconds']:.1f} | {r['model_load_seconds']:.1f} | {r['peak_rss_mb']:.0f} |")

@@ -84,6 +84,27 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ask(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    result = engine.ask(args.question, namespace=args.namespace, question_date=args.date)
+    out = result.to_dict()
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    print(result.answer or "(empty answer)")
+    verdict = "n/a" if result.sufficiency_prob is None else f"{result.sufficiency_prob:.2f}"
+    print(f"\n  sufficient: {result.sufficient} (P={verdict}); traced back to Structured Interaction "
+          f"Memory: {result.traced_back}; tokens {result.tokens_in} in / {result.tokens_out} out; "
+          f"{result.seconds:.1f} s")
+    for f in result.facts_used:
+        print(f"  fact {f['id']} [{f['kind']}] {f['subject']}: {f['statement']} ({', '.join(f['source_message_ids'])})")
+    for e in result.evidence_used:
+        print(f"  evidence {', '.join(e['source_message_ids'])}: {e['statement'][:160]}")
+    for err in result.errors:
+        print(f"  error: {err}")
+    return 0
+
+
 def cmd_facts(args: argparse.Namespace) -> int:
     engine = _engine(args)
     facts = engine.facts(args.namespace, history=args.history)
@@ -197,6 +218,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("ask", help="answer a question from a namespace's memory, with its trace")
+    p.add_argument("question")
+    p.add_argument("--namespace", required=True)
+    p.add_argument("--data-dir")
+    p.add_argument("--date", help="the question's date (e.g. LongMemEval question_date)")
+    p.add_argument("--json", action="store_true", help="last stdout line is one JSON object")
+    p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("facts", help="print a namespace's CoreFacts (and their operation log)")
     p.add_argument("--namespace", required=True)

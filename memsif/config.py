@@ -72,6 +72,21 @@ class MemSIFConfig:
     # --- ActiveFact promotion (§3.4, Eq. 4) ---
     theta_src: float = 0.45
     theta_qry: float = 0.45
+    # --- Query (§3.5) ---
+    #: Facts (CoreFacts + ActiveFacts) retrieved per question.
+    fact_top_k: int = 8
+    #: Topical Segments / Event Trajectories traced back to when facts are insufficient.
+    segment_top_k: int = 4
+    trajectory_top_k: int = 1
+    #: Evidence messages kept per traced-back unit (extractive query-local evidence).
+    evidence_per_unit: int = 2
+    sufficiency_threshold: float = 0.5
+    answer_temperature: float = 0.1
+    answer_max_tokens: int = 512
+    # --- Ablations (Table 3) ---
+    use_core_facts: bool = True
+    use_active_facts: bool = True
+    use_trajectories: bool = True
     # --- Models ---
     llm_backend: str = "transformers"
     llm_model: str = PACKAGED_LLM

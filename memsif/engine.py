@@ -315,6 +315,37 @@ class MemSIF:
         self._require(namespace)
         return self.store.decisions(namespace, kind)
 
+    def ask(self, question: str, namespace: str, question_date: str | None = None):
+        """Answer ``question`` from ``namespace``'s memory with its trace (§3.5); then the ActiveFact
+        pipeline runs on the query-local evidence (§3.4). Returns ``memsif.query.Answer``.
+
+        Raises:
+            NotFoundError: the namespace holds no memory.
+            MemSIFError: an empty question.
+            LLMError: answer generation failed.
+        """
+        from memsif.query import QueryPipeline
+
+        if not question or not question.strip():
+            raise MemSIFError("ask needs a non-empty question.")
+        self._require(namespace)
+        pipeline = QueryPipeline(self.config, self.llm, self.embedder, self.store)
+        with self._lock:  # candidate clusters are read-modify-written
+            return pipeline.ask(namespace, question.strip(), question_date)
+
+    def active_facts(self, namespace: str) -> list[dict[str, Any]]:
+        """Promoted ActiveFacts of ``namespace``."""
+        self._require(namespace)
+        rows = self.store.records("memsif_active_facts", namespace)
+        return sorted(rows, key=lambda r: int(r["id"][1:]))
+
+    def clusters(self, namespace: str) -> list[dict[str, Any]]:
+        """Candidate clusters C_k with their Score_src and Score_qry (embeddings left out)."""
+        self._require(namespace)
+        rows = [{k: v for k, v in r.items() if not k.endswith("_vectors")}
+                for r in self.store.records("memsif_clusters", namespace)]
+        return sorted(rows, key=lambda r: int(r["id"][1:]))
+
     def facts(self, namespace: str, history: bool = False) -> list:
         """CoreFacts of ``namespace``: current ones, or with ``history`` the superseded ones too."""
         self._require(namespace)

@@ -176,3 +176,31 @@ class FactOperation(_Record):
     prompt_version: str | None = None
     model: str | None = None
     error: str | None = None
+
+
+class ActiveFact(_Record):
+    """A promoted ActiveFact ⟨subject, stmt, meta⟩ (§3.4, Eq. 4)."""
+
+    id: str
+    namespace: str
+    subject: str
+    statement: str
+    source_message_ids: list[str] = Field(default_factory=list)
+    queries: list[str] = Field(default_factory=list, description="Triggering queries Q_k.")
+    cluster_id: str
+    score_src: float
+    score_qry: float
+    event_time: datetime | None = None
+    promoted_at: datetime
+    updated_at: datetime
+
+
+class Evidence(_Record):
+    """Query-local evidence (§3.4): supports the current answer; cleared after it."""
+
+    statement: str
+    subject: str
+    source_message_ids: list[str]
+    segment_id: str | None = None
+    trajectory_id: str | None = None
+    score: float = 0.0

@@ -101,3 +101,37 @@ class CandidateCluster:
 def _cos(a: np.ndarray, b: np.ndarray) -> float:
     na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
     return float(np.dot(a, b) / (na * nb)) if na and nb else 0.0
+
+
+def cluster_to_payload(cluster_id: str, cluster: CandidateCluster, promoted_id: str | None) -> dict:
+    """A JSON-able payload for the store (embeddings as lists)."""
+    return {
+        "id": cluster_id, "subject": cluster.subject, "statements": cluster.statements,
+        "statement_vectors": [v.astype(float).tolist() for v in cluster.statement_vectors],
+        "queries": cluster.queries, "query_vectors": [v.astype(float).tolist() for v in cluster.query_vectors],
+        "sources": cluster.sources, "score_src": cluster.score_src, "score_qry": cluster.score_qry,
+        "active_fact_id": promoted_id,
+    }
+
+
+def cluster_from_payload(payload: dict) -> CandidateCluster:
+    return CandidateCluster(
+        subject=payload["subject"], statements=list(payload["statements"]),
+        statement_vectors=[np.asarray(v, dtype=np.float32) for v in payload["statement_vectors"]],
+        queries=list(payload["queries"]),
+        query_vectors=[np.asarray(v, dtype=np.float32) for v in payload["query_vectors"]],
+        sources=list(payload["sources"]))
+
+
+#: An evidence statement joins a cluster of its subject when its cosine with one of the cluster's
+#: statements is at least this ("compatible with the accumulated statements", §3.4).
+COMPATIBLE_COSINE = 0.5
+
+
+def central_statement(cluster: CandidateCluster) -> str:
+    """The statement of X_k closest on average to the others: the normalised ActiveFact statement."""
+    if len(cluster.statements) == 1:
+        return cluster.statements[0]
+    vecs = np.stack(cluster.statement_vectors)
+    vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
+    return cluster.statements[int(np.argmax((vecs @ vecs.T).mean(axis=1)))]

@@ -7,6 +7,8 @@ Collections (all records carry ``namespace``; every read filters on it):
   memsif_decisions     no vector; payload = SegmentDecision / TrajectoryDecision + seq
   memsif_facts         vector = statement embedding; payload = CoreFact
   memsif_fact_ops      no vector; payload = FactOperation + seq (append-only log)
+  memsif_active_facts  vector = statement embedding; payload = ActiveFact
+  memsif_clusters      no vector; payload = candidate cluster C_k (statements, queries, sources, embeddings)
   memsif_meta          no vector; the embedder name and dimension the store was built with
 """
 
@@ -30,9 +32,11 @@ TRAJECTORIES = "memsif_trajectories"
 DECISIONS = "memsif_decisions"
 FACTS = "memsif_facts"
 FACT_OPS = "memsif_fact_ops"
+ACTIVE_FACTS = "memsif_active_facts"
+CLUSTERS = "memsif_clusters"
 META = "memsif_meta"
-_VECTOR_COLLECTIONS = (MESSAGES, SEGMENTS, TRAJECTORIES, FACTS)
-_LOG_COLLECTIONS = (DECISIONS, FACT_OPS)
+_VECTOR_COLLECTIONS = (MESSAGES, SEGMENTS, TRAJECTORIES, FACTS, ACTIVE_FACTS)
+_LOG_COLLECTIONS = (DECISIONS, FACT_OPS, CLUSTERS)
 _ID_SPACE = uuid.UUID("6f1c1c3e-5c0e-4d7a-9a57-2b1d3e0f4a11")
 
 
@@ -179,6 +183,26 @@ class MemoryStore:
             rows.append((CoreFact(**rec.payload), vector))
         return sorted(rows, key=lambda r: int(r[0].id[1:]))
 
+    def search(self, collection: str, namespace: str, vector: np.ndarray, limit: int,
+               **equals: Any) -> list[tuple[dict[str, Any], float]]:
+        """Nearest records of ``namespace`` by cosine: (payload, score) best first."""
+        result = self._client.query_points(collection, query=vector.astype(float).tolist(),
+                                           query_filter=_ns_filter(namespace, **equals), limit=limit,
+                                           with_payload=True)
+        return [(dict(p.payload or {}), float(p.score)) for p in result.points]
+
+    def put_records(self, collection: str, namespace: str, kind: str,
+                    rows: Iterable[tuple[str, dict[str, Any], np.ndarray | None]]) -> None:
+        """Upsert (record id, payload, optional vector) rows of a kind (clusters, active facts)."""
+        self._upsert(collection, [
+            models.PointStruct(id=point_id(namespace, kind, rid), payload={**payload, "namespace": namespace},
+                               vector=v.astype(float).tolist() if v is not None else {})
+            for rid, payload, v in rows
+        ])
+
+    def records(self, collection: str, namespace: str) -> list[dict[str, Any]]:
+        return [dict(rec.payload or {}) for rec in self._scroll(collection, _ns_filter(namespace))]
+
     def fact_ops(self, namespace: str) -> list[dict[str, Any]]:
         """The CoreFact operation log in order."""
         rows = [dict(rec.payload or {}) for rec in self._scroll(FACT_OPS, _ns_filter(namespace))]
@@ -212,6 +236,19 @@ class MemoryStore:
             out.append(StoredMessage(Message(**payload), vector, entities, segment_id))
         out.sort(key=lambda r: r.message.index)
         return out
+
+    def get_messages(self, namespace: str, ids: Iterable[str]) -> list[StoredMessage]:
+        """Messages by source id (missing ids are skipped), in chronological order."""
+        points = self._client.retrieve(MESSAGES, ids=[point_id(namespace, "message", i) for i in ids],
+                                       with_payload=True, with_vectors=True)
+        out = []
+        for rec in points:
+            payload = dict(rec.payload or {})
+            entities = frozenset(payload.pop("entities", []))
+            segment_id = payload.pop("segment_id", None)
+            out.append(StoredMessage(Message(**payload), np.asarray(rec.vector, dtype=np.float32), entities,
+                                     segment_id))
+        return sorted(out, key=lambda r: r.message.index)
 
     def segments(self, namespace: str) -> list[TopicalSegment]:
         segs = [TopicalSegment(**rec.payload) for rec in self._scroll(SEGMENTS, _ns_filter(namespace))]

@@ -1,0 +1,84 @@
+"""Query (§3.5) and the ActiveFact pipeline (§3.4) with a fake LLM keyed by prompt name."""
+
+import json
+from datetime import datetime
+
+import pytest
+
+from memsif.records import Message
+from memsif.store.qdrant import SEGMENTS, TRAJECTORIES
+from tests.fakes import FakeLLM, KeywordEmbedder
+
+MAY = datetime(2023, 5, 8)
+CFG = dict(core_facts=True, tau_split=0.0, tau_merge=0.01, sem_mapping="affine", trajectory_min_phi=1.0)
+FACTS = {"facts": [{"subject": "Melanie", "type": "Preference", "statement": "Melanie loves pottery.",
+                    "sources": [1]}]}
+
+
+def _messages():
+    texts = ["I love pottery, I made a bowl last week.", "My kids and I went camping at the lake.",
+             "We roasted marshmallows at the lake campfire.", "Pottery class is on Tuesdays."]
+    return [Message(id=f"D1:{i + 1}", namespace="t", speaker="Melanie", text=t, time=MAY, session_id="s1")
+            for i, t in enumerate(texts)]
+
+
+def _engine(engine_factory, sufficient: float):
+    llm = FakeLLM({"core_extract": json.dumps(FACTS), "core_operation": "A", "sufficiency": sufficient,
+                   "answer": "Pottery."})
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"pottery": 0, "lake": 1, "camp": 1}), **CFG)
+    engine.ingest(_messages())
+    return engine, llm
+
+
+def test_fact_level_sufficient_question_never_touches_structured_interaction_memory(engine_factory, monkeypatch):
+    engine, llm = _engine(engine_factory, sufficient=0.9)
+    searched = []
+    original = engine.store.search
+    monkeypatch.setattr(engine.store, "search",
+                        lambda collection, *a, **k: searched.append(collection) or original(collection, *a, **k))
+    result = engine.ask("What does Melanie love?", namespace="t")
+    assert result.sufficient and not result.traced_back
+    assert SEGMENTS not in searched and TRAJECTORIES not in searched
+    assert result.answer == "Pottery."
+    assert [f["id"] for f in result.facts_used][:1] == ["F1"] and result.evidence_used == []
+    assert result.sufficiency_prob == pytest.approx(0.9)
+    assert "Melanie: Melanie loves pottery." in llm.calls["answer"][0].text
+    assert result.tokens_in > 0 and result.tokens_out > 0 and result.seconds > 0
+
+
+def test_insufficient_facts_trace_back_and_feed_the_activefact_clusters(engine_factory):
+    engine, llm = _engine(engine_factory, sufficient=0.1)
+    first = engine.ask("Where did Melanie go camping?", namespace="t")
+    assert not first.sufficient and first.traced_back
+    sources = [e["source_message_ids"][0] for e in first.evidence_used]
+    assert "D1:2" in sources or "D1:3" in sources
+    assert "Conversation excerpts:" in llm.calls["answer"][0].text
+    clusters = engine.clusters("t")
+    assert clusters and all(c["subject"] == "melanie" for c in clusters)
+    assert engine.active_facts("t") == [] or all(c["score_qry"] >= 0.45 for c in clusters if c["active_fact_id"])
+    # The same demand asked differently accumulates query evidence; promotion needs both scores.
+    engine.ask("Which lake did Melanie camp at with her kids?", namespace="t")
+    clusters = engine.clusters("t")
+    lake = max(clusters, key=lambda c: len(c["queries"]))
+    assert len(lake["queries"]) == 2
+    promoted = engine.active_facts("t")
+    if lake["score_src"] >= 0.45 and lake["score_qry"] >= 0.45:
+        assert lake["active_fact_id"] in {a["id"] for a in promoted}
+    else:
+        assert lake["active_fact_id"] is None
+
+
+def test_query_local_evidence_is_not_stored_as_a_fact(engine_factory):
+    engine, _ = _engine(engine_factory, sufficient=0.1)
+    engine.ask("Where did Melanie go camping?", namespace="t")
+    assert [f.id for f in engine.facts("t")] == ["F1"]  # CoreFacts unchanged by a question
+
+
+def test_ask_unknown_namespace_and_empty_question(engine_factory):
+    from memsif.errors import MemSIFError, NotFoundError
+
+    engine, _ = _engine(engine_factory, sufficient=0.9)
+    with pytest.raises(NotFoundError):
+        engine.ask("hi?", namespace="nobody")
+    with pytest.raises(MemSIFError, match="non-empty"):
+        engine.ask("   ", namespace="t")
