@@ -50,3 +50,22 @@ def test_real_decisions_are_recorded_with_scores(built):
     assert any(d["score"]["jaccard"] > 0 for d in decisions if d["score"])
     for d in engine.decisions("conv-26", "trajectory"):
         assert all(c["judge_prob"] is None or 0.0 < c["judge_prob"] < 1.0 for c in d["candidates"])
+
+
+def test_real_models_build_core_facts_and_answer_with_a_trace(built):
+    engine, report, messages = built
+    assert sum(report.fact_ops.values()) > 0 and report.fact_llm_calls > 0
+    facts = engine.facts("conv-26")
+    ids = {m.id for m in messages}
+    for fact in facts:
+        assert fact.type in ("Identity", "Event", "Preference", "Relation")
+        assert fact.source_message_ids and set(fact.source_message_ids) <= ids
+    log = engine.fact_log("conv-26")
+    assert len(log) == sum(report.fact_ops.values())
+    result = engine.ask("What did Caroline research?", namespace="conv-26")
+    assert result.answer.strip()
+    assert result.facts_used or result.evidence_used
+    assert result.tokens_in > 0 and result.tokens_out > 0
+    assert result.sufficiency_prob is None or 0.0 < result.sufficiency_prob < 1.0
+    for e in result.evidence_used:
+        assert set(e["source_message_ids"]) <= ids

@@ -35,8 +35,8 @@ DUPLICATE_COSINE = 0.97
 #: Existing facts shown to the operation chooser.
 MAX_KNOWN = 2
 #: Messages per extraction call (consecutive segments are batched to save calls).
-BATCH_MESSAGES = 8
-EXTRACT_MAX_TOKENS = 320
+BATCH_MESSAGES = 12
+EXTRACT_MAX_TOKENS = 200
 
 
 @dataclass

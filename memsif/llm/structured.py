@@ -115,10 +115,13 @@ class JsonSchemaLogits:
     def processor(self, schema: dict[str, Any], prompt_length: int):
         """A ``LogitsProcessor`` for one generation whose prompt has ``prompt_length`` tokens."""
         import torch
-        from lmformatenforcer import JsonSchemaParser, TokenEnforcer
+        from lmformatenforcer import CharacterLevelParserConfig, JsonSchemaParser, TokenEnforcer
         from transformers import LogitsProcessor
 
-        enforcer = TokenEnforcer(self._tokenizer_data(), JsonSchemaParser(schema))
+        # Compact JSON in schema order: small models otherwise spend their token budget on
+        # pretty-printing whitespace and truncate.
+        config = CharacterLevelParserConfig(max_consecutive_whitespaces=1, force_json_field_order=True)
+        enforcer = TokenEnforcer(self._tokenizer_data(), JsonSchemaParser(schema, config=config))
 
         class _Mask(LogitsProcessor):
             def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:

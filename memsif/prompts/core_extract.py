@@ -18,16 +18,16 @@ from memsif.prompts import Prompt, clip
 NAME = "core_extract"
 VERSION = "core_extract/1"
 SYSTEM = "You extract durable personal facts from a conversation as JSON."
-MAX_FACTS = 4
+MAX_FACTS = 3
 
 
 def response_schema(schema: Sequence[FactType]) -> type[BaseModel]:
     """Pydantic response model whose ``type`` is an enum of the configured fact types."""
     type_enum = Literal[tuple(t.name for t in schema)]  # type: ignore[valid-type]
     fact = create_model("ExtractedFact",
-                        subject=(str, Field(min_length=1, max_length=60)),
+                        subject=(str, Field(min_length=1, max_length=40)),
                         type=(type_enum, ...),
-                        statement=(str, Field(min_length=3, max_length=200)),
+                        statement=(str, Field(min_length=3, max_length=140)),
                         sources=(list[int], Field(max_length=3)))
     return create_model("ExtractedFacts", facts=(list[fact], Field(max_length=MAX_FACTS)))
 
