@@ -10,6 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
@@ -363,6 +365,76 @@ class MemSIF:
             rows = [r for r in rows if any((f.get("subject") or "").lower() == wanted
                                            for f in [*r["before"], *r["after"]])]
         return rows
+
+    EXPORT_FORMAT = "memsif-namespace/1"
+
+    def export_namespace(self, namespace: str) -> dict[str, Any]:
+        """Everything of ``namespace`` as one JSON-able dict (vectors included, with the embedder's
+        name so an import into a store of another embedder is refused)."""
+        from memsif.store.qdrant import ACTIVE_FACTS, CLUSTERS
+
+        self._require(namespace)
+        store = self.store
+        return {
+            "format": self.EXPORT_FORMAT, "namespace": namespace, "embedder": self.embedder.name,
+            "dim": self.embedder.dim,
+            "messages": [{"message": r.message.model_dump(mode="json"), "vector": r.vector.astype(float).tolist(),
+                          "entities": sorted(r.entities), "segment_id": r.segment_id}
+                         for r in store.messages(namespace)],
+            "segments": [s.model_dump(mode="json") for s in store.segments(namespace)],
+            "trajectories": [t.model_dump(mode="json") for t in store.trajectories(namespace)],
+            "decisions": store.decisions(namespace),
+            "facts": [{"fact": f.model_dump(mode="json"), "vector": v.astype(float).tolist()}
+                      for f, v in store.facts(namespace, with_vectors=True)],
+            "fact_ops": store.fact_ops(namespace),
+            "clusters": store.records(CLUSTERS, namespace),
+            "active_facts": store.records(ACTIVE_FACTS, namespace),
+        }
+
+    def import_namespace(self, data: dict[str, Any], namespace: str | None = None) -> str:
+        """Write an ``export_namespace`` dict into the store (under ``namespace`` if given).
+
+        Raises:
+            MemSIFError: not an export, or the target namespace already holds memory.
+            EmbedderError: the export was made with another embedder.
+        """
+        from memsif.errors import EmbedderError
+        from memsif.records import CoreFact
+        from memsif.store.qdrant import ACTIVE_FACTS, CLUSTERS, FACT_OPS
+
+        if not isinstance(data, dict) or data.get("format") != self.EXPORT_FORMAT:
+            raise MemSIFError(f"Not a MemSIF namespace export (expected format {self.EXPORT_FORMAT!r}).")
+        if data["embedder"] != self.embedder.name or int(data["dim"]) != self.embedder.dim:
+            raise EmbedderError(f"The export was embedded with {data['embedder']!r}; this engine uses "
+                                f"{self.embedder.name!r}. Set MEMSIF_EMBEDDER_MODEL to match, or re-ingest.")
+        ns = namespace or data["namespace"]
+        store = self.store
+        with self._lock:
+            if store.count("memsif_messages", ns):
+                raise MemSIFError(f"Namespace {ns!r} already holds memory; delete it or import under another name.")
+
+            def re_ns(payload: dict[str, Any]) -> dict[str, Any]:
+                return {**payload, "namespace": ns}
+
+            segs = [TopicalSegment(**re_ns(s)) for s in data["segments"]]
+            vectors = {m["message"]["id"]: np.asarray(m["vector"], dtype=np.float32) for m in data["messages"]}
+            store.put_segments(ns, [(s, np.mean([vectors[i] for i in s.message_ids], axis=0)) for s in segs])
+            trajs = [EventTrajectory(**re_ns(t)) for t in data["trajectories"]]
+            by_seg = {s.id: s for s in segs}
+            store.put_trajectories(ns, [(t, np.mean([vectors[i] for sid in t.segment_ids
+                                                     for i in by_seg[sid].message_ids], axis=0)) for t in trajs])
+            store.put_decisions(ns, [re_ns(d) for d in data["decisions"]], 0)
+            store.put_facts(ns, [(CoreFact(**re_ns(f["fact"])), np.asarray(f["vector"], dtype=np.float32))
+                                 for f in data["facts"]])
+            store.put_decisions(ns, [re_ns(d) for d in data["fact_ops"]], 0, collection=FACT_OPS)
+            store.put_records(CLUSTERS, ns, "cluster", [(c["id"], re_ns(c), None) for c in data["clusters"]])
+            store.put_records(ACTIVE_FACTS, ns, "active_fact",
+                              [(a["id"], re_ns(a), self.embedder.embed_query(a["statement"]))
+                               for a in data["active_facts"]])
+            store.put_messages(ns, [StoredMessage(Message(**re_ns(m["message"])), vectors[m["message"]["id"]],
+                                                  frozenset(m["entities"]), m["segment_id"])
+                                    for m in data["messages"]])
+        return ns
 
     def delete_namespace(self, namespace: str) -> None:
         with self._lock:
