@@ -84,8 +84,11 @@ class MemSIFConfig:
     answer_temperature: float = 0.1
     answer_max_tokens: int = 512
     # --- Ablations (Table 3) ---
+    #: False = "w/o TS": every message is its own unit; trajectories are built from raw messages.
+    use_segments: bool = True
     use_core_facts: bool = True
     use_active_facts: bool = True
+    #: False = "w/o ET": no Event Trajectories are built or retrieved.
     use_trajectories: bool = True
     # --- Models ---
     llm_backend: str = "transformers"

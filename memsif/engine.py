@@ -182,13 +182,14 @@ class MemSIF:
                 decision = seg_builder.place(state, msg)
                 decisions.append(decision.model_dump(mode="json"))
                 touched_segments.add(decision.segment_id)
-                if before is not None and not decision.continued and before.record.trajectory_id is None:
+                if (self.config.use_trajectories and before is not None and not decision.continued
+                        and before.record.trajectory_id is None):
                     decisions.append(traj_builder.assign(state, before).model_dump(mode="json"))
                     touched_segments.add(before.record.id)
                 if progress:
                     progress(k + 1, len(fresh), "segments")
             current = state.current_segment
-            if current is not None and current.record.trajectory_id is None:
+            if self.config.use_trajectories and current is not None and current.record.trajectory_id is None:
                 decisions.append(traj_builder.assign(state, current).model_dump(mode="json"))
                 touched_segments.add(current.record.id)
             stages["structure"] = time.perf_counter() - t

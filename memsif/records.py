@@ -70,6 +70,7 @@ class BoundaryRule(StrEnum):
     SPLIT = "split_rule"     # φ ≤ τ_split: new segment without the judge
     JUDGE = "judge"          # τ_split < φ < τ_merge: the LLM judge decided
     JUDGE_ERROR = "judge_error"  # the judge failed; fell back to φ against the midpoint (recorded)
+    NO_SEGMENTS = "no_segments"  # ablation "w/o TS": every message is its own unit
 
 
 class PhiScore(_Record):

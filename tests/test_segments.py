@@ -100,3 +100,21 @@ def test_judge_is_calibrated_against_the_content_free_prior(engine_factory):
     assert decision["judge_prob"] == pytest.approx(expected)
     assert decision["judge_prob_raw"] == pytest.approx(0.3) and decision["judge_prior"] == pytest.approx(0.2)
     assert decision["continued"] and report.judge_calls_segment == 1
+
+
+def test_ablations_without_segments_and_without_trajectories(engine_factory):
+    # w/o TS: every message is its own unit and trajectories are built from those raw messages.
+    llm = FakeLLM({"trajectory_judge": 0.9})
+    engine = engine_factory(llm=llm, embedder=FixedEmbedder(VECTORS), use_segments=False, alpha_trajectory=1.0,
+                            trajectory_min_phi=0.0, judge_calibration=False, sem_mapping="affine")
+    engine.ingest(make_messages(["same", "same again", "opposite"]))
+    assert [s.message_ids for s in engine.segments("t")] == [["D1:1"], ["D1:2"], ["D1:3"]]
+    assert "segment_judge" not in llm.calls
+    assert {d["rule"] for d in _decisions(engine)[1:]} == {BoundaryRule.NO_SEGMENTS}
+    assert sum(len(t.segment_ids) for t in engine.trajectories("t")) == 3
+    # w/o ET: no trajectories at all, and no trajectory judge
+    llm2 = FakeLLM()
+    engine2 = engine_factory(llm=llm2, embedder=FixedEmbedder(VECTORS), use_trajectories=False, **CFG)
+    engine2.ingest(make_messages(["same", "same again", "opposite"]))
+    assert engine2.trajectories("t") == [] and llm2.calls == {}
+    assert all(s.trajectory_id is None for s in engine2.segments("t"))

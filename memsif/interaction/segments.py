@@ -42,6 +42,9 @@ class SegmentBuilder:
         if current is None:
             seg = state.open_segment(message)
             return SegmentDecision(**base, segment_id=seg.record.id, rule=BoundaryRule.FIRST, continued=False)
+        if not cfg.use_segments:
+            seg = state.open_segment(message)
+            return SegmentDecision(**base, segment_id=seg.record.id, rule=BoundaryRule.NO_SEGMENTS, continued=False)
 
         score = phi(state.vectors[message.id], state.entities[message.id], current.profile.mean,
                     current.profile.entities, cfg.alpha_segment, self.mapping)
