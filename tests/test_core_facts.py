@@ -133,3 +133,14 @@ def test_no_facts_is_a_recorded_noop_without_error(engine_factory):
     engine = engine_factory(llm=llm, embedder=KeywordEmbedder({}), **CFG)
     report = engine.ingest([msg("D1:1", "ok!", MAY)])
     assert report.fact_ops == {"NOOP": 1} and report.fact_errors == 0
+
+
+def test_complete_facts_are_recovered_from_a_cut_off_reply(engine_factory):
+    reply = ('{"facts": [{"subject": "Melanie", "type": "Identity", "statement": "Melanie is a painter.", '
+             '"sources": [1]}, {"subject": "Melanie", "type": "Event", "statement": "Melanie went to the mus')
+    llm = FakeLLM({"core_extract": reply})
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({}), **CFG)
+    report = engine.ingest([msg("D1:1", "I paint every day, it's my job.", MAY)])
+    assert report.fact_ops == {"ADD": 1} and report.fact_errors == 0
+    [op] = engine.fact_log("t")
+    assert "recovered 1 complete fact(s) from a cut-off reply" in op["reason"]

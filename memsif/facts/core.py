@@ -19,11 +19,11 @@ from datetime import UTC, datetime
 import numpy as np
 
 from memsif.embed import Embedder
-from memsif.errors import LLMError
+from memsif.errors import LLMError, LLMOutputError
 from memsif.facts.active import normalise_subject
 from memsif.facts.schema import FactType
 from memsif.llm import LLM
-from memsif.llm.structured import parse_json_reply
+from memsif.llm.structured import parse_json_reply, salvage_items
 from memsif.prompts import core_extract, core_operation
 from memsif.records import CoreFact, FactOp, FactOperation, Message
 from memsif.timeparse import annotate_relative_dates
@@ -36,7 +36,7 @@ DUPLICATE_COSINE = 0.97
 MAX_KNOWN = 2
 #: Messages per extraction call (consecutive segments are batched to save calls).
 BATCH_MESSAGES = 12
-EXTRACT_MAX_TOKENS = 200
+EXTRACT_MAX_TOKENS = 240
 
 
 @dataclass
@@ -85,24 +85,32 @@ class CoreFactBuilder:
         lines = [(_day(m.time), m.speaker, annotate_relative_dates(m.text, m.time)[0]) for m in messages]
         prompt = core_extract.build(lines, self.schema)
         ids = [m.id for m in messages]
+        salvage_note = ""
         try:
             self.llm_calls += 1
             gen = self.llm.generate(prompt, max_new_tokens=EXTRACT_MAX_TOKENS, temperature=0.0,
                                     json_schema=self.response_model.model_json_schema())
-            parsed = parse_json_reply(gen.text, self.response_model)
+            try:
+                items = parse_json_reply(gen.text, self.response_model).facts
+            except LLMOutputError as exc:
+                item_model = self.response_model.model_fields["facts"].annotation.__args__[0]
+                items = salvage_items(gen.text, item_model)
+                if not items:
+                    raise
+                salvage_note = f"recovered {len(items)} complete fact(s) from a cut-off reply ({exc}); "
         except LLMError as exc:
             return [], [self._log(namespace, FactOp.NOOP, [], reason=f"extraction failed for {ids[0]}..{ids[-1]}",
                                   rule="llm", prompt=prompt, error=f"{type(exc).__name__}: {exc}")]
-        if not parsed.facts:
+        if not items:
             return [], [self._log(namespace, FactOp.NOOP, [], reason=f"no schema facts in {ids[0]}..{ids[-1]}",
                                   rule="llm", prompt=prompt)]
-        statements = [f.statement for f in parsed.facts]
+        statements = [f.statement for f in items]
         vectors = self.embedder.embed_documents(statements)
         message_vectors = None
         candidates = []
-        for item, vector in zip(parsed.facts, vectors, strict=True):
+        for item, vector in zip(items, vectors, strict=True):
             valid = sorted({i for i in item.sources if 1 <= i <= len(messages)})
-            note = ""
+            note = salvage_note
             if len(valid) != len(item.sources):
                 note = f"dropped source numbers outside 1..{len(messages)}: {sorted(set(item.sources) - set(valid))}; "
             if not valid:  # provenance by similarity: the one message the statement is closest to

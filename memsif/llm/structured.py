@@ -87,6 +87,7 @@ class JsonSchemaLogits:
     def __init__(self, tokenizer) -> None:
         self._tokenizer = tokenizer
         self._data = None
+        self._layout_tokens: list[int] = []
         self._lock = threading.Lock()
 
     def _tokenizer_data(self):
@@ -110,6 +111,9 @@ class JsonSchemaLogits:
                     return tok.decode(tokens).rstrip("\ufffd")
 
                 self._data = TokenEnforcerTokenizerData(regular, decode, tok.eos_token_id, False, vocab_size)
+                # Tokens of layout whitespace (newlines, tabs, runs of spaces): lm-format-enforcer's
+                # whitespace limit does not stop them, and a small model spends its budget on them.
+                self._layout_tokens = [idx for idx, text, _ in regular if re.search(r"[\r\n\t]| {2}", text)]
             return self._data
 
     def processor(self, schema: dict[str, Any], prompt_length: int):
@@ -122,13 +126,36 @@ class JsonSchemaLogits:
         # pretty-printing whitespace and truncate.
         config = CharacterLevelParserConfig(max_consecutive_whitespaces=1, force_json_field_order=True)
         enforcer = TokenEnforcer(self._tokenizer_data(), JsonSchemaParser(schema, config=config))
+        layout = torch.tensor(self._layout_tokens, dtype=torch.long)
 
         class _Mask(LogitsProcessor):
             def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
                 mask = torch.full_like(scores, float("-inf"))
                 for row in range(input_ids.shape[0]):
-                    allowed = enforcer.get_allowed_tokens(input_ids[row, prompt_length:].tolist()).allowed_tokens
-                    mask[row, allowed] = 0.0
+                    allowed = torch.tensor(
+                        enforcer.get_allowed_tokens(input_ids[row, prompt_length:].tolist()).allowed_tokens,
+                        dtype=torch.long)
+                    compact = allowed[~torch.isin(allowed, layout)]
+                    mask[row, compact if len(compact) else allowed] = 0.0  # never leave nothing allowed
                 return scores + mask
 
         return _Mask()
+
+
+def salvage_items(text: str, item_schema: type[T]) -> list[T]:
+    """Complete, valid objects of a JSON list in a reply that was cut off (e.g. at the token limit):
+    every balanced {...} after the first '[' that validates as ``item_schema``. Empty when none."""
+    start = text.find("[")
+    items: list[T] = []
+    if start < 0:
+        return items
+    rest = text[start + 1:]
+    while True:
+        value = _first_json_value(rest)
+        if value is None or not value.startswith("{"):
+            return items
+        try:
+            items.append(item_schema.model_validate(json.loads(value)))
+        except (json.JSONDecodeError, ValidationError):
+            pass
+        rest = rest[rest.find(value) + len(value):]

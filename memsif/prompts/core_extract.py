@@ -27,7 +27,7 @@ def response_schema(schema: Sequence[FactType]) -> type[BaseModel]:
     fact = create_model("ExtractedFact",
                         subject=(str, Field(min_length=1, max_length=40)),
                         type=(type_enum, ...),
-                        statement=(str, Field(min_length=3, max_length=140)),
+                        statement=(str, Field(min_length=3, max_length=100)),
                         sources=(list[int], Field(max_length=3)))
     return create_model("ExtractedFacts", facts=(list[fact], Field(max_length=MAX_FACTS)))
 
