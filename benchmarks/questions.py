@@ -11,6 +11,10 @@ import argparse
 import json
 import random
 import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF

@@ -161,8 +161,8 @@ class QueryPipeline:
         context, used_facts, used_evidence = self._context(facts, evidence)
         prompt = answer_prompt.build(question, context, question_date)
         gen = self.llm.generate(prompt, max_new_tokens=self.config.answer_max_tokens,
-                                temperature=self.config.answer_temperature)
-        result.answer = gen.text.strip().split("\n\n")[0].strip()
+                                temperature=self.config.answer_temperature, stop=answer_prompt.STOP)
+        result.answer = gen.text.strip().split("\n")[0].strip()
         result.tokens_in += gen.tokens_in
         result.tokens_out += gen.tokens_out
         result.facts_used = used_facts

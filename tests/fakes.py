@@ -55,7 +55,7 @@ class FakeLLM:
         return [float(answer.get(label, 0.0)) for label in labels]
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
-                 json_schema: dict | None = None) -> Generation:
+                 json_schema: dict | None = None, stop: Sequence[str] = ()) -> Generation:
         self.calls[prompt.name].append(prompt)
         if prompt.name in self.fail:
             raise LLMError(f"fake failure for {prompt.name}")

@@ -55,9 +55,10 @@ class LLM(Protocol):
         ...
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
-                 json_schema: dict | None = None) -> Generation:
+                 json_schema: dict | None = None, stop: Sequence[str] = ()) -> Generation:
         """Free text for ``prompt`` (sampling at ``temperature``; 0 means greedy). With ``json_schema``
-        the back-end constrains or requests JSON of that schema where it can."""
+        the back-end constrains or requests JSON of that schema where it can; generation ends at any
+        of the ``stop`` strings."""
         ...
 
     def count_tokens(self, text: str) -> int:

@@ -115,7 +115,7 @@ class LlamaCppLLM:
         return [v / sum(values) for v in values]
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
-                 json_schema: dict | None = None) -> Generation:
+                 json_schema: dict | None = None, stop: Sequence[str] = ()) -> Generation:
         """With ``json_schema``, llama.cpp's own grammar sampling keeps the reply inside the schema."""
         kwargs = {}
         if json_schema is not None:
@@ -125,7 +125,8 @@ class LlamaCppLLM:
         with self._lock:
             self._llm.reset()
             result = self._llm.create_completion(self._render(prompt), max_tokens=max_new_tokens,
-                                                 temperature=temperature, seed=0, **kwargs)
+                                                 temperature=temperature, seed=0, stop=list(stop) or None,
+                                                 **kwargs)
         usage = result.get("usage", {})
         return Generation(result["choices"][0]["text"], int(usage.get("prompt_tokens", 0)),
                           int(usage.get("completion_tokens", 0)))

@@ -77,9 +77,11 @@ class OpenAICompatibleLLM:
         return [v / sum(values) for v in values]
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
-                 json_schema: dict | None = None) -> Generation:
+                 json_schema: dict | None = None, stop: Sequence[str] = ()) -> Generation:
         body = {"model": self.name, "messages": self._messages(prompt), "max_tokens": max_new_tokens,
                 "temperature": temperature}
+        if stop:
+            body["stop"] = list(stop)
         if json_schema is not None:
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "response", "schema": json_schema}}

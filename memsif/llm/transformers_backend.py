@@ -143,8 +143,9 @@ class TransformersLLM:
         return [v / total for v in values]
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
-                 json_schema: dict | None = None) -> Generation:
-        """Free text, or with ``json_schema`` only tokens that keep the reply valid JSON of that schema."""
+                 json_schema: dict | None = None, stop: Sequence[str] = ()) -> Generation:
+        """Free text, or with ``json_schema`` only tokens that keep the reply valid JSON of that schema;
+        generation also ends at any of the ``stop`` strings."""
         torch = self._torch
         text = self._render(prompt)
         with self._lock, torch.inference_mode():
@@ -161,6 +162,12 @@ class TransformersLLM:
                     self._json = JsonSchemaLogits(self._tok)
                 kwargs["logits_processor"] = LogitsProcessorList(
                     [self._json.processor(json_schema, int(batch["input_ids"].shape[1]))])
+            if stop:
+                kwargs.update(stop_strings=list(stop), tokenizer=self._tok)
+            if json_schema is None:
+                from transformers import StoppingCriteriaList
+
+                kwargs["stopping_criteria"] = StoppingCriteriaList([_LoopStop(int(batch["input_ids"].shape[1]))])
             out = self._model.generate(**batch, max_new_tokens=max_new_tokens,
                                        pad_token_id=self._tok.pad_token_id, **kwargs)
         n_in = int(batch["input_ids"].shape[1])
@@ -169,6 +176,26 @@ class TransformersLLM:
 
     def count_tokens(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False))
+
+
+class _LoopStop:
+    """Ends free-text generation once the reply repeats itself: the last ``n``-token window already
+    occurred earlier in the reply. Small models otherwise loop until the token cap (a 512-token
+    answer costs ~30 s on 2 cores); the text up to the loop is kept."""
+
+    def __init__(self, prompt_length: int, n: int = 8) -> None:
+        self.prompt_length = prompt_length
+        self.n = n
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        done = []
+        for row in input_ids[:, self.prompt_length:].tolist():
+            tail = tuple(row[-self.n:])
+            earlier = {tuple(row[i:i + self.n]) for i in range(0, len(row) - self.n)}
+            done.append(len(row) > self.n and tail in earlier)
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
 def _resolve_dtype(setting: str, device: str):
