@@ -80,7 +80,9 @@ def build(file, sample: str | None, namespace: str | None, progress=gr.Progress(
         eng = engine()
         report = None
         for tr in transcripts:
-            report = eng.ingest(tr.messages, namespace=namespace,
+            # Structured Interaction Memory only here: CoreFacts take minutes on the 135M model and
+            # belong to the full inspector (facts view), which fills them in after the timeline.
+            report = eng.ingest(tr.messages, namespace=namespace, core_facts=False,
                                 progress=lambda done, total, stage: progress(done / total, desc=stage))
         fig, rows = _views(namespace)
     except MemSIFError as exc:
