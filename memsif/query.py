@@ -179,29 +179,26 @@ class QueryPipeline:
 
     def _context(self, facts: list[dict[str, Any]], evidence: list[Evidence]):
         """Facts, then evidence, within ``CONTEXT_TOKENS``; returns the text and what made it in."""
-        lines, used_facts, used_evidence = [], [], []
         budget = CONTEXT_TOKENS
-        if facts:
-            lines.append("Facts:")
-        for f in facts:
-            line = f"- {f['subject']}: {f['statement']} ({_day(f.get('event_time'))})"
-            cost = self.llm.count_tokens(line)
-            if cost > budget:
-                break
-            budget -= cost
-            lines.append(line)
-            used_facts.append(f)
-        if evidence:
-            lines.append("Conversation excerpts:")
-        for e in evidence:
-            line = f"- {e.statement}"
-            cost = self.llm.count_tokens(line)
-            if cost > budget:
-                break
-            budget -= cost
-            lines.append(line)
-            used_evidence.append(e)
+        fact_lines, used_facts, budget = self._fit(
+            facts, lambda f: f"- {f['subject']}: {f['statement']} ({_day(f.get('event_time'))})", budget)
+        evidence_lines, used_evidence, _ = self._fit(evidence, lambda e: f"- {e.statement}", budget)
+        lines = (["Facts:", *fact_lines] if fact_lines else []) + (
+            ["Conversation excerpts:", *evidence_lines] if evidence_lines else [])
         return "\n".join(lines), used_facts, used_evidence
+
+    def _fit(self, items, render, budget: int):
+        """Rendered lines of ``items`` in order while they fit ``budget`` tokens."""
+        lines, used = [], []
+        for item in items:
+            line = render(item)
+            cost = self.llm.count_tokens(line)
+            if cost > budget:
+                break
+            budget -= cost
+            lines.append(line)
+            used.append(item)
+        return lines, used, budget
 
     def _accumulate(self, namespace: str, question: str, qv: np.ndarray, evidence: list[Evidence],
                     result: Answer) -> None:
