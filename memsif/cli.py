@@ -28,14 +28,18 @@ def _engine(args: argparse.Namespace, **overrides: Any):
 
 
 def _progress_bar(desc: str):
+    """A progress callback drawing one tqdm bar per stage (segments, then core facts) on stderr."""
     from tqdm import tqdm
 
-    bar = None
+    bars: dict[str, Any] = {}
 
     def update(done: int, total: int, stage: str) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = tqdm(total=total, desc=desc, unit="msg", file=sys.stderr, leave=False)
+        if stage not in bars:
+            for other in bars.values():
+                other.close()
+            unit = "msg" if stage == "segments" else "batch"
+            bars[stage] = tqdm(total=total, desc=f"{desc} {stage}", unit=unit, file=sys.stderr, leave=False)
+        bar = bars[stage]
         bar.update(done - bar.n)
         if done >= total:
             bar.close()
