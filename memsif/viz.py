@@ -83,3 +83,92 @@ def segment_rows(segments: Sequence[TopicalSegment], decisions: Sequence[dict[st
 
 
 SEGMENT_COLUMNS = ["segment", "trajectory", "messages", "first", "last", "sessions", "opened by", "key entities"]
+
+
+def trajectory_graph(segments: Sequence[TopicalSegment], trajectories: Sequence[Any]) -> go.Figure:
+    """Topical Segments as nodes, linked in time order within each Event Trajectory; layout by
+    networkx (spring layout, fixed seed); colour = trajectory."""
+    import networkx as nx
+
+    graph = nx.Graph()
+    for s in segments:
+        graph.add_node(s.id)
+    for t in trajectories:
+        for a, b in zip(t.segment_ids, t.segment_ids[1:], strict=False):
+            graph.add_edge(a, b, trajectory=t.id)
+    pos = nx.spring_layout(graph, seed=0) if len(graph) else {}
+    fig = go.Figure()
+    ex, ey = [], []
+    for a, b in graph.edges():
+        ex += [pos[a][0], pos[b][0], None]
+        ey += [pos[a][1], pos[b][1], None]
+    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line={"color": "#bbb", "width": 1}, hoverinfo="skip",
+                             showlegend=False))
+    traj_of = {s.id: s.trajectory_id or "-" for s in segments}
+    order = {t.id: k for k, t in enumerate(trajectories)}
+    fig.add_trace(go.Scatter(
+        x=[pos[s.id][0] for s in segments], y=[pos[s.id][1] for s in segments], mode="markers+text",
+        text=[s.id for s in segments], textposition="top center", textfont={"size": 9},
+        marker={"size": [6 + min(len(s.message_ids), 20) for s in segments],
+                "color": [order.get(traj_of[s.id], -1) for s in segments], "colorscale": "Turbo"},
+        hovertext=[f"{s.id} in {traj_of[s.id]}: {len(s.message_ids)} messages {s.message_ids[0]}..{s.message_ids[-1]}"
+                   for s in segments], hoverinfo="text", showlegend=False))
+    fig.update_layout(xaxis={"visible": False}, yaxis={"visible": False}, height=480,
+                      margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                      title="Event Trajectories (segments linked in time order)")
+    return fig
+
+
+def trajectory_swimlanes(segments: Sequence[TopicalSegment], trajectories: Sequence[Any],
+                         first_index: dict[str, int]) -> go.Figure:
+    """One lane per Event Trajectory; a bar per member segment over its message-index span."""
+    by_id = {s.id: s for s in segments}
+    fig = go.Figure()
+    for t in trajectories:
+        xs, ys, hover = [], [], []
+        for sid in t.segment_ids:
+            s = by_id[sid]
+            a, b = first_index[s.message_ids[0]], first_index[s.message_ids[-1]]
+            xs += [a, b + 1, None]
+            ys += [t.id, t.id, None]
+            hover += [f"{sid}: {s.message_ids[0]}..{s.message_ids[-1]}"] * 3
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"width": 10}, name=t.id, hovertext=hover,
+                                 hoverinfo="text"))
+    fig.update_layout(xaxis={"title": "message index"}, yaxis={"title": "trajectory", "type": "category"},
+                      height=max(300, 22 * len(trajectories)), showlegend=False,
+                      margin={"l": 60, "r": 20, "t": 30, "b": 40})
+    return fig
+
+
+def cluster_scatter(clusters: Sequence[dict[str, Any]], theta_src: float, theta_qry: float) -> go.Figure:
+    """Every candidate cluster as a point (Score_src, Score_qry) with lines at θ_s and θ_q (Eq. 4)."""
+    fig = go.Figure()
+    for promoted in (False, True):
+        rows = [c for c in clusters if bool(c.get("active_fact_id")) == promoted]
+        fig.add_trace(go.Scatter(
+            x=[c["score_src"] for c in rows], y=[c["score_qry"] for c in rows], mode="markers",
+            name="promoted to ActiveFact" if promoted else "candidate",
+            marker={"size": 11, "symbol": "star" if promoted else "circle",
+                    "color": "#2a9d8f" if promoted else "#e9c46a"},
+            hovertext=[f"{c['id']} {c['subject']}: |R|={len(c['sources'])}, |Q|={len(c['queries'])}<br>"
+                       f"{(c['statements'] or [''])[0][:120]}" for c in rows], hoverinfo="text"))
+    fig.add_vline(x=theta_src, line_dash="dash", annotation_text=f"θ_s {theta_src}")
+    fig.add_hline(y=theta_qry, line_dash="dash", annotation_text=f"θ_q {theta_qry}")
+    fig.update_layout(xaxis={"title": "Score_src (Eq. 2)", "range": [-0.02, 1.02]},
+                      yaxis={"title": "Score_qry (Eq. 3)", "range": [-0.02, 1.02]}, height=420,
+                      margin={"l": 50, "r": 20, "t": 30, "b": 40})
+    return fig
+
+
+FACT_COLUMNS = ["fact", "type", "subject", "statement", "event date", "sources", "status"]
+OP_COLUMNS = ["#", "operation", "facts", "decided by", "reason", "error"]
+
+
+def fact_rows(facts: Sequence[Any]) -> list[list[Any]]:
+    return [[f.id, f.type, f.subject, f.statement, f.event_time.date().isoformat() if f.event_time else "",
+             ", ".join(f.source_message_ids),
+             f.status if f.status == "current" else f"superseded by {f.superseded_by}"] for f in facts]
+
+
+def op_rows(log: Sequence[dict[str, Any]]) -> list[list[Any]]:
+    return [[r["seq"], r["op"], ", ".join(r["fact_ids"]), r["rule"], r["reason"], r.get("error") or ""] for r in log]

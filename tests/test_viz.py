@@ -21,3 +21,28 @@ def test_timeline_has_one_trace_per_outcome_and_threshold_lines(engine_factory):
     rows = segment_rows(engine.segments("t"), decisions)
     assert [r[0] for r in rows] == ["S1", "S2", "S3"]
     assert rows[2][6].startswith("judge φ=0.500 P=0.20")
+
+
+def test_trajectory_and_cluster_figures(engine_factory):
+    from memsif.viz import cluster_scatter, fact_rows, op_rows, trajectory_graph, trajectory_swimlanes
+
+    engine = engine_factory(llm=FakeLLM({"segment_judge": 0.2, "trajectory_judge": 0.9}),
+                            embedder=FixedEmbedder(VECTORS), alpha_segment=1.0, sem_mapping="affine",
+                            alpha_trajectory=1.0, trajectory_min_phi=0.0)
+    engine.ingest(make_messages(["same", "opposite", "same again"]))
+    segments, trajectories = engine.segments("t"), engine.trajectories("t")
+    graph = trajectory_graph(segments, trajectories)
+    nodes = graph.data[1]
+    assert list(nodes.text) == [s.id for s in segments]
+    edges = [x for x in graph.data[0].x if x is not None]
+    assert len(edges) == 2 * sum(len(t.segment_ids) - 1 for t in trajectories)
+    index = {m.id: m.index for m in engine.messages("t")}
+    lanes = trajectory_swimlanes(segments, trajectories, index)
+    assert [t.name for t in lanes.data] == [t.id for t in trajectories]
+    clusters = [{"id": "C1", "subject": "mel", "score_src": 0.5, "score_qry": 0.6, "sources": ["a", "b"],
+                 "queries": ["q1", "q2"], "statements": ["s"], "active_fact_id": "A1"},
+                {"id": "C2", "subject": "car", "score_src": 0.0, "score_qry": 0.0, "sources": ["a"],
+                 "queries": ["q"], "statements": ["s"], "active_fact_id": None}]
+    fig = cluster_scatter(clusters, 0.45, 0.45)
+    assert [len(t.x) for t in fig.data] == [1, 1] and fig.data[1].name == "promoted to ActiveFact"
+    assert fact_rows([]) == [] and op_rows([]) == []
