@@ -103,8 +103,9 @@ class QueryPipeline:
         for payload, _ in self.store.search(SEGMENTS, namespace, qv, cfg.segment_top_k):
             units.append((payload["message_ids"], payload["id"], payload.get("trajectory_id")))
         if cfg.use_trajectories:
-            for payload, _ in self.store.search(TRAJECTORIES, namespace, qv, cfg.trajectory_top_k):
-                segs = {s.id: s for s in self.store.segments(namespace) if s.id in payload["segment_ids"]}
+            found = self.store.search(TRAJECTORIES, namespace, qv, cfg.trajectory_top_k)
+            segs = {s.id: s for s in self.store.segments(namespace)} if found else {}
+            for payload, _ in found:
                 ids = [m for sid in payload["segment_ids"] if sid in segs for m in segs[sid].message_ids]
                 units.append((ids, None, payload["id"]))
         wanted = {mid for ids, _, _ in units for mid in ids}
