@@ -54,6 +54,10 @@ class IngestReport:
         return asdict(self)
 
 
+def _llm_key(cfg: MemSIFConfig) -> tuple:
+    return (cfg.llm_backend, cfg.llm_model, cfg.llm_gguf_file, cfg.llm_base_url, cfg.llm_device, cfg.llm_dtype)
+
+
 class MemSIF:
     """Long-term memory engine (paper §3). Back-ends are passed in or loaded lazily from config.
 
@@ -71,17 +75,54 @@ class MemSIF:
         self._embedder = embedder
         self._entities = entities
         self._store = store
-        self._lock = threading.RLock()
-        self._load_locks = {name: threading.Lock() for name in ("llm", "embedder", "entities")}
+        # One lock per namespace: a build in one namespace never waits for another session's
+        # chat or build (back-ends serialise their own calls; see store._Serialised).
+        self._ns_locks: dict[tuple[str, str], threading.RLock] = {}
+        self._ns_locks_guard = threading.Lock()
+        self._llms: dict[tuple, LLM] = {} if llm is None else {_llm_key(self.config): llm}
+        self._load_locks = {name: threading.Lock() for name in ("llm", "embedder", "entities", "store")}
+
+    #: settings that bind a store to its contents; a derived engine must keep them
+    _STORE_FIELDS = ("embedder_model", "data_dir", "qdrant_url", "qdrant_api_key", "use_spacy")
+
+    def with_config(self, config: MemSIFConfig) -> MemSIF:
+        """An engine over the same store, embedder, entity extractor and namespace locks, with other
+        method settings (α, τ_split, τ_merge, Top-K, θ_s, θ_q, ...) and possibly another LLM.
+        The inspector gives each browser session its own settings this way. LLMs are loaded once per
+        (back-end, model) and shared by every engine derived from this one.
+
+        Raises:
+            ConfigError: ``config`` changes a store-binding setting (embedder, data folder, server,
+                NER) — those need another process or store.
+        """
+        from memsif.errors import ConfigError
+
+        changed = [f for f in self._STORE_FIELDS if getattr(config, f) != getattr(self.config, f)]
+        if changed:
+            raise ConfigError(f"{', '.join(changed)} cannot change for a running engine (the store is "
+                              "bound to them); restart with the new setting instead.")
+        other = MemSIF(config, embedder=self.embedder, entities=self.entity_extractor, store=self.store)
+        other._ns_locks, other._ns_locks_guard = self._ns_locks, self._ns_locks_guard
+        other._llms, other._load_locks["llm"] = self._llms, self._load_locks["llm"]
+        return other
+
+    def _namespace_lock(self, namespace: str, part: str = "memory") -> threading.RLock:
+        """``part`` "memory" guards messages, segments, trajectories and CoreFacts (ingest);
+        "clusters" guards the ActiveFact clusters (ask), so a chat never waits for a long ingest."""
+        with self._ns_locks_guard:
+            return self._ns_locks.setdefault((namespace, part), threading.RLock())
 
     # ----------------------------------------------------------------- back-ends
     @property
     def llm(self) -> LLM:
         with self._load_locks["llm"]:
             if self._llm is None:
-                from memsif.llm import load_llm
+                key = _llm_key(self.config)
+                if key not in self._llms:
+                    from memsif.llm import load_llm
 
-                self._llm = load_llm(self.config)
+                    self._llms[key] = load_llm(self.config)
+                self._llm = self._llms[key]
             return self._llm
 
     @property
@@ -104,15 +145,17 @@ class MemSIF:
 
     @property
     def store(self) -> MemoryStore:
-        if self._store is None:
-            cfg = self.config
-            if cfg.qdrant_url:
-                self._store = MemoryStore(url=cfg.qdrant_url, api_key=cfg.qdrant_api_key)
-            else:
-                self._store = MemoryStore(path=cfg.resolved_data_dir / "qdrant")
-        if self._store.dim is None:
-            self._store.ensure_collections(self.embedder.name, self.embedder.dim)
-        return self._store
+        embedder = self.embedder  # outside the store lock: loading it may take seconds
+        with self._load_locks["store"]:
+            if self._store is None:
+                cfg = self.config
+                if cfg.qdrant_url:
+                    self._store = MemoryStore(url=cfg.qdrant_url, api_key=cfg.qdrant_api_key)
+                else:
+                    self._store = MemoryStore(path=cfg.resolved_data_dir / "qdrant")
+            if self._store.dim is None:
+                self._store.ensure_collections(embedder.name, embedder.dim)
+            return self._store
 
     @property
     def semantic_mapping(self) -> SemanticMapping:
@@ -149,7 +192,7 @@ class MemSIF:
         if not ns:
             raise MemSIFError("ingest needs a namespace: pass namespace=... or set Message.namespace.")
         stages: dict[str, float] = {}
-        with self._lock:
+        with self._namespace_lock(ns):
             t = time.perf_counter()
             state = self._load_state(ns)
             stages["load_state"] = time.perf_counter() - t
@@ -333,7 +376,7 @@ class MemSIF:
             raise MemSIFError("ask needs a non-empty question.")
         self._require(namespace)
         pipeline = QueryPipeline(self.config, self.llm, self.embedder, self.store)
-        with self._lock:  # candidate clusters are read-modify-written
+        with self._namespace_lock(namespace, "clusters"):  # candidate clusters are read-modify-written
             return pipeline.ask(namespace, question.strip(), question_date)
 
     def active_facts(self, namespace: str) -> list[dict[str, Any]]:
@@ -410,7 +453,7 @@ class MemSIF:
                                 f"{self.embedder.name!r}. Set MEMSIF_EMBEDDER_MODEL to match, or re-ingest.")
         ns = namespace or data["namespace"]
         store = self.store
-        with self._lock:
+        with self._namespace_lock(ns), self._namespace_lock(ns, "clusters"):
             if store.count("memsif_messages", ns):
                 raise MemSIFError(f"Namespace {ns!r} already holds memory; delete it or import under another name.")
 
@@ -438,5 +481,5 @@ class MemSIF:
         return ns
 
     def delete_namespace(self, namespace: str) -> None:
-        with self._lock:
+        with self._namespace_lock(namespace), self._namespace_lock(namespace, "clusters"):
             self.store.delete_namespace(namespace)

@@ -14,6 +14,7 @@ Collections (all records carry ``namespace``; every read filters on it):
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -61,6 +62,26 @@ def _ns_filter(namespace: str, **equals: Any) -> models.Filter:
     return models.Filter(must=must)
 
 
+class _Serialised:
+    """Embedded Qdrant (in-process dicts and SQLite) is not thread-safe; the app serves several
+    sessions from worker threads, so every client call on it runs under one lock. Calls are short
+    (one upsert batch, one scroll page, one search); a server client needs no such lock."""
+
+    def __init__(self, client: QdrantClient) -> None:
+        self._client = client
+        self._lock = threading.RLock()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return attr(*args, **kwargs)
+        return call
+
+
 class MemoryStore:
     """All engine state, persisted in Qdrant.
 
@@ -76,12 +97,12 @@ class MemoryStore:
         self._is_server = bool(url)
         try:
             if in_memory:
-                self._client = QdrantClient(location=":memory:")
+                self._client = _Serialised(QdrantClient(location=":memory:", force_disable_check_same_thread=True))
             elif url:
                 self._client = QdrantClient(url=url, api_key=api_key or None)
             else:
                 Path(path).mkdir(parents=True, exist_ok=True)
-                self._client = QdrantClient(path=str(path))
+                self._client = _Serialised(QdrantClient(path=str(path), force_disable_check_same_thread=True))
         except (RuntimeError, BlockingIOError) as exc:
             if "already accessed" in str(exc) or isinstance(exc, BlockingIOError):
                 raise StoreError(

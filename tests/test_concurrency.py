@@ -1,0 +1,95 @@
+"""Several sessions on one engine (the inspector's case): per-namespace locks, derived settings."""
+
+import json
+import threading
+from datetime import datetime
+
+import pytest
+
+from memsif.errors import ConfigError
+from memsif.records import Message
+from tests.conftest import make_messages
+from tests.fakes import FakeLLM, KeywordEmbedder
+
+MAY = datetime(2023, 5, 8)
+FACTS = {"facts": [{"subject": "Melanie", "type": "Preference", "statement": "Melanie loves pottery.",
+                    "sources": [1]}]}
+
+
+def _messages(namespace):
+    texts = ["I love pottery, I made a bowl last week.", "Pottery class is on Tuesdays."]
+    return [Message(id=f"D1:{i + 1}", namespace=namespace, speaker="Melanie", text=t, time=MAY, session_id="s1")
+            for i, t in enumerate(texts)]
+
+
+def test_a_chat_answers_while_another_namespace_is_being_built(engine_factory):
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_extract(prompt):
+        if "Melanie" not in prompt.text:  # the build of namespace "b" blocks inside its fact extraction
+            entered.set()
+            assert release.wait(10), "the test never released the build"
+        return json.dumps(FACTS)
+
+    llm = FakeLLM({"core_extract": slow_extract, "core_operation": "A", "sufficiency": 0.9, "answer": "Pottery."})
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"pottery": 0}), core_facts=True,
+                            tau_split=0.0, tau_merge=0.01, sem_mapping="affine", trajectory_min_phi=1.0)
+    engine.ingest(_messages("a"), namespace="a")
+
+    builder = threading.Thread(target=engine.ingest, args=(make_messages(["one", "two", "three"], "b"),),
+                               kwargs={"namespace": "b"})
+    builder.start()
+    try:
+        assert entered.wait(10), "the build never reached its LLM call"
+        result = []
+        asker = threading.Thread(target=lambda: result.append(engine.ask("What does Melanie love?", "a")))
+        asker.start()
+        asker.join(5)
+        assert result and result[0].answer == "Pottery.", "ask waited for another namespace's build"
+    finally:
+        release.set()
+        builder.join(10)
+    assert len(engine.messages("b")) == 3
+
+
+def test_a_chat_in_the_same_namespace_does_not_wait_for_its_core_facts(engine_factory):
+    entered, release = threading.Event(), threading.Event()
+    calls = []
+
+    def slow_extract(prompt):
+        calls.append(prompt)
+        if len(calls) > 1:  # the second ingest (new turns) blocks while extracting facts
+            entered.set()
+            assert release.wait(10)
+        return json.dumps(FACTS)
+
+    llm = FakeLLM({"core_extract": slow_extract, "core_operation": "A", "sufficiency": 0.9, "answer": "Pottery."})
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"pottery": 0}), core_facts=True,
+                            tau_split=0.0, tau_merge=0.01, sem_mapping="affine", trajectory_min_phi=1.0)
+    engine.ingest(_messages("a"), namespace="a")
+    more = [Message(id="D2:1", namespace="a", speaker="Melanie", text="I bought new pottery glaze.", time=MAY,
+                    session_id="s2")]
+    builder = threading.Thread(target=engine.ingest, args=(more,), kwargs={"namespace": "a"})
+    builder.start()
+    try:
+        assert entered.wait(10)
+        result = []
+        asker = threading.Thread(target=lambda: result.append(engine.ask("What does Melanie love?", "a")))
+        asker.start()
+        asker.join(5)
+        assert result, "ask waited for the namespace's CoreFact extraction"
+    finally:
+        release.set()
+        builder.join(10)
+
+
+def test_with_config_shares_store_and_llm_but_not_settings(engine_factory):
+    llm = FakeLLM({"segment_judge": 0.9})
+    engine = engine_factory(llm=llm)
+    derived = engine.with_config(engine.config.replace(tau_merge=0.9, tau_split=0.1))
+    assert derived.store is engine.store and derived.llm is llm
+    assert derived.config.tau_merge == 0.9 and engine.config.tau_merge == 0.6
+    derived.ingest(make_messages(["alpha", "beta"], "x"), namespace="x")
+    assert [m.id for m in engine.messages("x")] == ["D1:1", "D1:2"]
+    with pytest.raises(ConfigError, match="embedder_model"):
+        engine.with_config(engine.config.replace(embedder_model="other"))
