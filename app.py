@@ -1,43 +1,64 @@
-"""MemSIF inspector (Gradio). Build Structured Interaction Memory from a transcript and see where
-Topical Segment boundaries fall and why (φ against τ_split/τ_merge).
+"""MemSIF inspector (Gradio): chat with long-term memory and see how it is built.
 
-Run: ``python app.py`` (offline, packaged default models). Each browser session gets its own
-memory namespace, derived on the server.
+Run: ``python app.py`` (offline, packaged default models; http://127.0.0.1:7860). Tabs: Build (upload
+or bundled example → φ timeline and Topical Segments), Chat (answers with their trace; turns can be
+written into memory), Trajectories, CoreFacts (with the operation log), ActiveFacts (clusters against
+θ_s/θ_q), Settings (α, τ_split, τ_merge, Top-K, θ_s, θ_q, model; rebuild).
+
+Each browser session gets its own memory namespace, made on the server; every view is a named API
+endpoint (``gradio_client``: ``/build``, ``/build_facts``, ``/ask``, ``/timeline``, ``/trajectories``,
+``/trajectory``, ``/facts``, ``/clusters``, ``/settings`` then ``/rebuild``, ``/samples``).
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import threading
+import time
 import uuid
+from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import gradio as gr
 
-from memsif.config import MemSIFConfig
+from memsif.config import LLM_BACKENDS, MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.errors import MemSIFError
 from memsif.io import load_transcripts
+from memsif.records import Message
 from memsif.viz import (
     FACT_COLUMNS,
     OP_COLUMNS,
     SEGMENT_COLUMNS,
+    TRAJECTORY_DETAIL_COLUMNS,
     cluster_scatter,
     fact_rows,
+    message_rows,
     op_rows,
     phi_timeline,
     segment_rows,
+    trace_markdown,
+    trajectory_detail_rows,
     trajectory_graph,
     trajectory_swimlanes,
 )
 
 EXAMPLE = Path(__file__).resolve().parent / "assets" / "locomo-conv-26.json"
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+CLUSTER_COLUMNS = ["cluster", "subject", "Score_src", "Score_qry", "|R|", "queries", "ActiveFact"]
+MESSAGE_COLUMNS = ["message", "session", "time", "speaker", "text"]
+#: Set to 1 on a public Space: a session's memory is deleted when its browser tab closes.
+FORGET_SESSIONS = os.environ.get("MEMSIF_APP_FORGET_SESSIONS", "0") == "1"
 
 _engine: MemSIF | None = None
 _engine_lock = threading.Lock()
+_derived: dict[tuple, MemSIF] = {}
 
 
+# --------------------------------------------------------------------------- engine and settings
 def engine() -> MemSIF:
     """The process's one engine (embedded Qdrant locks its folder), created on first use."""
     global _engine
@@ -48,22 +69,108 @@ def engine() -> MemSIF:
         return _engine
 
 
+def model_choices() -> list[str]:
+    """"backend:model" entries the Settings tab offers: the configured model, plus MEMSIF_APP_MODELS
+    (comma-separated, e.g. ``transformers:Qwen/Qwen3-4B,openai:qwen3``)."""
+    cfg = MemSIFConfig.from_env()
+    extra = [m.strip() for m in os.environ.get("MEMSIF_APP_MODELS", "").split(",") if m.strip()]
+    return list(dict.fromkeys([f"{cfg.llm_backend}:{cfg.llm_model}", *extra]))
+
+
+def _settings_config(base: MemSIFConfig, settings: dict[str, Any]) -> MemSIFConfig:
+    changes = {k: v for k, v in settings.items() if k != "model"}
+    if "alpha" in changes:  # one α for segments and trajectories, as in the paper (Table 13)
+        alpha = changes.pop("alpha")
+        changes.update(alpha_segment=alpha, alpha_trajectory=alpha)
+    if settings.get("model"):
+        backend, _, model = settings["model"].partition(":")
+        if backend not in LLM_BACKENDS or not model:
+            raise gr.Error(f"Model choice {settings['model']!r} is not 'backend:model' with backend in {LLM_BACKENDS}.")
+        if backend != base.llm_backend or model != base.llm_model:
+            changes.update(llm_backend=backend, llm_model=model, llm_gguf_file="")
+    return base.replace(**changes)
+
+
+def engine_for(settings: dict[str, Any] | None) -> MemSIF:
+    """The engine with this session's settings: the shared one, or a derived one over the same store."""
+    base = engine()
+    if not settings:
+        return base
+    key = tuple(sorted(settings.items()))
+    with _engine_lock:
+        if key not in _derived:
+            try:
+                _derived[key] = base.with_config(_settings_config(base.config, settings))
+            except MemSIFError as exc:
+                raise gr.Error(str(exc)) from exc
+        return _derived[key]
+
+
 def new_session() -> str:
     """A namespace for this browser session, made on the server (never taken from the client)."""
     return "ui-" + uuid.uuid4().hex[:12]
 
 
-def _views(namespace: str):
-    eng = engine()
-    decisions = eng.decisions(namespace, "segment")
-    messages = eng.messages(namespace)
-    cfg = eng.config
-    fig = phi_timeline(decisions, messages, cfg.tau_split, cfg.tau_merge)
-    rows = segment_rows(eng.segments(namespace), decisions)
-    return fig, rows
+def _forget(namespace: str | None) -> None:
+    if namespace and _engine is not None:
+        _engine.delete_namespace(namespace)
 
 
+def _guard(fn):
+    """Engine errors become a visible Gradio error that says what to do."""
+    def wrapped(*args, **kwargs):
+        try:
+            result = fn(*args, **kwargs)
+            if isinstance(result, Iterator):
+                return (yield from result)
+            return (yield result)
+        except MemSIFError as exc:
+            raise gr.Error(str(exc)) from exc
+
+    def plain(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except MemSIFError as exc:
+            raise gr.Error(str(exc)) from exc
+
+    chosen = wrapped if inspect.isgeneratorfunction(fn) else plain
+    chosen.__name__, chosen.__doc__ = fn.__name__, fn.__doc__
+    chosen.__signature__ = inspect.signature(fn)  # Gradio reads gr.Progress defaults from it
+    return chosen
+
+
+def _in_background(work: Callable[[Callable[[int, int, str], None]], Any], progress: gr.Progress,
+                   describe: Callable[[dict[str, Any], float], str]) -> Iterator[tuple[str, Any]]:
+    """Run ``work(progress_callback)`` in a thread; yield ("status", text) every half second while it
+    runs, then ("done", result). Engine errors are raised here, in the caller's thread."""
+    state: dict[str, Any] = {"done": 0, "total": 0, "stage": "starting"}
+    out: dict[str, Any] = {}
+
+    def report(done: int, total: int, stage: str) -> None:
+        state.update(done=done, total=total, stage=stage)
+
+    def run() -> None:
+        try:
+            out["result"] = work(report)
+        except BaseException as exc:  # re-raised in the caller's thread
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    start = time.perf_counter()
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.5)
+        total = state["total"] or 1
+        progress(state["done"] / total, desc=f"{state['stage']} {state['done']}/{state['total']}")
+        yield "status", describe(state, time.perf_counter() - start)
+    if "error" in out:
+        raise out["error"]
+    yield "done", out["result"]
+
+
+# --------------------------------------------------------------------------- Build
 def list_samples(file) -> gr.Dropdown:
+    """Sample ids in an uploaded transcript file (LoCoMo and LongMemEval files hold several)."""
     if file is None:
         return gr.Dropdown(choices=[], value=None)
     try:
@@ -80,141 +187,322 @@ def _checked_path(file) -> str:
     return path
 
 
-def build(file, sample: str | None, namespace: str | None, progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
-    """Ingest the uploaded transcript (or the bundled example when none is given) into this session's
-    namespace; API clients without a browser session get a fresh namespace, returned first."""
+def timeline_view(namespace: str | None, settings: dict | None = None):
+    """φ timeline figure and the Topical Segment table of this session's memory."""
+    eng = engine_for(settings)
+    if not namespace or not eng.has_memory(namespace):
+        return None, []
+    decisions = eng.decisions(namespace, "segment")
+    messages = eng.messages(namespace)
+    fig = phi_timeline(decisions, messages, eng.config.tau_split, eng.config.tau_merge)
+    return fig, segment_rows(eng.segments(namespace), decisions)
+
+
+@_guard
+def build(file, sample: str | None, namespace: str | None, settings: dict | None,
+          progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+    """Build Structured Interaction Memory (Topical Segments, Event Trajectories) from the uploaded
+    transcript, or the bundled LoCoMo example when none is given, streaming counts as it goes.
+    CoreFacts follow in ``build_facts`` (the UI chains it). API clients without a browser session
+    get a fresh namespace. Yields (namespace, source, summary, timeline figure, segment rows)."""
     namespace = namespace or new_session()
     path = _checked_path(file) if file is not None else str(EXAMPLE)
-    try:
-        transcripts = load_transcripts(path, sample=sample or None)
-        progress(0, desc="loading models")
-        eng = engine()
-        report = None
-        for tr in transcripts:
-            # Structured Interaction Memory only here: CoreFacts take minutes on the 135M model and
-            # belong to the full inspector (facts view), which fills them in after the timeline.
-            report = eng.ingest(tr.messages, namespace=namespace, core_facts=False,
-                                progress=lambda done, total, stage: progress(done / total, desc=stage))
-        fig, rows = _views(namespace)
-    except MemSIFError as exc:
-        raise gr.Error(str(exc)) from exc
+    transcripts = load_transcripts(path, sample=sample or None)
+    source = {"path": path, "sample": sample or None, "name": Path(path).name}
+    eng = engine_for(settings)
+    total = sum(len(t.messages) for t in transcripts)
+
+    def work(report):
+        return [eng.ingest(t.messages, namespace=namespace, core_facts=False, progress=report) for t in transcripts]
+
+    def describe(state, seconds):
+        if state["stage"] == "starting":
+            return f"Loading models and reading {total} messages… {seconds:.0f} s"
+        return (f"Building Structured Interaction Memory: {state['stage']} — {state['done']} of "
+                f"{state['total']} new messages placed · {seconds:.0f} s")
+
+    for kind, value in _in_background(work, progress, describe):
+        if kind == "status":
+            yield namespace, source, value, gr.skip(), gr.skip()
+        else:
+            reports = value
+    report = reports[-1]
+    fig, rows = timeline_view(namespace, settings)
     summary = (f"**{report.total_messages} messages** → **{report.segments} Topical Segments**, "
-               f"**{report.trajectories} Event Trajectories**. Segment judge on "
-               f"{report.judge_calls_segment} of {report.messages} new messages; trajectory judge "
-               f"{report.judge_calls_trajectory} calls; {report.seconds:.1f} s. Namespace `{namespace}`.")
-    return namespace, summary, fig, rows
+               f"**{report.trajectories} Event Trajectories** from `{source['name']}`"
+               f"{f' ({sample})' if sample else ''}. Segment judge on "
+               f"{sum(r.judge_calls_segment for r in reports)} of {sum(r.messages for r in reports)} new messages; "
+               f"trajectory judge {sum(r.judge_calls_trajectory for r in reports)} calls; "
+               f"{sum(r.seconds for r in reports):.1f} s. CoreFacts are filled in next (CoreFacts tab).")
+    yield namespace, source, summary, fig, rows
 
 
-def _guard(fn):
-    """Engine errors become a visible Gradio error that says what to do."""
-    def wrapped(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except MemSIFError as exc:
-            raise gr.Error(str(exc)) from exc
-    wrapped.__name__ = fn.__name__
-    wrapped.__doc__ = fn.__doc__
-    return wrapped
+# --------------------------------------------------------------------------- CoreFacts
+@_guard
+def build_facts(namespace: str | None, settings: dict | None, progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+    """CoreFact extraction and consolidation over every message no extraction has read yet (§3.3);
+    minutes on the 135M model. Yields (status, fact rows, operation rows)."""
+    eng = engine_for(settings)
+    if not namespace or not eng.has_memory(namespace):
+        yield "No memory yet: build it first.", [], []
+        return
+
+    def work(report):
+        return eng.ingest([], namespace=namespace, core_facts=True, progress=report)
+
+    def describe(state, seconds):
+        return f"Extracting CoreFacts: batch {state['done']} of {state['total'] or '?'} · {seconds:.0f} s"
+
+    for kind, value in _in_background(work, progress, describe):
+        if kind == "status":
+            yield value, gr.skip(), gr.skip()
+        else:
+            report = value
+    facts, ops = facts_view(namespace, None, None, settings)
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(report.fact_ops.items())) or "no new operations"
+    yield (f"**{report.core_facts} current CoreFacts**; this pass: {counts}; {report.fact_llm_calls} LLM calls, "
+           f"{report.fact_errors} errors (see the log)."), facts, ops
 
 
 @_guard
-def chat(question: str, history: list | None, namespace: str | None):
-    """Ask this session's memory; returns the chat history, the answer's trace and the cluster plot."""
-    if not namespace:
-        raise gr.Error("Build memory first (Build tab).")
-    eng = engine()
-    result = eng.ask(question, namespace=namespace)
-    history = [*(history or []), {"role": "user", "content": question},
-               {"role": "assistant", "content": result.answer or "(empty answer)"}]
-    return history, result.to_dict(), *clusters_view(namespace)
+def facts_view(namespace: str | None, op: str | None, subject: str | None, settings: dict | None = None):
+    """CoreFacts by type and subject (with superseded history) and the operation log, filtered by
+    operation and subject. Returns (fact rows, operation rows)."""
+    eng = engine_for(settings)
+    if not namespace or not eng.has_memory(namespace):
+        return [], []
+    facts = sorted(eng.facts(namespace, history=True), key=lambda f: (f.type, f.subject.lower(), int(f.id[1:])))
+    return fact_rows(facts), op_rows(eng.fact_log(namespace, op=op or None, subject=subject or None))
 
 
+def fact_sources(namespace: str | None, settings: dict | None, evt: gr.SelectData):
+    """The source messages of the CoreFact in the selected row (provenance)."""
+    eng = engine_for(settings)
+    if not namespace or not eng.has_memory(namespace) or evt.index is None:
+        return []
+    row = evt.row_value if getattr(evt, "row_value", None) else None
+    if not row:
+        return []
+    ids = [i.strip() for i in str(row[FACT_COLUMNS.index("sources")]).split(",") if i.strip()]
+    return message_rows(ids, eng.messages(namespace))
+
+
+# --------------------------------------------------------------------------- Chat
 @_guard
-def trajectories_view(namespace: str | None):
-    """Trajectory graph and swimlanes for this session's memory."""
-    eng = engine()
+def chat(question: str, history: list | None, write: bool, namespace: str | None, settings: dict | None):
+    """Ask this session's memory. The answer comes with a collapsible trace (facts and evidence with
+    source ids, sufficiency probability, traced back or not, tokens, seconds). With ``write`` the
+    question and the answer are then written into memory as new turns (CoreFacts follow in
+    ``build_facts``). Returns (namespace, chat history, cleared question box, trace dict, cluster
+    figure, cluster rows)."""
+    if not question or not question.strip():
+        raise gr.Error("Type a question first.")
+    namespace = namespace or new_session()
+    eng = engine_for(settings)
+    history = [*(history or []), {"role": "user", "content": question}]
+    trace: dict[str, Any] = {}
+    if eng.has_memory(namespace):
+        result = eng.ask(question, namespace=namespace)
+        trace = result.to_dict()
+        title, body = trace_markdown(trace)
+        answer = result.answer or "(empty answer)"
+        history += [{"role": "assistant", "content": body, "metadata": {"title": title, "status": "done"}},
+                    {"role": "assistant", "content": answer}]
+    else:
+        answer = ""
+        history.append({"role": "assistant", "content": "No memory yet: build it in the Build tab, or tick "
+                        "“write turns into memory” and tell me something."})
+    if write:
+        now = datetime.now().replace(microsecond=0)
+        turn = uuid.uuid4().hex[:8]
+        turns = [Message(id=f"chat:{turn}:q", namespace=namespace, speaker="user", text=question.strip(), time=now,
+                         session_id=f"chat {now.date().isoformat()}")]
+        if answer:
+            turns.append(Message(id=f"chat:{turn}:a", namespace=namespace, speaker="assistant", text=answer,
+                                 time=now, session_id=f"chat {now.date().isoformat()}"))
+        eng.ingest(turns, namespace=namespace, core_facts=False)
+    return (namespace, history, "", trace, *clusters_view(namespace, settings))
+
+
+def facts_after_chat(write: bool, namespace: str | None, settings: dict | None,
+                     progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+    """After a chat turn written into memory, read it for CoreFacts too."""
+    if not write:
+        yield gr.skip(), gr.skip(), gr.skip()
+        return
+    yield from build_facts(namespace, settings, progress)
+
+
+# --------------------------------------------------------------------------- Trajectories, ActiveFacts
+@_guard
+def trajectories_view(namespace: str | None, settings: dict | None = None):
+    """Trajectory graph, swimlanes and the trajectory ids of this session's memory."""
+    eng = engine_for(settings)
+    if not namespace or not eng.has_memory(namespace):
+        return None, None, gr.Dropdown(choices=[], value=None)
     segments, trajectories = eng.segments(namespace), eng.trajectories(namespace)
     index = {m.id: m.index for m in eng.messages(namespace)}
-    return trajectory_graph(segments, trajectories), trajectory_swimlanes(segments, trajectories, index)
+    ids = [t.id for t in trajectories]
+    return (trajectory_graph(segments, trajectories), trajectory_swimlanes(segments, trajectories, index),
+            gr.Dropdown(choices=ids, value=None))
 
 
 @_guard
-def facts_view(namespace: str | None, op: str | None, subject: str | None):
-    """CoreFacts (with history) and the operation log, filtered by operation and subject."""
-    eng = engine()
-    return (fact_rows(eng.facts(namespace, history=True)),
-            op_rows(eng.fact_log(namespace, op=op or None, subject=subject or None)))
+def trajectory_detail(trajectory_id: str | None, namespace: str | None, settings: dict | None = None):
+    """The segments and messages of one Event Trajectory, in time order."""
+    eng = engine_for(settings)
+    if not trajectory_id or not namespace or not eng.has_memory(namespace):
+        return []
+    return trajectory_detail_rows(trajectory_id, eng.segments(namespace), eng.trajectories(namespace),
+                                  eng.messages(namespace))
 
 
 @_guard
-def build_facts(namespace: str | None, progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
-    """CoreFact extraction and consolidation over everything not read yet (slow on the 135M model)."""
-    eng = engine()
-    eng.ingest([], namespace=namespace, core_facts=True,
-               progress=lambda done, total, stage: progress(done / total, desc=stage))
-    return facts_view(namespace, None, None)
-
-
-@_guard
-def clusters_view(namespace: str | None):
-    """ActiveFact candidate clusters against θ_s / θ_q, and their table."""
-    eng = engine()
-    clusters = eng.clusters(namespace)
+def clusters_view(namespace: str | None, settings: dict | None = None):
+    """ActiveFact candidate clusters as points (Score_src, Score_qry) against θ_s / θ_q, and their table."""
+    eng = engine_for(settings)
+    clusters = eng.clusters(namespace) if namespace and eng.has_memory(namespace) else []
     rows = [[c["id"], c["subject"], round(c["score_src"], 3), round(c["score_qry"], 3), len(c["sources"]),
              " | ".join(c["queries"]), c.get("active_fact_id") or ""] for c in clusters]
     return cluster_scatter(clusters, eng.config.theta_src, eng.config.theta_qry), rows
 
 
+# --------------------------------------------------------------------------- Settings
+def apply_settings(alpha: float, tau_split: float, tau_merge: float, top_k: float, theta_src: float,
+                   theta_qry: float, model: str):
+    """Validate and keep this session's method settings. Returns (settings, status)."""
+    settings = {"alpha": float(alpha), "tau_split": float(tau_split), "tau_merge": float(tau_merge),
+                "top_k": int(top_k), "theta_src": float(theta_src), "theta_qry": float(theta_qry),
+                "model": model}
+    try:
+        _settings_config(MemSIFConfig.from_env(), settings)
+    except MemSIFError as exc:
+        raise gr.Error(str(exc)) from exc
+    return settings, (f"Settings applied: α={alpha}, τ_split={tau_split}, τ_merge={tau_merge}, Top-K={int(top_k)}, "
+                      f"θ_s={theta_src}, θ_q={theta_qry}, model `{model}`. Rebuilding…")
+
+
+@_guard
+def rebuild(namespace: str | None, source: dict | None, settings: dict | None,
+            progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+    """Delete this session's memory and build it again from the last transcript with the new settings."""
+    if not source:
+        yield namespace, source, "Nothing to rebuild yet: build memory in the Build tab.", gr.skip(), gr.skip()
+        return
+    if namespace:
+        engine().delete_namespace(namespace)
+    yield from build(source["path"], source["sample"], namespace, settings, progress)
+
+
+# --------------------------------------------------------------------------- layout
+def _preload() -> None:
+    """Load the models while the page is already usable (first build or question does not wait)."""
+    try:
+        engine()
+    except MemSIFError as exc:  # shown again, as a gr.Error, on first use
+        print(f"MemSIF: could not load the models: {exc}")
+
+
+CFG = MemSIFConfig.from_env()
+
 with gr.Blocks(title="MemSIF inspector") as demo:
-    namespace = gr.State()
-    gr.Markdown("# MemSIF inspector\nBuild Structured Interaction Memory from a chat transcript and see "
-                "where Topical Segment boundaries fall: φ(u_t, S_i) against τ_split and τ_merge, and which "
-                "decisions the LLM judge made.")
+    namespace = gr.State(delete_callback=_forget if FORGET_SESSIONS else None)
+    settings = gr.State()
+    source = gr.State()
+    gr.Markdown("# MemSIF inspector\nLong-term memory for LLM agents, built in the open: Topical Segments and "
+                "Event Trajectories (Structured Interaction Memory), CoreFacts and ActiveFacts (Dual-Track Fact "
+                "Memory). Build from a transcript, then chat with it and see why each answer came out.")
     with gr.Tab("Build"):
         with gr.Row():
-            upload = gr.File(label="Transcript (LoCoMo / LongMemEval JSON, JSONL, text)",
+            upload = gr.File(label="Transcript (LoCoMo / LongMemEval JSON, JSONL, text; ≤ 20 MB)",
                              file_types=[".json", ".jsonl", ".txt"])
-            sample = gr.Dropdown(label="Sample", choices=[], allow_custom_value=False)
-        with gr.Row():
-            build_btn = gr.Button("Build memory (bundled example LoCoMo conv-26 when no file)", variant="primary")
-        summary = gr.Markdown()
-        timeline = gr.Plot(label="φ timeline")
-        table = gr.Dataframe(headers=SEGMENT_COLUMNS, label="Topical Segments", wrap=True)
+            sample = gr.Dropdown(label="Sample (files with several conversations)", choices=[])
+        build_btn = gr.Button("Build memory (no file: the bundled LoCoMo conversation conv-26)", variant="primary",
+                              elem_id="build-btn")
+        summary = gr.Markdown(elem_id="build-summary")
+        timeline = gr.Plot(label="φ(u_t, S_i) per message against τ_split and τ_merge", elem_id="timeline")
+        table = gr.Dataframe(headers=SEGMENT_COLUMNS, label="Topical Segments", wrap=True, max_height=400)
     with gr.Tab("Chat"):
-        chatbot = gr.Chatbot(label="Ask this memory")
-        question = gr.Textbox(label="Question", placeholder="What did Caroline research?")
-        trace = gr.JSON(label="Trace of the last answer")
-    with gr.Tab("Trajectories"):
-        traj_btn = gr.Button("Show Event Trajectories")
-        traj_graph = gr.Plot(label="Trajectory graph")
-        traj_lanes = gr.Plot(label="Trajectories over time")
-    with gr.Tab("CoreFacts"):
+        chatbot = gr.Chatbot(label="Chat with this memory (each answer's trace folds open above it)", height=480)
         with gr.Row():
-            facts_btn = gr.Button("Build CoreFacts (minutes on the 135M model)")
+            question = gr.Textbox(label="Question", placeholder="What did Caroline research?", scale=4,
+                                  elem_id="question")
+            write = gr.Checkbox(label="write turns into memory", value=False)
+        trace = gr.JSON(label="Trace of the last answer (raw)", open=False)
+    with gr.Tab("Trajectories"):
+        traj_btn = gr.Button("Refresh")
+        traj_graph = gr.Plot(label="Topical Segments linked into Event Trajectories", elem_id="traj-graph")
+        traj_lanes = gr.Plot(label="Event Trajectories over time", elem_id="traj-lanes")
+        traj_pick = gr.Dropdown(label="Trajectory", choices=[])
+        traj_table = gr.Dataframe(headers=TRAJECTORY_DETAIL_COLUMNS, label="Its segments and messages", wrap=True,
+                                  max_height=400)
+    with gr.Tab("CoreFacts"):
+        facts_status = gr.Markdown("CoreFacts are extracted after Structured Interaction Memory is built.")
+        with gr.Row():
+            facts_btn = gr.Button("Extract CoreFacts now")
             refresh_facts = gr.Button("Refresh")
             op_filter = gr.Dropdown(["", "ADD", "UPDATE", "MERGE", "SUPERSEDE", "NOOP"], label="Operation")
             subject_filter = gr.Textbox(label="Subject")
-        facts_table = gr.Dataframe(headers=FACT_COLUMNS, label="CoreFacts (with history)", wrap=True)
-        ops_table = gr.Dataframe(headers=OP_COLUMNS, label="Operation log", wrap=True)
+        facts_table = gr.Dataframe(headers=FACT_COLUMNS, label="CoreFacts by type and subject (select one for its "
+                                   "sources)", wrap=True, max_height=400)
+        fact_messages = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages of the selected fact", wrap=True)
+        ops_table = gr.Dataframe(headers=OP_COLUMNS, label="Operation log (append-only)", wrap=True, max_height=400)
     with gr.Tab("ActiveFacts"):
         clusters_btn = gr.Button("Refresh")
-        clusters_plot = gr.Plot(label="Candidate clusters: Score_src vs Score_qry")
-        clusters_table = gr.Dataframe(headers=["cluster", "subject", "Score_src", "Score_qry", "|R|", "queries",
-                                               "ActiveFact"], wrap=True)
+        clusters_plot = gr.Plot(label="Candidate clusters: Score_src vs Score_qry (Eq. 4)", elem_id="clusters")
+        clusters_table = gr.Dataframe(headers=CLUSTER_COLUMNS, wrap=True)
+    with gr.Tab("Settings"):
+        gr.Markdown("Method settings for this session (defaults: the paper's Table 13). Applying them rebuilds "
+                    "this session's memory from the last transcript.")
+        with gr.Row():
+            alpha = gr.Slider(0, 1, value=CFG.alpha_segment, step=0.05, label="α (semantic weight in φ, Eq. 1)")
+            tau_split = gr.Slider(0, 1, value=CFG.tau_split, step=0.005, label="τ_split")
+            tau_merge = gr.Slider(0, 1, value=CFG.tau_merge, step=0.005, label="τ_merge")
+            top_k = gr.Slider(1, 10, value=CFG.top_k, step=1, label="Top-K trajectories")
+        with gr.Row():
+            theta_src = gr.Slider(0, 1, value=CFG.theta_src, step=0.05, label="θ_s")
+            theta_qry = gr.Slider(0, 1, value=CFG.theta_qry, step=0.05, label="θ_q")
+            model = gr.Dropdown(model_choices(), value=model_choices()[0], label="LLM (backend:model)")
+        apply_btn = gr.Button("Apply and rebuild", variant="primary")
+        settings_status = gr.Markdown()
 
-    demo.load(new_session, outputs=namespace, api_name=False)
+    demo.load(new_session, outputs=namespace, api_name=False).then(_preload, api_name=False)
     upload.change(list_samples, inputs=upload, outputs=sample, api_name="samples")
-    build_btn.click(build, inputs=[upload, sample, namespace], outputs=[namespace, summary, timeline, table],
-                    api_name="build")
-    question.submit(chat, inputs=[question, chatbot, namespace],
-                    outputs=[chatbot, trace, clusters_plot, clusters_table], api_name="ask")
-    traj_btn.click(trajectories_view, inputs=namespace, outputs=[traj_graph, traj_lanes], api_name="trajectories")
-    facts_btn.click(build_facts, inputs=namespace, outputs=[facts_table, ops_table], api_name="build_facts")
-    refresh_facts.click(facts_view, inputs=[namespace, op_filter, subject_filter], outputs=[facts_table, ops_table],
-                        api_name="facts")
-    clusters_btn.click(clusters_view, inputs=namespace, outputs=[clusters_plot, clusters_table], api_name="clusters")
+    built = build_btn.click(build, inputs=[upload, sample, namespace, settings],
+                            outputs=[namespace, source, summary, timeline, table], api_name="build")
+    built.success(trajectories_view, inputs=[namespace, settings], outputs=[traj_graph, traj_lanes, traj_pick],
+                  api_name=False)
+    built.success(build_facts, inputs=[namespace, settings], outputs=[facts_status, facts_table, ops_table],
+                  api_name=False)
+    asked = question.submit(chat, inputs=[question, chatbot, write, namespace, settings],
+                            outputs=[namespace, chatbot, question, trace, clusters_plot, clusters_table],
+                            api_name="ask")
+    asked.success(facts_after_chat, inputs=[write, namespace, settings],
+                  outputs=[facts_status, facts_table, ops_table], api_name=False)
+    traj_btn.click(trajectories_view, inputs=[namespace, settings], outputs=[traj_graph, traj_lanes, traj_pick],
+                   api_name="trajectories")
+    traj_pick.change(trajectory_detail, inputs=[traj_pick, namespace, settings], outputs=traj_table,
+                     api_name="trajectory")
+    facts_btn.click(build_facts, inputs=[namespace, settings], outputs=[facts_status, facts_table, ops_table],
+                    api_name="build_facts")
+    refresh_facts.click(facts_view, inputs=[namespace, op_filter, subject_filter, settings],
+                        outputs=[facts_table, ops_table], api_name="facts")
+    facts_table.select(fact_sources, inputs=[namespace, settings], outputs=fact_messages, api_name=False)
+    clusters_btn.click(clusters_view, inputs=[namespace, settings], outputs=[clusters_plot, clusters_table],
+                       api_name="clusters")
+    timeline_btn = gr.Button(visible=False)
+    timeline_btn.click(timeline_view, inputs=[namespace, settings], outputs=[timeline, table], api_name="timeline")
+    applied = apply_btn.click(apply_settings, inputs=[alpha, tau_split, tau_merge, top_k, theta_src, theta_qry, model],
+                              outputs=[settings, settings_status], api_name="settings")
+    rebuilt = applied.success(rebuild, inputs=[namespace, source, settings],
+                              outputs=[namespace, source, summary, timeline, table], api_name="rebuild")
+    rebuilt.success(trajectories_view, inputs=[namespace, settings], outputs=[traj_graph, traj_lanes, traj_pick],
+                    api_name=False)
+    rebuilt.success(build_facts, inputs=[namespace, settings], outputs=[facts_status, facts_table, ops_table],
+                    api_name=False)
 
 
 if __name__ == "__main__":
-    demo.queue(default_concurrency_limit=4).launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-                                                       show_error=True)
+    demo.queue(default_concurrency_limit=4).launch(
+        server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), show_error=True,
+        max_file_size=MAX_UPLOAD_BYTES)

@@ -339,6 +339,10 @@ class MemSIF:
     def namespaces(self) -> list[str]:
         return self.store.namespaces()
 
+    def has_memory(self, namespace: str) -> bool:
+        """Whether ``namespace`` holds any message."""
+        return self.store.count("memsif_messages", namespace) > 0
+
     def _require(self, namespace: str) -> None:
         if self.store.count("memsif_messages", namespace) == 0:
             known = ", ".join(self.store.namespaces()[:10]) or "none"

@@ -172,3 +172,58 @@ def fact_rows(facts: Sequence[Any]) -> list[list[Any]]:
 
 def op_rows(log: Sequence[dict[str, Any]]) -> list[list[Any]]:
     return [[r["seq"], r["op"], ", ".join(r["fact_ids"]), r["rule"], r["reason"], r.get("error") or ""] for r in log]
+
+
+TRAJECTORY_DETAIL_COLUMNS = ["segment", "message", "session", "time", "speaker", "text"]
+
+
+def trajectory_detail_rows(trajectory_id: str, segments: Sequence[TopicalSegment], trajectories: Sequence[Any],
+                           messages: Sequence[Message]) -> list[list[Any]]:
+    """The segments and messages of one Event Trajectory, in time order (empty for an unknown id)."""
+    wanted = next((t for t in trajectories if t.id == trajectory_id), None)
+    if wanted is None:
+        return []
+    by_seg = {s.id: s for s in segments}
+    by_msg = {m.id: m for m in messages}
+    rows = []
+    for sid in wanted.segment_ids:
+        for mid in by_seg[sid].message_ids:
+            m = by_msg.get(mid)
+            if m is not None:
+                rows.append([sid, mid, m.session_id, m.time.isoformat(sep=" ", timespec="minutes") if m.time else "",
+                             m.speaker, m.text])
+    return rows
+
+
+def message_rows(ids: Sequence[str], messages: Sequence[Message]) -> list[list[Any]]:
+    """Rows (id, session, time, speaker, text) for the given message ids, in the given order."""
+    by_msg = {m.id: m for m in messages}
+    return [[m.id, m.session_id, m.time.isoformat(sep=" ", timespec="minutes") if m.time else "", m.speaker, m.text]
+            for m in (by_msg.get(i) for i in ids) if m is not None]
+
+
+def trace_markdown(answer: dict[str, Any]) -> tuple[str, str]:
+    """(title, body) of an answer's trace for a collapsible chat message: facts and evidence with
+    their source ids, sufficiency probability, whether it traced back, tokens and seconds (§3.5)."""
+    p = answer.get("sufficiency_prob")
+    title = (f"Trace · {'sufficient' if answer['sufficient'] else 'insufficient'}"
+             f"{f' (P={p:.2f})' if p is not None else ''} · "
+             f"{'traced back to Structured Interaction Memory' if answer['traced_back'] else 'facts only'} · "
+             f"{answer['tokens_in']}+{answer['tokens_out']} tokens · {answer['seconds']:.1f} s")
+    lines = ["**Facts used**" if answer["facts_used"] else "_No facts used._"]
+    for f in answer["facts_used"]:
+        lines.append(f"- `{f['id']}` ({f.get('kind', 'core')}, {f.get('type', '')}) {f['subject']}: {f['statement']} "
+                     f"— sources {', '.join(f.get('source_message_ids', []))}")
+    if answer["evidence_used"]:
+        lines.append("\n**Query-local evidence**")
+        for e in answer["evidence_used"]:
+            where = ", ".join(x for x in (e.get("segment_id"), e.get("trajectory_id")) if x)
+            lines.append(f"- {e['statement']} — `{', '.join(e['source_message_ids'])}`{f' ({where})' if where else ''}")
+    stages = ", ".join(f"{k} {v:.2f} s" for k, v in answer.get("seconds_by_stage", {}).items())
+    if stages:
+        lines.append(f"\n_Stages: {stages}_")
+    if answer.get("active_facts_changed"):
+        lines.append(f"\nActiveFacts changed: {', '.join(answer['active_facts_changed'])}")
+    for err in answer.get("errors", []):
+        lines.append(f"\n⚠️ {err}")
+    return title, "\n".join(lines)

@@ -1,0 +1,103 @@
+"""The inspector driven through its named API endpoints with ``gradio_client``, as a program would.
+
+The app runs in this process on an engine with fakes (fake LLM, hashing embedder, in-memory Qdrant),
+so the test checks the app's wiring and session isolation in seconds; ``test_browser.py`` runs the
+real app on the real models.
+"""
+
+import json
+
+import pytest
+
+from memsif.config import MemSIFConfig
+from memsif.engine import MemSIF
+from memsif.store import MemoryStore
+from tests.fakes import FakeLLM, HashEmbedder, TableEntities
+
+gradio_client = pytest.importorskip("gradio_client")
+
+FACTS = {"facts": [{"subject": "Caroline", "type": "Identity", "statement": "Caroline is a counselor.",
+                    "sources": [1]}]}
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    import app
+
+    llm = FakeLLM({"segment_judge": 0.3, "trajectory_judge": 0.6, "core_extract": json.dumps(FACTS),
+                   "core_operation": "A", "sufficiency": 0.2, "answer": "She researched adoption agencies."})
+    cfg = MemSIFConfig(data_dir=str(tmp_path_factory.mktemp("app")))
+    app._engine = MemSIF(cfg, llm=llm, embedder=HashEmbedder(), entities=TableEntities(),
+                         store=MemoryStore(in_memory=True))
+    app.demo.queue(default_concurrency_limit=4)
+    _, url, _ = app.demo.launch(prevent_thread_lock=True, quiet=True)
+    yield url
+    app.demo.close()
+    app._engine = None
+
+
+def test_a_client_builds_the_example_asks_and_reads_every_view(app_url):
+    client = gradio_client.Client(app_url, verbose=False)
+    summary, timeline, segments = client.predict(None, None, api_name="/build")
+    assert "419 messages" in summary and "Topical Segments" in summary
+    assert timeline is not None and segments["data"], "no timeline or segment rows after a build"
+    first = segments["data"][0]
+    assert first[0] == "S1" and first[3] == "D1:1"
+
+    status, facts, ops = client.predict(api_name="/build_facts")
+    assert "current CoreFacts" in status
+    assert any(row[3] == "Caroline is a counselor." for row in facts["data"])
+    assert ops["data"] and ops["data"][0][1] == "ADD"
+
+    history, _, trace, cluster_plot, clusters = client.predict("What did Caroline research?", [], False,
+                                                               api_name="/ask")
+    assert _text(history[-1]) == "She researched adoption agencies."
+    assert history[-2]["metadata"]["title"].startswith("Trace · insufficient (P=0.20)")
+    assert trace["traced_back"] and trace["evidence_used"], "an insufficient answer must trace back"
+    assert cluster_plot is not None and clusters["data"], "the question fed no ActiveFact cluster"
+
+    figure, again = client.predict(api_name="/timeline")
+    assert figure is not None
+    assert again["data"] == segments["data"]
+    graph, lanes, picker = client.predict(api_name="/trajectories")
+    assert graph is not None and lanes is not None
+    assert [c[0] for c in picker["choices"]][:2] == ["E1", "E2"]
+    rows = client.predict("E1", api_name="/trajectory")
+    assert rows["data"] and rows["data"][0][1] == "D1:1"
+    facts_again, _ = client.predict(None, "Caroline", api_name="/facts")
+    assert facts_again["data"] == facts["data"]
+
+
+def test_sessions_see_nothing_of_each_other(app_url):
+    owner = gradio_client.Client(app_url, verbose=False)
+    owner.predict(None, None, api_name="/build")
+    stranger = gradio_client.Client(app_url, verbose=False)
+    _, segments = stranger.predict(api_name="/timeline")
+    assert not segments["data"]
+    facts, ops = stranger.predict(None, None, api_name="/facts")
+    assert not facts["data"] and not ops["data"]
+    history, *_ = stranger.predict("What did Caroline research?", [], False, api_name="/ask")
+    assert _text(history[-1]).startswith("No memory yet")
+
+
+def test_settings_rebuild_with_new_thresholds_and_reject_bad_ones(app_url):
+    import app
+
+    client = gradio_client.Client(app_url, verbose=False)
+    _, _, default_rows = client.predict(None, None, api_name="/build")
+    model = app.model_choices()[0]
+    status = client.predict(0.8, 0.05, 0.1, 3, 0.45, 0.45, model, api_name="/settings")
+    assert "τ_split=0.05" in status
+    summary, _, rows = client.predict(api_name="/rebuild")
+    assert "419 messages" in summary
+    assert len(rows["data"]) < len(default_rows["data"]), "a lower τ_merge should merge more messages by rule"
+    with pytest.raises(Exception, match="tau_split"):
+        client.predict(0.8, 0.7, 0.6, 3, 0.45, 0.45, model, api_name="/settings")
+
+
+def _text(message: dict) -> str:
+    """A chat message's text (Gradio returns a string or a list of typed parts)."""
+    content = message["content"]
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content)
+    return content
