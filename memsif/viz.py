@@ -60,7 +60,8 @@ def phi_timeline(decisions: Sequence[dict[str, Any]], messages: Sequence[Message
     fig.update_layout(
         xaxis={"title": "message index", "rangeslider": {"visible": True}},
         yaxis={"title": "φ(u_t, S_i)", "range": [0, 1.02]},
-        legend={"orientation": "h", "y": 1.12}, margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=420,
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
+        margin={"l": 50, "r": 20, "t": 60, "b": 40}, height=420,
         hovermode="closest",
     )
     return fig
