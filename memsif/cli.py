@@ -1,4 +1,4 @@
-"""Command line: ``python -m memsif ingest|show|calibrate ...`` (``--help`` on each)."""
+"""Command line: ``python -m memsif ingest|show|ask|facts|calibrate|eval|bench ...`` (``--help`` on each)."""
 
 from __future__ import annotations
 
@@ -244,6 +244,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_calibrate)
+
+    from memsif.eval.cli import add_parsers
+
+    add_parsers(sub)
     return parser
 
 

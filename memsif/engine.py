@@ -365,7 +365,7 @@ class MemSIF:
         self._require(namespace)
         return self.store.decisions(namespace, kind)
 
-    def ask(self, question: str, namespace: str, question_date: str | None = None):
+    def ask(self, question: str, namespace: str, question_date: str | None = None, generate: bool = True):
         """Answer ``question`` from ``namespace``'s memory with its trace (§3.5); then the ActiveFact
         pipeline runs on the query-local evidence (§3.4). Returns ``memsif.query.Answer``.
 
@@ -381,7 +381,7 @@ class MemSIF:
         self._require(namespace)
         pipeline = QueryPipeline(self.config, self.llm, self.embedder, self.store)
         with self._namespace_lock(namespace, "clusters"):  # candidate clusters are read-modify-written
-            return pipeline.ask(namespace, question.strip(), question_date)
+            return pipeline.ask(namespace, question.strip(), question_date, generate)
 
     def active_facts(self, namespace: str) -> list[dict[str, Any]]:
         """Promoted ActiveFacts of ``namespace``."""

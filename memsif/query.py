@@ -67,6 +67,8 @@ class Answer:
     active_facts_changed: list[str] = field(default_factory=list)
     clusters_touched: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    context: str = ""                                           # the memory text given to the answer prompt
+    context_source_ids: list[str] = field(default_factory=list)  # message ids behind that text
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,8 +102,9 @@ class QueryPipeline:
         """Query-local evidence from the closest Topical Segments and Event Trajectories."""
         cfg = self.config
         units: list[tuple[list[str], str | None, str | None]] = []
-        for payload, _ in self.store.search(SEGMENTS, namespace, qv, cfg.segment_top_k):
-            units.append((payload["message_ids"], payload["id"], payload.get("trajectory_id")))
+        if cfg.use_segments:
+            for payload, _ in self.store.search(SEGMENTS, namespace, qv, cfg.segment_top_k):
+                units.append((payload["message_ids"], payload["id"], payload.get("trajectory_id")))
         if cfg.use_trajectories:
             found = self.store.search(TRAJECTORIES, namespace, qv, cfg.trajectory_top_k)
             segs = {s.id: s for s in self.store.segments(namespace)} if found else {}
@@ -124,8 +127,10 @@ class QueryPipeline:
         order = {mid: rows[mid].message.index for mid in evidence}
         return sorted(evidence.values(), key=lambda e: order[e.source_message_ids[0]])
 
-    def ask(self, namespace: str, question: str, question_date: str | None = None) -> Answer:
-        """Answer ``question`` from ``namespace``'s memory, with the trace (§3.5).
+    def ask(self, namespace: str, question: str, question_date: str | None = None, generate: bool = True) -> Answer:
+        """Answer ``question`` from ``namespace``'s memory, with the trace (§3.5). With ``generate=False``
+        everything but the answer generation runs (retrieval-only evaluation; the ActiveFact pipeline
+        still accumulates the evidence that would have been used).
 
         Raises:
             LLMError: answer generation failed (sufficiency failures are recorded and fall back to
@@ -160,14 +165,19 @@ class QueryPipeline:
 
         t = time.perf_counter()
         context, used_facts, used_evidence = self._context(facts, evidence)
-        prompt = answer_prompt.build(question, context, question_date)
-        gen = self.llm.generate(prompt, max_new_tokens=self.config.answer_max_tokens,
-                                temperature=self.config.answer_temperature, stop=answer_prompt.STOP)
-        result.answer = gen.text.strip().split("\n")[0].strip()
-        result.tokens_in += gen.tokens_in
-        result.tokens_out += gen.tokens_out
+        if generate:
+            prompt = answer_prompt.build(question, context, question_date)
+            gen = self.llm.generate(prompt, max_new_tokens=self.config.answer_max_tokens,
+                                    temperature=self.config.answer_temperature, stop=answer_prompt.STOP)
+            result.answer = gen.text.strip().split("\n")[0].strip()
+            result.tokens_in += gen.tokens_in
+            result.tokens_out += gen.tokens_out
         result.facts_used = used_facts
         result.evidence_used = [e.model_dump() for e in used_evidence]
+        result.context = context
+        result.context_source_ids = list(dict.fromkeys(
+            [*(m for f in used_facts for m in f["source_message_ids"]),
+             *(m for e in used_evidence for m in e.source_message_ids)]))
         stages["answer"] = time.perf_counter() - t
 
         if self.config.use_active_facts and used_evidence:

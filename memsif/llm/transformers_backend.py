@@ -50,6 +50,8 @@ class TransformersLLM:
         self._no = _answer_token_ids(tokenizer, NO_WORDS)
         self._lock = threading.Lock()
         self._json = None
+        #: tokens the model attends to (prompt + answer)
+        self.context_window = int(getattr(model.config, "max_position_embeddings", 0) or 4096)
 
     @classmethod
     def from_config(cls, config: MemSIFConfig) -> TransformersLLM:

@@ -1,0 +1,167 @@
+"""``python -m memsif eval locomo|longmemeval|compare`` and ``python -m memsif bench``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from memsif.config import MemSIFConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_BENCH = ROOT / "assets" / "locomo-conv-26.json"
+
+
+def _csv(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from memsif.engine import MemSIF
+    from memsif.eval.data import load_locomo, load_longmemeval
+    from memsif.eval.runner import EvalOptions, run_eval
+    from memsif.eval.systems import CountingLLM
+    from memsif.llm import load_llm
+
+    options = EvalOptions(dataset=args.dataset, systems=_csv(args.system) or ["memsif"],
+                          ablations=_csv(args.ablation) or ["none"], judge=args.judge, seed=args.seed,
+                          limit=args.limit, generate=not args.retrieval_only, tag=args.tag)
+    loader = load_locomo if args.dataset == "locomo" else load_longmemeval
+    samples = loader(args.data, _csv(args.samples))
+    config = MemSIFConfig.from_env(data_dir=args.data_dir)
+    counting = CountingLLM(load_llm(config))
+    engine = MemSIF(config, llm=counting)
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    summary = run_eval(samples, options, engine=engine, counting=counting, out=Path(args.out), log=log)
+    print((Path(args.out) / "report.md").read_text())
+    if args.json:
+        print(json.dumps(summary))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Paired bootstrap of two systems over the same questions (App. D.2)."""
+    from memsif.eval.metrics import paired_bootstrap
+
+    def load(spec: str) -> dict[str, dict]:
+        path, _, label = spec.partition(":")
+        rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+        labels = sorted({r["label"] for r in rows})
+        if not label:
+            if len(labels) != 1:
+                raise SystemExit(f"{path} holds {labels}; name one as {path}:LABEL")
+            label = labels[0]
+        return {r["qid"]: r for r in rows if r["label"] == label}
+
+    a, b = load(args.a), load(args.b)
+    common = sorted(set(a) & set(b))
+    if not common:
+        raise SystemExit("the two result files share no question ids")
+    metric = args.metric
+    if any(metric not in a[q] or metric not in b[q] for q in common):
+        raise SystemExit(f"metric {metric!r} is missing in some rows (was the judge run?)")
+    dataset = a[common[0]]["dataset"]
+    groups = [a[q]["sample_id"] if dataset == "locomo" else a[q]["category"] for q in common]
+    result = paired_bootstrap([float(a[q][metric] or 0) for q in common], [float(b[q][metric] or 0) for q in common],
+                              groups, stratified=dataset != "locomo", resamples=args.resamples, seed=args.seed)
+    result.update(metric=metric, questions=len(common),
+                  resampled="conversations" if dataset == "locomo" else "questions within categories")
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Figures for the default models: ingest speed, judge-call share, query latency, tokens, memory."""
+    from memsif.engine import MemSIF
+    from memsif.eval.systems import CountingLLM
+    from memsif.io import load_transcripts
+    from memsif.llm import load_llm
+
+    transcripts = load_transcripts(args.data, sample=args.sample)
+    tr = transcripts[0]
+    data_dir = args.data_dir or tempfile.mkdtemp(prefix="memsif-bench-")
+    try:
+        config = MemSIFConfig.from_env(data_dir=data_dir)
+        start = time.perf_counter()
+        counting = CountingLLM(load_llm(config))
+        engine = MemSIF(config, llm=counting)
+        engine.load_models()
+        load_s = time.perf_counter() - start
+        namespace = f"bench-{tr.sample_id}"
+        engine.delete_namespace(namespace)
+        report = engine.ingest(tr.messages, namespace=namespace, core_facts=args.facts)
+        questions = [str(q["question"]) for q in tr.extra.get("qa", []) if q.get("category") != 5]
+        questions = questions[:args.questions] or [m.text for m in tr.messages[:args.questions]]
+        seconds, tokens = [], []
+        for q in questions:
+            _, used = counting.snapshot()
+            t = time.perf_counter()
+            engine.ask(q, namespace)
+            seconds.append(time.perf_counter() - t)
+            tokens.append(counting.snapshot()[1] - used)
+        figures = {
+            "sample": tr.sample_id, "messages": report.messages, "core_facts": args.facts,
+            "model_load_s": round(load_s, 1), "ingest_s": round(report.seconds, 1),
+            "ingest_messages_per_s": round(report.messages / report.seconds, 2) if report.seconds else None,
+            "segment_judge_share": round(report.judge_calls_segment / max(report.messages, 1), 3),
+            "trajectory_judge_calls": report.judge_calls_trajectory,
+            "segments": report.segments, "trajectories": report.trajectories,
+            "questions": len(seconds),
+            "query_s_p50": round(float(np.percentile(seconds, 50)), 2) if seconds else None,
+            "query_s_p95": round(float(np.percentile(seconds, 95)), 2) if seconds else None,
+            "tokens_per_query": round(float(np.mean(tokens)), 1) if tokens else None,
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        }
+        engine.close()
+    finally:
+        if not args.data_dir:
+            shutil.rmtree(data_dir, ignore_errors=True)
+    print(json.dumps(figures, indent=None if args.json else 2))
+    return 0
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("eval", help="evaluate on LoCoMo or LongMemEval(-S) with the paper's protocol")
+    esub = p.add_subparsers(dest="eval_command", required=True)
+    for dataset in ("locomo", "longmemeval"):
+        e = esub.add_parser(dataset, help=f"evaluate on a {dataset} file")
+        e.add_argument("--data", required=True, help="benchmark JSON file")
+        e.add_argument("--samples", help="comma-separated sample ids (default: all)")
+        e.add_argument("--system", default="memsif", help="comma-separated: memsif, full-context, naive-rag")
+        e.add_argument("--ablation", default="none", help="comma-separated: none, no-ts, no-et, no-cf, no-af")
+        e.add_argument("--limit", type=int, help="at most N questions per sample (after the seeded order)")
+        e.add_argument("--judge", default="both", choices=["f1", "llm", "both"])
+        e.add_argument("--seed", type=int, default=0)
+        e.add_argument("--retrieval-only", action="store_true",
+                       help="no answers and no judges: evidence recall and retrieval cost only")
+        e.add_argument("--tag", default="eval", help="namespace prefix of the built memories (reused by later runs)")
+        e.add_argument("--data-dir", help="memory folder (default: $MEMSIF_DATA_DIR or ~/.local/share/memsif)")
+        e.add_argument("--out", required=True, help="folder for questions.jsonl, summary.json, report.md, figures")
+        e.add_argument("--json", action="store_true", help="also print the summary as one JSON line")
+        e.set_defaults(func=cmd_eval, dataset=dataset)
+    c = esub.add_parser("compare", help="paired bootstrap between two result files (App. D.2)")
+    c.add_argument("a", help="questions.jsonl[:LABEL] of system A")
+    c.add_argument("b", help="questions.jsonl[:LABEL] of system B")
+    c.add_argument("--metric", default="llm_correct", choices=["llm_correct", "f1", "recall_text", "recall_ids"])
+    c.add_argument("--resamples", type=int, default=10_000)
+    c.add_argument("--seed", type=int, default=0)
+    c.set_defaults(func=cmd_compare)
+
+    b = sub.add_parser("bench", help="speed and memory figures for the configured models")
+    b.add_argument("--data", default=str(DEFAULT_BENCH), help="transcript (default: the bundled conv-26)")
+    b.add_argument("--sample", help="sample id in the file (default: the first)")
+    b.add_argument("--questions", type=int, default=20, help="questions to time (the sample's own, else its turns)")
+    b.add_argument("--facts", action="store_true", help="include CoreFact extraction in the ingest (minutes)")
+    b.add_argument("--data-dir", help="memory folder (default: a temporary one, removed after)")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=cmd_bench)

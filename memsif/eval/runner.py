@@ -1,0 +1,321 @@
+"""Run an evaluation the way the paper does (§4.1, App. D) and write its results.
+
+For each sample: build each system's memory, then ask the sample's questions in a fixed seeded
+order (online query-state protocol: query-local evidence is dropped after each answer; candidate
+clusters and ActiveFacts persist within a conversation and start empty for the next; gold answers
+never reach memory). Each answer is scored by token F1 and, separately, by the LLM judge; its
+context is checked against the gold evidence turns (evidence recall).
+
+Output in ``out``: ``questions.jsonl`` (one row per system × question), ``summary.json``,
+``report.md`` (the paper-style table and the figures it lacks) and plotly HTML figures.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memsif.eval.data import CATEGORIES, EvalSample, seeded_order
+from memsif.eval.metrics import asv, evidence_recall, fixed_segments, locomo_f1, random_sntd, sntd, ted
+from memsif.eval.systems import ABLATIONS, BuildCost, CountingLLM, FullContextSystem, MemSIFSystem, NaiveRAGSystem
+from memsif.llm import LLM
+from memsif.prompts import eval_judge
+
+SYSTEMS = ("memsif", "full-context", "naive-rag")
+JUDGES = ("f1", "llm", "both")
+NCE_TED = 0.3
+SEGMENT_LENGTHS = (1, 2, 4, 8)
+NEIGHBOUR_RANKS = (1, 2, 4, 8)
+
+
+@dataclass
+class EvalOptions:
+    """What to run. ``systems`` and ``ablations`` are run as a grid (ablations apply to MemSIF only)."""
+
+    dataset: str                         # "locomo" or "longmemeval"
+    systems: Sequence[str] = ("memsif",)
+    ablations: Sequence[str] = ("none",)
+    judge: str = "both"
+    seed: int = 0
+    limit: int | None = None             # at most this many questions per sample (after the seeded order)
+    generate: bool = True                # False: retrieval only (evidence recall, no answers, no judges)
+    tag: str = "eval"                    # namespace prefix of the MemSIF memories (reused across runs)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        bad = [s for s in self.systems if s not in SYSTEMS]
+        if bad:
+            raise ValueError(f"unknown system(s) {bad}; choose from {SYSTEMS}")
+        bad = [a for a in self.ablations if a not in ABLATIONS]
+        if bad:
+            raise ValueError(f"unknown ablation(s) {bad}; choose from {sorted(ABLATIONS)}")
+        if self.judge not in JUDGES:
+            raise ValueError(f"judge must be one of {JUDGES}")
+
+
+def judge_answer(llm: LLM, question: str, gold: str, answer: str) -> tuple[bool, float]:
+    """The LLM judge (App. I criterion): (CORRECT?, P(CORRECT)) from one scored forward pass."""
+    p_correct, _ = llm.choice_probabilities(eval_judge.build(question, gold, answer), eval_judge.LABELS)
+    return p_correct >= 0.5, p_correct
+
+
+def diagnostics(samples: Sequence[EvalSample], embed: Callable[[list[str]], np.ndarray]) -> dict[str, Any]:
+    """ASV for fixed segment lengths 1, 2, 4, 8 and SNTD@k for k = 1, 2, 4, 8 at length 2, with the
+    random baseline (App. A.4), averaged over samples; embeddings of the configured embedder."""
+    per_len: dict[int, list[float]] = {n: [] for n in SEGMENT_LENGTHS}
+    per_k: dict[int, list[float]] = {k: [] for k in NEIGHBOUR_RANKS}
+    rand: list[float] = []
+    for s in samples:
+        vectors = np.asarray(embed([m.text for m in s.messages]), dtype=np.float64)
+        if len(vectors) == 0:
+            continue
+        for n in SEGMENT_LENGTHS:
+            value = asv(fixed_segments(vectors, n))
+            if value is not None:
+                per_len[n].append(value)
+        segs = fixed_segments(vectors, 2)
+        for k in NEIGHBOUR_RANKS:
+            value = sntd(segs, k)
+            if value is not None:
+                per_k[k].append(value)
+        r = random_sntd(len(segs))
+        if r is not None:
+            rand.append(r)
+
+    def mean(xs):
+        return round(float(np.mean(xs)), 4) if xs else None
+    return {"asv": {str(n): mean(v) for n, v in per_len.items()},
+            "sntd": {str(k): mean(v) for k, v in per_k.items()}, "sntd_random": mean(rand),
+            "samples": len(samples)}
+
+
+def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, counting: CountingLLM, out: Path,
+             log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run ``options`` over ``samples`` and write the results into ``out``; returns the summary.
+
+    ``engine`` is the MemSIF engine whose LLM is ``counting`` (so construction and questions are
+    counted); the baselines use the same ``counting`` LLM and the engine's embedder; the LLM judge
+    uses ``counting.inner``, outside the cost figures.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    llm = counting.inner
+    config, embedder = engine.config, engine.embedder
+    variants: list[tuple[str, str]] = []
+    for system in options.systems:
+        for ablation in (options.ablations if system == "memsif" else ("none",)):
+            variants.append((system, ablation))
+    rows: list[dict[str, Any]] = []
+    builds: dict[str, list[dict[str, Any]]] = {}
+    started = time.perf_counter()
+    with (out / "questions.jsonl").open("w") as sink:
+        for sample in samples:
+            texts = {m.id: m.text for m in sample.messages}
+            position = {m.id: k for k, m in enumerate(sample.messages)}
+            questions = seeded_order(sample.questions, options.seed, sample.sample_id)[:options.limit]
+            if not questions:
+                continue
+            for system_name, ablation in variants:
+                label = _label(system_name, ablation)
+                if system_name == "memsif":
+                    system = MemSIFSystem(engine, counting, f"{options.tag}-{options.dataset}", ablation)
+                elif system_name == "full-context":
+                    system = FullContextSystem(counting, config)
+                else:
+                    system = NaiveRAGSystem(counting, config, embedder)
+                log(f"[{label}] {sample.sample_id}: building memory of {len(sample.messages)} messages")
+                cost = _cached_build(system, sample)
+                builds.setdefault(label, []).append({"sample_id": sample.sample_id, **asdict(cost)})
+                for k, q in enumerate(questions):
+                    ans = system.answer(q, generate=options.generate)
+                    row = {"dataset": options.dataset, "system": system_name, "ablation": ablation, "label": label,
+                           "sample_id": sample.sample_id, "qid": q.qid, "order": k, "category": q.category,
+                           "source_category": q.source_category, "question": q.question, "gold": q.gold,
+                           "question_date": q.question_date, "answer": ans.answer,
+                           "evidence_ids": q.evidence_ids, "context_ids": ans.context_ids,
+                           "context_tokens": counting.count_tokens(ans.context) if ans.context else 0,
+                           "tokens": ans.tokens, "llm_calls": ans.llm_calls, "seconds": round(ans.seconds, 3),
+                           **{f"sys_{k2}": v for k2, v in ans.extra.items()}}
+                    row["ted"] = ted([position[e] for e in q.evidence_ids], len(sample.messages))
+                    row["nce"] = row["ted"] is not None and row["ted"] >= NCE_TED
+                    row["recall_text"], row["recall_ids"] = evidence_recall(q.evidence_ids, texts, ans.context,
+                                                                            ans.context_ids)
+                    if options.generate and options.judge in ("f1", "both"):
+                        row["f1"] = round(locomo_f1(ans.answer, q.gold, q.category), 4)
+                    if options.generate and options.judge in ("llm", "both"):
+                        row["llm_correct"], p = judge_answer(llm, q.question, q.gold, ans.answer)
+                        row["llm_p_correct"] = round(p, 4)
+                    rows.append(row)
+                    sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    sink.flush()
+                    if (k + 1) % 10 == 0 or k + 1 == len(questions):
+                        log(f"[{label}] {sample.sample_id}: {k + 1}/{len(questions)} questions")
+    summary = summarise(rows, builds, options)
+    summary["wall_seconds"] = round(time.perf_counter() - started, 1)
+    summary["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    summary["model"] = getattr(llm, "name", "")
+    summary["diagnostics"] = diagnostics(samples, embedder.embed_documents)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False))
+    (out / "report.md").write_text(report(summary))
+    write_figures(summary, rows, out)
+    return summary
+
+
+def _label(system: str, ablation: str) -> str:
+    return system if ablation == "none" else f"{system}/{ablation}"
+
+
+def _cached_build(system, sample: EvalSample) -> BuildCost:
+    """Build; for MemSIF a memory left by an earlier run is resumed (ingest is idempotent), and its
+    construction cost is taken from that run's record so amortised figures stay honest."""
+    cost = system.build(sample)
+    if not isinstance(system, MemSIFSystem):
+        return cost
+    record = system.base_engine.config.resolved_data_dir / "eval-builds" / f"{system.base_namespace(sample)}.json"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    if cost.reused and record.exists():
+        return BuildCost(**{**json.loads(record.read_text()), "reused": True})
+    if not cost.reused:
+        record.write_text(json.dumps(asdict(cost)))
+    return cost
+
+
+def _mean(values) -> float | None:
+    values = [float(v) for v in values if v is not None]
+    return round(float(np.mean(values)), 4) if values else None
+
+
+def _scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"n": len(rows), "f1": _mean(r.get("f1") for r in rows),
+            "acc": _mean(r.get("llm_correct") for r in rows),
+            "recall_text": _mean(r["recall_text"] for r in rows),
+            "recall_ids": _mean(r["recall_ids"] for r in rows)}
+
+
+def summarise(rows: list[dict[str, Any]], builds: dict[str, list[dict[str, Any]]],
+              options: EvalOptions) -> dict[str, Any]:
+    """Per system/ablation: scores by category and Total, on the NCE subset, and the cost figures."""
+    out: dict[str, Any] = {"dataset": options.dataset, "seed": options.seed, "judge": options.judge,
+                           "generate": options.generate, "limit": options.limit, "systems": {}}
+    for label in dict.fromkeys(r["label"] for r in rows):
+        mine = [r for r in rows if r["label"] == label]
+        built = builds.get(label, [])
+        n_q = len(mine)
+        build_seconds = sum(b["seconds"] for b in built)
+        build_tokens = sum(b["tokens"] for b in built)
+        query_seconds = sum(r["seconds"] for r in mine)
+        query_tokens = sum(r["tokens"] for r in mine)
+        messages = sum(b["messages"] for b in built) or 1
+        out["systems"][label] = {
+            "categories": {c: _scores([r for r in mine if r["category"] == c]) for c in CATEGORIES},
+            "total": _scores(mine),
+            "nce": _scores([r for r in mine if r["nce"]]),
+            "cost": {
+                "questions": n_q,
+                "build_seconds": round(build_seconds, 1), "build_tokens": build_tokens,
+                "build_llm_calls": sum(b["llm_calls"] for b in built),
+                "llm_calls_per_message": round(sum(b["llm_calls"] for b in built) / messages, 3),
+                "query_seconds_mean": round(query_seconds / max(n_q, 1), 3),
+                "query_tokens_mean": round(query_tokens / max(n_q, 1), 1),
+                "amortised_seconds_per_query": round((build_seconds + query_seconds) / max(n_q, 1), 3),
+                "amortised_tokens_per_query": round((build_tokens + query_tokens) / max(n_q, 1), 1),
+                "context_tokens_mean": round(float(np.mean([r["context_tokens"] for r in mine])), 1) if mine else None,
+            },
+        }
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}"
+
+
+def report(summary: dict[str, Any]) -> str:
+    """The Markdown report: the paper-style table (F1 and LLM-judge ACC kept apart), evidence recall
+    overall and on NCE, cost, and the TSM diagnostics."""
+    lines = [f"# MemSIF evaluation: {summary['dataset']}", "",
+             f"Model: `{summary.get('model', '')}` · seed {summary['seed']} · judge {summary['judge']} · "
+             f"limit {summary['limit'] or 'none'} · wall {summary.get('wall_seconds', 0)} s · "
+             f"peak RSS {summary.get('peak_rss_mb', 0)} MB", ""]
+    systems = summary["systems"]
+    for metric, title in (("f1", "Token F1 (%)"), ("acc", "LLM-judge ACC (%)"),
+                          ("recall_text", "Evidence recall, turn text in context (%)"),
+                          ("recall_ids", "Evidence recall, turn id among context sources (%)")):
+        if all(s["total"][metric] is None for s in systems.values()):
+            continue
+        lines += [f"## {title}", "", "| system | " + " | ".join(CATEGORIES) + " | Total | NCE |",
+                  "|---|" + "---|" * (len(CATEGORIES) + 2)]
+        for label, s in systems.items():
+            cells = [_pct(s["categories"][c][metric]) for c in CATEGORIES]
+            lines.append(f"| {label} | " + " | ".join(cells) + f" | {_pct(s['total'][metric])} | "
+                         f"{_pct(s['nce'][metric])} |")
+        lines.append("")
+    lines += ["Questions per category: " + ", ".join(
+        f"{c} {next(iter(systems.values()))['categories'][c]['n']}" for c in CATEGORIES) +
+        f"; NCE (TED ≥ {NCE_TED}) {next(iter(systems.values()))['nce']['n']}." if systems else "", ""]
+    lines += ["## Cost (App. H: construction + retrieval + answering, amortised over questions)", "",
+              "| system | questions | build s | LLM calls / message | tokens / query | s / query | "
+              "context tokens |", "|---|---|---|---|---|---|---|"]
+    for label, s in systems.items():
+        c = s["cost"]
+        lines.append(f"| {label} | {c['questions']} | {c['build_seconds']} | {c['llm_calls_per_message']} | "
+                     f"{c['amortised_tokens_per_query']} | {c['amortised_seconds_per_query']} | "
+                     f"{c['context_tokens_mean']} |")
+    d = summary.get("diagnostics")
+    if d:
+        lines += ["", "## Temporal–Structural Misalignment diagnostics (App. A.4)", "",
+                  "| ℓ | " + " | ".join(d["asv"]) + " |", "|---|" + "---|" * len(d["asv"]),
+                  "| ASV | " + " | ".join(str(v) for v in d["asv"].values()) + " |", "",
+                  "| k | " + " | ".join(d["sntd"]) + " | random |", "|---|" + "---|" * (len(d["sntd"]) + 1),
+                  "| SNTD@k (ℓ = 2) | " + " | ".join(_pct(v) for v in d["sntd"].values()) +
+                  f" | {_pct(d['sntd_random'])} |"]
+    return "\n".join(lines) + "\n"
+
+
+def write_figures(summary: dict[str, Any], rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Plotly HTML: scores by category per system, evidence recall against TED, and the diagnostics."""
+    import plotly.graph_objects as go
+
+    paths = []
+    systems = summary["systems"]
+    fig = go.Figure()
+    for label, s in systems.items():
+        for metric in ("acc", "f1", "recall_text"):
+            values = [s["categories"][c][metric] for c in CATEGORIES] + [s["total"][metric]]
+            if all(v is None for v in values):
+                continue
+            fig.add_trace(go.Bar(name=f"{label} {metric}", x=[*CATEGORIES, "Total"],
+                                 y=[None if v is None else 100 * v for v in values]))
+    fig.update_layout(barmode="group", yaxis_title="%", title="Scores by category")
+    paths.append(out / "scores.html")
+    fig.write_html(paths[-1], include_plotlyjs="directory")
+
+    fig = go.Figure()
+    for label in systems:
+        mine = [r for r in rows if r["label"] == label and r["ted"] is not None]
+        fig.add_trace(go.Scatter(x=[r["ted"] for r in mine], y=[r["recall_text"] for r in mine], mode="markers",
+                                 name=label, hovertext=[r["question"] for r in mine], opacity=0.6))
+    fig.add_vline(x=NCE_TED, line_dash="dash", annotation_text="NCE: TED ≥ 0.3")
+    fig.update_layout(xaxis_title="TED (Eq. 5)", yaxis_title="evidence recall (turn text in context)",
+                      title="Evidence recall against evidence dispersion")
+    paths.append(out / "recall_vs_ted.html")
+    fig.write_html(paths[-1], include_plotlyjs="directory")
+
+    d = summary.get("diagnostics")
+    if d:
+        fig = go.Figure()
+        fig.add_trace(go.Scatter(x=list(d["sntd"]), y=list(d["sntd"].values()), name="SNTD@k", mode="lines+markers"))
+        fig.add_trace(go.Scatter(x=list(d["sntd"]), y=[d["sntd_random"]] * len(d["sntd"]), name="random",
+                                 mode="lines", line={"dash": "dash"}))
+        fig.add_trace(go.Scatter(x=list(d["asv"]), y=list(d["asv"].values()), name="ASV (x = ℓ)",
+                                 mode="lines+markers", yaxis="y2"))
+        fig.update_layout(title="TSM diagnostics", xaxis_title="k (SNTD) / ℓ (ASV)", yaxis_title="SNTD",
+                          yaxis2={"overlaying": "y", "side": "right", "title": "ASV"})
+        paths.append(out / "diagnostics.html")
+        fig.write_html(paths[-1], include_plotlyjs="directory")
+    return paths

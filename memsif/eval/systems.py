@@ -1,0 +1,241 @@
+"""The systems compared on the same backbone (App. C.2): MemSIF, Full-Context and Naive RAG.
+
+All three answer with the same prompt (``memsif.prompts.answer``, temperature 0.1, 512-token cap) and
+render a turn the same way (``Speaker (date): text``), so what differs is only how the context is
+built. ``CountingLLM`` counts LLM calls and tokens for the cost figures (App. H).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from memsif.config import MemSIFConfig
+from memsif.embed import Embedder
+from memsif.eval.data import EvalQuestion, EvalSample
+from memsif.llm import LLM, Generation, context_window
+from memsif.prompts import Prompt
+from memsif.prompts import answer as answer_prompt
+from memsif.records import Message
+
+#: The paper's context budget for the baselines (≈ 32K tokens, App. C.2); smaller models get less.
+MAX_CONTEXT_TOKENS = 32_000
+#: Tokens kept free for the prompt's instructions and question besides the answer itself.
+PROMPT_RESERVE = 256
+#: Naive RAG: top chunks by cosine before the budget cut (App. C.2).
+RAG_TOP_K = 100
+
+ABLATIONS = {
+    "none": {},
+    "no-ts": {"use_segments": False},
+    "no-et": {"use_trajectories": False},
+    "no-cf": {"use_core_facts": False},
+    "no-af": {"use_active_facts": False},
+}
+
+
+class CountingLLM:
+    """Wraps an LLM and counts calls and tokens (prompt + generated) going through it."""
+
+    def __init__(self, inner: LLM) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.context_window = context_window(inner)
+        self.calls = 0
+        self.tokens = 0
+
+    def snapshot(self) -> tuple[int, int]:
+        return self.calls, self.tokens
+
+    def yes_probability(self, prompts: Sequence[Prompt]) -> list[float]:
+        self.calls += len(prompts)
+        self.tokens += sum(self.inner.count_tokens(p.system + p.text) + 1 for p in prompts)
+        return self.inner.yes_probability(prompts)
+
+    def choice_probabilities(self, prompt: Prompt, labels: Sequence[str]) -> list[float]:
+        self.calls += 1
+        self.tokens += self.inner.count_tokens(prompt.system + prompt.text) + 1
+        return self.inner.choice_probabilities(prompt, labels)
+
+    def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
+                 json_schema: dict | None = None, stop: Sequence[str] = ()) -> Generation:
+        gen = self.inner.generate(prompt, max_new_tokens=max_new_tokens, temperature=temperature,
+                                  json_schema=json_schema, stop=stop)
+        self.calls += 1
+        self.tokens += gen.tokens_in + gen.tokens_out
+        return gen
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+
+@dataclass
+class SystemAnswer:
+    """One answer with what the evaluation needs: the context text and the message ids behind it."""
+
+    answer: str
+    context: str
+    context_ids: list[str]
+    tokens: int            # LLM tokens of this question (prompt + generated, every call)
+    llm_calls: int
+    seconds: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class BuildCost:
+    """Construction cost of one sample's memory (App. H). Seconds are wall time."""
+
+    seconds: float = 0.0
+    llm_calls: int = 0
+    tokens: int = 0
+    messages: int = 0
+    reused: bool = False
+
+
+def render_turn(m: Message) -> str:
+    """One turn as every system puts it in the answer context."""
+    when = f"{m.time.day} {m.time:%B %Y}" if m.time else "undated"
+    return f"{m.speaker} ({when}): {m.text}"
+
+
+def context_budget(llm: CountingLLM, config: MemSIFConfig) -> int:
+    """Context tokens a baseline may fill: the model's window less the answer cap and the prompt
+    reserve, at most the paper's 32K."""
+    return max(0, min(MAX_CONTEXT_TOKENS, llm.context_window - config.answer_max_tokens - PROMPT_RESERVE))
+
+
+class _TurnBaseline:
+    """Shared parts of the two baselines: rendered turns with token counts, the answer call."""
+
+    name = ""
+
+    def __init__(self, llm: CountingLLM, config: MemSIFConfig) -> None:
+        self.llm, self.config = llm, config
+        self.budget = context_budget(llm, config)
+        self.messages: list[Message] = []
+        self.lines: list[str] = []
+        self.costs: list[int] = []
+
+    def build(self, sample: EvalSample) -> BuildCost:
+        start = time.perf_counter()
+        self.messages = list(sample.messages)
+        self.lines = [render_turn(m) for m in self.messages]
+        self.costs = [self.llm.count_tokens(line) + 1 for line in self.lines]
+        return BuildCost(seconds=time.perf_counter() - start, messages=len(self.messages))
+
+    def chosen(self, question: EvalQuestion) -> list[int]:
+        raise NotImplementedError
+
+    def answer(self, question: EvalQuestion, generate: bool = True) -> SystemAnswer:
+        start = time.perf_counter()
+        calls, tokens = self.llm.snapshot()
+        keep = sorted(self.chosen(question))
+        context = "\n".join(self.lines[i] for i in keep)
+        text = ""
+        if generate:
+            prompt = answer_prompt.build(question.question, context, question.question_date)
+            gen = self.llm.generate(prompt, max_new_tokens=self.config.answer_max_tokens,
+                                    temperature=self.config.answer_temperature, stop=answer_prompt.STOP)
+            text = gen.text.strip().split("\n")[0].strip()
+        calls2, tokens2 = self.llm.snapshot()
+        return SystemAnswer(text, context, [self.messages[i].id for i in keep], tokens2 - tokens, calls2 - calls,
+                            time.perf_counter() - start, {"turns_in_context": len(keep)})
+
+
+class FullContextSystem(_TurnBaseline):
+    """The whole history, tail-truncated to the context budget (the most recent turns are kept)."""
+
+    name = "full-context"
+
+    def chosen(self, question: EvalQuestion) -> list[int]:
+        budget, keep = self.budget, []
+        for i in range(len(self.lines) - 1, -1, -1):
+            if self.costs[i] > budget:
+                break
+            budget -= self.costs[i]
+            keep.append(i)
+        return keep
+
+
+class NaiveRAGSystem(_TurnBaseline):
+    """Each turn a chunk; the top 100 by cosine to the question, in chronological order, within the
+    same budget (lower-ranked chunks are dropped first)."""
+
+    name = "naive-rag"
+
+    def __init__(self, llm: CountingLLM, config: MemSIFConfig, embedder: Embedder) -> None:
+        super().__init__(llm, config)
+        self.embedder = embedder
+        self.vectors = np.zeros((0, 1), dtype=np.float32)
+
+    def build(self, sample: EvalSample) -> BuildCost:
+        cost = super().build(sample)
+        start = time.perf_counter()
+        self.vectors = self.embedder.embed_documents([m.text for m in self.messages])
+        cost.seconds += time.perf_counter() - start
+        return cost
+
+    def chosen(self, question: EvalQuestion) -> list[int]:
+        if not self.lines:
+            return []
+        scores = self.vectors @ self.embedder.embed_query(question.question)
+        budget, keep = self.budget, []
+        for i in np.argsort(-scores, kind="stable")[:RAG_TOP_K]:
+            if self.costs[i] <= budget:
+                budget -= self.costs[i]
+                keep.append(int(i))
+        return keep
+
+
+class MemSIFSystem:
+    """MemSIF itself: construction by ``MemSIF.ingest`` (Structured Interaction Memory + CoreFacts),
+    questions by ``MemSIF.ask``, whose trace gives the context and its source ids. One namespace per
+    sample and ablation, so candidate clusters and ActiveFacts persist within a conversation and
+    start empty for the next (online query-state protocol)."""
+
+    name = "memsif"
+
+    def __init__(self, engine, llm: CountingLLM, tag: str, ablation: str = "none") -> None:
+        if ablation not in ABLATIONS:
+            raise ValueError(f"unknown ablation {ablation!r}; choose from {sorted(ABLATIONS)}")
+        self.base_engine, self.llm, self.tag, self.ablation = engine, llm, tag, ablation
+        self.engine = engine.with_config(engine.config.replace(**ABLATIONS[ablation])) if ABLATIONS[ablation] \
+            else engine
+        self.namespace = ""
+
+    def base_namespace(self, sample: EvalSample) -> str:
+        return f"{self.tag}-{sample.sample_id}"
+
+    def build(self, sample: EvalSample) -> BuildCost:
+        """Build (or resume: ingest is idempotent) the sample's memory, then give this ablation a
+        fresh copy of it without any ActiveFact state."""
+        base = self.base_namespace(sample)
+        start = time.perf_counter()
+        calls, tokens = self.llm.snapshot()
+        report = self.base_engine.ingest(sample.messages, namespace=base, core_facts=True)
+        calls2, tokens2 = self.llm.snapshot()
+        cost = BuildCost(time.perf_counter() - start, calls2 - calls, tokens2 - tokens, len(sample.messages),
+                         reused=report.messages == 0 and report.fact_llm_calls == 0)
+        self.namespace = f"{base}-{self.ablation}"
+        self.base_engine.delete_namespace(self.namespace)
+        export = self.base_engine.export_namespace(base)
+        export["clusters"], export["active_facts"] = [], []
+        self.base_engine.import_namespace(export, self.namespace)
+        return cost
+
+    def answer(self, question: EvalQuestion, generate: bool = True) -> SystemAnswer:
+        start = time.perf_counter()
+        calls, tokens = self.llm.snapshot()
+        result = self.engine.ask(question.question, self.namespace, question.question_date, generate=generate)
+        calls2, tokens2 = self.llm.snapshot()
+        return SystemAnswer(result.answer, result.context, result.context_source_ids, tokens2 - tokens,
+                            calls2 - calls, time.perf_counter() - start,
+                            {"sufficient": result.sufficient, "sufficiency_prob": result.sufficiency_prob,
+                             "traced_back": result.traced_back, "errors": result.errors,
+                             "fact_ids": [f["id"] for f in result.facts_used],
+                             "active_facts_changed": result.active_facts_changed})

@@ -1,0 +1,220 @@
+"""The evaluation protocol's pieces on small fixtures with hand-computed answers (§4.1, App. A, D)."""
+
+import json
+from datetime import datetime
+
+import numpy as np
+import pytest
+
+from memsif.eval.data import EvalQuestion, EvalSample, load_locomo, load_longmemeval, seeded_order
+from memsif.eval.metrics import (
+    asv,
+    evidence_recall,
+    fixed_segments,
+    locomo_f1,
+    normalize_answer,
+    paired_bootstrap,
+    random_sntd,
+    sntd,
+    ted,
+    token_f1,
+)
+from memsif.eval.runner import EvalOptions, run_eval
+from memsif.eval.systems import CountingLLM, FullContextSystem, NaiveRAGSystem, render_turn
+from memsif.records import Message
+from tests.conftest import LOCOMO_DEV, LONGMEMEVAL, requires_shared
+from tests.fakes import FakeLLM, KeywordEmbedder
+
+MAY = datetime(2023, 5, 8)
+
+
+# ------------------------------------------------------------------ categories, exclusions, order
+def _locomo_file(tmp_path):
+    conv = {"speaker_a": "Ann", "speaker_b": "Bo", "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat named Miso."},
+                          {"speaker": "Bo", "dia_id": "D1:2", "text": "Lovely! I started pottery."},
+                          {"speaker": "Ann", "dia_id": "D1:3", "text": "Miso sleeps all day."}]}
+    qa = [{"question": "Cat's name?", "answer": "Miso", "evidence": ["D1:1"], "category": 4},
+          {"question": "What did Ann adopt and what does it do?", "answer": "a cat, sleeps",
+           "evidence": ["D1:1; D1:3"], "category": 1},
+          {"question": "When?", "answer": "8 May 2023", "evidence": ["D1:1"], "category": 2},
+          {"question": "Would Bo like clay?", "answer": "likely yes; pottery", "evidence": ["D1:2"], "category": 3},
+          {"question": "What did Bo adopt?", "adversarial_answer": "a cat", "evidence": ["D1:1"], "category": 5},
+          {"question": "Odd evidence", "answer": "x", "evidence": ["D9:9"], "category": 4}]
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([{"sample_id": "conv-x", "conversation": conv, "qa": qa}]))
+    return path
+
+
+def test_locomo_categories_map_to_the_paper_and_adversarial_is_excluded(tmp_path):
+    [sample] = load_locomo(_locomo_file(tmp_path))
+    assert [q.category for q in sample.questions] == ["S-hop", "M-hop", "Temp", "Kno", "S-hop"]
+    assert sample.excluded == 1
+    assert sample.questions[1].evidence_ids == ["D1:1", "D1:3"], "'D1:1; D1:3' is two evidence ids"
+    assert sample.questions[4].evidence_ids == [] and sample.missing_evidence == ["D9:9"]
+
+
+def test_longmemeval_types_map_and_abstention_is_excluded(tmp_path):
+    item = {"question_id": "q1", "question_type": "knowledge-update", "question": "Who?", "answer": "Tomas",
+            "question_date": "2023/05/30 (Tue) 10:15", "haystack_session_ids": ["s1"],
+            "haystack_dates": ["2023/05/02 (Tue) 09:12"],
+            "haystack_sessions": [[{"role": "user", "content": "I go with Tomas.", "has_answer": True},
+                                   {"role": "assistant", "content": "Nice."}]]}
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps([item, {**item, "question_id": "q1_abs"},
+                                {**item, "question_id": "q2", "question_type": "single-session-preference"}]))
+    samples = load_longmemeval(path)
+    assert [[q.category for q in s.questions] for s in samples] == [["Kno"], [], ["S-hop"]]
+    assert samples[1].excluded == 1
+    assert samples[0].questions[0].evidence_ids == ["s1:1"]
+    assert samples[0].questions[0].question_date == "2023/05/30 (Tue) 10:15"
+
+
+@requires_shared
+def test_the_shared_dev_files_load_with_every_category():
+    locomo = load_locomo(LOCOMO_DEV)
+    assert len(locomo) == 3 and all(s.excluded > 0 for s in locomo)
+    assert {q.category for s in locomo for q in s.questions} == {"S-hop", "M-hop", "Temp", "Kno"}
+    assert all(q.evidence_ids for s in locomo for q in s.questions[:20])
+    lme = load_longmemeval(LONGMEMEVAL)
+    assert sum(s.excluded for s in lme) >= 1
+
+
+def test_seeded_order_is_fixed_per_seed_and_sample():
+    qs = [EvalQuestion(f"q{i}", "s", f"Q{i}", "", "S-hop", []) for i in range(20)]
+    first = [q.qid for q in seeded_order(qs, 0, "conv-1")]
+    assert first == [q.qid for q in seeded_order(qs, 0, "conv-1")]
+    assert first != [q.qid for q in qs]
+    assert first != [q.qid for q in seeded_order(qs, 1, "conv-1")]
+    assert sorted(first) == sorted(q.qid for q in qs)
+
+
+# ------------------------------------------------------------------ metrics
+def test_token_f1_and_locomo_variants():
+    assert normalize_answer("The Cat, and a Dog!") == "cat dog"
+    assert token_f1("Miso", "miso") == 1.0
+    assert token_f1("a cat named Miso", "Miso") == pytest.approx(2 * (1 / 3) * 1 / (1 / 3 + 1))
+    assert token_f1("", "Miso") == 0.0
+    # M-hop: each gold part takes its best predicted part
+    assert locomo_f1("sleeps, a cat", "a cat, sleeps", "M-hop") == 1.0
+    assert locomo_f1("a cat", "a cat, sleeps", "M-hop") == 0.5
+    # Kno: only the gold before ';'
+    assert locomo_f1("likely yes", "likely yes; pottery", "Kno") == 1.0
+
+
+def test_evidence_recall_by_text_and_by_provenance():
+    texts = {"D1:1": "I adopted a cat named Miso.", "D1:3": "Miso sleeps all day."}
+    context = "Facts:\n- Ann: Ann has a cat.\nConversation excerpts:\n- Ann (8 May 2023): I adopted a  cat named Miso."
+    text, ids = evidence_recall(["D1:1", "D1:3"], texts, context, ["D1:1", "D1:3"])
+    assert text == 0.5, "only D1:1's text is in the context"
+    assert ids == 1.0, "both ids are behind the context (D1:3 through a fact)"
+    assert evidence_recall([], texts, context, []) == (None, None)
+
+
+def test_ted_on_hand_computed_cases():
+    assert ted([0, 99], 100) == 1.0
+    assert ted([10, 40, 20], 101) == pytest.approx(0.3)
+    assert ted([5], 100) is None
+
+
+def test_asv_and_sntd_on_hand_computed_cases():
+    e = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    # adjacent cosines 1, 0, 1 → |0−1| + |1−0| over m−2 = 2
+    assert asv(e) == 1.0
+    assert asv(e[:2]) is None
+    assert fixed_segments(np.array([[1.0, 0.0], [0.0, 1.0], [3.0, 0.0]]), 2) == pytest.approx(
+        np.array([[2 ** -0.5, 2 ** -0.5], [1.0, 0.0]]))
+    # nearest neighbour of 0 is 1 (d = 1/3), of 1 is 0, of 2 is 3, of 3 is 2 → SNTD@1 = 1/3
+    assert sntd(e, 1) == pytest.approx(1 / 3)
+    # m = 3: distances from 0: 1/2, 2/2; from 1: 1/2, 1/2; from 2: 2/2, 1/2 → mean 2/3
+    assert random_sntd(3) == pytest.approx(2 / 3)
+
+
+def test_paired_bootstrap_known_answers():
+    a, b = [1.0] * 30, [0.0] * 30
+    groups = [f"c{i % 3}" for i in range(30)]
+    result = paired_bootstrap(a, b, groups, resamples=500)
+    assert result["diff"] == 1.0 and result["ci_low"] == 1.0 and result["ci_high"] == 1.0
+    assert result["p_le_zero"] == 0.0
+    same = paired_bootstrap([1, 0] * 15, [1, 0] * 15, groups, stratified=True, resamples=500)
+    assert same["diff"] == 0.0 and same["ci_low"] == 0.0 and same["ci_high"] == 0.0
+    # a beats b by 1 on one conversation of three, ties elsewhere: diff 1/3; conversation resampling
+    # gives means in {0, 1/3, 2/3, 1}, so the CI spans 0 .. 2/3 at least
+    mixed = paired_bootstrap([1] * 10 + [0] * 20, [0] * 30, ["c0"] * 10 + ["c1"] * 10 + ["c2"] * 10, resamples=2000)
+    assert mixed["diff"] == pytest.approx(1 / 3) and mixed["ci_low"] == 0.0 and mixed["ci_high"] >= 2 / 3 - 1e-9
+    with pytest.raises(ValueError):
+        paired_bootstrap([1], [1, 2], ["a"])
+
+
+# ------------------------------------------------------------------ baselines and the run
+def _sample(n=6, sample_id="s1"):
+    texts = ["I adopted a cat named Miso.", "The weather is grey.", "Pottery class on Tuesdays.",
+             "Miso sleeps all day.", "We watched a film.", "My sister visits in June."][:n]
+    msgs = [Message(id=f"D1:{i + 1}", namespace=sample_id, speaker="Ann", text=t, time=MAY, session_id="s",
+                    index=i) for i, t in enumerate(texts)]
+    qs = [EvalQuestion(f"{sample_id}/q0", sample_id, "What is the cat called?", "Miso", "S-hop", ["D1:1"]),
+          EvalQuestion(f"{sample_id}/q1", sample_id, "What does the cat do?", "sleeps ZZGOLD", "M-hop",
+                       ["D1:1", "D1:4"])]
+    return EvalSample(sample_id, msgs, qs)
+
+
+class TinyWindow(FakeLLM):
+    context_window = 512 + 256 + 20   # leaves a 20-token budget for the baselines
+
+
+def test_full_context_keeps_the_most_recent_turns_within_budget(engine_factory):
+    llm = CountingLLM(TinyWindow({"answer": "Miso"}))
+    system = FullContextSystem(llm, engine_factory().config)
+    system.build(_sample())
+    ans = system.answer(_sample().questions[0])
+    # one word per token in the fake: each rendered turn costs its words + 1
+    kept = ans.context_ids
+    assert kept[-1] == "D1:6" and "D1:1" not in kept
+    assert sum(len(render_turn(m).split()) + 1 for m in _sample().messages if m.id in kept) <= 20
+    assert ans.answer == "Miso" and ans.llm_calls == 1 and ans.tokens > 0
+
+
+def test_naive_rag_takes_the_closest_turns_in_chronological_order(engine_factory):
+    llm = CountingLLM(FakeLLM({"answer": "Miso"}))
+    embedder = KeywordEmbedder({"cat": 0, "miso": 0, "pottery": 1})
+    system = NaiveRAGSystem(llm, engine_factory().config, embedder)
+    system.build(_sample())
+    ans = system.answer(_sample().questions[0])
+    assert ans.context_ids[0] == "D1:1" and ans.context_ids == sorted(ans.context_ids, key=lambda i: int(i[3:]))
+
+
+def test_a_run_resets_activefacts_across_conversations_and_never_feeds_gold(engine_factory, tmp_path):
+    facts = {"facts": [{"subject": "Ann", "type": "Preference", "statement": "Ann has a cat named Miso.",
+                        "sources": [1]}]}
+    fake = FakeLLM({"segment_judge": 0.9, "trajectory_judge": 0.9, "core_extract": json.dumps(facts),
+                    "core_operation": "A", "sufficiency": 0.1, "answer": "Miso",
+                    "eval_judge": {"CORRECT": 0.8, "WRONG": 0.2}})
+    counting = CountingLLM(fake)
+    engine = engine_factory(llm=counting, embedder=KeywordEmbedder({"cat": 0, "miso": 0, "sleep": 0}),
+                            theta_src=0.0, theta_qry=0.0)
+    out = tmp_path / "run"
+    summary = run_eval([_sample(sample_id="a"), _sample(sample_id="b")],
+                       EvalOptions("locomo", systems=["memsif", "full-context", "naive-rag"]),
+                       engine=engine, counting=counting, out=out, log=lambda _: None)
+    rows = [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 * 2 * 3
+    assert {r["label"] for r in rows} == {"memsif", "full-context", "naive-rag"}
+    memsif = [r for r in rows if r["label"] == "memsif"]
+    # ActiveFacts promoted in conversation a do not exist in conversation b's namespace
+    second_a = next(r for r in memsif if r["sample_id"] == "a" and r["order"] == 1)
+    first_b = next(r for r in memsif if r["sample_id"] == "b" and r["order"] == 0)
+    assert any(i.startswith("A") for i in second_a["sys_fact_ids"]), "θ = 0: the first answer promotes an ActiveFact"
+    assert not any(i.startswith("A") for i in first_b["sys_fact_ids"]), "ActiveFacts leaked across conversations"
+    assert engine.active_facts("eval-locomo-a-none") and engine.active_facts("eval-locomo-b-none")
+    # gold answers never reach memory: no stored message or fact holds a gold string that is not in the data
+    stored = json.dumps(engine.export_namespace("eval-locomo-a-none"))
+    assert "sleeps all day" in stored and "ZZGOLD" not in stored
+    # scores, recall and the report
+    assert all(r["f1"] == (1.0 if r["gold"] == "Miso" else 0.0) for r in rows)
+    assert all(r["llm_correct"] is True for r in rows)
+    assert summary["systems"]["memsif"]["total"]["n"] == 4
+    assert summary["systems"]["memsif"]["cost"]["build_llm_calls"] > 0
+    assert summary["systems"]["full-context"]["cost"]["build_llm_calls"] == 0
+    assert "| memsif |" in (out / "report.md").read_text()
+    assert (out / "scores.html").exists() and (out / "diagnostics.html").exists()
+    assert set(summary["diagnostics"]["asv"]) == {"1", "2", "4", "8"}
