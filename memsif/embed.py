@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -13,8 +12,13 @@ import numpy as np
 
 from memsif.config import PACKAGED_EMBEDDER
 from memsif.errors import EmbedderError
+from memsif.locks import PriorityLock
 
 log = logging.getLogger(__name__)
+
+
+#: Texts embedded per locked call: a query waits for at most one chunk of a long ingest.
+CHUNK = 32
 
 
 class Embedder(Protocol):
@@ -67,15 +71,18 @@ class SentenceTransformerEmbedder:
         if dim is None:
             raise EmbedderError(f"Embedder {model!r} does not report its dimension.")
         self.dim = int(dim)
-        self._lock = threading.Lock()
+        self._lock = PriorityLock()
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
-            vectors = self._model.encode(list(texts), batch_size=64, normalize_embeddings=True,
-                                         convert_to_numpy=True, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32)
+        parts = []
+        for start in range(0, len(texts), CHUNK):  # the lock is released between chunks
+            with self._lock:
+                parts.append(self._model.encode(list(texts[start:start + CHUNK]), batch_size=CHUNK,
+                                                normalize_embeddings=True, convert_to_numpy=True,
+                                                show_progress_bar=False))
+        return np.asarray(np.concatenate(parts), dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]

@@ -20,6 +20,7 @@ from memsif.interaction.segments import SegmentBuilder
 from memsif.interaction.state import InteractionState, SegmentState, TrajectoryState
 from memsif.interaction.trajectories import TrajectoryBuilder
 from memsif.llm import LLM
+from memsif.locks import interactive
 from memsif.matching import SemanticMapping, UnitProfile
 from memsif.records import EventTrajectory, Message, TopicalSegment
 from memsif.store import MemoryStore, StoredMessage
@@ -380,7 +381,8 @@ class MemSIF:
             raise MemSIFError("ask needs a non-empty question.")
         self._require(namespace)
         pipeline = QueryPipeline(self.config, self.llm, self.embedder, self.store)
-        with self._namespace_lock(namespace, "clusters"):  # candidate clusters are read-modify-written
+        # candidate clusters are read-modify-written; model calls go before background ingest work
+        with self._namespace_lock(namespace, "clusters"), interactive():
             return pipeline.ask(namespace, question.strip(), question_date, generate)
 
     def active_facts(self, namespace: str) -> list[dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 import json
 import threading
+import time
 from datetime import datetime
 
 import pytest
@@ -93,3 +94,31 @@ def test_with_config_shares_store_and_llm_but_not_settings(engine_factory):
     assert [m.id for m in engine.messages("x")] == ["D1:1", "D1:2"]
     with pytest.raises(ConfigError, match="embedder_model"):
         engine.with_config(engine.config.replace(embedder_model="other"))
+
+
+def test_priority_lock_serves_a_waiting_interactive_caller_before_background_ones():
+    from memsif.locks import PriorityLock, interactive
+
+    lock, order = PriorityLock(), []
+    started = threading.Event()
+
+    def background(name):
+        started.wait(5)
+        with lock:
+            order.append(name)
+
+    def asker():
+        started.wait(5)
+        with interactive(), lock:
+            order.append("chat")
+
+    with lock:  # a background call is in flight; others queue behind it
+        threads = [threading.Thread(target=background, args=(f"bg{i}",)) for i in range(3)]
+        threads.append(threading.Thread(target=asker))
+        for t in threads:
+            t.start()
+        started.set()
+        time.sleep(0.3)  # everyone is waiting now
+    for t in threads:
+        t.join(5)
+    assert order[0] == "chat" and sorted(order[1:]) == ["bg0", "bg1", "bg2"]

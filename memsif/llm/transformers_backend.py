@@ -10,13 +10,13 @@ import hashlib
 import logging
 import os
 import shutil
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from memsif.config import PACKAGED_LLM, MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
 from memsif.llm import NO_WORDS, YES_WORDS, Generation, packaged_gguf
+from memsif.locks import PriorityLock
 from memsif.prompts import Prompt
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ class TransformersLLM:
         self._device = device
         self._yes = _answer_token_ids(tokenizer, YES_WORDS)
         self._no = _answer_token_ids(tokenizer, NO_WORDS)
-        self._lock = threading.Lock()
+        self._lock = PriorityLock()
         self._json = None
         #: tokens the model attends to (prompt + answer)
         self.context_window = int(getattr(model.config, "max_position_embeddings", 0) or 4096)
