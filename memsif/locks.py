@@ -49,6 +49,20 @@ class PriorityLock:
             self._held = True
         return self
 
+    def yield_to_urgent(self) -> None:
+        """Called by the holder between two steps of long work: if interactive callers are waiting,
+        let them run, then take the lock back (interactive holders never give it up here)."""
+        if _interactive.get():
+            return
+        with self._cond:
+            if not self._urgent_waiting:
+                return
+            self._held = False
+            self._cond.notify_all()
+            while self._held or self._urgent_waiting:
+                self._cond.wait()
+            self._held = True
+
     def __exit__(self, *exc: object) -> None:
         with self._cond:
             self._held = False

@@ -122,3 +122,27 @@ def test_priority_lock_serves_a_waiting_interactive_caller_before_background_one
     for t in threads:
         t.join(5)
     assert order[0] == "chat" and sorted(order[1:]) == ["bg0", "bg1", "bg2"]
+
+
+def test_a_long_background_call_yields_to_an_interactive_one_between_steps():
+    from memsif.locks import PriorityLock, interactive
+
+    lock, events = PriorityLock(), []
+    holding = threading.Event()
+
+    def long_background_generation():
+        with lock:
+            holding.set()
+            for step in range(50):
+                events.append(f"step{step}")
+                time.sleep(0.01)
+                lock.yield_to_urgent()
+
+    worker = threading.Thread(target=long_background_generation)
+    worker.start()
+    assert holding.wait(5)
+    with interactive(), lock:
+        events.append("chat")
+    worker.join(5)
+    assert "chat" in events and events.index("chat") < len(events) - 1, "the chat waited for the whole generation"
+    assert events[-1] == "step49"

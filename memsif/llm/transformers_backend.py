@@ -166,10 +166,12 @@ class TransformersLLM:
                     [self._json.processor(json_schema, int(batch["input_ids"].shape[1]))])
             if stop:
                 kwargs.update(stop_strings=list(stop), tokenizer=self._tok)
-            if json_schema is None:
-                from transformers import StoppingCriteriaList
+            from transformers import StoppingCriteriaList
 
-                kwargs["stopping_criteria"] = StoppingCriteriaList([_LoopStop(int(batch["input_ids"].shape[1]))])
+            criteria = [_YieldToInteractive(self._lock)]
+            if json_schema is None:
+                criteria.append(_LoopStop(int(batch["input_ids"].shape[1])))
+            kwargs["stopping_criteria"] = StoppingCriteriaList(criteria)
             out = self._model.generate(**batch, max_new_tokens=max_new_tokens,
                                        pad_token_id=self._tok.pad_token_id, **kwargs)
         n_in = int(batch["input_ids"].shape[1])
@@ -178,6 +180,21 @@ class TransformersLLM:
 
     def count_tokens(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False))
+
+
+class _YieldToInteractive:
+    """Never stops generation; between two tokens of a background generation (e.g. CoreFact
+    extraction) it lets waiting interactive calls (a chat answer) use the model, then continues.
+    The generation's own state (KV cache, tokens so far) is local to it, so nothing is disturbed."""
+
+    def __init__(self, lock: PriorityLock) -> None:
+        self.lock = lock
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        self.lock.yield_to_urgent()
+        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
 
 class _LoopStop:
