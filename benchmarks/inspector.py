@@ -66,13 +66,18 @@ def build(driver, path: Path, timeout: float) -> float:
     return time.perf_counter() - start
 
 
-def ask(driver, question: str, timeout: float = 300) -> float:
+def ask(driver, question: str, timeout: float = 300) -> tuple[float, float]:
+    """(seconds until the answer shows, seconds the engine spent on it per the trace title)."""
     tab(driver, "Chat")
     before = body(driver).count("Trace ·")
     start = time.perf_counter()
     driver.find_element(By.CSS_SELECTOR, "#question textarea").send_keys(question, Keys.ENTER)
     WebDriverWait(driver, timeout).until(lambda d: body(d).count("Trace ·") > before)
-    return time.perf_counter() - start
+    shown = time.perf_counter() - start
+    titles = [line for line in body(driver).splitlines() if line.startswith("Trace ·")]
+    engine_s = float(titles[-1].rsplit("·", 1)[1].strip().rstrip("s")) if titles else float("nan")
+    print(f"{question!r}: {titles[-1] if titles else '(no trace)'}", file=sys.stderr)
+    return shown, engine_s
 
 
 def main() -> None:
@@ -111,19 +116,21 @@ def main() -> None:
         second.get(url)
         WebDriverWait(second, 60).until(lambda d: d.find_elements(By.ID, "build-btn"))
         figures["small_build_s"] = build(second, SMALL, 300)
-        figures["first_answer_s"] = ask(second, "Which tomato variety did Ana plant?")
+        figures["first_answer_s"], figures["first_answer_engine_s"] = ask(second, "Which tomato variety did Ana plant?")
 
         first.find_element(By.CSS_SELECTOR, "input[type='file']").send_keys(str(EXAMPLE))
         time.sleep(2)
         build_start = time.perf_counter()
         first.find_element(By.ID, "build-btn").click()
         time.sleep(5)
-        figures["answer_during_other_build_s"] = ask(second, "When is Ben's flight to Lisbon?")
+        figures["answer_during_other_build_s"], figures["answer_during_other_build_engine_s"] = ask(
+            second, "When is Ben's flight to Lisbon?")
         WebDriverWait(first, 600).until(lambda d: "Topical Segments" in d.find_element(By.ID, "build-summary").text
                                         and drawn(d, "timeline"))
         figures["conv26_build_to_timeline_s"] = time.perf_counter() - build_start
         first.save_screenshot(str(args.shots / "sim-timeline.png"))
-        figures["conv26_first_answer_s"] = ask(first, "What did Caroline research?")
+        figures["conv26_first_answer_s"], figures["conv26_first_answer_engine_s"] = ask(
+            first, "What did Caroline research?")
         first.save_screenshot(str(args.shots / "chat-trace.png"))
         tab(first, "Trajectories")
         WebDriverWait(first, 120).until(lambda d: drawn(d, "traj-graph"))
