@@ -55,6 +55,24 @@ class IngestReport:
         return asdict(self)
 
 
+def _rebuilt_segment(seg: TopicalSegment, members: list[str], rows: list[StoredMessage]) -> TopicalSegment:
+    """``seg`` cut back to ``members`` (stored messages), its derived fields recomputed."""
+    by_id = {r.message.id: r for r in rows}
+    msgs = [by_id[m].message for m in members]
+    times = [m.time for m in msgs if m.time is not None]
+    return seg.model_copy(update={
+        "message_ids": members,
+        "entities": sorted(set().union(*(by_id[m].entities for m in members))),
+        "session_ids": list(dict.fromkeys(m.session_id for m in msgs if m.session_id)),
+        "start_time": times[0] if times else None, "end_time": times[-1] if times else None,
+        "facts_extracted_upto": min(seg.facts_extracted_upto, len(members)),
+    })
+
+
+def _mean_vector(store: MemoryStore, namespace: str, ids: list[str]) -> np.ndarray:
+    return np.mean([r.vector for r in store.get_messages(namespace, ids)], axis=0)
+
+
 def _llm_key(cfg: MemSIFConfig) -> tuple:
     return (cfg.llm_backend, cfg.llm_model, cfg.llm_gguf_file, cfg.llm_base_url, cfg.llm_device, cfg.llm_dtype)
 
@@ -220,6 +238,11 @@ class MemSIF:
             decisions: list[dict[str, Any]] = []
             touched_segments: set[str] = set()
             t = time.perf_counter()
+            if self.config.use_trajectories:  # closed segments whose assignment an interrupted ingest lost
+                for seg in state.segments[:-1]:
+                    if seg.record.trajectory_id is None:
+                        decisions.append(traj_builder.assign(state, seg).model_dump(mode="json"))
+                        touched_segments.add(seg.record.id)
             for k, (msg, vec, ents) in enumerate(zip(fresh, vectors, entity_sets, strict=True)):
                 before = state.current_segment
                 state.add_message(msg, vec, ents)
@@ -302,25 +325,100 @@ class MemSIF:
                 "fact_errors": sum(1 for op in ops if op.error)}
 
     def _load_state(self, namespace: str) -> InteractionState:
-        """Rebuild the namespace's working state from the store (profiles re-pooled from messages)."""
+        """Rebuild the namespace's working state from the store (profiles re-pooled from messages),
+        after repairing what an interrupted ingest may have left (see ``_repair``)."""
         store = self.store
         state = InteractionState(namespace, store.dim or self.embedder.dim)
         for row in store.messages(namespace):
             state.add_message(row.message, row.vector, row.entities)
             if row.segment_id:
                 state.segment_of[row.message.id] = row.segment_id
-        for seg in store.segments(namespace):
+        segments, trajectories = self._repair(namespace, set(state.messages))
+        for seg in segments:
             profile = UnitProfile(state.dim)
             for mid in seg.message_ids:
                 profile.add(state.vectors[mid], state.entities[mid])
             state.segments.append(SegmentState(seg, profile))
-        for traj in store.trajectories(namespace):
+        for traj in trajectories:
             profile = UnitProfile(state.dim)
             for sid in traj.segment_ids:
                 profile.absorb(state.segment(sid).profile)
             state.trajectories.append(TrajectoryState(traj, profile))
-        state.next_decision_seq = store.count("memsif_decisions", namespace)
+        decisions = store.decisions(namespace)
+        state.next_decision_seq = decisions[-1]["seq"] + 1 if decisions else 0
         return state
+
+    def _repair(self, namespace: str, stored: set[str]) -> tuple[list[TopicalSegment], list[EventTrajectory]]:
+        """Segments and trajectories consistent with the stored messages.
+
+        An ingest writes segments, trajectories and decisions before its messages, so a process
+        killed in between (``kill -9``, power loss) leaves records that name messages which were
+        never stored. Those are the newest records; they are trimmed or deleted here, with their
+        decisions, and the next ingest of the same transcript redoes them (ingest is idempotent by
+        source id). A repair is logged.
+
+        Raises:
+            StoreError: the damage is not at the end of the namespace (not left by an interrupted
+                ingest); delete the namespace and ingest again.
+        """
+        from memsif.errors import StoreError
+        from memsif.store.qdrant import DECISIONS, SEGMENTS, TRAJECTORIES
+
+        store = self.store
+        segments = store.segments(namespace)
+        kept: list[TopicalSegment] = []
+        dropped: set[str] = set()
+        trimmed: list[TopicalSegment] = []
+        for seg in segments:
+            members = [m for m in seg.message_ids if m in stored]
+            if not members:
+                dropped.add(seg.id)
+                continue
+            if len(members) < len(seg.message_ids):
+                seg = _rebuilt_segment(seg, members, store.get_messages(namespace, members))
+                trimmed.append(seg)
+            kept.append(seg)
+        if dropped and [s.id for s in segments[len(kept):]] != sorted(dropped, key=lambda i: int(i[1:])):
+            raise StoreError(f"Namespace {namespace!r} has segments without stored messages in its middle; "
+                             "delete the namespace and ingest the transcript again.")
+        trajectories, gone, shrunk = [], set(), []
+        for traj in store.trajectories(namespace):
+            members = [sid for sid in traj.segment_ids if sid not in dropped]
+            if not members:
+                gone.add(traj.id)
+                continue
+            if len(members) < len(traj.segment_ids):
+                traj = traj.model_copy(update={"segment_ids": members})
+                shrunk.append(traj)
+            trajectories.append(traj)
+        # A segment names the trajectory that lists it, or none (its assignment is redone).
+        listed = {sid: t.id for t in trajectories for sid in t.segment_ids}
+        unassigned: set[str] = set()
+        for seg in kept:
+            if seg.trajectory_id != listed.get(seg.id):
+                seg.trajectory_id = listed.get(seg.id)
+                if seg.trajectory_id is None:
+                    unassigned.add(seg.id)
+                trimmed.append(seg)
+        if not (dropped or trimmed or gone or shrunk):
+            return kept, trajectories
+        stale = [d["seq"] for d in store.decisions(namespace)
+                 if (d.get("kind") == "segment" and d.get("message_id") not in stored)
+                 or (d.get("kind") == "trajectory" and (d.get("segment_id") in dropped | unassigned
+                                                        or d.get("trajectory_id") in gone))]
+        store.delete_records(SEGMENTS, namespace, "segment", dropped)
+        store.delete_records(TRAJECTORIES, namespace, "trajectory", gone)
+        store.delete_records(DECISIONS, namespace, "decision", stale)
+        by_id = {s.id: s for s in kept}
+        store.put_segments(namespace, [(s, _mean_vector(store, namespace, s.message_ids)) for s in
+                                       {s.id: s for s in trimmed}.values()])
+        store.put_trajectories(namespace, [(t, _mean_vector(store, namespace, [m for sid in t.segment_ids
+                                                                                for m in by_id[sid].message_ids]))
+                                           for t in shrunk])
+        log.warning("namespace %s: repaired an interrupted ingest (%d segments and %d trajectories removed, "
+                    "%d segments and %d trajectories trimmed, %d decisions removed)", namespace, len(dropped),
+                    len(gone), len(trimmed), len(shrunk), len(stale))
+        return kept, trajectories
 
     def _persist(self, state: InteractionState, fresh: list[Message], touched: set[str],
                  decisions: list[dict[str, Any]]) -> None:

@@ -302,6 +302,13 @@ class MemoryStore:
             if offset is None:
                 return sorted(names)
 
+    def delete_records(self, collection: str, namespace: str, kind: str, ids: Iterable[str]) -> None:
+        """Delete the given records (``kind`` as in ``point_id``: "segment", "trajectory", "decision" with
+        the decision's seq as its id, ...)."""
+        points = [point_id(namespace, kind, str(i)) for i in ids]
+        if points:
+            self._client.delete(collection, points_selector=models.PointIdsList(points=points), wait=True)
+
     def delete_namespace(self, namespace: str) -> None:
         """Remove every record of ``namespace`` from every collection."""
         existing = {c.name for c in self._client.get_collections().collections}

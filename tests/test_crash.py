@@ -1,0 +1,102 @@
+"""An ingest interrupted between its writes (kill -9, power loss) leaves a store that the next
+process repairs and can finish: same memory as an uninterrupted build, no duplicates."""
+
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from memsif.config import MemSIFConfig
+from memsif.engine import MemSIF
+from memsif.records import Message
+from memsif.store import MemoryStore
+from tests.fakes import FakeLLM, HashEmbedder, TableEntities
+
+REPLAY = Path(__file__).resolve().parent / "replay" / "crash_ingest.py"
+TOPICS = ["pottery class glaze kiln", "camping lake tent fire", "adoption agency interview", "concert violin band"]
+
+
+def chat(n: int = 120) -> list[Message]:
+    """A chat that changes topic every few messages, over several sessions."""
+    return [Message(id=f"D{k // 30 + 1}:{k % 30 + 1}", namespace="crash", speaker="AB"[k % 2],
+                    text=f"{TOPICS[(k // 5) % 4]} note {k}", time=datetime(2023, 5, 1 + k // 30),
+                    session_id=f"session_{k // 30 + 1}") for k in range(n)]
+
+
+def slow_judge(prompt) -> float:
+    time.sleep(0.01)
+    return 0.3 if "note 1" in prompt.text else 0.7
+
+
+def _engine(store, data_dir):
+    return MemSIF(MemSIFConfig(data_dir=str(data_dir), core_facts=False, sem_mapping="affine"),
+                  llm=FakeLLM({"segment_judge": slow_judge, "trajectory_judge": 0.7}), embedder=HashEmbedder(),
+                  entities=TableEntities(), store=store)
+
+
+def _shape(engine, ns="crash"):
+    segs = [(s.id, s.message_ids, s.trajectory_id) for s in engine.segments(ns)]
+    trajs = [(t.id, t.segment_ids) for t in engine.trajectories(ns)]
+    decisions = engine.decisions(ns)
+    return segs, trajs, [(d["kind"], d.get("message_id"), d.get("segment_id")) for d in decisions], \
+        [d["seq"] for d in decisions]
+
+
+def test_an_ingest_that_dies_before_its_messages_are_written_is_repaired_and_finished(tmp_path):
+    messages = chat()
+    clean = _engine(MemoryStore(in_memory=True), tmp_path)
+    clean.ingest(messages[:60], namespace="crash")
+    clean.ingest(messages[60:], namespace="crash")
+
+    store = MemoryStore(in_memory=True)
+    first = _engine(store, tmp_path)
+    first.ingest(messages[:60], namespace="crash")
+
+    def die(*args, **kwargs):
+        raise KeyboardInterrupt("killed")  # the process dies after segments, trajectories, decisions
+
+    original = store.put_messages
+    store.put_messages = die
+    with pytest.raises(KeyboardInterrupt):
+        first.ingest(messages[60:], namespace="crash")
+    store.put_messages = original
+    assert len(first.messages("crash")) == 60
+    assert len(store.segments("crash")) > len(clean.segments("crash")) // 2  # dangling records exist
+
+    restarted = _engine(store, tmp_path)
+    report = restarted.ingest(messages[60:], namespace="crash")
+    assert report.messages == 60 and report.total_messages == 120
+    got, want = _shape(restarted), _shape(clean)
+    assert got[0] == want[0], "segments differ from an uninterrupted build"
+    assert got[1] == want[1], "trajectories differ from an uninterrupted build"
+    assert got[2] == want[2] and got[3] == list(range(len(got[3]))), "decisions duplicated or missing"
+    again = restarted.ingest(messages, namespace="crash")
+    assert again.messages == 0 and _shape(restarted) == got, "re-ingesting the transcript changed memory"
+
+
+def test_kill_9_in_the_middle_of_an_ingest_then_a_restart_finishes_it(tmp_path):
+    proc = subprocess.Popen([sys.executable, str(REPLAY), str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("ingested 20")
+        time.sleep(0.35)  # somewhere inside a later ingest
+    finally:
+        proc.kill()  # SIGKILL: no cleanup, no lock release by the process
+        proc.wait(10)
+    engine = MemSIF(MemSIFConfig(data_dir=str(tmp_path), core_facts=False, sem_mapping="affine"),
+                    llm=FakeLLM({"segment_judge": slow_judge, "trajectory_judge": 0.7}), embedder=HashEmbedder(),
+                    entities=TableEntities())
+    stored = len(engine.messages("crash"))
+    assert 20 <= stored < 120
+    report = engine.ingest(chat(), namespace="crash")
+    assert report.total_messages == 120 and report.messages == 120 - stored
+    segments = engine.segments("crash")
+    assert [m for s in segments for m in s.message_ids] == [m.id for m in chat()]
+    in_trajectories = sorted((s for t in engine.trajectories("crash") for s in t.segment_ids), key=lambda i: int(i[1:]))
+    assert in_trajectories == [s.id for s in segments], "every segment belongs to exactly one trajectory"
+    seqs = [d["seq"] for d in engine.decisions("crash")]
+    assert seqs == list(range(len(seqs)))
+    assert [d["message_id"] for d in engine.decisions("crash", "segment")] == [m.id for m in chat()]
+    engine.close()
