@@ -27,6 +27,11 @@ from memsif.store import MemoryStore, StoredMessage
 
 log = logging.getLogger(__name__)
 
+#: Messages longer than this get a warning at ingest: the default embedder reads 256 word pieces
+#: (about EMBEDDER_READS_CHARS characters of English) and prompts clip each message (memsif.prompts).
+LONG_MESSAGE_CHARS = 2_000
+EMBEDDER_READS_CHARS = 1_000
+
 #: progress(done, total, stage): called while ingesting.
 ProgressFn = Callable[[int, int, str], None]
 
@@ -50,6 +55,7 @@ class IngestReport:
     fact_ops: dict[str, int] = field(default_factory=dict)       # operations of this call, by kind
     fact_llm_calls: int = 0
     fact_errors: int = 0
+    warnings: list[str] = field(default_factory=list)            # e.g. messages too long for the models
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -224,6 +230,11 @@ class MemSIF:
                 seen.add(m.id)
                 fresh.append(m.model_copy(update={"namespace": ns, "index": len(state.messages) + len(fresh)}))
             skipped = len(messages) - len(fresh)
+            warnings = [f"message {m.id} has {len(m.text):,} characters: it is stored whole, but the embedder "
+                        f"reads only its beginning (~{EMBEDDER_READS_CHARS:,} characters) and prompts show at "
+                        "most a few hundred characters of it" for m in fresh if len(m.text) > LONG_MESSAGE_CHARS]
+            for warning in warnings:
+                log.warning("namespace %s: %s", ns, warning)
 
             t = time.perf_counter()
             texts = [m.text for m in fresh]
@@ -276,7 +287,7 @@ class MemSIF:
             namespace=ns, messages=len(fresh), skipped=skipped, total_messages=len(state.messages),
             segments=len(state.segments), trajectories=len(state.trajectories),
             judge_calls_segment=seg_builder.judge_calls, judge_calls_trajectory=traj_builder.judge_calls,
-            judge_errors=errors, seconds=time.perf_counter() - start, seconds_by_stage=stages,
+            judge_errors=errors, seconds=time.perf_counter() - start, seconds_by_stage=stages, warnings=warnings,
         )
 
     def _build_core_facts(self, state: InteractionState, progress: ProgressFn | None) -> dict[str, Any]:

@@ -33,13 +33,16 @@ from memsif.facts.active import (
 )
 from memsif.llm import LLM
 from memsif.prompts import answer as answer_prompt
-from memsif.prompts import sufficiency
+from memsif.prompts import clip, sufficiency
 from memsif.records import ActiveFact, Evidence
 from memsif.store import MemoryStore
 from memsif.store.qdrant import ACTIVE_FACTS, CLUSTERS, FACTS, SEGMENTS, TRAJECTORIES
 
 #: Context budget for the answer prompt, in tokens of the model's tokenizer.
 CONTEXT_TOKENS = 1500
+#: A message enters the answer context as evidence with at most this many characters (a pasted log
+#: of 30,000 tokens is stored whole but shown clipped).
+EVIDENCE_CHARS = 600
 
 
 def _day(value: str | None) -> str:
@@ -121,7 +124,8 @@ class QueryPipeline:
                     continue
                 msg = rows[mid].message
                 when = f"{msg.time.day} {msg.time:%B %Y}" if msg.time else "undated"
-                evidence[mid] = Evidence(statement=f"{msg.speaker} ({when}): {msg.text}", subject=msg.speaker,
+                evidence[mid] = Evidence(statement=f"{msg.speaker} ({when}): {clip(msg.text, EVIDENCE_CHARS)}",
+                                         subject=msg.speaker,
                                          source_message_ids=[mid], segment_id=seg_id or rows[mid].segment_id,
                                          trajectory_id=traj_id, score=round(score, 4))
         order = {mid: rows[mid].message.index for mid in evidence}
@@ -205,7 +209,7 @@ class QueryPipeline:
             line = render(item)
             cost = self.llm.count_tokens(line)
             if cost > budget:
-                break
+                continue  # a shorter item further down may still fit
             budget -= cost
             lines.append(line)
             used.append(item)
