@@ -88,6 +88,33 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reembed(args: argparse.Namespace) -> int:
+    """Rebuild every namespace of an old store (built with another embedder) into the configured
+    store with the configured embedder: messages are read from the old store as they are (no
+    embedder needed to read them) and ingested again; segments, trajectories and CoreFacts are
+    recomputed, because φ depends on the embeddings."""
+    from pathlib import Path
+
+    from memsif.store import MemoryStore
+
+    old_path = Path(args.source).expanduser()
+    old_store = MemoryStore(path=old_path / "qdrant" if (old_path / "qdrant").exists() else old_path)
+    engine = _engine(args)
+    if Path(engine.store.location).resolve() == Path(old_store.location).resolve():
+        raise MemSIFError("--from and --data-dir are the same folder; re-embed into a new folder.")
+    wanted = args.namespace or old_store.namespaces()
+    for ns in wanted:
+        messages = [row.message for row in old_store.messages(ns, with_vectors=False)]
+        report = engine.ingest(messages, namespace=ns, core_facts=False if args.no_facts else None,
+                               progress=None if args.no_progress else _progress_bar(ns))
+        print(f"{ns}: {report.messages} messages re-embedded with {engine.embedder.name}; "
+              f"{report.segments} Topical Segments, {report.trajectories} Event Trajectories, "
+              f"{report.core_facts} CoreFacts")
+    old_store.close()
+    engine.close()
+    return 0
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     engine = _engine(args)
     result = engine.ask(args.question, namespace=args.namespace, question_date=args.date)
@@ -216,6 +243,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--no-facts", action="store_true", help="Structured Interaction Memory only, no CoreFacts")
     p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("reembed", help="rebuild a store made with another embedder into a new folder")
+    p.add_argument("--from", dest="source", required=True, help="the old memory folder (its MEMSIF_DATA_DIR)")
+    p.add_argument("--data-dir", required=True, help="the new memory folder (empty, or for this embedder)")
+    p.add_argument("--namespace", action="append", help="only these namespaces (repeat; default: all)")
+    p.add_argument("--no-facts", action="store_true", help="Structured Interaction Memory only, no CoreFacts")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_reembed)
 
     p = sub.add_parser("show", help="print a namespace's segments and trajectories")
     p.add_argument("--namespace", required=True)

@@ -100,3 +100,35 @@ def test_second_process_on_same_folder_gets_a_clear_message(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
     assert out.returncode != 0 and "in use by another MemSIF process" in out.stderr
     store.close()
+
+
+def test_reembed_rebuilds_a_store_of_another_embedder_into_a_new_folder(tmp_path, monkeypatch):
+    import memsif.cli as cli
+    from memsif.config import MemSIFConfig
+    from memsif.engine import MemSIF
+    from tests.fakes import TableEntities
+
+    old = MemSIF(MemSIFConfig(data_dir=str(tmp_path / "old"), core_facts=False),
+                 llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}), embedder=HashEmbedder(),
+                 entities=TableEntities())
+    old.ingest(make_messages(TEXTS), namespace="alice")
+    old.close()
+    with pytest.raises(EmbedderError, match="python -m memsif reembed --from"):
+        MemSIF(MemSIFConfig(data_dir=str(tmp_path / "old")), llm=FakeLLM(),
+               embedder=HashEmbedder(dim=32, name="other"), entities=TableEntities()).ingest(make_messages(TEXTS))
+
+    made = []
+
+    def new_engine(args, **overrides):
+        made.append(MemSIF(MemSIFConfig(data_dir=args.data_dir, core_facts=False),
+                           llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}),
+                           embedder=HashEmbedder(dim=32, name="other"), entities=TableEntities()))
+        return made[-1]
+
+    monkeypatch.setattr(cli, "_engine", new_engine)
+    assert cli.main(["reembed", "--from", str(tmp_path / "old"), "--data-dir", str(tmp_path / "new"),
+                     "--no-progress"]) == 0
+    fresh = MemSIF(MemSIFConfig(data_dir=str(tmp_path / "new")), llm=FakeLLM(),
+                   embedder=HashEmbedder(dim=32, name="other"), entities=TableEntities())
+    assert [m.text for m in fresh.messages("alice")] == TEXTS
+    assert fresh.segments("alice") and fresh.store.dim == 32

@@ -130,7 +130,9 @@ class MemoryStore:
                 raise EmbedderError(
                     f"This store ({self.location}) was built with embedder {meta.get('embedder')!r} "
                     f"(dim {meta.get('dim')}), not {embedder_name!r} (dim {dim}). Use the same "
-                    "MEMSIF_EMBEDDER_MODEL, or another --data-dir and ingest again to re-embed."
+                    "MEMSIF_EMBEDDER_MODEL, or re-embed the memory into a new folder: "
+                    f"python -m memsif reembed --from {Path(self.location).parent} --data-dir NEW_FOLDER "
+                    "(with the new MEMSIF_EMBEDDER_MODEL set)."
                 )
         else:
             self._client.upsert(META, points=[models.PointStruct(
