@@ -7,7 +7,7 @@ written into memory), Trajectories, CoreFacts (with the operation log), ActiveFa
 
 Each browser session gets its own memory namespace, made on the server; every view is a named API
 endpoint (``gradio_client``: ``/build``, ``/build_facts``, ``/ask``, ``/timeline``, ``/trajectories``,
-``/trajectory``, ``/facts``, ``/clusters``, ``/settings`` then ``/rebuild``, ``/samples``).
+``/trajectory``, ``/facts``, ``/clusters``, ``/settings`` then ``/rebuild``, ``/samples``, ``/forget``).
 """
 
 from __future__ import annotations
@@ -241,6 +241,14 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
     yield namespace, source, summary, fig, rows
 
 
+def forget(namespace: str | None):
+    """Delete this session's whole memory (messages, segments, trajectories, facts, clusters, logs)
+    from the store; the session starts empty. Returns (summary, timeline, segment rows)."""
+    if namespace:
+        engine().delete_namespace(namespace)
+    return "This session's memory was deleted.", None, []
+
+
 # --------------------------------------------------------------------------- CoreFacts
 @_guard
 def build_facts(namespace: str | None, settings: dict | None, progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
@@ -423,6 +431,7 @@ with gr.Blocks(title="MemSIF inspector") as demo:
             sample = gr.Dropdown(label="Sample (files with several conversations)", choices=[])
         build_btn = gr.Button("Build memory (no file: the bundled LoCoMo conversation conv-26)", variant="primary",
                               elem_id="build-btn")
+        forget_btn = gr.Button("Delete this session's memory", size="sm", variant="stop")
         summary = gr.Markdown(elem_id="build-summary")
         timeline = gr.Plot(label="φ(u_t, S_i) per message against τ_split and τ_merge", elem_id="timeline")
         table = gr.Dataframe(headers=SEGMENT_COLUMNS, label="Topical Segments", wrap=True, max_height=400)
@@ -471,6 +480,7 @@ with gr.Blocks(title="MemSIF inspector") as demo:
         settings_status = gr.Markdown()
 
     demo.load(new_session, outputs=namespace, api_name=False).then(_preload, api_name=False)
+    forget_btn.click(forget, inputs=namespace, outputs=[summary, timeline, table], api_name="forget")
     upload.change(list_samples, inputs=upload, outputs=sample, api_name="samples")
     built = build_btn.click(build, inputs=[upload, sample, namespace, settings],
                             outputs=[namespace, source, summary, timeline, table], api_name="build")

@@ -78,6 +78,9 @@ def test_sessions_see_nothing_of_each_other(app_url):
     assert not facts["data"] and not ops["data"]
     history, *_ = stranger.predict("What did Caroline research?", [], False, api_name="/ask")
     assert _text(history[-1]).startswith("No memory yet")
+    owner.predict(api_name="/forget")
+    _, segments = owner.predict(api_name="/timeline")
+    assert not segments["data"], "the owner's memory is still there after /forget"
 
 
 def test_settings_rebuild_with_new_thresholds_and_reject_bad_ones(app_url):
@@ -101,3 +104,24 @@ def _text(message: dict) -> str:
     if isinstance(content, list):
         return "".join(part.get("text", "") for part in content)
     return content
+
+
+def test_two_builds_and_a_chat_at_once_give_exact_counts_and_no_cross_talk(app_url, tmp_path):
+    small = tmp_path / "small.txt"
+    small.write_text("## 3 March 2024\nAna: I planted tomatoes.\nBen: Which ones?\nAna: San Marzano.\n")
+    chatter = gradio_client.Client(app_url, verbose=False)
+    chatter.predict(gradio_client.handle_file(str(small)), None, api_name="/build")
+    first, second = gradio_client.Client(app_url, verbose=False), gradio_client.Client(app_url, verbose=False)
+    job_a = first.submit(None, None, api_name="/build")                       # conv-26, 419 messages
+    job_b = second.submit(gradio_client.handle_file(str(small)), None, api_name="/build")
+    answers = [chatter.predict("Which tomatoes did Ana plant?", [], False, api_name="/ask") for _ in range(3)]
+    summary_a, _, rows_a = job_a.result()
+    summary_b, _, rows_b = job_b.result()
+    assert "419 messages" in summary_a and "3 messages" in summary_b
+    assert sum(r[2] for r in rows_a["data"]) == 419 and sum(r[2] for r in rows_b["data"]) == 3
+    assert all(r[3].startswith("D") for r in rows_b["data"]) and rows_b["data"][0][3] == "D1:1"
+    for _history, _, trace, _, _ in answers:
+        speakers = {e["subject"] for e in trace["evidence_used"]} | {f["subject"] for f in trace["facts_used"]}
+        assert trace["evidence_used"] and speakers <= {"Ana", "Ben"}, f"the chat saw another session: {speakers}"
+    _, ops = first.predict(None, None, api_name="/facts")  # readable while others write
+    assert ops["data"] == []

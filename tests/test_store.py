@@ -132,3 +132,30 @@ def test_reembed_rebuilds_a_store_of_another_embedder_into_a_new_folder(tmp_path
                    embedder=HashEmbedder(dim=32, name="other"), entities=TableEntities())
     assert [m.text for m in fresh.messages("alice")] == TEXTS
     assert fresh.segments("alice") and fresh.store.dim == 32
+
+
+def test_a_deleted_namespace_is_gone_from_search_views_and_disk_after_a_restart(tmp_path):
+    from memsif.config import MemSIFConfig
+    from memsif.engine import MemSIF
+    from tests.fakes import TableEntities
+
+    def engine():
+        return MemSIF(MemSIFConfig(data_dir=str(tmp_path), core_facts=False),
+                      llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}), embedder=HashEmbedder(),
+                      entities=TableEntities())
+
+    first = engine()
+    first.ingest(make_messages(["my secret word is xylophonequartz", "we talked about tomatoes"], "a"), namespace="a")
+    first.ingest(make_messages(["bob likes chess"], "b"), namespace="b")
+    first.delete_namespace("a")
+    assert first.namespaces() == ["b"]
+    assert first.store.search("memsif_messages", "a", first.embedder.embed_query("secret word"), 5) == []
+    with pytest.raises(NotFoundError):
+        first.segments("a")
+    first.close()
+
+    again = engine()
+    assert again.namespaces() == ["b"] and not again.has_memory("a")
+    again.close()
+    on_disk = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert b"xylophonequartz" not in on_disk, "the deleted text is still in the data folder"
