@@ -173,10 +173,11 @@ def list_samples(file) -> gr.Dropdown:
     """Sample ids in an uploaded transcript file (LoCoMo and LongMemEval files hold several)."""
     if file is None:
         return gr.Dropdown(choices=[], value=None)
+    path = _checked_path(file)
     try:
-        samples = [t.sample_id for t in load_transcripts(_checked_path(file))]
+        samples = [t.sample_id for t in load_transcripts(path)]
     except MemSIFError as exc:
-        raise gr.Error(str(exc)) from exc
+        raise gr.Error(str(exc).replace(str(Path(path).parent) + "/", "")) from exc
     return gr.Dropdown(choices=samples, value=samples[0] if samples else None)
 
 
@@ -199,17 +200,28 @@ def timeline_view(namespace: str | None, settings: dict | None = None):
 
 
 @_guard
-def build(file, sample: str | None, namespace: str | None, settings: dict | None,
+def build(file, sample: str | None, namespace: str | None, settings: dict | None, previous: dict | None = None,
           progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
     """Build Structured Interaction Memory (Topical Segments, Event Trajectories) from the uploaded
     transcript, or the bundled LoCoMo example when none is given, streaming counts as it goes.
-    CoreFacts follow in ``build_facts`` (the UI chains it). API clients without a browser session
-    get a fresh namespace. Yields (namespace, source, summary, timeline figure, segment rows)."""
+    Building another transcript than the session's last one replaces the session's memory; the
+    same one again adds nothing. CoreFacts follow in ``build_facts`` (the UI chains it). API clients
+    without a browser session get a fresh namespace.
+    Yields (namespace, source, summary, timeline figure, segment rows)."""
     namespace = namespace or new_session()
     path = _checked_path(file) if file is not None else str(EXAMPLE)
-    transcripts = load_transcripts(path, sample=sample or None)
-    source = {"path": path, "sample": sample or None, "name": Path(path).name}
+    try:
+        transcripts = load_transcripts(path, sample=sample or None)
+    except MemSIFError as exc:  # name the file as the user knows it, not Gradio's temporary folder
+        raise gr.Error(str(exc).replace(str(Path(path).parent) + "/", "")) from exc
+    source = {"path": path, "sample": sample or None, "name": Path(path).name,
+              "samples": [t.sample_id for t in transcripts]}
     eng = engine_for(settings)
+    replaced = ""
+    if previous and (previous.get("name"), previous.get("samples")) != (source["name"], source["samples"]) \
+            and eng.has_memory(namespace):
+        eng.delete_namespace(namespace)
+        replaced = f" (replaced the memory of `{previous['name']}`)"
     total = sum(len(t.messages) for t in transcripts)
 
     def work(report):
@@ -229,8 +241,8 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
     report = reports[-1]
     fig, rows = timeline_view(namespace, settings)
     summary = (f"**{report.total_messages} messages** → **{report.segments} Topical Segments**, "
-               f"**{report.trajectories} Event Trajectories** from `{source['name']}`"
-               f"{f' ({sample})' if sample else ''}. Segment judge on "
+               f"**{report.trajectories} Event Trajectories** from `{source['name']}` "
+               f"({', '.join(source['samples'])}){replaced}. Segment judge on "
                f"{sum(r.judge_calls_segment for r in reports)} of {sum(r.messages for r in reports)} new messages; "
                f"trajectory judge {sum(r.judge_calls_trajectory for r in reports)} calls; "
                f"{sum(r.seconds for r in reports):.1f} s. CoreFacts are filled in next (CoreFacts tab).")
@@ -284,6 +296,8 @@ def facts_view(namespace: str | None, op: str | None, subject: str | None, setti
     if not namespace or not eng.has_memory(namespace):
         return [], []
     facts = sorted(eng.facts(namespace, history=True), key=lambda f: (f.type, f.subject.lower(), int(f.id[1:])))
+    if subject:
+        facts = [f for f in facts if f.subject.lower() == subject.strip().lower()]
     return fact_rows(facts), op_rows(eng.fact_log(namespace, op=op or None, subject=subject or None))
 
 
@@ -304,11 +318,12 @@ def fact_sources(namespace: str | None, settings: dict | None, evt: gr.SelectDat
 def chat(question: str, history: list | None, write: bool, namespace: str | None, settings: dict | None):
     """Ask this session's memory. The answer comes with a collapsible trace (facts and evidence with
     source ids, sufficiency probability, traced back or not, tokens, seconds). With ``write`` the
-    question and the answer are then written into memory as new turns (CoreFacts follow in
-    ``build_facts``). Returns (namespace, chat history, cleared question box, trace dict, cluster
-    figure, cluster rows)."""
+    user's message is then written into memory as a new turn (CoreFacts follow in ``build_facts``);
+    the model's answers are not, so a wrong answer never becomes memory. Returns (namespace, chat
+    history, cleared question box, trace dict, cluster figure, cluster rows)."""
     if not question or not question.strip():
-        raise gr.Error("Type a question first.")
+        gr.Warning("Type a question first.")
+        return (gr.skip(),) * 6
     namespace = namespace or new_session()
     eng = engine_for(settings)
     history = [*(history or []), {"role": "user", "content": question}]
@@ -322,16 +337,13 @@ def chat(question: str, history: list | None, write: bool, namespace: str | None
                     {"role": "assistant", "content": answer}]
     else:
         answer = ""
-        history.append({"role": "assistant", "content": "No memory yet: build it in the Build tab, or tick "
-                        "“write turns into memory” and tell me something."})
+        history.append({"role": "assistant", "content": "No memory yet (or it is still being built): build it in "
+                        "the Build tab, or tick “write my messages into memory” and tell me something."})
     if write:
         now = datetime.now().replace(microsecond=0)
         turn = uuid.uuid4().hex[:8]
         turns = [Message(id=f"chat:{turn}:q", namespace=namespace, speaker="user", text=question.strip(), time=now,
                          session_id=f"chat {now.date().isoformat()}")]
-        if answer:
-            turns.append(Message(id=f"chat:{turn}:a", namespace=namespace, speaker="assistant", text=answer,
-                                 time=now, session_id=f"chat {now.date().isoformat()}"))
         eng.ingest(turns, namespace=namespace, core_facts=False)
     return (namespace, history, "", trace, *clusters_view(namespace, settings))
 
@@ -403,7 +415,7 @@ def rebuild(namespace: str | None, source: dict | None, settings: dict | None,
         return
     if namespace:
         engine().delete_namespace(namespace)
-    yield from build(source["path"], source["sample"], namespace, settings, progress)
+    yield from build(source["path"], source["sample"], namespace, settings, None, progress)
 
 
 # --------------------------------------------------------------------------- layout
@@ -428,9 +440,11 @@ with gr.Blocks(title="MemSIF inspector") as demo:
         with gr.Row():
             upload = gr.File(label="Transcript (LoCoMo / LongMemEval JSON, JSONL, text; ≤ 20 MB)",
                              file_types=[".json", ".jsonl", ".txt"])
-            sample = gr.Dropdown(label="Sample (files with several conversations)", choices=[])
-        build_btn = gr.Button("Build memory (no file: the bundled LoCoMo conversation conv-26)", variant="primary",
-                              elem_id="build-btn")
+            sample = gr.Dropdown(label="Sample (files with several conversations)", choices=[],
+                                 allow_custom_value=True)
+        gr.Markdown("Without a file, **Build memory** uses the bundled LoCoMo conversation conv-26 (419 messages, "
+                    "about a minute here). Building another transcript replaces this session's memory.")
+        build_btn = gr.Button("Build memory", variant="primary", elem_id="build-btn")
         forget_btn = gr.Button("Delete this session's memory", size="sm", variant="stop")
         summary = gr.Markdown(elem_id="build-summary")
         timeline = gr.Plot(label="φ(u_t, S_i) per message against τ_split and τ_merge", elem_id="timeline")
@@ -440,13 +454,13 @@ with gr.Blocks(title="MemSIF inspector") as demo:
         with gr.Row():
             question = gr.Textbox(label="Question", placeholder="What did Caroline research?", scale=4,
                                   elem_id="question")
-            write = gr.Checkbox(label="write turns into memory", value=False)
+            write = gr.Checkbox(label="write my messages into memory", value=False)
         trace = gr.JSON(label="Trace of the last answer (raw)", open=False)
     with gr.Tab("Trajectories"):
         traj_btn = gr.Button("Refresh")
         traj_graph = gr.Plot(label="Topical Segments linked into Event Trajectories", elem_id="traj-graph")
         traj_lanes = gr.Plot(label="Event Trajectories over time", elem_id="traj-lanes")
-        traj_pick = gr.Dropdown(label="Trajectory", choices=[])
+        traj_pick = gr.Dropdown(label="Trajectory", choices=[], allow_custom_value=True)
         traj_table = gr.Dataframe(headers=TRAJECTORY_DETAIL_COLUMNS, label="Its segments and messages", wrap=True,
                                   max_height=400)
     with gr.Tab("CoreFacts"):
@@ -482,7 +496,7 @@ with gr.Blocks(title="MemSIF inspector") as demo:
     demo.load(new_session, outputs=namespace, api_name=False).then(_preload, api_name=False)
     forget_btn.click(forget, inputs=namespace, outputs=[summary, timeline, table], api_name="forget")
     upload.change(list_samples, inputs=upload, outputs=sample, api_name="samples")
-    built = build_btn.click(build, inputs=[upload, sample, namespace, settings],
+    built = build_btn.click(build, inputs=[upload, sample, namespace, settings, source],
                             outputs=[namespace, source, summary, timeline, table], api_name="build")
     built.success(trajectories_view, inputs=[namespace, settings], outputs=[traj_graph, traj_lanes, traj_pick],
                   api_name=False)
@@ -501,6 +515,9 @@ with gr.Blocks(title="MemSIF inspector") as demo:
                     api_name="build_facts")
     refresh_facts.click(facts_view, inputs=[namespace, op_filter, subject_filter, settings],
                         outputs=[facts_table, ops_table], api_name="facts")
+    for trigger in (op_filter.change, subject_filter.submit):
+        trigger(facts_view, inputs=[namespace, op_filter, subject_filter, settings], outputs=[facts_table, ops_table],
+                api_name=False)
     facts_table.select(fact_sources, inputs=[namespace, settings], outputs=fact_messages, api_name=False)
     clusters_btn.click(clusters_view, inputs=[namespace, settings], outputs=[clusters_plot, clusters_table],
                        api_name="clusters")
@@ -512,6 +529,8 @@ with gr.Blocks(title="MemSIF inspector") as demo:
                               outputs=[namespace, source, summary, timeline, table], api_name="rebuild")
     rebuilt.success(trajectories_view, inputs=[namespace, settings], outputs=[traj_graph, traj_lanes, traj_pick],
                     api_name=False)
+    rebuilt.success(lambda: "Rebuilt with these settings (messages written from Chat are not part of the "
+                    "transcript and were not rebuilt).", outputs=settings_status, api_name=False)
     rebuilt.success(build_facts, inputs=[namespace, settings], outputs=[facts_status, facts_table, ops_table],
                     api_name=False)
 

@@ -204,11 +204,13 @@ class MemSIF:
         """Add messages (in chronological order) to ``namespace`` and extend its Structured
         Interaction Memory: Topical Segments, then Event Trajectories for closed segments (§3.2).
 
-        Idempotent by source id: messages already stored in the namespace are skipped.
+        Idempotent by source id: messages already stored in the namespace are skipped; a message
+        whose id is stored with a different text is refused (another transcript with the same ids).
         Every boundary and trajectory decision is stored with its φ terms and judge probability.
 
         Raises:
-            MemSIFError: empty namespace, or messages from several namespaces without ``namespace``.
+            MemSIFError: empty namespace, messages from several namespaces without ``namespace``, or
+                stored ids with different text; nothing is written.
             StoreError, EmbedderError, LLMError: a back-end failed (nothing partial is written
                 for this call's messages before the store write at the end).
         """
@@ -222,6 +224,12 @@ class MemSIF:
             state = self._load_state(ns)
             stages["load_state"] = time.perf_counter() - t
 
+            conflicts = [m.id for m in messages if m.id in state.messages and state.messages[m.id].text != m.text]
+            if conflicts:
+                raise MemSIFError(
+                    f"Namespace {ns!r} already holds messages {', '.join(conflicts[:5])}"
+                    f"{' …' if len(conflicts) > 5 else ''} with different text: this looks like another "
+                    "transcript. Ingest it into another namespace, or delete this one first; nothing was written.")
             fresh: list[Message] = []
             seen = set(state.messages)
             for m in messages:

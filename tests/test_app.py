@@ -125,3 +125,20 @@ def test_two_builds_and_a_chat_at_once_give_exact_counts_and_no_cross_talk(app_u
         assert trace["evidence_used"] and speakers <= {"Ana", "Ben"}, f"the chat saw another session: {speakers}"
     _, ops = first.predict(None, None, api_name="/facts")  # readable while others write
     assert ops["data"] == []
+
+
+def test_building_another_transcript_replaces_the_sessions_memory(app_url, tmp_path):
+    first = tmp_path / "bike.txt"
+    first.write_text("## 1 June 2024\nMia: My bike is red.\nTom: Nice bike!\n")
+    second = tmp_path / "trip.txt"
+    second.write_text("## 2 June 2024\nMia: I fly to Oslo on Friday.\nTom: Have a good trip.\nMia: Thanks!\n")
+    client = gradio_client.Client(app_url, verbose=False)
+    summary, _, _ = client.predict(gradio_client.handle_file(str(first)), None, api_name="/build")
+    assert "2 messages" in summary and "(bike)" in summary
+    summary, _, rows = client.predict(gradio_client.handle_file(str(second)), None, api_name="/build")
+    assert sum(r[2] for r in rows["data"]) == 3
+    assert "3 messages" in summary and "replaced the memory of `bike.txt`" in summary
+    _, _, trace, _, _ = client.predict("Where does Mia fly?", [], False, api_name="/ask")
+    assert trace["evidence_used"] and all("bike" not in e["statement"] for e in trace["evidence_used"])
+    again, _, _ = client.predict(gradio_client.handle_file(str(second)), None, api_name="/build")
+    assert "3 messages" in again and "replaced" not in again, "the same transcript again adds nothing"

@@ -144,3 +144,20 @@ def test_complete_facts_are_recovered_from_a_cut_off_reply(engine_factory):
     assert report.fact_ops == {"ADD": 1} and report.fact_errors == 0
     [op] = engine.fact_log("t")
     assert "recovered 1 complete fact(s) from a cut-off reply" in op["reason"]
+
+
+def test_json_debris_in_a_subject_is_dropped_with_a_recorded_error(engine_factory):
+    import json as _json
+
+    from tests.conftest import make_messages
+    from tests.fakes import FakeLLM as _Fake
+
+    reply = {"facts": [{"subject": "Ben (17 March 2024)},{", "type": "Identity", "statement": "I have a cat.",
+                        "sources": [1]},
+                       {"subject": "Ben", "type": "Identity", "statement": "Ben has a grey cat.", "sources": [1]}]}
+    engine = engine_factory(llm=_Fake({"segment_judge": 0.5, "trajectory_judge": 0.5,
+                                       "core_extract": _json.dumps(reply), "core_operation": "A"}), core_facts=True)
+    engine.ingest(make_messages(["Ben: I have a grey cat named Pixel."]))
+    assert [f.subject for f in engine.facts("t")] == ["Ben"]
+    errors = [r for r in engine.fact_log("t") if r.get("error")]
+    assert len(errors) == 1 and "malformed subject" in errors[0]["error"] and errors[0]["op"] == "NOOP"

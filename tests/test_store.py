@@ -159,3 +159,15 @@ def test_a_deleted_namespace_is_gone_from_search_views_and_disk_after_a_restart(
     again.close()
     on_disk = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
     assert b"xylophonequartz" not in on_disk, "the deleted text is still in the data folder"
+
+
+def test_another_transcript_with_the_same_ids_is_refused_not_silently_skipped(engine_factory):
+    from memsif.errors import MemSIFError
+
+    engine = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}))
+    engine.ingest(make_messages(["I planted tomatoes.", "Slugs ate them."]), namespace="s")
+    before = [m.text for m in engine.messages("s")]
+    with pytest.raises(MemSIFError, match="D1:1, D1:2 with different text"):
+        engine.ingest(make_messages(["Mia flies to Oslo.", "Her bike is red."]), namespace="s")
+    assert [m.text for m in engine.messages("s")] == before
+    assert engine.ingest(make_messages(["I planted tomatoes.", "Slugs ate them."]), namespace="s").messages == 0

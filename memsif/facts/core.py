@@ -12,6 +12,7 @@ choice (no free generation).
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,6 +38,10 @@ MAX_KNOWN = 2
 #: Messages per extraction call (consecutive segments are batched to save calls).
 BATCH_MESSAGES = 12
 EXTRACT_MAX_TOKENS = 240
+
+
+#: Characters that never belong in a subject name: JSON structure leaking into a string.
+_DEBRIS = re.compile(r'[{}\[\]"]')
 
 
 @dataclass
@@ -104,6 +109,16 @@ class CoreFactBuilder:
         if not items:
             return [], [self._log(namespace, FactOp.NOOP, [], reason=f"no schema facts in {ids[0]}..{ids[-1]}",
                                   rule="llm", prompt=prompt)]
+        # A small model can write JSON debris into a string ("Ben (17 March 2024)},{"): such a fact is
+        # dropped with a recorded error, never stored.
+        debris = [it for it in items if _DEBRIS.search(it.subject) or not re.search(r"\w", it.subject)]
+        failures = [self._log(namespace, FactOp.NOOP, [], reason=f"dropped a fact with a malformed subject from "
+                              f"{ids[0]}..{ids[-1]}", rule="llm", prompt=prompt,
+                              error=f"malformed subject {it.subject!r} (statement {it.statement!r})")
+                    for it in debris]
+        items = [it for it in items if it not in debris]
+        if not items:
+            return [], failures
         statements = [f.statement for f in items]
         vectors = self.embedder.embed_documents(statements)
         message_vectors = None
@@ -127,7 +142,7 @@ class CoreFactBuilder:
                             statement=statement, event_time=when, source_message_ids=[m.id for m in sources],
                             segment_ids=segs, trajectory_ids=trajs, valid_from=when)
             candidates.append(Candidate(fact, vector, note))
-        return candidates, []
+        return candidates, failures
 
     # ------------------------------------------------------------- consolidation
     def known_for(self, state: FactState, cand: Candidate) -> list[tuple[CoreFact, float]]:

@@ -207,7 +207,7 @@ def _load_text(raw: str, path: str) -> Transcript:
         elif messages and messages[-1].session_id == f"session_{session}":
             messages[-1].text += "\n" + line.strip()  # continuation of a multi-line message
         else:
-            raise TranscriptError("expected 'Speaker: text' (or a '## <date>' header)", path=path,
+            raise TranscriptError("expected 'Speaker: text' lines (or '## DATE' session headers)", path=path,
                                   position=f"line {line_no}")
     return Transcript(sid, messages, "text", path)
 

@@ -176,7 +176,9 @@ class TransformersLLM:
                                        pad_token_id=self._tok.pad_token_id, **kwargs)
         n_in = int(batch["input_ids"].shape[1])
         new_tokens = out[0, n_in:]
-        return Generation(self._tok.decode(new_tokens, skip_special_tokens=True), n_in, int(new_tokens.shape[0]))
+        # A reply cut mid-character (stop rule, token cap) would end in U+FFFD; drop that fragment.
+        text = self._tok.decode(new_tokens, skip_special_tokens=True).rstrip("\ufffd")
+        return Generation(text, n_in, int(new_tokens.shape[0]))
 
     def count_tokens(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False))
