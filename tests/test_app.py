@@ -142,3 +142,15 @@ def test_building_another_transcript_replaces_the_sessions_memory(app_url, tmp_p
     assert trace["evidence_used"] and all("bike" not in e["statement"] for e in trace["evidence_used"])
     again, _, _ = client.predict(gradio_client.handle_file(str(second)), None, api_name="/build")
     assert "3 messages" in again and "replaced" not in again, "the same transcript again adds nothing"
+
+
+def test_uploads_over_the_size_limit_are_refused_before_parsing(tmp_path):
+    import gradio as gr
+
+    import app
+
+    big = tmp_path / "big.json"
+    with big.open("wb") as f:
+        f.truncate(app.MAX_UPLOAD_BYTES + 1)
+    with pytest.raises(gr.Error, match="larger than 20 MB"):
+        app._checked_path(str(big))
