@@ -218,3 +218,14 @@ def test_a_run_resets_activefacts_across_conversations_and_never_feeds_gold(engi
     assert "| memsif |" in (out / "report.md").read_text()
     assert (out / "scores.html").exists() and (out / "diagnostics.html").exists()
     assert set(summary["diagnostics"]["asv"]) == {"1", "2", "4", "8"}
+
+
+def test_a_failed_answer_or_judge_is_recorded_and_the_run_goes_on(engine_factory, tmp_path):
+    fake = FakeLLM({"answer": "Miso", "eval_judge": {"CORRECT": 0.9, "WRONG": 0.1}}, fail={"answer"})
+    counting = CountingLLM(fake)
+    engine = engine_factory(llm=counting)
+    summary = run_eval([_sample()], EvalOptions("locomo", systems=["full-context"]), engine=engine,
+                       counting=counting, out=tmp_path, log=lambda _: None)
+    rows = [json.loads(line) for line in (tmp_path / "questions.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all(r["answer"] == "" and "LLMError" in r["sys_errors"][0] for r in rows)
+    assert summary["systems"]["full-context"]["total"]["f1"] == 0.0

@@ -22,9 +22,18 @@ from typing import Any
 
 import numpy as np
 
+from memsif.errors import MemSIFError
 from memsif.eval.data import CATEGORIES, EvalSample, seeded_order
 from memsif.eval.metrics import asv, evidence_recall, fixed_segments, locomo_f1, random_sntd, sntd, ted
-from memsif.eval.systems import ABLATIONS, BuildCost, CountingLLM, FullContextSystem, MemSIFSystem, NaiveRAGSystem
+from memsif.eval.systems import (
+    ABLATIONS,
+    BuildCost,
+    CountingLLM,
+    FullContextSystem,
+    MemSIFSystem,
+    NaiveRAGSystem,
+    SystemAnswer,
+)
 from memsif.llm import LLM
 from memsif.prompts import eval_judge
 
@@ -133,7 +142,10 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
                 cost = _cached_build(system, sample)
                 builds.setdefault(label, []).append({"sample_id": sample.sample_id, **asdict(cost)})
                 for k, q in enumerate(questions):
-                    ans = system.answer(q, generate=options.generate)
+                    try:
+                        ans = system.answer(q, generate=options.generate)
+                    except MemSIFError as exc:  # recorded, scored as a wrong answer; the run goes on
+                        ans = SystemAnswer("", "", [], 0, 0, 0.0, {"errors": [f"{type(exc).__name__}: {exc}"]})
                     row = {"dataset": options.dataset, "system": system_name, "ablation": ablation, "label": label,
                            "sample_id": sample.sample_id, "qid": q.qid, "order": k, "category": q.category,
                            "source_category": q.source_category, "question": q.question, "gold": q.gold,
@@ -149,8 +161,11 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
                     if options.generate and options.judge in ("f1", "both"):
                         row["f1"] = round(locomo_f1(ans.answer, q.gold, q.category), 4)
                     if options.generate and options.judge in ("llm", "both"):
-                        row["llm_correct"], p = judge_answer(llm, q.question, q.gold, ans.answer)
-                        row["llm_p_correct"] = round(p, 4)
+                        try:
+                            row["llm_correct"], p = judge_answer(llm, q.question, q.gold, ans.answer)
+                            row["llm_p_correct"] = round(p, 4)
+                        except MemSIFError as exc:
+                            row["llm_correct"], row["judge_error"] = None, f"{type(exc).__name__}: {exc}"
                     rows.append(row)
                     sink.write(json.dumps(row, ensure_ascii=False) + "\n")
                     sink.flush()
