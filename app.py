@@ -471,13 +471,16 @@ with gr.Blocks(title="MemSIF inspector") as demo:
             op_filter = gr.Dropdown(["", "ADD", "UPDATE", "MERGE", "SUPERSEDE", "NOOP"], label="Operation")
             subject_filter = gr.Textbox(label="Subject")
         facts_table = gr.Dataframe(headers=FACT_COLUMNS, label="CoreFacts by type and subject (select one for its "
-                                   "sources)", wrap=True, max_height=400)
+                                   "sources)", wrap=True, max_height=400,
+                                   column_widths=["7%", "10%", "14%", "41%", "11%", "9%", "8%"])
         fact_messages = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages of the selected fact", wrap=True)
-        ops_table = gr.Dataframe(headers=OP_COLUMNS, label="Operation log (append-only)", wrap=True, max_height=400)
+        ops_table = gr.Dataframe(headers=OP_COLUMNS, label="Operation log (append-only)", wrap=True, max_height=400,
+                                 column_widths=["5%", "11%", "9%", "10%", "45%", "20%"])
     with gr.Tab("ActiveFacts"):
         clusters_btn = gr.Button("Refresh")
         clusters_plot = gr.Plot(label="Candidate clusters: Score_src vs Score_qry (Eq. 4)", elem_id="clusters")
-        clusters_table = gr.Dataframe(headers=CLUSTER_COLUMNS, wrap=True)
+        clusters_table = gr.Dataframe(headers=CLUSTER_COLUMNS, label="Candidate clusters C_k", wrap=True,
+                                      column_widths=["8%", "12%", "10%", "10%", "6%", "44%", "10%"])
     with gr.Tab("Settings"):
         gr.Markdown("Method settings for this session (defaults: the paper's Table 13). Applying them rebuilds "
                     "this session's memory from the last transcript.")

@@ -58,7 +58,7 @@ def phi_timeline(decisions: Sequence[dict[str, Any]], messages: Sequence[Message
             fig.add_vline(x=m.index - 0.5, line_dash="dot", line_color="#999", opacity=0.6)
         previous = m.session_id
     fig.update_layout(
-        xaxis={"title": "message index", "rangeslider": {"visible": True}},
+        xaxis={"title": "message index", "rangeslider": {"visible": True}, "tickformat": "d"},
         yaxis={"title": "φ(u_t, S_i)", "range": [0, 1.02]},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
         margin={"l": 50, "r": 20, "t": 60, "b": 40}, height=420,
