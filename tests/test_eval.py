@@ -229,3 +229,15 @@ def test_a_failed_answer_or_judge_is_recorded_and_the_run_goes_on(engine_factory
     rows = [json.loads(line) for line in (tmp_path / "questions.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and all(r["answer"] == "" and "LLMError" in r["sys_errors"][0] for r in rows)
     assert summary["systems"]["full-context"]["total"]["f1"] == 0.0
+
+
+def test_report_merges_several_runs(engine_factory, tmp_path):
+    from memsif.cli import main
+
+    for name, systems in (("a", ["full-context"]), ("b", ["naive-rag", "full-context"])):
+        counting = CountingLLM(FakeLLM({"answer": "Miso", "eval_judge": {"CORRECT": 0.9, "WRONG": 0.1}}))
+        run_eval([_sample()], EvalOptions("locomo", systems=systems), engine=engine_factory(llm=counting),
+                 counting=counting, out=tmp_path / name, log=lambda _: None)
+    assert main(["eval", "report", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "r.md")]) == 0
+    text = (tmp_path / "r.md").read_text()
+    assert "| full-context |" in text and "| naive-rag |" in text and "| full-context (b) |" in text

@@ -80,6 +80,30 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """One Markdown report from several runs' summary.json (e.g. the systems run and the ablations run)."""
+    from memsif.eval.runner import report
+
+    merged: dict = {}
+    for folder in args.runs:
+        path = Path(folder) / "summary.json"
+        if not path.exists():
+            raise SystemExit(f"{path} does not exist (is the run finished?)")
+        summary = json.loads(path.read_text())
+        if not merged:
+            merged = {**summary, "systems": {}}
+        elif summary["dataset"] != merged["dataset"]:
+            raise SystemExit(f"{folder} is a {summary['dataset']} run, not {merged['dataset']}")
+        for label, figures in summary["systems"].items():
+            key = label if label not in merged["systems"] else f"{label} ({Path(folder).name})"
+            merged["systems"][key] = figures
+    text = report(merged)
+    if args.out:
+        Path(args.out).write_text(text)
+    print(text)
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """Figures for the default models: ingest speed, judge-call share, query latency, tokens, memory."""
     from memsif.engine import MemSIF
@@ -156,6 +180,11 @@ def add_parsers(sub) -> None:
     c.add_argument("--resamples", type=int, default=10_000)
     c.add_argument("--seed", type=int, default=0)
     c.set_defaults(func=cmd_compare)
+
+    r = esub.add_parser("report", help="one Markdown report from several runs' summary.json")
+    r.add_argument("runs", nargs="+", help="run folders (each with summary.json)")
+    r.add_argument("--out", help="also write the report to this file")
+    r.set_defaults(func=cmd_report)
 
     b = sub.add_parser("bench", help="speed and memory figures for the configured models")
     b.add_argument("--data", default=str(DEFAULT_BENCH), help="transcript (default: the bundled conv-26)")
