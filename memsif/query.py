@@ -33,10 +33,11 @@ from memsif.facts.active import (
 )
 from memsif.llm import LLM
 from memsif.prompts import answer as answer_prompt
-from memsif.prompts import clip, sufficiency
+from memsif.prompts import sufficiency, turn_line
 from memsif.records import ActiveFact, Evidence
 from memsif.store import MemoryStore
 from memsif.store.qdrant import ACTIVE_FACTS, CLUSTERS, FACTS, SEGMENTS, TRAJECTORIES
+from memsif.timeparse import day_text
 
 #: Context budget for the answer prompt, in tokens of the model's tokenizer.
 CONTEXT_TOKENS = 1500
@@ -46,10 +47,7 @@ EVIDENCE_CHARS = 600
 
 
 def _day(value: str | None) -> str:
-    if not value:
-        return "undated"
-    when = datetime.fromisoformat(value)
-    return f"{when.day} {when:%B %Y}"
+    return day_text(datetime.fromisoformat(value) if value else None)
 
 
 @dataclass
@@ -123,9 +121,7 @@ class QueryPipeline:
                 if mid in evidence:
                     continue
                 msg = rows[mid].message
-                when = f"{msg.time.day} {msg.time:%B %Y}" if msg.time else "undated"
-                evidence[mid] = Evidence(statement=f"{msg.speaker} ({when}): {clip(msg.text, EVIDENCE_CHARS)}",
-                                         subject=msg.speaker,
+                evidence[mid] = Evidence(statement=turn_line(msg, EVIDENCE_CHARS), subject=msg.speaker,
                                          source_message_ids=[mid], segment_id=seg_id or rows[mid].segment_id,
                                          trajectory_id=traj_id, score=round(score, 4))
         order = {mid: rows[mid].message.index for mid in evidence}

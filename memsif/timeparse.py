@@ -15,6 +15,11 @@ _FORMATS = (
 )
 
 
+def day_text(when: datetime | None) -> str:
+    """A date as MemSIF writes it into prompts and contexts: "8 May 2023" (or "undated")."""
+    return f"{when.day} {when:%B %Y}" if when else "undated"
+
+
 def parse_time(text: str) -> datetime:
     """Parse a transcript date into a naive datetime.
 
@@ -105,6 +110,6 @@ def annotate_relative_dates(text: str, base: datetime | None) -> tuple[str, list
         if when is None:
             return match.group(0)
         found.append((match.group(0), when))
-        return f"{match.group(0)} ({when.day} {when:%B %Y})"
+        return f"{match.group(0)} ({day_text(when)})"
 
     return _RELATIVE.sub(replace, text), found

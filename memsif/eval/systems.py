@@ -18,7 +18,7 @@ from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.eval.data import EvalQuestion, EvalSample
 from memsif.llm import LLM, Generation, context_window
-from memsif.prompts import Prompt
+from memsif.prompts import Prompt, turn_line
 from memsif.prompts import answer as answer_prompt
 from memsif.records import Message
 
@@ -98,9 +98,8 @@ class BuildCost:
 
 
 def render_turn(m: Message) -> str:
-    """One turn as every system puts it in the answer context."""
-    when = f"{m.time.day} {m.time:%B %Y}" if m.time else "undated"
-    return f"{m.speaker} ({when}): {m.text}"
+    """One turn as every system puts it in the answer context (``memsif.prompts.turn_line``)."""
+    return turn_line(m)
 
 
 def context_budget(llm: CountingLLM, config: MemSIFConfig) -> int:

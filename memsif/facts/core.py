@@ -27,7 +27,7 @@ from memsif.llm import LLM
 from memsif.llm.structured import parse_json_reply, salvage_items
 from memsif.prompts import core_extract, core_operation
 from memsif.records import CoreFact, FactOp, FactOperation, Message
-from memsif.timeparse import annotate_relative_dates
+from memsif.timeparse import annotate_relative_dates, day_text
 
 #: Existing facts below this statement cosine are not comparable: the candidate is added by rule.
 CANDIDATE_MIN_COSINE = 0.5
@@ -67,10 +67,6 @@ class Candidate:
     provenance_note: str = ""
 
 
-def _day(when: datetime | None) -> str:
-    return f"{when.day} {when:%B %Y}" if when else "undated"
-
-
 class CoreFactBuilder:
     """Extracts and consolidates CoreFacts; every operation (and failure) goes to the log."""
 
@@ -87,7 +83,7 @@ class CoreFactBuilder:
     def extract(self, namespace: str, messages: Sequence[Message], segment_of: dict[str, str],
                 trajectory_of: dict[str, str | None]) -> tuple[list[Candidate], list[FactOperation]]:
         """Candidates from one batch of messages, or a NOOP operation recording why there are none."""
-        lines = [(_day(m.time), m.speaker, annotate_relative_dates(m.text, m.time)[0]) for m in messages]
+        lines = [(day_text(m.time), m.speaker, annotate_relative_dates(m.text, m.time)[0]) for m in messages]
         prompt = core_extract.build(lines, self.schema)
         ids = [m.id for m in messages]
         salvage_note = ""

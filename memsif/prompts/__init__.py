@@ -20,6 +20,16 @@ class Prompt:
     input_ids: tuple[str, ...] = field(default_factory=tuple)
 
 
+def turn_line(message, limit: int | None = None) -> str:
+    """A message as every answer context shows it: ``Speaker (8 May 2023): text``; with ``limit``
+    the text is clipped to that many characters (``clip``). Shared by MemSIF's query-local
+    evidence and the evaluation baselines, so their contexts differ only in what they select."""
+    from memsif.timeparse import day_text
+
+    text = message.text if limit is None else clip(message.text, limit)
+    return f"{message.speaker} ({day_text(message.time)}): {text}"
+
+
 def clip(text: str, limit: int = 160) -> str:
     """One line of at most ``limit`` characters (the judge sees short excerpts)."""
     flat = " ".join(text.split())
