@@ -118,12 +118,9 @@ def _forget(namespace: str | None) -> None:
 
 def _guard(fn):
     """Engine errors become a visible Gradio error that says what to do."""
-    def wrapped(*args, **kwargs):
+    def wrapped(*args, **kwargs):  # for generator handlers (streaming)
         try:
-            result = fn(*args, **kwargs)
-            if isinstance(result, Iterator):
-                return (yield from result)
-            return (yield result)
+            return (yield from fn(*args, **kwargs))
         except MemSIFError as exc:
             raise gr.Error(str(exc)) from exc
 

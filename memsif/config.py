@@ -84,7 +84,8 @@ class MemSIFConfig:
     answer_temperature: float = 0.1
     answer_max_tokens: int = 512
     # --- Ablations (Table 3) ---
-    #: False = "w/o TS": every message is its own unit; trajectories are built from raw messages.
+    #: False = "w/o TS" at query time: no Topical Segments are searched when tracing back (only
+    #: Event Trajectories); construction is unchanged.
     use_segments: bool = True
     use_core_facts: bool = True
     use_active_facts: bool = True

@@ -61,22 +61,21 @@ class IngestReport:
         return asdict(self)
 
 
-def _rebuilt_segment(seg: TopicalSegment, members: list[str], rows: list[StoredMessage]) -> TopicalSegment:
-    """``seg`` cut back to ``members`` (stored messages), its derived fields recomputed."""
-    by_id = {r.message.id: r for r in rows}
-    msgs = [by_id[m].message for m in members]
+def _rebuilt_segment(seg: TopicalSegment, members: list[str], state: InteractionState) -> TopicalSegment:
+    """``seg`` cut back to ``members`` (stored messages, already in ``state``), its derived fields recomputed."""
+    msgs = [state.messages[m] for m in members]
     times = [m.time for m in msgs if m.time is not None]
     return seg.model_copy(update={
         "message_ids": members,
-        "entities": sorted(set().union(*(by_id[m].entities for m in members))),
+        "entities": sorted(set().union(*(state.entities[m] for m in members))),
         "session_ids": list(dict.fromkeys(m.session_id for m in msgs if m.session_id)),
         "start_time": times[0] if times else None, "end_time": times[-1] if times else None,
         "facts_extracted_upto": min(seg.facts_extracted_upto, len(members)),
     })
 
 
-def _mean_vector(store: MemoryStore, namespace: str, ids: list[str]) -> np.ndarray:
-    return np.mean([r.vector for r in store.get_messages(namespace, ids)], axis=0)
+def _mean_vector(state: InteractionState, ids: list[str]) -> np.ndarray:
+    return np.mean([state.vectors[m] for m in ids], axis=0)
 
 
 def _llm_key(cfg: MemSIFConfig) -> tuple:
@@ -170,6 +169,9 @@ class MemSIF:
 
     @property
     def store(self) -> MemoryStore:
+        store = self._store
+        if store is not None and store.dim is not None:  # every read and write comes through here
+            return store
         embedder = self.embedder  # outside the store lock: loading it may take seconds
         with self._load_locks["store"]:
             if self._store is None:
@@ -352,7 +354,7 @@ class MemSIF:
             state.add_message(row.message, row.vector, row.entities)
             if row.segment_id:
                 state.segment_of[row.message.id] = row.segment_id
-        segments, trajectories = self._repair(namespace, set(state.messages))
+        segments, trajectories = self._repair(state)
         for seg in segments:
             profile = UnitProfile(state.dim)
             for mid in seg.message_ids:
@@ -367,8 +369,8 @@ class MemSIF:
         state.next_decision_seq = decisions[-1]["seq"] + 1 if decisions else 0
         return state
 
-    def _repair(self, namespace: str, stored: set[str]) -> tuple[list[TopicalSegment], list[EventTrajectory]]:
-        """Segments and trajectories consistent with the stored messages.
+    def _repair(self, state: InteractionState) -> tuple[list[TopicalSegment], list[EventTrajectory]]:
+        """Segments and trajectories consistent with the stored messages (already loaded into ``state``).
 
         An ingest writes segments, trajectories and decisions before its messages, so a process
         killed in between (``kill -9``, power loss) leaves records that name messages which were
@@ -383,6 +385,7 @@ class MemSIF:
         from memsif.errors import StoreError
         from memsif.store.qdrant import DECISIONS, SEGMENTS, TRAJECTORIES
 
+        namespace, stored = state.namespace, set(state.messages)
         store = self.store
         segments = store.segments(namespace)
         kept: list[TopicalSegment] = []
@@ -394,7 +397,7 @@ class MemSIF:
                 dropped.add(seg.id)
                 continue
             if len(members) < len(seg.message_ids):
-                seg = _rebuilt_segment(seg, members, store.get_messages(namespace, members))
+                seg = _rebuilt_segment(seg, members, state)
                 trimmed.append(seg)
             kept.append(seg)
         if dropped and [s.id for s in segments[len(kept):]] != sorted(dropped, key=lambda i: int(i[1:])):
@@ -429,10 +432,10 @@ class MemSIF:
         store.delete_records(TRAJECTORIES, namespace, "trajectory", gone)
         store.delete_records(DECISIONS, namespace, "decision", stale)
         by_id = {s.id: s for s in kept}
-        store.put_segments(namespace, [(s, _mean_vector(store, namespace, s.message_ids)) for s in
+        store.put_segments(namespace, [(s, _mean_vector(state, s.message_ids)) for s in
                                        {s.id: s for s in trimmed}.values()])
-        store.put_trajectories(namespace, [(t, _mean_vector(store, namespace, [m for sid in t.segment_ids
-                                                                                for m in by_id[sid].message_ids]))
+        store.put_trajectories(namespace, [(t, _mean_vector(state, [m for sid in t.segment_ids
+                                                                    for m in by_id[sid].message_ids]))
                                            for t in shrunk])
         log.warning("namespace %s: repaired an interrupted ingest (%d segments and %d trajectories removed, "
                     "%d segments and %d trajectories trimmed, %d decisions removed)", namespace, len(dropped),

@@ -52,7 +52,7 @@ class PriorityLock:
     def yield_to_urgent(self) -> None:
         """Called by the holder between two steps of long work: if interactive callers are waiting,
         let them run, then take the lock back (interactive holders never give it up here)."""
-        if _interactive.get():
+        if _interactive.get() or not self._urgent_waiting:  # called per token: no lock when nobody waits
             return
         with self._cond:
             if not self._urgent_waiting:

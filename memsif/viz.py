@@ -186,21 +186,18 @@ def trajectory_detail_rows(trajectory_id: str, segments: Sequence[TopicalSegment
         return []
     by_seg = {s.id: s for s in segments}
     by_msg = {m.id: m for m in messages}
-    rows = []
-    for sid in wanted.segment_ids:
-        for mid in by_seg[sid].message_ids:
-            m = by_msg.get(mid)
-            if m is not None:
-                rows.append([sid, mid, m.session_id, m.time.isoformat(sep=" ", timespec="minutes") if m.time else "",
-                             m.speaker, m.text])
-    return rows
+    return [[sid, *_message_row(by_msg[mid])] for sid in wanted.segment_ids
+            for mid in by_seg[sid].message_ids if mid in by_msg]
 
 
 def message_rows(ids: Sequence[str], messages: Sequence[Message]) -> list[list[Any]]:
     """Rows (id, session, time, speaker, text) for the given message ids, in the given order."""
     by_msg = {m.id: m for m in messages}
-    return [[m.id, m.session_id, m.time.isoformat(sep=" ", timespec="minutes") if m.time else "", m.speaker, m.text]
-            for m in (by_msg.get(i) for i in ids) if m is not None]
+    return [_message_row(by_msg[i]) for i in ids if i in by_msg]
+
+
+def _message_row(m: Message) -> list[Any]:
+    return [m.id, m.session_id, m.time.isoformat(sep=" ", timespec="minutes") if m.time else "", m.speaker, m.text]
 
 
 def trace_markdown(answer: dict[str, Any]) -> tuple[str, str]:
