@@ -211,8 +211,9 @@ class MemSIF:
         Every boundary and trajectory decision is stored with its φ terms and judge probability.
 
         Raises:
-            MemSIFError: empty namespace, messages from several namespaces without ``namespace``, or
-                stored ids with different text; nothing is written.
+            MemSIFError: empty namespace, messages from several namespaces without ``namespace``,
+                only blank messages, or stored ids with different text; nothing is written. Blank
+                messages among others are skipped with a warning in the report.
             StoreError, EmbedderError, LLMError: a back-end failed (nothing partial is written
                 for this call's messages before the store write at the end).
         """
@@ -226,6 +227,11 @@ class MemSIF:
             state = self._load_state(ns)
             stages["load_state"] = time.perf_counter() - t
 
+            blank = [m.id for m in messages if not m.text.strip()]
+            if blank and len(blank) == len(messages):
+                raise MemSIFError(f"The {len(messages)} message(s) given hold only whitespace: nothing to ingest "
+                                  f"into {ns!r}, and nothing was written.")
+            messages = [m for m in messages if m.text.strip()]
             conflicts = [m.id for m in messages if m.id in state.messages and state.messages[m.id].text != m.text]
             if conflicts:
                 raise MemSIFError(
@@ -240,7 +246,8 @@ class MemSIF:
                 seen.add(m.id)
                 fresh.append(m.model_copy(update={"namespace": ns, "index": len(state.messages) + len(fresh)}))
             skipped = len(messages) - len(fresh)
-            warnings = [f"message {m.id} has {len(m.text):,} characters: it is stored whole, but the embedder "
+            warnings = [f"message {b} holds only whitespace: skipped" for b in blank]
+            warnings += [f"message {m.id} has {len(m.text):,} characters: it is stored whole, but the embedder "
                         f"reads only its beginning (~{EMBEDDER_READS_CHARS:,} characters) and prompts show at "
                         "most a few hundred characters of it" for m in fresh if len(m.text) > LONG_MESSAGE_CHARS]
             for warning in warnings:

@@ -4,6 +4,10 @@ right-to-left text and control characters, instruction-looking transcript text."
 import json
 from datetime import datetime
 
+import pytest
+
+from memsif.errors import MemSIFError, TranscriptError
+from memsif.io import load_transcripts
 from memsif.query import EVIDENCE_CHARS
 from memsif.records import Message
 from tests.fakes import FakeLLM, KeywordEmbedder
@@ -68,3 +72,29 @@ def test_transcript_text_that_looks_like_instructions_is_only_quoted_data(engine
     [answer_prompt] = llm.calls["answer"]
     _memory, question = answer_prompt.text.split("\nQuestion: ", 1)
     assert question == "What did Ana plant?\nAnswer:", "transcript text never reaches the question slot"
+
+
+@pytest.mark.parametrize(("name", "content"), [
+    ("blank.json", '[{"sample_id": "s", "conversation": {"session_1": [{"speaker": "A", "text": "  "}, '
+                   '{"speaker": "B", "text": "\\n\\t"}]}}]'),
+    ("blank.jsonl", '{"speaker": "a", "text": "   "}\n'),
+    ("blank.txt", "\n  \n\t\n"),
+    ("none.json", '[{"sample_id": "s", "conversation": {}}]'),
+])
+def test_a_transcript_without_text_creates_no_memory_and_says_so(engine_factory, tmp_path, name, content):
+    engine = engine_factory()
+    engine.ingest(_msgs(["I planted tomatoes."], namespace="kept"))
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(TranscriptError, match="no messages"):
+        load_transcripts(path)
+    with pytest.raises(MemSIFError, match="only whitespace"):
+        engine.ingest(_msgs(["   ", "\n"], namespace="new"))
+    assert engine.namespaces() == ["kept"] and len(engine.messages("kept")) == 1
+
+
+def test_blank_messages_among_others_are_skipped_with_a_warning(engine_factory):
+    engine = engine_factory(llm=_llm())
+    report = engine.ingest(_msgs(["I planted tomatoes.", " \t ", "The seedlings grow."]))
+    assert [m.text for m in engine.messages("t")] == ["I planted tomatoes.", "The seedlings grow."]
+    assert report.messages == 2 and report.warnings == ["message D1:2 holds only whitespace: skipped"]

@@ -256,6 +256,8 @@ def _save_atomically(model, tokenizer, target: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(tmp, target)
     except OSError as exc:
+        if (target / "config.json").exists():  # another process wrote the same cache first
+            return
         log.warning("Could not cache de-quantised model in %s (%s); it will be rebuilt next time.", target, exc)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
