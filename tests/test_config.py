@@ -27,3 +27,12 @@ def test_env_overrides_are_typed():
 def test_bad_values_say_what_to_fix(env, message):
     with pytest.raises(ConfigError, match=message):
         MemSIFConfig.from_env(env)
+
+
+def test_the_package_exports_its_public_names_lazily():
+    import memsif
+
+    assert memsif.MemSIF.__name__ == "MemSIF" and memsif.load_transcripts.__module__.startswith("memsif.io")
+    assert set(memsif.__all__) >= {"MemSIF", "MemSIFConfig", "load_transcripts", "__version__"}
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        memsif.nope  # noqa: B018
