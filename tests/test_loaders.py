@@ -84,6 +84,7 @@ def test_jsonl(tmp_path):
     ("bad.json", '[{"sample_id": "x", "conversation": {"session_1": [{"speaker": "A"}]}}]',
      "session_1 turn 0"),
     ("bad.json", '{"foo": 1}', "unknown layout"),
+    ("bad.json", '[{"sample_id": "x", "conversation": {}}, 7]', "item 1"),
     ("bad.json", '[{"sample_id": "x", "conversation": {"session_1_date_time": "not a date at all zz", '
                  '"session_1": [{"speaker": "A", "text": "hi"}]}}]', "session_1_date_time"),
     ("bad.json", "[{", "line 1"),

@@ -156,6 +156,10 @@ def test_a_deleted_namespace_is_gone_from_search_views_and_disk_after_a_restart(
 
     again = engine()
     assert again.namespaces() == ["b"] and not again.has_memory("a")
+    from memsif.store.qdrant import _LOG_COLLECTIONS, _VECTOR_COLLECTIONS, DECISIONS
+    for collection in (*_VECTOR_COLLECTIONS, *_LOG_COLLECTIONS):
+        assert again.store.count(collection, "a") == 0, f"{collection} still holds records of the deleted namespace"
+    assert again.store.count(DECISIONS, "b") > 0, "the other namespace must stay"
     again.close()
     on_disk = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
     assert b"xylophonequartz" not in on_disk, "the deleted text is still in the data folder"
