@@ -79,6 +79,15 @@ def test_a_chat_in_the_same_namespace_does_not_wait_for_its_core_facts(engine_fa
         asker.start()
         asker.join(5)
         assert result, "ask waited for the namespace's CoreFact extraction"
+        views = []
+        reader = threading.Thread(target=lambda: views.append(
+            (engine.fact_log("a"), engine.decisions("a"), engine.facts("a"))))
+        reader.start()
+        reader.join(5)
+        assert views, "the operation log could not be read while the namespace was being written"
+        ops, decisions, facts = views[0]
+        assert [op["op"] for op in ops] == ["ADD"] and [f.statement for f in facts] == ["Melanie loves pottery."]
+        assert decisions
     finally:
         release.set()
         builder.join(10)
