@@ -241,3 +241,22 @@ def test_report_merges_several_runs(engine_factory, tmp_path):
     assert main(["eval", "report", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "r.md")]) == 0
     text = (tmp_path / "r.md").read_text()
     assert "| full-context |" in text and "| naive-rag |" in text and "| full-context (b) |" in text
+
+
+def test_report_on_common_questions_scores_every_system_on_the_same_ones(engine_factory, tmp_path):
+    from memsif.cli import main
+
+    for name, system, limit in (("a", "full-context", 1), ("b", "naive-rag", None)):
+        counting = CountingLLM(FakeLLM({"answer": "Miso", "eval_judge": {"CORRECT": 0.9, "WRONG": 0.1}}))
+        run_eval([_sample()], EvalOptions("locomo", systems=[system], limit=limit), engine=engine_factory(llm=counting),
+                 counting=counting, out=tmp_path / name, log=lambda _: None)
+    [first] = [json.loads(line) for line in (tmp_path / "a" / "questions.jsonl").read_text().splitlines()]
+    everything = json.loads((tmp_path / "b" / "summary.json").read_text())["systems"]["naive-rag"]["total"]
+    assert everything["n"] == 2 and everything["f1"] == 0.5
+    assert main(["eval", "report", str(tmp_path / "a"), str(tmp_path / "b"), "--common-questions",
+                 "--out", str(tmp_path / "r.md")]) == 0
+    text = (tmp_path / "r.md").read_text()
+    assert "Scores on the 1 questions every system answered" in text
+    expected = f"{100 * first['f1']:.1f}"
+    rag_f1 = next(line for line in text.splitlines() if line.startswith("| naive-rag |"))
+    assert rag_f1.split(" | ")[-2] == expected, "naive-rag must be scored on full-context's one question only"

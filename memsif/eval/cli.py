@@ -49,13 +49,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_rows(path: Path) -> list[dict]:
+    if not path.exists():
+        raise SystemExit(f"{path} does not exist")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Paired bootstrap of two systems over the same questions (App. D.2)."""
     from memsif.eval.metrics import paired_bootstrap
 
     def load(spec: str) -> dict[str, dict]:
         path, _, label = spec.partition(":")
-        rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+        rows = _read_rows(Path(path))
         labels = sorted({r["label"] for r in rows})
         if not label:
             if len(labels) != 1:
@@ -82,9 +88,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """One Markdown report from several runs' summary.json (e.g. the systems run and the ablations run)."""
-    from memsif.eval.runner import report
+    from memsif.eval.runner import report, score_blocks
 
     merged: dict = {}
+    rows: dict[str, list[dict]] = {}
     for folder in args.runs:
         path = Path(folder) / "summary.json"
         if not path.exists():
@@ -94,9 +101,19 @@ def cmd_report(args: argparse.Namespace) -> int:
             merged = {**summary, "systems": {}}
         elif summary["dataset"] != merged["dataset"]:
             raise SystemExit(f"{folder} is a {summary['dataset']} run, not {merged['dataset']}")
+        answered = _read_rows(Path(folder) / "questions.jsonl") if args.common_questions else []
         for label, figures in summary["systems"].items():
             key = label if label not in merged["systems"] else f"{label} ({Path(folder).name})"
             merged["systems"][key] = figures
+            rows[key] = [r for r in answered if r["label"] == label]
+    if args.common_questions:
+        common = set.intersection(*({(r["sample_id"], r["qid"]) for r in mine} for mine in rows.values()))
+        if not common:
+            raise SystemExit("the runs share no questions")
+        for key, mine in rows.items():
+            merged["systems"][key] = {**merged["systems"][key],
+                                      **score_blocks([r for r in mine if (r["sample_id"], r["qid"]) in common])}
+        merged["common_questions"] = len(common)
     text = report(merged)
     if args.out:
         Path(args.out).write_text(text)
@@ -184,6 +201,9 @@ def add_parsers(sub) -> None:
     r = esub.add_parser("report", help="one Markdown report from several runs' summary.json")
     r.add_argument("runs", nargs="+", help="run folders (each with summary.json)")
     r.add_argument("--out", help="also write the report to this file")
+    r.add_argument("--common-questions", action="store_true",
+                   help="score every system on only the questions all of them answered (e.g. when the "
+                        "baselines ran with --limit)")
     r.set_defaults(func=cmd_report)
 
     b = sub.add_parser("bench", help="speed and memory figures for the configured models")

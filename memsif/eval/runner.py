@@ -213,6 +213,12 @@ def _scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "recall_ids": _mean(r["recall_ids"] for r in rows)}
 
 
+def score_blocks(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Scores of one system's question rows: by category, Total, and on the NCE subset (TED ≥ 0.3)."""
+    return {"categories": {c: _scores([r for r in rows if r["category"] == c]) for c in CATEGORIES},
+            "total": _scores(rows), "nce": _scores([r for r in rows if r["nce"]])}
+
+
 def summarise(rows: list[dict[str, Any]], builds: dict[str, list[dict[str, Any]]],
               options: EvalOptions) -> dict[str, Any]:
     """Per system/ablation: scores by category and Total, on the NCE subset, and the cost figures."""
@@ -228,9 +234,7 @@ def summarise(rows: list[dict[str, Any]], builds: dict[str, list[dict[str, Any]]
         query_tokens = sum(r["tokens"] for r in mine)
         messages = sum(b["messages"] for b in built) or 1
         out["systems"][label] = {
-            "categories": {c: _scores([r for r in mine if r["category"] == c]) for c in CATEGORIES},
-            "total": _scores(mine),
-            "nce": _scores([r for r in mine if r["nce"]]),
+            **score_blocks(mine),
             "cost": {
                 "questions": n_q,
                 "build_seconds": round(build_seconds, 1), "build_tokens": build_tokens,
@@ -257,6 +261,9 @@ def report(summary: dict[str, Any]) -> str:
              f"Model: `{summary.get('model', '')}` · seed {summary['seed']} · judge {summary['judge']} · "
              f"limit {summary['limit'] or 'none'} · wall {summary.get('wall_seconds', 0)} s · "
              f"peak RSS {summary.get('peak_rss_mb', 0)} MB", ""]
+    if summary.get("common_questions") is not None:
+        lines += [f"Scores on the {summary['common_questions']} questions every system answered; cost figures "
+                  "are each run's own (over all the questions it asked).", ""]
     systems = summary["systems"]
     for metric, title in (("f1", "Token F1 (%)"), ("acc", "LLM-judge ACC (%)"),
                           ("recall_text", "Evidence recall, turn text in context (%)"),
