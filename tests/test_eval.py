@@ -260,3 +260,23 @@ def test_report_on_common_questions_scores_every_system_on_the_same_ones(engine_
     expected = f"{100 * first['f1']:.1f}"
     rag_f1 = next(line for line in text.splitlines() if line.startswith("| naive-rag |"))
     assert rag_f1.split(" | ")[-2] == expected, "naive-rag must be scored on full-context's one question only"
+
+
+def test_judge_check_measures_a_judge_against_gold_and_mismatched_answers():
+    from memsif.eval.runner import judge_check
+
+    rows = [{"sample_id": "s", "qid": f"q{i}", "question": f"Q{i}?", "gold": gold}
+            for i, gold in enumerate(["Miso", "Paris", "8 May 2023", "pottery"])]
+
+    def fair(prompt):  # CORRECT exactly when the generated answer is the gold answer
+        gold = prompt.text.split("Gold answer: ")[1].split("\n")[0]
+        said = prompt.text.split("Generated answer: ")[1].split("\n")[0]
+        return {"CORRECT": 0.9, "WRONG": 0.1} if gold == said else {"CORRECT": 0.2, "WRONG": 0.8}
+
+    good = judge_check(FakeLLM({"eval_judge": fair}), rows, n=10)
+    assert good["questions"] == 4 and good["gold_labelled_correct"] == 1.0
+    assert good["mismatched_labelled_correct"] == 0.0 and good["separation"] == 1.0
+    yes_man = judge_check(FakeLLM({"eval_judge": {"CORRECT": 0.95, "WRONG": 0.05}}), rows)
+    assert yes_man["mismatched_labelled_correct"] == 1.0 and yes_man["separation"] == 0.5
+    with pytest.raises(ValueError, match="two questions"):
+        judge_check(FakeLLM({"eval_judge": fair}), rows[:1])

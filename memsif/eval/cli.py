@@ -86,6 +86,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_judge_check(args: argparse.Namespace) -> int:
+    """The LLM judge on two controls per question: the gold answer and another question's gold."""
+    from memsif.eval.runner import judge_check
+    from memsif.llm import load_llm
+
+    rows = _read_rows(Path(args.results))
+    llm = load_llm(MemSIFConfig.from_env())
+    try:
+        result = judge_check(llm, rows, n=args.n, seed=args.seed)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from exc
+    print(json.dumps(result, indent=2))
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """One Markdown report from several runs' summary.json (e.g. the systems run and the ablations run)."""
     from memsif.eval.runner import report, score_blocks
@@ -197,6 +212,12 @@ def add_parsers(sub) -> None:
     c.add_argument("--resamples", type=int, default=10_000)
     c.add_argument("--seed", type=int, default=0)
     c.set_defaults(func=cmd_compare)
+
+    j = esub.add_parser("judge-check", help="can the configured LLM judge be trusted? (gold vs mismatched answers)")
+    j.add_argument("results", help="a questions.jsonl of any run (only questions and gold answers are read)")
+    j.add_argument("--n", type=int, default=100, help="questions to draw")
+    j.add_argument("--seed", type=int, default=0)
+    j.set_defaults(func=cmd_judge_check)
 
     r = esub.add_parser("report", help="one Markdown report from several runs' summary.json")
     r.add_argument("runs", nargs="+", help="run folders (each with summary.json)")

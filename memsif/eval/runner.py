@@ -75,6 +75,40 @@ def judge_answer(llm: LLM, question: str, gold: str, answer: str) -> tuple[bool,
     return p_correct >= 0.5, p_correct
 
 
+def judge_check(llm: LLM, rows: Sequence[dict[str, Any]], n: int = 100, seed: int = 0) -> dict[str, Any]:
+    """How far the LLM judge can be trusted on this model: it grades two controls per question, the
+    gold answer itself (must be CORRECT) and another question's gold answer (must be WRONG).
+
+    ``rows`` are result rows (``questions.jsonl``); up to ``n`` distinct questions are drawn with
+    ``seed``. Returns the share labelled CORRECT for each control, the mean P(CORRECT) of each, and
+    ``separation`` = P(gold judged more likely CORRECT than a mismatched answer), 0.5 = chance.
+    A judge that labels most mismatched answers CORRECT makes LLM-judge ACC meaningless.
+
+    Raises:
+        ValueError: fewer than two distinct questions with distinct gold answers.
+    """
+    questions = list({(r["sample_id"], r["qid"]): r for r in rows if str(r.get("gold", "")).strip()}.values())
+    if len({str(r["gold"]).strip().lower() for r in questions}) < 2:
+        raise ValueError("judge_check needs at least two questions with different gold answers")
+    rng = np.random.default_rng(seed)
+    picked = [questions[i] for i in rng.permutation(len(questions))[:n]]
+    same, other = [], []
+    for r in picked:
+        gold = str(r["gold"])
+        wrong = gold
+        while wrong.strip().lower() == gold.strip().lower():
+            wrong = str(questions[int(rng.integers(len(questions)))]["gold"])
+        same.append(judge_answer(llm, r["question"], gold, gold)[1])
+        other.append(judge_answer(llm, r["question"], gold, wrong)[1])
+    pairs = [(a > b) + 0.5 * (a == b) for a in same for b in other]
+    return {"questions": len(picked), "model": getattr(llm, "name", ""),
+            "gold_labelled_correct": round(float(np.mean([p >= 0.5 for p in same])), 4),
+            "mismatched_labelled_correct": round(float(np.mean([p >= 0.5 for p in other])), 4),
+            "gold_p_correct_mean": round(float(np.mean(same)), 4),
+            "mismatched_p_correct_mean": round(float(np.mean(other)), 4),
+            "separation": round(float(np.mean(pairs)), 4)}
+
+
 def diagnostics(samples: Sequence[EvalSample], embed: Callable[[list[str]], np.ndarray]) -> dict[str, Any]:
     """ASV for fixed segment lengths 1, 2, 4, 8 and SNTD@k for k = 1, 2, 4, 8 at length 2, with the
     random baseline (App. A.4), averaged over samples; embeddings of the configured embedder."""
