@@ -280,3 +280,19 @@ def test_judge_check_measures_a_judge_against_gold_and_mismatched_answers():
     assert yes_man["mismatched_labelled_correct"] == 1.0 and yes_man["separation"] == 0.5
     with pytest.raises(ValueError, match="two questions"):
         judge_check(FakeLLM({"eval_judge": fair}), rows[:1])
+
+
+def test_a_context_budget_caps_the_baselines_and_names_them(engine_factory, tmp_path):
+    counting = CountingLLM(FakeLLM())
+    engine = engine_factory(llm=counting, embedder=KeywordEmbedder({"cat": 0, "miso": 0}))
+    runs = {}
+    for budget in (None, 12):
+        options = EvalOptions("locomo", systems=["naive-rag", "full-context"], generate=False, context_budget=budget)
+        run_eval([_sample()], options, engine=engine, counting=counting, out=tmp_path / str(budget), log=lambda _: None)
+        lines = (tmp_path / str(budget) / "questions.jsonl").read_text().splitlines()
+        runs[budget] = [json.loads(line) for line in lines]
+    assert {r["label"] for r in runs[12]} == {"naive-rag@12", "full-context@12"}
+    assert all(0 < r["context_tokens"] <= 12 and len(r["context_ids"]) == 1 for r in runs[12])
+    assert all(len(r["context_ids"]) == 6 for r in runs[None]), "without a budget the whole sample fits"
+    with pytest.raises(ValueError, match="positive"):
+        EvalOptions("locomo", context_budget=0)

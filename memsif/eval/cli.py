@@ -32,7 +32,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     options = EvalOptions(dataset=args.dataset, systems=_csv(args.system) or ["memsif"],
                           ablations=_csv(args.ablation) or ["none"], judge=args.judge, seed=args.seed,
-                          limit=args.limit, generate=not args.retrieval_only, tag=args.tag)
+                          limit=args.limit, generate=not args.retrieval_only, tag=args.tag,
+                          context_budget=args.context_budget)
     loader = load_locomo if args.dataset == "locomo" else load_longmemeval
     samples = loader(args.data, _csv(args.samples))
     config = MemSIFConfig.from_env(data_dir=args.data_dir)
@@ -200,6 +201,9 @@ def add_parsers(sub) -> None:
         e.add_argument("--seed", type=int, default=0)
         e.add_argument("--retrieval-only", action="store_true",
                        help="no answers and no judges: evidence recall and retrieval cost only")
+        e.add_argument("--context-budget", type=int,
+                       help="baselines fill at most N context tokens (default: the model's window less the answer "
+                            "cap; 1500 = what MemSIF's answer context may hold); labelled e.g. naive-rag@1500")
         e.add_argument("--tag", default="eval", help="namespace prefix of the built memories (reused by later runs)")
         e.add_argument("--data-dir", help="memory folder (default: $MEMSIF_DATA_DIR or ~/.local/share/memsif)")
         e.add_argument("--out", required=True, help="folder for questions.jsonl, summary.json, report.md, figures")

@@ -56,6 +56,7 @@ class EvalOptions:
     limit: int | None = None             # at most this many questions per sample (after the seeded order)
     generate: bool = True                # False: retrieval only (evidence recall, no answers, no judges)
     tag: str = "eval"                    # namespace prefix of the MemSIF memories (reused across runs)
+    context_budget: int | None = None    # baselines fill at most this many context tokens (label "system@N")
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -67,6 +68,8 @@ class EvalOptions:
             raise ValueError(f"unknown ablation(s) {bad}; choose from {sorted(ABLATIONS)}")
         if self.judge not in JUDGES:
             raise ValueError(f"judge must be one of {JUDGES}")
+        if self.context_budget is not None and self.context_budget < 1:
+            raise ValueError(f"context_budget must be a positive number of tokens, not {self.context_budget}")
 
 
 def judge_answer(llm: LLM, question: str, gold: str, answer: str) -> tuple[bool, float]:
@@ -165,13 +168,13 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
             if not questions:
                 continue
             for system_name, ablation in variants:
-                label = _label(system_name, ablation)
+                label = _label(system_name, ablation, options.context_budget)
                 if system_name == "memsif":
                     system = MemSIFSystem(engine, counting, f"{options.tag}-{options.dataset}", ablation)
                 elif system_name == "full-context":
-                    system = FullContextSystem(counting, config)
+                    system = FullContextSystem(counting, config, options.context_budget)
                 else:
-                    system = NaiveRAGSystem(counting, config, embedder)
+                    system = NaiveRAGSystem(counting, config, embedder, options.context_budget)
                 log(f"[{label}] {sample.sample_id}: building memory of {len(sample.messages)} messages")
                 cost = _cached_build(system, sample)
                 builds.setdefault(label, []).append({"sample_id": sample.sample_id, **asdict(cost)})
@@ -216,7 +219,9 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
     return summary
 
 
-def _label(system: str, ablation: str) -> str:
+def _label(system: str, ablation: str, budget: int | None = None) -> str:
+    if system != "memsif":
+        return f"{system}@{budget}" if budget else system
     return system if ablation == "none" else f"{system}/{ablation}"
 
 

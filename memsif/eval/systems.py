@@ -113,9 +113,9 @@ class _TurnBaseline:
 
     name = ""
 
-    def __init__(self, llm: CountingLLM, config: MemSIFConfig) -> None:
+    def __init__(self, llm: CountingLLM, config: MemSIFConfig, budget: int | None = None) -> None:
         self.llm, self.config = llm, config
-        self.budget = context_budget(llm, config)
+        self.budget = min(context_budget(llm, config), budget) if budget else context_budget(llm, config)
         self.messages: list[Message] = []
         self.lines: list[str] = []
         self.costs: list[int] = []
@@ -167,8 +167,8 @@ class NaiveRAGSystem(_TurnBaseline):
 
     name = "naive-rag"
 
-    def __init__(self, llm: CountingLLM, config: MemSIFConfig, embedder: Embedder) -> None:
-        super().__init__(llm, config)
+    def __init__(self, llm: CountingLLM, config: MemSIFConfig, embedder: Embedder, budget: int | None = None) -> None:
+        super().__init__(llm, config, budget)
         self.embedder = embedder
         self.vectors = np.zeros((0, 1), dtype=np.float32)
 
