@@ -331,7 +331,7 @@ def report(summary: dict[str, Any]) -> str:
     if d:
         lines += ["", "## Temporal–Structural Misalignment diagnostics (App. A.4)", "",
                   "| ℓ | " + " | ".join(d["asv"]) + " |", "|---|" + "---|" * len(d["asv"]),
-                  "| ASV | " + " | ".join(str(v) for v in d["asv"].values()) + " |", "",
+                  "| ASV | " + " | ".join("–" if v is None else str(v) for v in d["asv"].values()) + " |", "",
                   "| k | " + " | ".join(d["sntd"]) + " | random |", "|---|" + "---|" * (len(d["sntd"]) + 1),
                   "| SNTD@k (ℓ = 2) | " + " | ".join(_pct(v) for v in d["sntd"].values()) +
                   f" | {_pct(d['sntd_random'])} |"]
