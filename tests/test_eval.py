@@ -296,3 +296,21 @@ def test_a_context_budget_caps_the_baselines_and_names_them(engine_factory, tmp_
     assert all(len(r["context_ids"]) == 6 for r in runs[None]), "without a budget the whole sample fits"
     with pytest.raises(ValueError, match="positive"):
         EvalOptions("locomo", context_budget=0)
+
+
+def test_compare_reads_plain_and_gzipped_results_and_pairs_by_question(tmp_path, capsys):
+    import gzip
+
+    from memsif.cli import main
+
+    def rows(label, f1s):
+        return [{"dataset": "locomo", "label": label, "sample_id": f"conv-{i % 3}", "qid": f"q{i}", "category": "S-hop",
+                 "f1": f1} for i, f1 in enumerate(f1s)]
+    (tmp_path / "a.jsonl").write_text("\n".join(json.dumps(r) for r in rows("memsif", [1.0] * 6)))
+    (tmp_path / "b.jsonl.gz").write_bytes(gzip.compress(
+        "\n".join(json.dumps(r) for r in rows("naive-rag", [0.5] * 6)).encode()))
+    assert main(["eval", "compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--metric", "f1",
+                 "--resamples", "200"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["diff"] == 0.5 and result["ci_low"] == result["ci_high"] == 0.5 and result["questions"] == 6
+    assert result["resampled"] == "conversations"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import resource
 import shutil
@@ -51,9 +52,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _read_rows(path: Path) -> list[dict]:
+    """Rows of a ``questions.jsonl``, or of its gzipped copy (``questions.jsonl.gz``)."""
+    if not path.exists() and Path(f"{path}.gz").exists():
+        path = Path(f"{path}.gz")
     if not path.exists():
         raise SystemExit(f"{path} does not exist")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
