@@ -314,3 +314,34 @@ def test_compare_reads_plain_and_gzipped_results_and_pairs_by_question(tmp_path,
     result = json.loads(capsys.readouterr().out)
     assert result["diff"] == 0.5 and result["ci_low"] == result["ci_high"] == 0.5 and result["questions"] == 6
     assert result["resampled"] == "conversations"
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), [
+    ("--system", "bogus", "unknown system"), ("--ablation", "bogus", "unknown ablation"),
+    ("--limit", "0", "limit must be at least 1"), ("--context-budget", "-5", "context_budget must be a positive"),
+])
+def test_bad_eval_options_are_clear_errors_before_any_model_loads(tmp_path, capsys, flag, value, message):
+    from memsif.cli import main
+
+    code = main(["eval", "locomo", "--data", str(_locomo_file(tmp_path)), flag, value, "--out", str(tmp_path / "o")])
+    assert code == 2 and message.split(" must")[0] in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_compare_names_missing_labels_leaves_out_undefined_values_and_warns_on_one_conversation(tmp_path, capsys):
+    from memsif.cli import main
+
+    rows = [{"dataset": "locomo", "label": lab, "sample_id": "conv-1", "qid": f"q{i}", "category": "S-hop",
+             "recall_text": value} for lab, values in (("memsif", [1.0, None, 0.5]), ("naive-rag", [0.5, 1.0, 0.5]))
+            for i, value in enumerate(values)]
+    path = tmp_path / "q.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    with pytest.raises(SystemExit, match=r"no rows labelled 'MemSIF'; it holds \['memsif', 'naive-rag'\]"):
+        main(["eval", "compare", f"{path}:MemSIF", f"{path}:naive-rag"])
+    with pytest.raises(SystemExit, match="at least 1"):
+        main(["eval", "compare", f"{path}:memsif", f"{path}:naive-rag", "--resamples", "0"])
+    assert main(["eval", "compare", f"{path}:memsif", f"{path}:naive-rag", "--metric", "recall_text",
+                 "--resamples", "100"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["questions"] == 2 and result["undefined_left_out"] == 1 and result["diff"] == 0.25
+    assert "zero width" in result["note"]

@@ -91,6 +91,7 @@ def test_jsonl(tmp_path):
     ("bad.jsonl", '{"speaker": "a", "text": "ok"}\n{"speaker": "b"}\n', "line 2"),
     ("bad.txt", "no speaker here\n", "line 1"),
     ("empty.txt", "\n   \n", "no messages"),
+    ("empty.json", "", "no messages"),
 ])
 def test_malformed_transcripts_name_file_and_position(tmp_path, name, content, where):
     path = tmp_path / name

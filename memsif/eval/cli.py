@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from memsif.config import MemSIFConfig
+from memsif.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BENCH = ROOT / "assets" / "locomo-conv-26.json"
@@ -31,10 +32,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from memsif.eval.systems import CountingLLM
     from memsif.llm import load_llm
 
-    options = EvalOptions(dataset=args.dataset, systems=_csv(args.system) or ["memsif"],
-                          ablations=_csv(args.ablation) or ["none"], judge=args.judge, seed=args.seed,
-                          limit=args.limit, generate=not args.retrieval_only, tag=args.tag,
-                          context_budget=args.context_budget)
+    try:
+        options = EvalOptions(dataset=args.dataset, systems=_csv(args.system) or ["memsif"],
+                              ablations=_csv(args.ablation) or ["none"], judge=args.judge, seed=args.seed,
+                              limit=args.limit, generate=not args.retrieval_only, tag=args.tag,
+                              context_budget=args.context_budget)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
     loader = load_locomo if args.dataset == "locomo" else load_longmemeval
     samples = loader(args.data, _csv(args.samples))
     config = MemSIFConfig.from_env(data_dir=args.data_dir)
@@ -73,21 +77,33 @@ def cmd_compare(args: argparse.Namespace) -> int:
             if len(labels) != 1:
                 raise SystemExit(f"{path} holds {labels}; name one as {path}:LABEL")
             label = labels[0]
+        elif label not in labels:
+            raise SystemExit(f"{path} holds no rows labelled {label!r}; it holds {labels}")
         return {r["qid"]: r for r in rows if r["label"] == label}
 
+    if args.resamples < 1:
+        raise SystemExit(f"--resamples must be at least 1, not {args.resamples}")
     a, b = load(args.a), load(args.b)
-    common = sorted(set(a) & set(b))
-    if not common:
+    shared = sorted(set(a) & set(b))
+    if not shared:
         raise SystemExit("the two result files share no question ids")
     metric = args.metric
-    if any(metric not in a[q] or metric not in b[q] for q in common):
+    if any(metric not in a[q] or metric not in b[q] for q in shared):
         raise SystemExit(f"metric {metric!r} is missing in some rows (was the judge run?)")
+    # undefined values (no gold evidence for recall, a failed judge call) are left out, as in summary.json
+    common = [q for q in shared if a[q][metric] is not None and b[q][metric] is not None]
+    if not common:
+        raise SystemExit(f"no shared question has a value for {metric!r}")
     dataset = a[common[0]]["dataset"]
     groups = [a[q]["sample_id"] if dataset == "locomo" else a[q]["category"] for q in common]
-    result = paired_bootstrap([float(a[q][metric] or 0) for q in common], [float(b[q][metric] or 0) for q in common],
+    result = paired_bootstrap([float(a[q][metric]) for q in common], [float(b[q][metric]) for q in common],
                               groups, stratified=dataset != "locomo", resamples=args.resamples, seed=args.seed)
-    result.update(metric=metric, questions=len(common),
+    result.update(metric=metric, questions=len(common), questions_in_a=len(a), questions_in_b=len(b),
+                  undefined_left_out=len(shared) - len(common),
                   resampled="conversations" if dataset == "locomo" else "questions within categories")
+    if dataset == "locomo" and len(set(groups)) < 2:
+        result["note"] = ("one conversation only: resampling conversations cannot vary it, so the interval has "
+                          "zero width; compare over several conversations")
     print(json.dumps(result, indent=2))
     return 0
 
@@ -97,6 +113,8 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
     from memsif.eval.runner import judge_check
     from memsif.llm import load_llm
 
+    if args.n < 1:
+        raise SystemExit(f"--n must be at least 1, not {args.n}")
     rows = _read_rows(Path(args.results))
     llm = load_llm(MemSIFConfig.from_env())
     try:
@@ -127,6 +145,11 @@ def cmd_report(args: argparse.Namespace) -> int:
             key = label if label not in merged["systems"] else f"{label} ({Path(folder).name})"
             merged["systems"][key] = figures
             rows[key] = [r for r in answered if r["label"] == label]
+    summaries = [json.loads((Path(f) / "summary.json").read_text()) for f in args.runs]
+    merged["wall_seconds"] = round(sum(x.get("wall_seconds", 0) for x in summaries), 1)
+    limits = [x.get("limit") for x in summaries]
+    if len(set(limits)) > 1:
+        merged["limit"] = " / ".join(str(x or "none") for x in limits) + " (per run)"
     if args.common_questions:
         common = set.intersection(*({(r["sample_id"], r["qid"]) for r in mine} for mine in rows.values()))
         if not common:

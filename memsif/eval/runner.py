@@ -68,6 +68,8 @@ class EvalOptions:
             raise ValueError(f"unknown ablation(s) {bad}; choose from {sorted(ABLATIONS)}")
         if self.judge not in JUDGES:
             raise ValueError(f"judge must be one of {JUDGES}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"limit must be at least 1 question per sample, not {self.limit}")
         if self.context_budget is not None and self.context_budget < 1:
             raise ValueError(f"context_budget must be a positive number of tokens, not {self.context_budget}")
 
@@ -90,6 +92,8 @@ def judge_check(llm: LLM, rows: Sequence[dict[str, Any]], n: int = 100, seed: in
     Raises:
         ValueError: fewer than two distinct questions with distinct gold answers.
     """
+    if n < 1:
+        raise ValueError(f"judge_check needs n >= 1 questions, not {n}")
     questions = list({(r["sample_id"], r["qid"]): r for r in rows if str(r.get("gold", "")).strip()}.values())
     if len({str(r["gold"]).strip().lower() for r in questions}) < 2:
         raise ValueError("judge_check needs at least two questions with different gold answers")
@@ -211,7 +215,7 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
     summary = summarise(rows, builds, options)
     summary["wall_seconds"] = round(time.perf_counter() - started, 1)
     summary["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    summary["model"] = getattr(llm, "name", "")
+    summary["model"] = f"{getattr(llm, 'name', '')} via the {config.llm_backend} back-end"
     summary["diagnostics"] = diagnostics(samples, embedder.embed_documents)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False))
     (out / "report.md").write_text(report(summary))
@@ -261,7 +265,8 @@ def score_blocks(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def summarise(rows: list[dict[str, Any]], builds: dict[str, list[dict[str, Any]]],
               options: EvalOptions) -> dict[str, Any]:
     """Per system/ablation: scores by category and Total, on the NCE subset, and the cost figures."""
-    out: dict[str, Any] = {"dataset": options.dataset, "seed": options.seed, "judge": options.judge,
+    out: dict[str, Any] = {"dataset": options.dataset, "seed": options.seed,
+                           "judge": options.judge if options.generate else "none (retrieval only)",
                            "generate": options.generate, "limit": options.limit, "systems": {}}
     for label in dict.fromkeys(r["label"] for r in rows):
         mine = [r for r in rows if r["label"] == label]

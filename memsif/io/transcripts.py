@@ -47,6 +47,8 @@ def load_transcripts(path: str | Path, sample: str | None = None) -> list[Transc
         raw = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TranscriptError(f"cannot read the file ({exc})", path=str(p)) from exc
+    if not raw.strip():
+        raise TranscriptError("the transcript holds no messages (the file is empty)", path=str(p))
     name = p.name.lower()
     if name.endswith(".jsonl"):
         found = [_load_jsonl(raw, str(p))]
