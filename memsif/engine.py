@@ -227,11 +227,12 @@ class MemSIF:
             state = self._load_state(ns)
             stages["load_state"] = time.perf_counter() - t
 
-            blank = [m.id for m in messages if not m.text.strip()]
-            if blank and len(blank) == len(messages):
+            with_text = [m for m in messages if m.text.strip()]
+            if messages and not with_text:
                 raise MemSIFError(f"The {len(messages)} message(s) given hold only whitespace: nothing to ingest "
                                   f"into {ns!r}, and nothing was written.")
-            messages = [m for m in messages if m.text.strip()]
+            blank = [m.id for m in messages if not m.text.strip()] if len(with_text) < len(messages) else []
+            messages = with_text
             conflicts = [m.id for m in messages if m.id in state.messages and state.messages[m.id].text != m.text]
             if conflicts:
                 raise MemSIFError(

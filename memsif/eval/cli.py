@@ -131,11 +131,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     merged: dict = {}
     rows: dict[str, list[dict]] = {}
+    summaries: list[dict] = []
     for folder in args.runs:
         path = Path(folder) / "summary.json"
         if not path.exists():
             raise SystemExit(f"{path} does not exist (is the run finished?)")
         summary = json.loads(path.read_text())
+        summaries.append(summary)
         if not merged:
             merged = {**summary, "systems": {}}
         elif summary["dataset"] != merged["dataset"]:
@@ -145,7 +147,6 @@ def cmd_report(args: argparse.Namespace) -> int:
             key = label if label not in merged["systems"] else f"{label} ({Path(folder).name})"
             merged["systems"][key] = figures
             rows[key] = [r for r in answered if r["label"] == label]
-    summaries = [json.loads((Path(f) / "summary.json").read_text()) for f in args.runs]
     merged["wall_seconds"] = round(sum(x.get("wall_seconds", 0) for x in summaries), 1)
     limits = [x.get("limit") for x in summaries]
     if len(set(limits)) > 1:

@@ -115,7 +115,8 @@ class _TurnBaseline:
 
     def __init__(self, llm: CountingLLM, config: MemSIFConfig, budget: int | None = None) -> None:
         self.llm, self.config = llm, config
-        self.budget = min(context_budget(llm, config), budget) if budget else context_budget(llm, config)
+        window = context_budget(llm, config)
+        self.budget = min(window, budget) if budget else window
         self.messages: list[Message] = []
         self.lines: list[str] = []
         self.costs: list[int] = []
