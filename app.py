@@ -440,7 +440,7 @@ with gr.Blocks(title="MemSIF inspector") as demo:
             sample = gr.Dropdown(label="Sample (files with several conversations)", choices=[],
                                  allow_custom_value=True)
         gr.Markdown("Without a file, **Build memory** uses the bundled LoCoMo conversation conv-26 (419 messages, "
-                    "about a minute here). Building another transcript replaces this session's memory.")
+                    "about two minutes on 2 CPU cores). Building another transcript replaces this session's memory.")
         build_btn = gr.Button("Build memory", variant="primary", elem_id="build-btn")
         forget_btn = gr.Button("Delete this session's memory", size="sm", variant="stop")
         summary = gr.Markdown(elem_id="build-summary")
