@@ -1,4 +1,4 @@
-"""Command line: ``python -m memsif ingest|show|ask|facts|calibrate|eval|bench ...`` (``--help`` on each)."""
+"""Command line: ``python -m memsif ingest|upgrade|show|ask|facts|calibrate|eval|bench ...`` (``--help`` on each)."""
 
 from __future__ import annotations
 
@@ -115,7 +115,28 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_upgrade(args: argparse.Namespace) -> int:
+    """Bring a store made by an earlier MemSIF up to date in place: add the hybrid sentence index
+    (dense + sparse lexical vectors) for every message that lacks it. Only adds; nothing stored
+    changes, and running it twice does nothing the second time."""
+    engine = _engine(args)
+    wanted = args.namespace or engine.namespaces()
+    if not wanted:
+        print(f"no namespaces in {engine.store.location}: nothing to upgrade")
+    for ns in wanted:
+        missing = engine.missing_sentence_index(ns)
+        if not missing:
+            print(f"{ns}: up to date")
+            continue
+        written = engine.index_sentences(ns)
+        print(f"{ns}: sentence index added for {missing} messages ({written} sentences)")
+    engine.close()
+    return 0
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
+    from memsif.viz import evidence_how
+
     engine = _engine(args)
     result = engine.ask(args.question, namespace=args.namespace, question_date=args.date)
     out = result.to_dict()
@@ -129,8 +150,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
           f"{result.seconds:.1f} s")
     for f in result.facts_used:
         print(f"  fact {f['id']} [{f['kind']}] {f['subject']}: {f['statement']} ({', '.join(f['source_message_ids'])})")
+    if result.gate_rule:
+        print(f"  sufficiency gate: {result.gate_rule}")
     for e in result.evidence_used:
-        print(f"  evidence {', '.join(e['source_message_ids'])}: {e['statement'][:160]}")
+        print(f"  evidence {', '.join(e['source_message_ids'])} [{evidence_how(e)}] "
+              f"{e['subject']}: {e['statement'][:160]}")
     for err in result.errors:
         print(f"  error: {err}")
     return 0
@@ -251,6 +275,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-facts", action="store_true", help="Structured Interaction Memory only, no CoreFacts")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_reembed)
+
+    p = sub.add_parser("upgrade", help="bring a store made by an earlier MemSIF up to date (adds the sentence "
+                                       "index for hybrid retrieval; nothing stored changes)")
+    p.add_argument("--data-dir", help="memory folder (default: $MEMSIF_DATA_DIR or ~/.local/share/memsif)")
+    p.add_argument("--namespace", action="append", help="only these namespaces (repeat; default: all)")
+    p.set_defaults(func=cmd_upgrade)
 
     p = sub.add_parser("show", help="print a namespace's segments and trajectories")
     p.add_argument("--namespace", required=True)

@@ -20,6 +20,7 @@ PACKAGED_EMBEDDER = "packaged:all-minilm-l6-v2"
 
 LLM_BACKENDS = ("transformers", "llamacpp", "openai")
 SEM_MAPPINGS = ("auto", "affine", "calibrated")
+SUFFICIENCY_GATES = ("auto", "model", "never")
 
 
 def default_data_dir() -> Path:
@@ -73,13 +74,29 @@ class MemSIFConfig:
     theta_src: float = 0.45
     theta_qry: float = 0.45
     # --- Query (§3.5) ---
+    #: Answer-context budget in tokens of the model's tokenizer: facts first, then evidence until full.
+    context_tokens: int = 1500
     #: Facts (CoreFacts + ActiveFacts) retrieved per question.
     fact_top_k: int = 8
-    #: Topical Segments / Event Trajectories traced back to when facts are insufficient.
-    segment_top_k: int = 4
-    trajectory_top_k: int = 1
-    #: Evidence messages kept per traced-back unit (extractive query-local evidence).
-    evidence_per_unit: int = 2
+    #: Sentences taken from the hybrid (dense + lexical) search as evidence candidates.
+    evidence_candidates: int = 60
+    #: Topical Segments scored by their members: the best this many sentences of a segment count.
+    segment_members: int = 2
+    #: Weight of a segment's relevance added to its sentences' priority (0 = segments not used).
+    segment_weight: float = 0.5
+    #: Each further sentence of one segment keeps this share of its priority (1 = no sharing).
+    segment_decay: float = 0.8
+    #: Event Trajectories of the best hits whose other segments are searched (the NCE path).
+    trajectory_top_k: int = 2
+    #: The best this many hits are the anchors: their segments and terms count as found.
+    trajectory_anchor_hits: int = 3
+    #: Sentences taken from each trajectory's other segments.
+    trajectory_evidence: int = 4
+    #: Priority of the trajectory path's best sentence, as a share of the top hit's score.
+    trajectory_weight: float = 0.5
+    #: "auto": the model's sufficiency verdict decides only for models not measured at chance
+    #: (query.AT_CHANCE_MODELS); "model": always; "never": facts + evidence every time.
+    sufficiency_gate: str = "auto"
     sufficiency_threshold: float = 0.5
     answer_temperature: float = 0.1
     answer_max_tokens: int = 512
@@ -122,6 +139,13 @@ class MemSIFConfig:
                 f"tau_split ({self.tau_split}) must be below tau_merge ({self.tau_merge}): "
                 "the double-threshold rule (§3.2) needs a gap for the judge."
             )
+        if self.sufficiency_gate not in SUFFICIENCY_GATES:
+            raise ConfigError(f"sufficiency_gate must be one of {SUFFICIENCY_GATES}, got {self.sufficiency_gate!r}.")
+        for name in ("context_tokens", "evidence_candidates", "segment_members", "trajectory_anchor_hits"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}; fix MEMSIF_{name.upper()}.")
+        if not 0.0 <= self.segment_decay <= 1.0:
+            raise ConfigError(f"segment_decay must lie in [0, 1], got {self.segment_decay}.")
         if self.top_k < 1:
             raise ConfigError(f"top_k must be at least 1, got {self.top_k}.")
         if self.judge_context_messages < 1:

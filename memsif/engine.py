@@ -17,6 +17,7 @@ from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
 from memsif.errors import MemSIFError, NotFoundError
 from memsif.interaction.segments import SegmentBuilder
+from memsif.interaction.sentences import build_sentences
 from memsif.interaction.state import InteractionState, SegmentState, TrajectoryState
 from memsif.interaction.trajectories import TrajectoryBuilder
 from memsif.llm import LLM
@@ -291,7 +292,11 @@ class MemSIF:
             stages["structure"] = time.perf_counter() - t
 
             t = time.perf_counter()
-            self._persist(state, fresh, touched_segments, decisions)
+            sentences = build_sentences(fresh, state.vectors, state.segment_of, self.embedder)
+            stages["sentences"] = time.perf_counter() - t
+
+            t = time.perf_counter()
+            self._persist(state, fresh, touched_segments, decisions, sentences)
             stages["store"] = time.perf_counter() - t
 
             fact_summary: dict[str, Any] = {}
@@ -391,7 +396,7 @@ class MemSIF:
                 ingest); delete the namespace and ingest again.
         """
         from memsif.errors import StoreError
-        from memsif.store.qdrant import DECISIONS, SEGMENTS, TRAJECTORIES
+        from memsif.store.qdrant import DECISIONS, SEGMENTS, SENTENCES, TRAJECTORIES
 
         namespace, stored = state.namespace, set(state.messages)
         store = self.store
@@ -436,6 +441,8 @@ class MemSIF:
                  if (d.get("kind") == "segment" and d.get("message_id") not in stored)
                  or (d.get("kind") == "trajectory" and (d.get("segment_id") in dropped | unassigned
                                                         or d.get("trajectory_id") in gone))]
+        store.delete_records(SENTENCES, namespace, "sentence",
+                             [sen.id for sen, _ in store.sentences(namespace) if sen.message_id not in stored])
         store.delete_records(SEGMENTS, namespace, "segment", dropped)
         store.delete_records(TRAJECTORIES, namespace, "trajectory", gone)
         store.delete_records(DECISIONS, namespace, "decision", stale)
@@ -451,7 +458,7 @@ class MemSIF:
         return kept, trajectories
 
     def _persist(self, state: InteractionState, fresh: list[Message], touched: set[str],
-                 decisions: list[dict[str, Any]]) -> None:
+                 decisions: list[dict[str, Any]], sentences: list) -> None:
         store = self.store
         ns = state.namespace
         touched_traj = {state.segment(sid).record.trajectory_id for sid in touched} - {None}
@@ -461,6 +468,7 @@ class MemSIF:
         store.put_trajectories(ns, [(state.trajectory(tid).record, state.trajectory(tid).profile.mean)
                                     for tid in sorted(touched_traj, key=lambda s: int(s[1:]))])
         state.next_decision_seq = store.put_decisions(ns, decisions, state.next_decision_seq)
+        store.put_sentences(ns, sentences)
         store.put_messages(ns, [StoredMessage(m, state.vectors[m.id], state.entities[m.id],
                                               state.segment_of.get(m.id)) for m in fresh])
 
@@ -472,10 +480,46 @@ class MemSIF:
         """Whether ``namespace`` holds any message."""
         return self.store.count("memsif_messages", namespace) > 0
 
+    def _require_sentence_index(self, namespace: str) -> None:
+        from memsif.errors import StoreError
+        from memsif.store.qdrant import SENTENCES
+
+        if self.store.count(SENTENCES, namespace) == 0:
+            data = "" if self.config.qdrant_url else f" --data-dir {self.config.resolved_data_dir}"
+            raise StoreError(f"Namespace {namespace!r} was stored before the hybrid sentence index existed, so "
+                             f"it cannot be searched yet. Add the index (nothing stored changes): "
+                             f"python -m memsif upgrade{data}")
+
     def _require(self, namespace: str) -> None:
         if self.store.count("memsif_messages", namespace) == 0:
             known = ", ".join(self.store.namespaces()[:10]) or "none"
             raise NotFoundError(f"No memory in namespace {namespace!r} (known: {known}). Ingest a transcript first.")
+
+    def missing_sentence_index(self, namespace: str) -> int:
+        """How many of ``namespace``'s messages have no sentence in the hybrid index (stores built
+        before it existed; ``index_sentences`` adds them)."""
+        from memsif.store.qdrant import SENTENCES
+
+        indexed = {sen.message_id for sen, _ in self.store.sentences(namespace)} \
+            if self.store.count(SENTENCES, namespace) else set()
+        return sum(1 for row in self.store.messages(namespace, with_vectors=False) if row.message.id not in indexed)
+
+    def index_sentences(self, namespace: str) -> int:
+        """Add the hybrid sentence index (dense + sparse lexical vectors) for every stored message of
+        ``namespace`` that lacks it; returns how many sentences were written. Nothing else changes.
+
+        Raises:
+            NotFoundError: the namespace holds no memory.
+        """
+        self._require(namespace)
+        with self._namespace_lock(namespace):
+            store = self.store
+            indexed = {sen.message_id for sen, _ in store.sentences(namespace)}
+            rows = [r for r in store.messages(namespace) if r.message.id not in indexed]
+            sentences = build_sentences([r.message for r in rows], {r.message.id: r.vector for r in rows},
+                                        {r.message.id: r.segment_id for r in rows if r.segment_id}, self.embedder)
+            store.put_sentences(namespace, sentences)
+        return len(sentences)
 
     def messages(self, namespace: str) -> list[Message]:
         self._require(namespace)
@@ -508,7 +552,8 @@ class MemSIF:
         if not question or not question.strip():
             raise MemSIFError("ask needs a non-empty question.")
         self._require(namespace)
-        pipeline = QueryPipeline(self.config, self.llm, self.embedder, self.store)
+        self._require_sentence_index(namespace)
+        pipeline = QueryPipeline(self.config, self.llm, self.embedder, self.store, self.entity_extractor)
         # candidate clusters are read-modify-written; model calls go before background ingest work
         with self._namespace_lock(namespace, "clusters"), interactive():
             return pipeline.ask(namespace, question.strip(), question_date, generate)
@@ -559,6 +604,8 @@ class MemSIF:
             "messages": [{"message": r.message.model_dump(mode="json"), "vector": r.vector.astype(float).tolist(),
                           "entities": sorted(r.entities), "segment_id": r.segment_id}
                          for r in store.messages(namespace)],
+            "sentences": [{"sentence": sen.model_dump(mode="json"), "vector": v.astype(float).tolist()}
+                          for sen, v in store.sentences(namespace, with_vectors=True)],
             "segments": [s.model_dump(mode="json") for s in store.segments(namespace)],
             "trajectories": [t.model_dump(mode="json") for t in store.trajectories(namespace)],
             "decisions": store.decisions(namespace),
@@ -576,8 +623,9 @@ class MemSIF:
             MemSIFError: not an export, or the target namespace already holds memory.
             EmbedderError: the export was made with another embedder.
         """
+        from memsif import lexical
         from memsif.errors import EmbedderError
-        from memsif.records import CoreFact
+        from memsif.records import CoreFact, Sentence
         from memsif.store.qdrant import ACTIVE_FACTS, CLUSTERS, FACT_OPS
 
         if not isinstance(data, dict) or data.get("format") != self.EXPORT_FORMAT:
@@ -609,6 +657,16 @@ class MemSIF:
             store.put_records(ACTIVE_FACTS, ns, "active_fact",
                               [(a["id"], re_ns(a), self.embedder.embed_query(a["statement"]))
                                for a in data["active_facts"]])
+            messages = [Message(**re_ns(m["message"])) for m in data["messages"]]
+            if data.get("sentences"):  # exports made before the sentence index hold none: built here
+                sentences = [Sentence(**re_ns(x["sentence"])) for x in data["sentences"]]
+                sparse = lexical.encode_documents([x.text for x in sentences], [x.speaker for x in sentences])
+                store.put_sentences(ns, [(x, np.asarray(row["vector"], dtype=np.float32), sp)
+                                         for x, row, sp in zip(sentences, data["sentences"], sparse, strict=True)])
+            else:
+                store.put_sentences(ns, build_sentences(messages, vectors, {m["message"]["id"]: m["segment_id"]
+                                                                            for m in data["messages"]
+                                                                            if m["segment_id"]}, self.embedder))
             store.put_messages(ns, [StoredMessage(Message(**re_ns(m["message"])), vectors[m["message"]["id"]],
                                                   frozenset(m["entities"]), m["segment_id"])
                                     for m in data["messages"]])

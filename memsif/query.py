@@ -1,25 +1,41 @@
 """Memory retrieval and answer generation (§3.5), feeding the ActiveFact pipeline (§3.4).
 
-For a question q_t: retrieve CoreFacts and promoted ActiveFacts by similarity; an LLM sufficiency
-check (one scored forward pass) decides whether they cover q_t; if not, trace back to the most
-similar Topical Segments and Event Trajectories and extract query-local evidence from them; answer
-from facts + evidence (never raw units); then accumulate the evidence into candidate clusters and
+For a question q_t: retrieve CoreFacts and promoted ActiveFacts by similarity; the sufficiency gate
+decides whether they alone form the answer context (an LLM check, one scored forward pass, when the
+model is trusted with it); otherwise trace back to Structured Interaction Memory for query-local
+evidence; answer from facts + evidence; then accumulate the evidence into candidate clusters and
 promote those that pass Eq. 4. Query-local evidence is dropped after the answer.
 
-Query-local evidence is extractive here: from each traced-back unit, the messages closest to the
-question are kept as (statement, subject = speaker, provenance = that message). It costs no LLM
-call, which keeps a question within seconds on the 135M default model, and its provenance is exact.
+Query-local evidence is extractive: whole sentences of the source turns, each item with its turn id,
+speaker and date (``Evidence``), found by
+
+1. **hybrid search** over the sentence index: a dense (cosine) and a lexical (BM25) search fused by
+   reciprocal rank in Qdrant;
+2. **Topical Segments scored by their members**: a segment's relevance is the fused score of its best
+   sentences plus the overlap of its key entities with the question's (the J term of φ, Eq. 1); a
+   sentence's priority is its own score plus its segment's relevance, and each segment's further
+   sentences count for less, so one topic cannot fill the budget;
+3. **Event Trajectories as the path to dispersed evidence**: for the trajectories of the best
+   evidence, their *other* segments are searched (a hybrid search restricted to those segments)
+   for what the question still lacks — the question's terms not yet covered — and the budget is
+   shared across trajectories.
+
+The items fill the answer context after the facts until ``context_tokens`` is used, and are shown
+in chronological order under their dates. It costs no LLM call, which keeps a question within
+seconds on the 135M default model, and its provenance is exact.
 """
 
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
+from memsif import lexical
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.errors import LLMError
@@ -32,18 +48,21 @@ from memsif.facts.active import (
     normalise_subject,
 )
 from memsif.llm import LLM
+from memsif.matching import jaccard
 from memsif.prompts import answer as answer_prompt
-from memsif.prompts import sufficiency, turn_line
-from memsif.records import ActiveFact, Evidence
+from memsif.prompts import clip, sufficiency
+from memsif.records import ActiveFact, Evidence, TopicalSegment
 from memsif.store import MemoryStore
-from memsif.store.qdrant import ACTIVE_FACTS, CLUSTERS, FACTS, SEGMENTS, TRAJECTORIES
+from memsif.store.qdrant import ACTIVE_FACTS, CLUSTERS, FACTS, SentenceHit
 from memsif.timeparse import day_text
 
-#: Context budget for the answer prompt, in tokens of the model's tokenizer.
-CONTEXT_TOKENS = 1500
 #: A message enters the answer context as evidence with at most this many characters (a pasted log
 #: of 30,000 tokens is stored whole but shown clipped).
 EVIDENCE_CHARS = 600
+#: Models measured at chance on yes/no judgements of this kind (``eval judge-check``: the packaged
+#: SmolLM2-135M labels 100% of mismatched answers CORRECT, separation 0.54; README, "Evaluation").
+#: With ``sufficiency_gate="auto"`` their sufficiency verdict is not asked for: evidence is always added.
+AT_CHANCE_MODELS = ("SmolLM2-135M",)
 
 
 def _day(value: str | None) -> str:
@@ -70,16 +89,60 @@ class Answer:
     errors: list[str] = field(default_factory=list)
     context: str = ""                                           # the memory text given to the answer prompt
     context_source_ids: list[str] = field(default_factory=list)  # message ids behind that text
+    context_tokens: int = 0                                     # tokens of ``context`` (model's tokenizer)
+    gate_rule: str = ""                                         # which sufficiency-gate rule applied, and why
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+@dataclass
+class _Item:
+    """One turn's evidence being assembled: its chosen sentences and how they were found."""
+
+    message_id: str
+    speaker: str
+    time: datetime | None
+    message_index: int
+    segment_id: str | None
+    trajectory_id: str | None
+    sentences: dict[int, str] = field(default_factory=dict)     # position -> text
+    sentence_ids: list[str] = field(default_factory=list)
+    found_by: set[str] = field(default_factory=set)
+    scores: dict[str, float] = field(default_factory=dict)
+
+    def statement(self) -> str:
+        parts, last = [], None
+        for pos in sorted(self.sentences):
+            if last is not None and pos != last + 1:
+                parts.append("…")
+            parts.append(self.sentences[pos])
+            last = pos
+        return clip(" ".join(parts), EVIDENCE_CHARS)
+
+    def evidence(self) -> Evidence:
+        return Evidence(statement=self.statement(), subject=self.speaker, source_message_ids=[self.message_id],
+                        segment_id=self.segment_id, trajectory_id=self.trajectory_id,
+                        score=round(self.scores.get("priority", 0.0), 4), time=self.time,
+                        sentence_ids=self.sentence_ids, found_by=sorted(self.found_by),
+                        scores={k: round(v, 4) for k, v in self.scores.items()})
+
+
+@dataclass
+class _Candidate:
+    hit: SentenceHit
+    priority: float
+    path: str                     # "search" (the whole memory) or "trajectory" (another segment of one)
+    segment_score: float = 0.0
+
+
 class QueryPipeline:
     """One question at a time against one namespace."""
 
-    def __init__(self, config: MemSIFConfig, llm: LLM, embedder: Embedder, store: MemoryStore) -> None:
+    def __init__(self, config: MemSIFConfig, llm: LLM, embedder: Embedder, store: MemoryStore,
+                 entities=None) -> None:
         self.config, self.llm, self.embedder, self.store = config, llm, embedder, store
+        self.entities = entities
 
     def retrieve_facts(self, namespace: str, qv: np.ndarray) -> list[dict[str, Any]]:
         """CoreFacts (current only) and ActiveFacts by cosine, best first, at most ``fact_top_k``."""
@@ -99,38 +162,155 @@ class QueryPipeline:
         found.sort(key=lambda f: -f["score"])
         return found[:cfg.fact_top_k]
 
-    def trace_back(self, namespace: str, qv: np.ndarray) -> list[Evidence]:
-        """Query-local evidence from the closest Topical Segments and Event Trajectories."""
+    # ------------------------------------------------------------------ query-local evidence
+    def trace_back(self, namespace: str, question: str, qv: np.ndarray, budget: int) -> list[Evidence]:
+        """Query-local evidence (§3.4) for ``question`` within ``budget`` tokens: whole sentences of
+        source turns, found by hybrid search, ranked with their Topical Segments' relevance and
+        completed through Event Trajectories (module docstring); chronological order."""
         cfg = self.config
-        units: list[tuple[list[str], str | None, str | None]] = []
-        if cfg.use_segments:
-            for payload, _ in self.store.search(SEGMENTS, namespace, qv, cfg.segment_top_k):
-                units.append((payload["message_ids"], payload["id"], payload.get("trajectory_id")))
-        if cfg.use_trajectories:
-            found = self.store.search(TRAJECTORIES, namespace, qv, cfg.trajectory_top_k)
-            segs = {s.id: s for s in self.store.segments(namespace)} if found else {}
-            for payload, _ in found:
-                ids = [m for sid in payload["segment_ids"] if sid in segs for m in segs[sid].message_ids]
-                units.append((ids, None, payload["id"]))
-        wanted = {mid for ids, _, _ in units for mid in ids}
-        rows = {r.message.id: r for r in self.store.get_messages(namespace, wanted)}
-        evidence: dict[str, Evidence] = {}
-        for ids, seg_id, traj_id in units:
-            scored = sorted(((float(np.dot(rows[m].vector, qv)), m) for m in ids if m in rows), reverse=True)
-            for score, mid in scored[:cfg.evidence_per_unit]:
-                if mid in evidence:
-                    continue
-                msg = rows[mid].message
-                evidence[mid] = Evidence(statement=turn_line(msg, EVIDENCE_CHARS), subject=msg.speaker,
-                                         source_message_ids=[mid], segment_id=seg_id or rows[mid].segment_id,
-                                         trajectory_id=traj_id, score=round(score, 4))
-        order = {mid: rows[mid].message.index for mid in evidence}
-        return sorted(evidence.values(), key=lambda e: order[e.source_message_ids[0]])
+        qs = lexical.encode_query(question)
+        hits = self.store.hybrid_search(namespace, qv, qs, cfg.evidence_candidates)
+        if not hits:
+            return []
+        segments = {s.id: s for s in self.store.segments(namespace)} if (cfg.use_segments or cfg.use_trajectories) \
+            else {}
+        q_entities = self._question_entities(question)
+        seg_score = self._segment_scores(hits, segments, q_entities) if cfg.use_segments else {}
+        candidates = [_Candidate(h, h.fused + seg_score.get(h.sentence.segment_id, 0.0), "search",
+                                 seg_score.get(h.sentence.segment_id, 0.0)) for h in hits]
+        if cfg.use_trajectories and segments:
+            candidates += self._trajectory_path(namespace, qv, qs, hits, segments, seg_score)
+        return self._select(candidates, segments, budget)
+
+    def _question_entities(self, question: str) -> frozenset[str]:
+        if self.entities is None:
+            return frozenset()
+        return self.entities.extract([question])[0]
+
+    def _segment_scores(self, hits: list[SentenceHit], segments: dict[str, TopicalSegment],
+                        q_entities: frozenset[str]) -> dict[str, float]:
+        """A Topical Segment's relevance from its members: the fused scores of its best
+        ``segment_members`` sentences, plus the Jaccard overlap of its key entities with the
+        question's (the J term of φ) scaled to one top fused score."""
+        cfg = self.config
+        by_segment: dict[str, list[float]] = defaultdict(list)
+        for h in hits:
+            if h.sentence.segment_id:
+                by_segment[h.sentence.segment_id].append(h.fused)
+        top = max(h.fused for h in hits)
+        out = {}
+        for sid, scores in by_segment.items():
+            best = sorted(scores, reverse=True)[:cfg.segment_members]
+            entity = jaccard(q_entities, frozenset(segments[sid].entities)) if sid in segments and q_entities else 0.0
+            out[sid] = cfg.segment_weight * (sum(best) / cfg.segment_members + top * entity)
+        return out
+
+    def _trajectory_path(self, namespace: str, qv: np.ndarray, qs: lexical.SparseVector,
+                         hits: list[SentenceHit], segments: dict[str, TopicalSegment],
+                         seg_score: dict[str, float]) -> list[_Candidate]:
+        """Event Trajectories as the NCE path: for the trajectories of the best hits, search their
+        other segments for what the question still lacks (its terms the best hits do not cover)."""
+        cfg = self.config
+        trajectories: list[str] = []
+        for h in hits:
+            seg = segments.get(h.sentence.segment_id or "")
+            if seg and seg.trajectory_id and seg.trajectory_id not in trajectories:
+                trajectories.append(seg.trajectory_id)
+            if len(trajectories) >= cfg.trajectory_top_k:
+                break
+        if not trajectories:
+            return []
+        members: dict[str, list[str]] = defaultdict(list)
+        for seg in segments.values():
+            if seg.trajectory_id in trajectories:
+                members[seg.trajectory_id].append(seg.id)
+        covered = {i for h in hits[:cfg.trajectory_anchor_hits]
+                   for i in lexical.encode_document(h.sentence.text, h.sentence.speaker).indices}
+        lacking = qs.without(covered) or qs  # every term covered: search with the whole question
+        anchors = {h.sentence.segment_id for h in hits[:cfg.trajectory_anchor_hits]}
+        out: list[_Candidate] = []
+        top = hits[0].fused
+        for tid in trajectories:
+            others = [sid for sid in members[tid] if sid not in anchors]
+            if not others:
+                continue
+            found = self.store.hybrid_search(namespace, qv, lacking, cfg.trajectory_evidence,
+                                             candidates=cfg.evidence_candidates, segment_id=others)
+            for rank, h in enumerate(found):
+                out.append(_Candidate(h, cfg.trajectory_weight * top / (1 + rank), "trajectory",
+                                      seg_score.get(h.sentence.segment_id, 0.0)))
+        return out
+
+    def _select(self, candidates: list[_Candidate], segments: dict[str, TopicalSegment],
+                budget: int) -> list[Evidence]:
+        """Greedy fill of ``budget`` tokens by priority; a segment's k-th sentence counts
+        ``segment_decay``^k of its priority (so one topic does not crowd out the rest)."""
+        cfg = self.config
+        best: dict[str, _Candidate] = {}
+        paths: dict[str, set[str]] = defaultdict(set)
+        for c in candidates:
+            sid = c.hit.sentence.id
+            paths[sid].add(c.path)
+            if sid not in best or c.priority > best[sid].priority:
+                best[sid] = c
+        pool = sorted(best.values(), key=lambda c: -c.priority)
+        items: dict[str, _Item] = {}
+        per_segment: dict[str | None, int] = defaultdict(int)
+        left = budget
+        dates: set[str] = set()
+        while pool:
+            if cfg.use_segments and cfg.segment_decay < 1.0:
+                pool.sort(key=lambda c: -c.priority * cfg.segment_decay ** per_segment[c.hit.sentence.segment_id])
+            c = pool.pop(0)
+            s = c.hit.sentence
+            item = items.get(s.message_id)
+            cost = self.llm.count_tokens(s.text) + 1
+            if item is None:
+                cost += self.llm.count_tokens(f"- {s.speaker}: ")
+                day = day_text(s.time)
+                if day not in dates:
+                    cost += self.llm.count_tokens(f"{day}:") + 1
+            if cost > left:
+                continue
+            left -= cost
+            if item is None:
+                seg = segments.get(s.segment_id or "")
+                item = items[s.message_id] = _Item(s.message_id, s.speaker, s.time, s.message_index, s.segment_id,
+                                                   seg.trajectory_id if seg else None)
+                item.scores["priority"] = c.priority
+                dates.add(day_text(s.time))
+            item.sentences[s.position] = s.text
+            item.sentence_ids.append(s.id)
+            item.found_by.update(c.hit.found_by)
+            if "trajectory" in paths[s.id]:
+                item.found_by.add("trajectory")
+            if c.segment_score:
+                item.found_by.add("segment")
+                item.scores.setdefault("segment", c.segment_score)
+            for name, value in (("fused", c.hit.fused), ("dense", c.hit.dense), ("lexical", c.hit.lexical)):
+                if value is not None:
+                    item.scores[name] = max(item.scores.get(name, value), value)
+            per_segment[s.segment_id] += 1
+        return [i.evidence() for i in sorted(items.values(), key=lambda i: i.message_index)]
+
+    # ------------------------------------------------------------------ the gate and the answer
+    def gate_trusted(self) -> bool:
+        """Whether the sufficiency verdict may replace the evidence (``sufficiency_gate``)."""
+        mode = self.config.sufficiency_gate
+        if mode == "auto":
+            name = getattr(self.llm, "name", "") or ""
+            return not any(m.lower() in name.lower() for m in AT_CHANCE_MODELS)
+        return mode == "model"
 
     def ask(self, namespace: str, question: str, question_date: str | None = None, generate: bool = True) -> Answer:
         """Answer ``question`` from ``namespace``'s memory, with the trace (§3.5). With ``generate=False``
         everything but the answer generation runs (retrieval-only evaluation; the ActiveFact pipeline
         still accumulates the evidence that would have been used).
+
+        The sufficiency gate (``Answer.gate_rule`` says which rule applied): with no facts, or a
+        model not trusted with the check (``sufficiency_gate``; ``AT_CHANCE_MODELS`` under "auto"),
+        evidence is always added; otherwise the model's P(sufficient) ≥ ``sufficiency_threshold``
+        makes the facts the whole context, and a failed check traces back.
 
         Raises:
             LLMError: answer generation failed (sufficiency failures are recorded and fall back to
@@ -145,26 +325,40 @@ class QueryPipeline:
         result = Answer(question=question, answer="", sufficient=False, sufficiency_prob=None, traced_back=False)
 
         t = time.perf_counter()
-        if facts:
+        if not facts:
+            result.gate_rule = "no facts retrieved: evidence from Structured Interaction Memory"
+        elif not self.gate_trusted():
+            result.gate_rule = (f"sufficiency not asked: {getattr(self.llm, 'name', 'the model')} is not trusted "
+                                f"with it (sufficiency_gate={self.config.sufficiency_gate}); facts + evidence")
+        else:
             prompt = sufficiency.build(question, [f"{f['subject']}: {f['statement']}" for f in facts])
             result.tokens_in += self.llm.count_tokens(prompt.text)
             try:
                 [p] = self.llm.yes_probability([prompt])
                 result.sufficiency_prob = p
                 result.sufficient = p >= self.config.sufficiency_threshold
+                result.gate_rule = (f"P(sufficient) = {p:.2f} {'≥' if result.sufficient else '<'} "
+                                    f"{self.config.sufficiency_threshold}: "
+                                    f"{'facts only' if result.sufficient else 'facts + evidence'}")
             except LLMError as exc:
                 result.errors.append(f"sufficiency: {type(exc).__name__}: {exc}")
+                result.gate_rule = "sufficiency check failed: facts + evidence"
         stages["sufficiency"] = time.perf_counter() - t
 
+        t = time.perf_counter()
+        fact_lines, used_facts, left = self._fit(
+            facts, lambda f: f"- {f['subject']}: {f['statement']} ({_day(f.get('event_time'))})",
+            self.config.context_tokens - (self.llm.count_tokens("Facts:") + 1 if facts else 0))
         evidence: list[Evidence] = []
         if not result.sufficient:
-            t = time.perf_counter()
-            evidence = self.trace_back(namespace, qv)
+            evidence = self.trace_back(namespace, question, qv,
+                                       left - self.llm.count_tokens("Conversation excerpts (oldest first):") - 1)
             result.traced_back = True
-            stages["trace_back"] = time.perf_counter() - t
+        stages["trace_back"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        context, used_facts, used_evidence = self._context(facts, evidence)
+        context = self._render(fact_lines, evidence)
+        result.context_tokens = self.llm.count_tokens(context) if context else 0
         if generate:
             prompt = answer_prompt.build(question, context, question_date)
             gen = self.llm.generate(prompt, max_new_tokens=self.config.answer_max_tokens,
@@ -173,37 +367,42 @@ class QueryPipeline:
             result.tokens_in += gen.tokens_in
             result.tokens_out += gen.tokens_out
         result.facts_used = used_facts
-        result.evidence_used = [e.model_dump() for e in used_evidence]
+        result.evidence_used = [e.model_dump(mode="json") for e in evidence]
         result.context = context
         result.context_source_ids = list(dict.fromkeys(
             [*(m for f in used_facts for m in f["source_message_ids"]),
-             *(m for e in used_evidence for m in e.source_message_ids)]))
+             *(m for e in evidence for m in e.source_message_ids)]))
         stages["answer"] = time.perf_counter() - t
 
-        if self.config.use_active_facts and used_evidence:
+        if self.config.use_active_facts and evidence:
             t = time.perf_counter()
-            self._accumulate(namespace, question, qv, used_evidence, result)
+            self._accumulate(namespace, question, qv, evidence, result)
             stages["active_facts"] = time.perf_counter() - t
         result.seconds_by_stage = stages
         result.seconds = time.perf_counter() - start
         return result
 
-    def _context(self, facts: list[dict[str, Any]], evidence: list[Evidence]):
-        """Facts, then evidence, within ``CONTEXT_TOKENS``; returns the text and what made it in."""
-        budget = CONTEXT_TOKENS
-        fact_lines, used_facts, budget = self._fit(
-            facts, lambda f: f"- {f['subject']}: {f['statement']} ({_day(f.get('event_time'))})", budget)
-        evidence_lines, used_evidence, _ = self._fit(evidence, lambda e: f"- {e.statement}", budget)
-        lines = (["Facts:", *fact_lines] if fact_lines else []) + (
-            ["Conversation excerpts:", *evidence_lines] if evidence_lines else [])
-        return "\n".join(lines), used_facts, used_evidence
+    @staticmethod
+    def _render(fact_lines: list[str], evidence: list[Evidence]) -> str:
+        """Facts, then the evidence in chronological order under its dates."""
+        lines = ["Facts:", *fact_lines] if fact_lines else []
+        if evidence:
+            lines.append("Conversation excerpts (oldest first):")
+            day = None
+            for e in evidence:
+                if day_text(e.time) != day:
+                    day = day_text(e.time)
+                    lines.append(f"{day}:")
+                lines.append(f"- {e.subject}: {e.statement}")
+        return "\n".join(lines)
 
     def _fit(self, items, render, budget: int):
-        """Rendered lines of ``items`` in order while they fit ``budget`` tokens."""
+        """Rendered lines of ``items`` in order while they fit ``budget`` tokens; returns the lines,
+        the items and the tokens left."""
         lines, used = [], []
         for item in items:
             line = render(item)
-            cost = self.llm.count_tokens(line)
+            cost = self.llm.count_tokens(line) + 1
             if cost > budget:
                 continue  # a shorter item further down may still fit
             budget -= cost

@@ -35,6 +35,21 @@ class Message(_Record):
         return self.id
 
 
+class Sentence(_Record):
+    """A whole sentence (or a few short ones joined) of a message: the unit of hybrid retrieval and of
+    query-local evidence (§3.4). Its provenance is its message."""
+
+    id: str = Field(description="'<message id>#<position>', e.g. 'D3:7#1'.")
+    namespace: str
+    message_id: str
+    position: int = Field(description="0-based position of the sentence in its message.")
+    text: str
+    speaker: str
+    time: datetime | None = None
+    message_index: int = Field(description="The message's position in the namespace's chronological order.")
+    segment_id: str | None = None
+
+
 class TopicalSegment(_Record):
     """S_i: a temporally contiguous, topic-coherent run of messages (§3.2)."""
 
@@ -197,7 +212,10 @@ class ActiveFact(_Record):
 
 
 class Evidence(_Record):
-    """Query-local evidence (§3.4): supports the current answer; cleared after it."""
+    """Query-local evidence (§3.4): whole sentences of one source turn, with the turn's id, speaker and
+    date; supports the current answer and is cleared after it. ``found_by`` says how it was found
+    ("dense", "lexical", "segment", "trajectory"; several when several paths found it) and ``scores``
+    holds the scores of each path (fused rank score, segment and trajectory relevance, ...)."""
 
     statement: str
     subject: str
@@ -205,3 +223,7 @@ class Evidence(_Record):
     segment_id: str | None = None
     trajectory_id: str | None = None
     score: float = 0.0
+    time: datetime | None = None
+    sentence_ids: list[str] = Field(default_factory=list)
+    found_by: list[str] = Field(default_factory=list)
+    scores: dict[str, float] = Field(default_factory=dict)

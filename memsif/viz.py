@@ -200,6 +200,21 @@ def _message_row(m: Message) -> list[Any]:
     return [m.id, m.session_id, m.time.isoformat(sep=" ", timespec="minutes") if m.time else "", m.speaker, m.text]
 
 
+def evidence_how(evidence: dict[str, Any]) -> str:
+    """How an evidence item was found, e.g. ``dense 0.62 + lexical 7.1 (fused 0.033) · segment 0.016``."""
+    scores = evidence.get("scores", {})
+    paths = [p for p in ("dense", "lexical") if p in evidence.get("found_by", [])]
+    parts = []
+    if paths:
+        fused = f" (fused {scores['fused']:.3f})" if "fused" in scores else ""
+        parts.append(" + ".join(f"{p} {scores[p]:.2f}" if p in scores else p for p in paths) + fused)
+    if "segment" in evidence.get("found_by", []) and "segment" in scores:
+        parts.append(f"segment {scores['segment']:.3f}")
+    if "trajectory" in evidence.get("found_by", []):
+        parts.append("trajectory path")
+    return " · ".join(parts)
+
+
 def trace_markdown(answer: dict[str, Any]) -> tuple[str, str]:
     """(title, body) of an answer's trace for a collapsible chat message: facts and evidence with
     their source ids, sufficiency probability, whether it traced back, tokens and seconds (§3.5)."""
@@ -212,11 +227,15 @@ def trace_markdown(answer: dict[str, Any]) -> tuple[str, str]:
     for f in answer["facts_used"]:
         lines.append(f"- `{f['id']}` ({f.get('kind', 'core')}, {f.get('type', '')}) {f['subject']}: {f['statement']} "
                      f"— sources {', '.join(f.get('source_message_ids', []))}")
+    if answer.get("gate_rule"):
+        lines.append(f"\n_Sufficiency gate: {answer['gate_rule']}_")
     if answer["evidence_used"]:
-        lines.append("\n**Query-local evidence**")
+        lines.append("\n**Query-local evidence** (oldest first; how each item was found, with its scores)")
         for e in answer["evidence_used"]:
             where = ", ".join(x for x in (e.get("segment_id"), e.get("trajectory_id")) if x)
-            lines.append(f"- {e['statement']} — `{', '.join(e['source_message_ids'])}`{f' ({where})' if where else ''}")
+            how = evidence_how(e)
+            lines.append(f"- {e['subject']}: {e['statement']} — `{', '.join(e['source_message_ids'])}`"
+                         f"{f' ({where})' if where else ''}{f' · {how}' if how else ''}")
     stages = ", ".join(f"{k} {v:.2f} s" for k, v in answer.get("seconds_by_stage", {}).items())
     if stages:
         lines.append(f"\n_Stages: {stages}_")

@@ -30,6 +30,7 @@ from memsif.eval.systems import (
     BuildCost,
     CountingLLM,
     FullContextSystem,
+    HybridRAGSystem,
     MemSIFSystem,
     NaiveRAGSystem,
     SystemAnswer,
@@ -37,7 +38,7 @@ from memsif.eval.systems import (
 from memsif.llm import LLM
 from memsif.prompts import eval_judge
 
-SYSTEMS = ("memsif", "full-context", "naive-rag")
+SYSTEMS = ("memsif", "full-context", "naive-rag", "hybrid-rag")
 JUDGES = ("f1", "llm", "both")
 NCE_TED = 0.3
 SEGMENT_LENGTHS = (1, 2, 4, 8)
@@ -174,9 +175,12 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
             for system_name, ablation in variants:
                 label = _label(system_name, ablation, options.context_budget)
                 if system_name == "memsif":
-                    system = MemSIFSystem(engine, counting, f"{options.tag}-{options.dataset}", ablation)
+                    system = MemSIFSystem(engine, counting, f"{options.tag}-{options.dataset}", ablation,
+                                          options.context_budget)
                 elif system_name == "full-context":
                     system = FullContextSystem(counting, config, options.context_budget)
+                elif system_name == "hybrid-rag":
+                    system = HybridRAGSystem(counting, config, embedder, options.context_budget)
                 else:
                     system = NaiveRAGSystem(counting, config, embedder, options.context_budget)
                 log(f"[{label}] {sample.sample_id}: building memory of {len(sample.messages)} messages")
@@ -224,9 +228,8 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
 
 
 def _label(system: str, ablation: str, budget: int | None = None) -> str:
-    if system != "memsif":
-        return f"{system}@{budget}" if budget else system
-    return system if ablation == "none" else f"{system}/{ablation}"
+    name = system if ablation == "none" else f"{system}/{ablation}"
+    return f"{name}@{budget}" if budget else name
 
 
 def _cached_build(system, sample: EvalSample) -> BuildCost:

@@ -1,4 +1,4 @@
-"""The systems compared on the same backbone (App. C.2): MemSIF, Full-Context and Naive RAG.
+"""The systems compared on the same backbone (App. C.2): MemSIF, Full-Context, Naive RAG and Hybrid RAG.
 
 All three answer with the same prompt (``memsif.prompts.answer``, temperature 0.1, 512-token cap) and
 render a turn the same way (``Speaker (date): text``), so what differs is only how the context is
@@ -192,6 +192,53 @@ class NaiveRAGSystem(_TurnBaseline):
         return keep
 
 
+class HybridRAGSystem:
+    """The strongest flat design: every turn split into sentences (the turn as provenance), a dense
+    and a lexical (BM25) search fused by reciprocal rank in Qdrant, the budget filled by fused score
+    and shown like MemSIF's evidence (chronological, under dates). It is MemSIF's own query-local
+    evidence search with no Topical Segment, Event Trajectory or fact in it, over an in-memory
+    store of its own, so a report shows what the structure adds."""
+
+    name = "hybrid-rag"
+
+    def __init__(self, llm: CountingLLM, config: MemSIFConfig, embedder: Embedder, budget: int | None = None) -> None:
+        from memsif.query import QueryPipeline
+        from memsif.store import MemoryStore
+
+        self.llm, self.embedder = llm, embedder
+        window = context_budget(llm, config)
+        self.budget = min(window, budget or config.context_tokens)
+        self.config = config.replace(use_segments=False, use_trajectories=False, use_core_facts=False,
+                                     use_active_facts=False, context_tokens=self.budget)
+        self.store = MemoryStore(in_memory=True)
+        self.store.ensure_collections(embedder.name, embedder.dim)
+        self.pipeline = QueryPipeline(self.config, llm, embedder, self.store)
+        self.namespace = ""
+
+    def build(self, sample: EvalSample) -> BuildCost:
+        from memsif.interaction.sentences import build_sentences
+
+        start = time.perf_counter()
+        self.store.delete_namespace(self.namespace)
+        self.namespace = f"hybrid-{sample.sample_id}"
+        messages = [m.model_copy(update={"namespace": self.namespace, "index": k})
+                    for k, m in enumerate(sample.messages)]
+        vectors = self.embedder.embed_documents([m.text for m in messages])
+        sentences = build_sentences(messages, {m.id: v for m, v in zip(messages, vectors, strict=True)}, {},
+                                    self.embedder)
+        self.store.put_sentences(self.namespace, sentences)
+        return BuildCost(seconds=time.perf_counter() - start, messages=len(messages))
+
+    def answer(self, question: EvalQuestion, generate: bool = True) -> SystemAnswer:
+        start = time.perf_counter()
+        calls, tokens = self.llm.snapshot()
+        result = self.pipeline.ask(self.namespace, question.question, question.question_date, generate=generate)
+        calls2, tokens2 = self.llm.snapshot()
+        return SystemAnswer(result.answer, result.context, result.context_source_ids, tokens2 - tokens,
+                            calls2 - calls, time.perf_counter() - start,
+                            {"evidence_items": len(result.evidence_used)})
+
+
 class MemSIFSystem:
     """MemSIF itself: construction by ``MemSIF.ingest`` (Structured Interaction Memory + CoreFacts),
     questions by ``MemSIF.ask``, whose trace gives the context and its source ids. One namespace per
@@ -200,12 +247,12 @@ class MemSIFSystem:
 
     name = "memsif"
 
-    def __init__(self, engine, llm: CountingLLM, tag: str, ablation: str = "none") -> None:
+    def __init__(self, engine, llm: CountingLLM, tag: str, ablation: str = "none", budget: int | None = None) -> None:
         if ablation not in ABLATIONS:
             raise ValueError(f"unknown ablation {ablation!r}; choose from {sorted(ABLATIONS)}")
         self.base_engine, self.llm, self.tag, self.ablation = engine, llm, tag, ablation
-        self.engine = engine.with_config(engine.config.replace(**ABLATIONS[ablation])) if ABLATIONS[ablation] \
-            else engine
+        changes = {**ABLATIONS[ablation], **({"context_tokens": budget} if budget else {})}
+        self.engine = engine.with_config(engine.config.replace(**changes)) if changes else engine
         self.namespace = ""
 
     def base_namespace(self, sample: EvalSample) -> str:

@@ -2,6 +2,8 @@
 
 Collections (all records carry ``namespace``; every read filters on it):
   memsif_messages      vector = message embedding; payload = Message + entities + segment_id
+  memsif_sentences     vectors "dense" (sentence embedding) and "lexical" (sparse BM25 weights, IDF
+                       applied by Qdrant); payload = Sentence (hybrid retrieval, query-local evidence)
   memsif_segments      vector = mean-pooled embedding; payload = TopicalSegment
   memsif_trajectories  vector = mean-pooled embedding; payload = EventTrajectory
   memsif_decisions     no vector; payload = SegmentDecision / TrajectoryDecision + seq
@@ -25,7 +27,8 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 
 from memsif.errors import EmbedderError, StoreError
-from memsif.records import CoreFact, EventTrajectory, Message, TopicalSegment
+from memsif.lexical import SparseVector
+from memsif.records import CoreFact, EventTrajectory, Message, Sentence, TopicalSegment
 
 MESSAGES = "memsif_messages"
 SEGMENTS = "memsif_segments"
@@ -36,14 +39,36 @@ FACT_OPS = "memsif_fact_ops"
 ACTIVE_FACTS = "memsif_active_facts"
 CLUSTERS = "memsif_clusters"
 META = "memsif_meta"
+SENTENCES = "memsif_sentences"
+#: Named vectors of the sentence collection.
+DENSE, LEXICAL = "dense", "lexical"
+#: Reciprocal-rank-fusion constant (Cormack et al. 2009) for dense + lexical sentence search.
+RRF_K = 60
 _VECTOR_COLLECTIONS = (MESSAGES, SEGMENTS, TRAJECTORIES, FACTS, ACTIVE_FACTS)
 _LOG_COLLECTIONS = (DECISIONS, FACT_OPS, CLUSTERS)
+_ALL_COLLECTIONS = (*_VECTOR_COLLECTIONS, SENTENCES, *_LOG_COLLECTIONS)
 _ID_SPACE = uuid.UUID("6f1c1c3e-5c0e-4d7a-9a57-2b1d3e0f4a11")
 
 
 def point_id(namespace: str, kind: str, record_id: str) -> str:
     """Stable UUID of a record: the same (namespace, kind, id) always maps to the same point."""
     return str(uuid.uuid5(_ID_SPACE, f"{namespace}\x1f{kind}\x1f{record_id}"))
+
+
+@dataclass
+class SentenceHit:
+    """A sentence found by hybrid search: the fused score (reciprocal rank fusion of the two
+    searches, done by Qdrant) and, where the sentence was among that search's candidates, its cosine
+    (``dense``) and BM25 (``lexical``) scores."""
+
+    sentence: Sentence
+    fused: float
+    dense: float | None = None
+    lexical: float | None = None
+
+    @property
+    def found_by(self) -> list[str]:
+        return [name for name, v in ((DENSE, self.dense), (LEXICAL, self.lexical)) if v is not None]
 
 
 @dataclass
@@ -57,9 +82,15 @@ class StoredMessage:
 
 
 def _ns_filter(namespace: str, **equals: Any) -> models.Filter:
+    """Records of ``namespace`` whose payload field equals a value, or one of a list's values."""
     must = [models.FieldCondition(key="namespace", match=models.MatchValue(value=namespace))]
-    must += [models.FieldCondition(key=k, match=models.MatchValue(value=v)) for k, v in equals.items()]
+    must += [models.FieldCondition(key=k, match=models.MatchAny(any=list(v)) if isinstance(v, list | tuple)
+                                   else models.MatchValue(value=v)) for k, v in equals.items()]
     return models.Filter(must=must)
+
+
+def _sparse(vector: SparseVector) -> models.SparseVector:
+    return models.SparseVector(indices=list(vector.indices), values=list(vector.values))
 
 
 class _Serialised:
@@ -143,6 +174,13 @@ class MemoryStore:
                     name, vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE))
                 if self._is_server:  # embedded Qdrant ignores payload indexes
                     self._client.create_payload_index(name, "namespace", models.PayloadSchemaType.KEYWORD)
+        if SENTENCES not in existing:
+            self._client.create_collection(
+                SENTENCES, vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
+                sparse_vectors_config={LEXICAL: models.SparseVectorParams(modifier=models.Modifier.IDF)})
+            if self._is_server:
+                for key in ("namespace", "segment_id", "speaker"):
+                    self._client.create_payload_index(SENTENCES, key, models.PayloadSchemaType.KEYWORD)
         for name in _LOG_COLLECTIONS:
             if name not in existing:
                 self._client.create_collection(name, vectors_config={})
@@ -163,6 +201,15 @@ class MemoryStore:
             for r in rows
         ]
         self._upsert(MESSAGES, points)
+
+    def put_sentences(self, namespace: str, rows: Iterable[tuple[Sentence, np.ndarray, SparseVector]]) -> None:
+        """Upsert sentences with their (d,) dense vector and sparse lexical vector."""
+        self._upsert(SENTENCES, [
+            models.PointStruct(id=point_id(namespace, "sentence", s.id), payload=s.model_dump(mode="json"),
+                               vector={DENSE: v.astype(float).tolist(),
+                                       **({LEXICAL: _sparse(sp)} if sp else {})})
+            for s, v, sp in rows
+        ])
 
     def put_segments(self, namespace: str, rows: Iterable[tuple[TopicalSegment, np.ndarray]]) -> None:
         self._upsert(SEGMENTS, [
@@ -214,6 +261,40 @@ class MemoryStore:
                                            with_payload=True)
         return [(dict(p.payload or {}), float(p.score)) for p in result.points]
 
+    def hybrid_search(self, namespace: str, dense: np.ndarray, lexical: SparseVector, limit: int,
+                      candidates: int = 100, **equals: Any) -> list[SentenceHit]:
+        """Sentences of ``namespace`` (optionally only those whose payload matches ``equals``, e.g.
+        ``segment_id=[...]``) ranked by reciprocal rank fusion (k = ``RRF_K``) of a dense search
+        (cosine to ``dense``, (d,) L2-normalised) and a lexical one (BM25: ``lexical`` against the
+        sentences' sparse vectors with Qdrant's IDF), each taking its ``candidates`` best; the
+        fusion runs in Qdrant (Query API prefetch + RRF). Best first, at most ``limit``."""
+        flt = _ns_filter(namespace, **equals)
+        dense_q = models.Prefetch(query=dense.astype(float).tolist(), using=DENSE, filter=flt, limit=candidates)
+        requests = [models.QueryRequest(query=dense_q.query, using=DENSE, filter=flt, limit=candidates,
+                                        with_payload=False)]
+        prefetch = [dense_q]
+        if lexical:
+            lex_q = models.Prefetch(query=_sparse(lexical), using=LEXICAL, filter=flt, limit=candidates)
+            prefetch.append(lex_q)
+            requests.append(models.QueryRequest(query=lex_q.query, using=LEXICAL, filter=flt, limit=candidates,
+                                                with_payload=False))
+        requests.insert(0, models.QueryRequest(prefetch=prefetch, query=models.RrfQuery(rrf=models.Rrf(k=RRF_K)),
+                                               filter=flt, limit=limit, with_payload=True))
+        fused, *paths = self._client.query_batch_points(SENTENCES, requests=requests)
+        by_path = [{p.id: float(p.score) for p in result.points} for result in paths]
+        dense_scores = by_path[0]
+        lexical_scores = by_path[1] if len(by_path) > 1 else {}
+        return [SentenceHit(Sentence(**p.payload), float(p.score), dense_scores.get(p.id), lexical_scores.get(p.id))
+                for p in fused.points]
+
+    def sentences(self, namespace: str, with_vectors: bool = False) -> list[tuple[Sentence, np.ndarray | None]]:
+        """The namespace's sentences in chronological order, with their dense vectors if asked."""
+        rows = []
+        for rec in self._scroll(SENTENCES, _ns_filter(namespace), with_vectors=[DENSE] if with_vectors else False):
+            vector = np.asarray(rec.vector[DENSE], dtype=np.float32) if with_vectors else None
+            rows.append((Sentence(**rec.payload), vector))
+        return sorted(rows, key=lambda r: (r[0].message_index, r[0].position))
+
     def put_records(self, collection: str, namespace: str, kind: str,
                     rows: Iterable[tuple[str, dict[str, Any], np.ndarray | None]]) -> None:
         """Upsert (record id, payload, optional vector) rows of a kind (clusters, active facts)."""
@@ -239,7 +320,8 @@ class MemoryStore:
                 raise StoreError(f"Writing to {collection} at {self.location} failed: {exc}") from exc
 
     # ------------------------------------------------------------------ reads
-    def _scroll(self, collection: str, flt: models.Filter, with_vectors: bool = False) -> Iterator[models.Record]:
+    def _scroll(self, collection: str, flt: models.Filter,
+                with_vectors: bool | list[str] = False) -> Iterator[models.Record]:
         offset = None
         while True:
             records, offset = self._client.scroll(collection, scroll_filter=flt, limit=512, offset=offset,
@@ -314,7 +396,7 @@ class MemoryStore:
     def delete_namespace(self, namespace: str) -> None:
         """Remove every record of ``namespace`` from every collection."""
         existing = {c.name for c in self._client.get_collections().collections}
-        for name in (*_VECTOR_COLLECTIONS, *_LOG_COLLECTIONS):
+        for name in _ALL_COLLECTIONS:
             if name in existing:
                 self._client.delete(name, points_selector=models.FilterSelector(filter=_ns_filter(namespace)),
                                     wait=True)

@@ -1,0 +1,125 @@
+"""Sentences and sparse lexical vectors for hybrid retrieval (query-local evidence, §3.4–3.5).
+
+Each message is split into whole sentences (spaCy's rule-based ``sentencizer``; a sentence of fewer
+than ``MIN_SENTENCE_WORDS`` words is joined to its neighbour, so "Wow!" is never a unit of its own).
+Each sentence gets a dense vector (the configured embedder) and a sparse lexical vector made here:
+spaCy's tokenizer, spaCy's English stop words out, Snowball stems (``snowballstemmer``), each stem
+hashed to a 32-bit index (CRC-32, stable across processes) with the BM25 term-frequency weight
+
+    w(t, d) = tf · (k1 + 1) / (tf + k1 · (1 − b + b · |d| / AVG_TERMS))
+
+as value. Qdrant multiplies by the inverse document frequency itself (sparse vectors with the IDF
+modifier), so a query vector holds 1.0 per distinct stem and a dot product is BM25. The speaker's
+name is one of a sentence's terms, which lets "What did Caroline ..." prefer Caroline's sentences.
+"""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+#: BM25 parameters (Robertson & Zaragoza's usual values) and the typical number of terms of a sentence.
+K1 = 1.2
+B = 0.75
+AVG_TERMS = 8.0
+#: Sentences shorter than this many words are joined to a neighbour of the same message.
+MIN_SENTENCE_WORDS = 4
+#: At most this many sentences of one message are indexed (a pasted log is stored whole but not
+#: indexed sentence by sentence past this point; its message vector still finds it).
+MAX_SENTENCES_PER_MESSAGE = 64
+
+
+@dataclass(frozen=True)
+class SparseVector:
+    """A sparse lexical vector: sorted unique 32-bit ``indices`` and their ``values``."""
+
+    indices: tuple[int, ...]
+    values: tuple[float, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.indices)
+
+    def without(self, indices: set[int]) -> SparseVector:
+        """This vector less the terms in ``indices``."""
+        kept = [(i, v) for i, v in zip(self.indices, self.values, strict=True) if i not in indices]
+        return SparseVector(tuple(i for i, _ in kept), tuple(v for _, v in kept))
+
+
+@cache
+def _nlp():
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+@cache
+def _stemmer():
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+_LOCK = threading.Lock()  # spaCy's tokenizer and the Snowball stemmer keep per-object state
+
+
+def split_sentences(text: str) -> list[str]:
+    """Whole sentences of ``text`` in order; short ones joined to a neighbour; at most
+    ``MAX_SENTENCES_PER_MESSAGE``. Joined with single spaces they give ``text`` with its whitespace
+    squashed (so a turn whose sentences are all shown reads as the turn)."""
+    flat = " ".join(text.split())
+    if not flat:
+        return []
+    with _LOCK:
+        doc = _nlp()(flat)
+        raw = [s.text.strip() for s in doc.sents if s.text.strip()]
+    out: list[str] = []
+    for sentence in raw:
+        if out and (len(sentence.split()) < MIN_SENTENCE_WORDS or len(out[-1].split()) < MIN_SENTENCE_WORDS):
+            out[-1] = f"{out[-1]} {sentence}"
+        else:
+            out.append(sentence)
+    if len(out) > MAX_SENTENCES_PER_MESSAGE:
+        out = out[:MAX_SENTENCES_PER_MESSAGE]
+    return out
+
+
+def terms(text: str) -> list[str]:
+    """Lexical terms of ``text``: lower-cased Snowball stems of its words and numbers, stop words and
+    punctuation left out."""
+    with _LOCK:
+        tokens = [t for t in _nlp().make_doc(text) if (t.is_alpha or t.like_num) and not t.is_stop]
+        return _stemmer().stemWords([t.lower_ for t in tokens if len(t.lower_) > 1 or t.like_num])
+
+
+def term_index(term: str) -> int:
+    """The sparse index of a term: its CRC-32 (stable across processes and machines)."""
+    return zlib.crc32(term.encode("utf-8"))
+
+
+def _vector(weights: dict[int, float]) -> SparseVector:
+    indices = tuple(sorted(weights))
+    return SparseVector(indices, tuple(round(weights[i], 4) for i in indices))
+
+
+def encode_document(text: str, speaker: str = "") -> SparseVector:
+    """BM25 term weights of one sentence (plus its speaker's name); Qdrant applies the IDF."""
+    counts = Counter(term_index(t) for t in terms(f"{speaker} {text}" if speaker else text))
+    length = sum(counts.values())
+    norm = K1 * (1 - B + B * length / AVG_TERMS)
+    return _vector({i: tf * (K1 + 1) / (tf + norm) for i, tf in counts.items()})
+
+
+def encode_documents(texts: Sequence[str], speakers: Sequence[str] | None = None) -> list[SparseVector]:
+    speakers = speakers if speakers is not None else [""] * len(texts)
+    return [encode_document(t, s) for t, s in zip(texts, speakers, strict=True)]
+
+
+def encode_query(text: str) -> SparseVector:
+    """1.0 for each distinct term of the question (a dot product with documents is then BM25)."""
+    return _vector({term_index(t): 1.0 for t in terms(text)})

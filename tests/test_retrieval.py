@@ -1,0 +1,208 @@
+"""Query-local evidence (§3.4–3.5): hybrid search fused in Qdrant, sentences with their turn as
+provenance, Topical Segments scored by their members, the Event Trajectory path, the budget filled,
+and the sufficiency-gate rule. A store is filled by hand so each behaviour is pinned exactly."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+
+from memsif import lexical
+from memsif.config import MemSIFConfig
+from memsif.interaction.sentences import build_sentences
+from memsif.query import QueryPipeline
+from memsif.records import EventTrajectory, Message, TopicalSegment
+from memsif.store import MemoryStore
+from tests.fakes import FakeLLM, HashEmbedder, KeywordEmbedder
+
+DAY = datetime(2023, 5, 8)
+
+
+def _store(turns: list[tuple[str, str, str]], embedder, trajectories: dict[str, list[str]] | None = None,
+           namespace: str = "t") -> MemoryStore:
+    """(speaker, text, segment id) turns → a store with messages' sentences, segments and trajectories."""
+    store = MemoryStore(in_memory=True)
+    store.ensure_collections(embedder.name, embedder.dim)
+    messages = [Message(id=f"D{k + 1}:1", namespace=namespace, speaker=sp, text=text, time=DAY + timedelta(days=k),
+                        session_id=f"s{k}", index=k) for k, (sp, text, _) in enumerate(turns)]
+    segment_of = {m.id: seg for m, (_, _, seg) in zip(messages, turns, strict=True)}
+    vectors = embedder.embed_documents([m.text for m in messages])
+    by_id = dict(zip([m.id for m in messages], vectors, strict=True))
+    store.put_sentences(namespace, build_sentences(messages, by_id, segment_of, embedder))
+    traj_of = {sid: tid for tid, sids in (trajectories or {}).items() for sid in sids}
+    segments = []
+    for k, sid in enumerate(dict.fromkeys(segment_of.values())):
+        members = [m for m in messages if segment_of[m.id] == sid]
+        segments.append((TopicalSegment(id=sid, namespace=namespace, index=k, message_ids=[m.id for m in members],
+                                        trajectory_id=traj_of.get(sid)),
+                         np.mean([by_id[m.id] for m in members], axis=0)))
+    store.put_segments(namespace, segments)
+    store.put_trajectories(namespace, [
+        (EventTrajectory(id=tid, namespace=namespace, index=k, segment_ids=sids), np.ones(embedder.dim, np.float32))
+        for k, (tid, sids) in enumerate((trajectories or {}).items())])
+    return store
+
+
+def _pipeline(store, embedder, llm=None, **config) -> QueryPipeline:
+    cfg = MemSIFConfig(use_core_facts=False, use_active_facts=False, **config)
+    return QueryPipeline(cfg, llm or FakeLLM(), embedder, store)
+
+
+def test_sentences_are_whole_and_short_ones_are_joined():
+    parts = lexical.split_sentences("Hey Mel!  Good to see you! I went to a support group yesterday. It was so "
+                                    "powerful. Wow.")
+    assert parts == ["Hey Mel! Good to see you!", "I went to a support group yesterday.", "It was so powerful. Wow."]
+    assert " ".join(parts) == " ".join("Hey Mel!  Good to see you! I went to a support group yesterday. It was so "
+                                       "powerful. Wow.".split())
+    assert lexical.split_sentences("   ") == []
+
+
+def test_lexical_terms_are_stemmed_without_stop_words_and_stable():
+    assert lexical.terms("What did Caroline research about the adoption agencies?") == \
+        ["carolin", "research", "adopt", "agenc"]
+    assert lexical.encode_query("adopting") == lexical.encode_query("adoption")
+    assert lexical.term_index("adopt") == 3991439738  # CRC-32: the same in every process
+    doc = lexical.encode_document("adoption adoption agency", speaker="Caroline")
+    weights = dict(zip(doc.indices, doc.values, strict=True))
+    assert weights[lexical.term_index("adopt")] > weights[lexical.term_index("agenc")]  # tf 2 > tf 1, saturated
+    assert lexical.term_index("carolin") in weights  # the speaker is a term of the sentence
+
+
+def test_lexical_match_finds_what_the_dense_embedder_cannot():
+    """A name the question shares with one sentence: dense scores are all equal (a constant
+    embedder), so only the lexical half can rank it first; the fusion is Qdrant's."""
+
+    class Flat(HashEmbedder):
+        def embed_documents(self, texts):
+            out = np.ones((len(texts), self.dim), np.float32)
+            return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    emb = Flat()
+    turns = [("Ana", f"We talked about the weather on day {k}.", "S1") for k in range(8)]
+    turns.insert(5, ("Ana", "My cousin Zbigniew moved to Gdansk last spring.", "S1"))
+    store = _store(turns, emb)
+    calls = []
+    original = store._client.query_batch_points
+    store._client.query_batch_points = lambda *a, **k: calls.append(k["requests"]) or original(*a, **k)
+    hits = store.hybrid_search("t", emb.embed_query("x"), lexical.encode_query("Where did Zbigniew move?"), 3)
+    assert hits[0].sentence.message_id == "D6:1" and hits[0].found_by == ["dense", "lexical"]
+    assert hits[0].lexical > 0 and all(h.lexical is None for h in hits[1:])
+    fused = calls[0][0]
+    assert len(fused.prefetch) == 2 and fused.query.rrf.k == 60  # prefetch + RRF in Qdrant
+
+
+def test_evidence_is_whole_sentences_of_the_turn_it_names():
+    emb = HashEmbedder()
+    text = "I love hiking in the Alps every summer. My sister prefers the beach though. Work is busy."
+    store = _store([("Ben", text, "S1"), ("Ana", "Nice, the Alps are beautiful in July.", "S1")], emb)
+    evidence = _pipeline(store, emb).trace_back("t", "Where does Ben hike?", emb.embed_query("Where does Ben hike?"),
+                                                1500)
+    sentences = set(lexical.split_sentences(text))
+    mine = [e for e in evidence if e.source_message_ids == ["D1:1"]]
+    assert mine, "the turn that answers must be found"
+    for e in mine:
+        assert all(sid.startswith("D1:1#") for sid in e.sentence_ids)
+        shown = [lexical.split_sentences(text)[int(sid.split("#")[1])] for sid in e.sentence_ids]
+        assert set(shown) <= sentences
+        rest = e.statement
+        for part in shown:
+            rest = rest.replace(part, "")
+        assert set(rest) <= {" ", "…"}, "the statement is whole sentences of the turn, nothing else"
+        assert e.subject == "Ben" and e.time == DAY
+        assert set(e.found_by) & {"dense", "lexical"} and "fused" in e.scores
+
+
+def test_the_budget_is_filled_and_never_exceeded():
+    emb = HashEmbedder()
+    turns = [("Ana", f"Story number {k} is about the garden and the tomatoes we planted.", f"S{k // 4}")
+             for k in range(40)]
+    store = _store(turns, emb)
+    llm = FakeLLM()  # counts words as tokens
+    for budget in (60, 200, 400):
+        pipeline = _pipeline(store, emb, llm, context_tokens=budget)
+        answer = pipeline.ask("t", "What did we plant in the garden?", generate=False)
+        # full up to about one more item (a turn here costs about 20 tokens with its date line)
+        assert budget - 30 <= answer.context_tokens <= budget, (budget, answer.context_tokens)
+    days = [e["time"] for e in answer.evidence_used]
+    assert days == sorted(days), "evidence is shown in chronological order"
+    assert answer.context.count("Conversation excerpts") == 1
+
+
+def test_segments_share_the_budget_so_one_topic_does_not_crowd_out_the_rest():
+    emb = KeywordEmbedder({"trip": 0, "paris": 0, "rome": 1})
+    paris = [("Ana", f"Our trip to Paris, part {k}: the museums and the trip by train.", "S1") for k in range(6)]
+    rome = [("Ana", "Rome was nice too, I ate pasta.", "S2")]
+    store = _store(paris + rome, emb)
+    question = "Which trips did Ana take?"
+    qv = emb.embed_query(question)
+    # A budget that holds four turns: without sharing, Paris fills it; with sharing, Rome gets in.
+    flat = _pipeline(store, emb, context_tokens=70, use_segments=False, use_trajectories=False)
+    shared = _pipeline(store, emb, context_tokens=70, use_trajectories=False)
+    assert all(e.segment_id == "S1" for e in flat.trace_back("t", question, qv, 60))
+    assert {"S1", "S2"} <= {e.segment_id for e in shared.trace_back("t", question, qv, 60)}
+
+
+def test_the_trajectory_path_brings_in_another_segment_of_the_same_event():
+    """The question matches S1 (the start of an adoption) strongly; the outcome sits in S3, far away,
+    in the same Event Trajectory, and is not among the flat search's candidates."""
+    emb = KeywordEmbedder({"adoption": 0, "agency": 0, "weather": 1, "football": 2})
+    turns = [("Cara", "I contacted an adoption agency today, so exciting.", "S1"),
+             ("Cara", "The adoption agency called back about the interview.", "S1")]
+    turns += [("Cara", f"The weather is awful, rain again on day {k}.", "S2") for k in range(12)]
+    turns += [("Cara", "Great news, we were approved and Luna comes home next week!", "S3")]
+    turns += [("Cara", f"Football tonight, match {k}.", "S4") for k in range(12)]
+    store = _store(turns, emb, trajectories={"E1": ["S1", "S3"], "E2": ["S2"], "E3": ["S4"]})
+    question = "How did the adoption with the agency turn out?"
+    qv = emb.embed_query(question)
+    flat = _pipeline(store, emb, evidence_candidates=3, use_trajectories=False)
+    assert "D15:1" not in {e.source_message_ids[0] for e in flat.trace_back("t", question, qv, 1500)}
+    with_et = _pipeline(store, emb, evidence_candidates=3, trajectory_top_k=1)
+    evidence = {e.source_message_ids[0]: e for e in with_et.trace_back("t", question, qv, 1500)}
+    assert "D15:1" in evidence and "trajectory" in evidence["D15:1"].found_by
+    assert evidence["D15:1"].trajectory_id == "E1"
+
+
+def _facts_engine(engine_factory, llm):
+    import json
+
+    facts = {"facts": [{"subject": "Ana", "type": "Preference", "statement": "Ana loves pottery.", "sources": [1]}]}
+    llm.answers.update({"core_extract": json.dumps(facts), "core_operation": "A", "answer": "Pottery.",
+                        "segment_judge": 0.9, "trajectory_judge": 0.9})
+    engine = engine_factory(llm=llm, core_facts=True)
+    engine.ingest([Message(id="D1:1", namespace="t", speaker="Ana", text="I love pottery, I made a bowl.", time=DAY),
+                   Message(id="D1:2", namespace="t", speaker="Ana", text="We went camping at the lake.", time=DAY)])
+    return engine
+
+
+def test_a_model_at_chance_never_gets_a_facts_only_context(engine_factory):
+    llm = FakeLLM({"sufficiency": 0.99})
+    llm.name = "SmolLM2-135M-Instruct (Q4_1 GGUF, packaged)"
+    engine = _facts_engine(engine_factory, llm)
+    result = engine.ask("What does Ana love?", namespace="t")
+    assert result.facts_used and result.traced_back and result.evidence_used
+    assert "sufficiency" not in llm.calls, "the check is not even asked of a model measured at chance"
+    assert "not trusted" in result.gate_rule
+
+
+def test_a_trusted_model_decides_and_the_setting_overrides_auto(engine_factory):
+    llm = FakeLLM({"sufficiency": 0.99})
+    engine = _facts_engine(engine_factory, llm)
+    result = engine.ask("What does Ana love?", namespace="t")
+    assert result.sufficient and not result.traced_back and "facts only" in result.gate_rule
+    never = engine.with_config(engine.config.replace(sufficiency_gate="never"))
+    result = never.ask("What does Ana love?", namespace="t")
+    assert result.traced_back and result.evidence_used and "not trusted" in result.gate_rule
+    llm.name = "SmolLM2-135M-Instruct"
+    forced = engine.with_config(engine.config.replace(sufficiency_gate="model"))
+    assert forced.ask("What does Ana love?", namespace="t").sufficient
+
+
+def test_bad_retrieval_settings_are_refused():
+    from memsif.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="sufficiency_gate"):
+        MemSIFConfig(sufficiency_gate="sometimes")
+    with pytest.raises(ConfigError, match="context_tokens"):
+        MemSIFConfig(context_tokens=0)
