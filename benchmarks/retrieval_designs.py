@@ -66,6 +66,7 @@ def main() -> None:
     parser.add_argument("--tag", default="eval", help="the eval's namespace tag (default: eval)")
     parser.add_argument("--budget", type=int, default=1500)
     parser.add_argument("--design", action="append", help="NAME=JSON overrides (repeat); default: the table's designs")
+    parser.add_argument("--samples", help="comma-separated sample ids (default: all)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     designs = dict(DESIGNS)
@@ -76,8 +77,10 @@ def main() -> None:
             designs[name] = json.loads(overrides or "{}")
     engine = MemSIF(MemSIFConfig.from_env(data_dir=args.data_dir))
     engine.load_models()
-    samples = (load_locomo if args.dataset == "locomo" else load_longmemeval)(args.data)
-    print(f"| design (budget {args.budget}) | provenance Total | NCE | text Total | NCE | context tokens | p50 s | p95 s |")
+    samples = (load_locomo if args.dataset == "locomo" else load_longmemeval)(
+        args.data, args.samples.split(",") if args.samples else None)
+    print(f"| design (budget {args.budget}) | provenance Total | NCE | text Total | NCE | context tokens | "
+          "p50 s | p95 s |")
     print("|---|---|---|---|---|---|---|---|")
     for name, overrides in designs.items():
         r = run(engine, samples, lambda s: f"{args.tag}-{args.dataset}-{s.sample_id}", overrides, args.budget)

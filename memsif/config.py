@@ -79,13 +79,17 @@ class MemSIFConfig:
     #: Facts (CoreFacts + ActiveFacts) retrieved per question.
     fact_top_k: int = 8
     #: Sentences taken from the hybrid (dense + lexical) search as evidence candidates.
-    evidence_candidates: int = 60
+    evidence_candidates: int = 200
+    #: Sentences of the speakers a question names get their fused score × (1 + this).
+    speaker_boost: float = 0.5
     #: Topical Segments scored by their members: the best this many sentences of a segment count.
-    segment_members: int = 2
+    segment_members: int = 1
     #: Weight of a segment's relevance added to its sentences' priority (0 = segments not used).
-    segment_weight: float = 0.5
+    segment_weight: float = 0.25
+    #: Weight of the J term (question's key entities against the segment's) in a segment's relevance.
+    segment_entity_weight: float = 1.0
     #: Each further sentence of one segment keeps this share of its priority (1 = no sharing).
-    segment_decay: float = 0.8
+    segment_decay: float = 1.0
     #: Event Trajectories of the best hits whose other segments are searched (the NCE path).
     trajectory_top_k: int = 2
     #: The best this many hits are the anchors: their segments and terms count as found.

@@ -27,8 +27,10 @@ seconds on the 135M default model, and its provenance is exact.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -63,6 +65,30 @@ EVIDENCE_CHARS = 600
 #: SmolLM2-135M labels 100% of mismatched answers CORRECT, separation 0.54; README, "Evaluation").
 #: With ``sufficiency_gate="auto"`` their sufficiency verdict is not asked for: evidence is always added.
 AT_CHANCE_MODELS = ("SmolLM2-135M",)
+
+
+def named_speakers(question: str, speakers: Sequence[str]) -> list[str]:
+    """The speakers a question names (whole name or first name, any case)."""
+    named = []
+    for speaker in speakers:
+        first = speaker.split()[0] if speaker.split() else speaker
+        if any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", question, re.IGNORECASE) for n in {speaker, first} if n):
+            named.append(speaker)
+    return named
+
+
+def without_names(question: str, speakers: Sequence[str]) -> str:
+    """``question`` with the named speakers' names (and a possessive 's) taken out, for the dense
+    search: in a conversation between two people a small embedder matches the name, not the content
+    ("That's great, Caroline!" is the closest sentence to "When did Caroline go to the support
+    group?"). The speakers are searched through the speaker field and the lexical index instead.
+    The question itself when nothing else would be left."""
+    text = question
+    for speaker in sorted(speakers, key=len, reverse=True):
+        for name in dict.fromkeys([speaker, speaker.split()[0]]):
+            text = re.sub(rf"(?<!\w){re.escape(name)}(?:['’]s)?(?!\w)", " ", text, flags=re.IGNORECASE)
+    text = " ".join(text.split())
+    return text if re.search(r"\w", text) else question
 
 
 def _day(value: str | None) -> str:
@@ -169,7 +195,11 @@ class QueryPipeline:
         completed through Event Trajectories (module docstring); chronological order."""
         cfg = self.config
         qs = lexical.encode_query(question)
-        hits = self.store.hybrid_search(namespace, qv, qs, cfg.evidence_candidates)
+        named = named_speakers(question, self.store.speakers(namespace))
+        content = without_names(question, named)
+        cv = self.embedder.embed_query(content) if content != question else qv
+        search = dict(speakers=named, speaker_boost=cfg.speaker_boost)
+        hits = self.store.hybrid_search(namespace, cv, qs, cfg.evidence_candidates, **search)
         if not hits:
             return []
         segments = {s.id: s for s in self.store.segments(namespace)} if (cfg.use_segments or cfg.use_trajectories) \
@@ -179,7 +209,7 @@ class QueryPipeline:
         candidates = [_Candidate(h, h.fused + seg_score.get(h.sentence.segment_id, 0.0), "search",
                                  seg_score.get(h.sentence.segment_id, 0.0)) for h in hits]
         if cfg.use_trajectories and segments:
-            candidates += self._trajectory_path(namespace, qv, qs, hits, segments, seg_score)
+            candidates += self._trajectory_path(namespace, cv, qs, hits, segments, seg_score, search)
         return self._select(candidates, segments, budget)
 
     def _question_entities(self, question: str) -> frozenset[str]:
@@ -202,12 +232,12 @@ class QueryPipeline:
         for sid, scores in by_segment.items():
             best = sorted(scores, reverse=True)[:cfg.segment_members]
             entity = jaccard(q_entities, frozenset(segments[sid].entities)) if sid in segments and q_entities else 0.0
-            out[sid] = cfg.segment_weight * (sum(best) / cfg.segment_members + top * entity)
+            out[sid] = cfg.segment_weight * (sum(best) / cfg.segment_members + cfg.segment_entity_weight * top * entity)
         return out
 
     def _trajectory_path(self, namespace: str, qv: np.ndarray, qs: lexical.SparseVector,
                          hits: list[SentenceHit], segments: dict[str, TopicalSegment],
-                         seg_score: dict[str, float]) -> list[_Candidate]:
+                         seg_score: dict[str, float], search: dict[str, Any]) -> list[_Candidate]:
         """Event Trajectories as the NCE path: for the trajectories of the best hits, search their
         other segments for what the question still lacks (its terms the best hits do not cover)."""
         cfg = self.config
@@ -228,17 +258,25 @@ class QueryPipeline:
                    for i in lexical.encode_document(h.sentence.text, h.sentence.speaker).indices}
         lacking = qs.without(covered) or qs  # every term covered: search with the whole question
         anchors = {h.sentence.segment_id for h in hits[:cfg.trajectory_anchor_hits]}
+        others = {sid: tid for tid in trajectories for sid in members[tid] if sid not in anchors}
+        if not others:
+            return []
+        # one restricted search over every trajectory's other segments, then at most
+        # ``trajectory_evidence`` per trajectory, so one event does not crowd out the rest
+        found = self.store.hybrid_search(namespace, qv, lacking, cfg.trajectory_evidence * len(trajectories),
+                                         candidates=cfg.evidence_candidates, segment_id=sorted(others),
+                                         path_scores=False, **search)
+        wanted = set(lacking.indices)
+        taken: dict[str, int] = defaultdict(int)
         out: list[_Candidate] = []
-        top = hits[0].fused
-        for tid in trajectories:
-            others = [sid for sid in members[tid] if sid not in anchors]
-            if not others:
+        for h in found:
+            tid = others[h.sentence.segment_id]
+            terms = set(lexical.encode_document(h.sentence.text, h.sentence.speaker).indices)
+            if taken[tid] >= cfg.trajectory_evidence or not terms & wanted:  # it must hold a term the anchors lack
                 continue
-            found = self.store.hybrid_search(namespace, qv, lacking, cfg.trajectory_evidence,
-                                             candidates=cfg.evidence_candidates, segment_id=others)
-            for rank, h in enumerate(found):
-                out.append(_Candidate(h, cfg.trajectory_weight * top / (1 + rank), "trajectory",
-                                      seg_score.get(h.sentence.segment_id, 0.0)))
+            taken[tid] += 1
+            out.append(_Candidate(h, cfg.trajectory_weight * h.fused, "trajectory",
+                                  seg_score.get(h.sentence.segment_id, 0.0)))
         return out
 
     def _select(self, candidates: list[_Candidate], segments: dict[str, TopicalSegment],

@@ -52,7 +52,7 @@ def test_insufficient_facts_trace_back_and_feed_the_activefact_clusters(engine_f
     assert not first.sufficient and first.traced_back
     sources = [e["source_message_ids"][0] for e in first.evidence_used]
     assert "D1:2" in sources or "D1:3" in sources
-    assert "Conversation excerpts:" in llm.calls["answer"][0].text
+    assert "Conversation excerpts (oldest first):" in llm.calls["answer"][0].text
     clusters = engine.clusters("t")
     assert clusters and all(c["subject"] == "melanie" for c in clusters)
     assert engine.active_facts("t") == [] or all(c["score_qry"] >= 0.45 for c in clusters if c["active_fact_id"])

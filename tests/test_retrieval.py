@@ -124,7 +124,7 @@ def test_the_budget_is_filled_and_never_exceeded():
         pipeline = _pipeline(store, emb, llm, context_tokens=budget)
         answer = pipeline.ask("t", "What did we plant in the garden?", generate=False)
         # full up to about one more item (a turn here costs about 20 tokens with its date line)
-        assert budget - 30 <= answer.context_tokens <= budget, (budget, answer.context_tokens)
+        assert budget - 25 <= answer.context_tokens <= budget, (budget, answer.context_tokens)
     days = [e["time"] for e in answer.evidence_used]
     assert days == sorted(days), "evidence is shown in chronological order"
     assert answer.context.count("Conversation excerpts") == 1
@@ -139,26 +139,27 @@ def test_segments_share_the_budget_so_one_topic_does_not_crowd_out_the_rest():
     qv = emb.embed_query(question)
     # A budget that holds four turns: without sharing, Paris fills it; with sharing, Rome gets in.
     flat = _pipeline(store, emb, context_tokens=70, use_segments=False, use_trajectories=False)
-    shared = _pipeline(store, emb, context_tokens=70, use_trajectories=False)
+    shared = _pipeline(store, emb, context_tokens=70, use_trajectories=False, segment_decay=0.5)
     assert all(e.segment_id == "S1" for e in flat.trace_back("t", question, qv, 60))
     assert {"S1", "S2"} <= {e.segment_id for e in shared.trace_back("t", question, qv, 60)}
 
 
 def test_the_trajectory_path_brings_in_another_segment_of_the_same_event():
     """The question matches S1 (the start of an adoption) strongly; the outcome sits in S3, far away,
-    in the same Event Trajectory, and is not among the flat search's candidates."""
+    in the same Event Trajectory, and is not among the flat search's candidates; it holds the term the
+    best hits lack ("approve")."""
     emb = KeywordEmbedder({"adoption": 0, "agency": 0, "weather": 1, "football": 2})
     turns = [("Cara", "I contacted an adoption agency today, so exciting.", "S1"),
              ("Cara", "The adoption agency called back about the interview.", "S1")]
     turns += [("Cara", f"The weather is awful, rain again on day {k}.", "S2") for k in range(12)]
     turns += [("Cara", "Great news, we were approved and Luna comes home next week!", "S3")]
-    turns += [("Cara", f"Football tonight, match {k}.", "S4") for k in range(12)]
+    turns += [("Cara", f"Football tonight: the referee did not approve goal {k}.", "S4") for k in range(12)]
     store = _store(turns, emb, trajectories={"E1": ["S1", "S3"], "E2": ["S2"], "E3": ["S4"]})
-    question = "How did the adoption with the agency turn out?"
+    question = "Did the adoption agency approve it?"
     qv = emb.embed_query(question)
-    flat = _pipeline(store, emb, evidence_candidates=3, use_trajectories=False)
+    flat = _pipeline(store, emb, evidence_candidates=2, use_trajectories=False)
     assert "D15:1" not in {e.source_message_ids[0] for e in flat.trace_back("t", question, qv, 1500)}
-    with_et = _pipeline(store, emb, evidence_candidates=3, trajectory_top_k=1)
+    with_et = _pipeline(store, emb, evidence_candidates=2, trajectory_top_k=1, trajectory_anchor_hits=2)
     evidence = {e.source_message_ids[0]: e for e in with_et.trace_back("t", question, qv, 1500)}
     assert "D15:1" in evidence and "trajectory" in evidence["D15:1"].found_by
     assert evidence["D15:1"].trajectory_id == "E1"
@@ -206,3 +207,64 @@ def test_bad_retrieval_settings_are_refused():
         MemSIFConfig(sufficiency_gate="sometimes")
     with pytest.raises(ConfigError, match="context_tokens"):
         MemSIFConfig(context_tokens=0)
+
+
+def test_a_store_without_the_sentence_index_says_how_to_upgrade_and_the_upgrade_loses_nothing(
+        engine_factory, tmp_path, capsys, monkeypatch):
+    from memsif.cli import main
+    from memsif.errors import StoreError
+    from memsif.store.qdrant import sentence_collection
+    from tests.conftest import make_messages
+
+    path = tmp_path / "data" / "qdrant"
+    engine = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5, "answer": "x"}),
+                            store=MemoryStore(path=path))
+    engine.ingest(make_messages(["I adopted a dog named Max.", "Max is a beagle puppy.", "Stocks fell today."]))
+    before = (engine.messages("t"), engine.segments("t"), engine.trajectories("t"), engine.decisions("t"))
+    # an old store: the same memory without its sentence index
+    engine.store._client.delete_collection(sentence_collection("t"))
+    with pytest.raises(StoreError, match="python -m memsif upgrade"):
+        engine.ask("What is the dog called?", namespace="t")
+    assert engine.missing_sentence_index("t") == 3
+    assert engine.index_sentences("t") >= 3 and engine.missing_sentence_index("t") == 0
+    assert engine.index_sentences("t") == 0, "a second upgrade writes nothing"
+    assert (engine.messages("t"), engine.segments("t"), engine.trajectories("t"), engine.decisions("t")) == before
+    result = engine.ask("What is the dog called?", namespace="t", generate=False)
+    assert "D1:1" in result.context_source_ids or "D1:2" in result.context_source_ids
+    engine.close()
+    # the command line does the same for every namespace of a folder (here with the test's fakes)
+    monkeypatch.setattr("memsif.cli._engine", lambda args: engine_factory(store=MemoryStore(path=path)))
+    assert main(["upgrade", "--data-dir", str(tmp_path / "data")]) == 0
+    assert "t: up to date" in capsys.readouterr().out
+
+
+def test_export_carries_the_sentence_index_and_old_exports_get_one(engine_factory):
+    from tests.conftest import make_messages
+
+    engine = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}))
+    engine.ingest(make_messages(["I adopted a dog named Max. He is a beagle puppy.", "Stocks fell today."]))
+    data = engine.export_namespace("t")
+    assert [s["sentence"]["id"] for s in data["sentences"]] == ["D1:1#0", "D1:1#1", "D1:2#0"]
+    engine.import_namespace(data, namespace="copy")
+    assert [s.id for s, _ in engine.store.sentences("copy")] == ["D1:1#0", "D1:1#1", "D1:2#0"]
+    old = {k: v for k, v in data.items() if k != "sentences"}
+    engine.import_namespace(old, namespace="old")
+    assert [s.id for s, _ in engine.store.sentences("old")] == ["D1:1#0", "D1:1#1", "D1:2#0"]
+    assert engine.missing_sentence_index("old") == 0
+
+
+def test_hybrid_rag_baseline_fills_its_budget_with_sentences():
+    from memsif.eval.data import EvalQuestion, EvalSample
+    from memsif.eval.systems import CountingLLM, HybridRAGSystem
+
+    msgs = [Message(id=f"D1:{k + 1}", namespace="x", speaker="Ann", time=DAY + timedelta(days=k),
+                    text=f"Day {k}: I fed the cat. Then I read a long novel about sailing ships.")
+            for k in range(30)]
+    msgs[17] = msgs[17].model_copy(update={"text": "My cat is called Miso. She sleeps all day."})
+    sample = EvalSample("a", msgs, [EvalQuestion("q1", "a", "What is Ann's cat called?", "Miso", "S-hop",
+                                                 ["D1:18"])])
+    system = HybridRAGSystem(CountingLLM(FakeLLM()), MemSIFConfig(), HashEmbedder(), budget=60)
+    system.build(sample)
+    ans = system.answer(sample.questions[0], generate=False)
+    assert "D1:18" in ans.context_ids and "My cat is called Miso." in ans.context
+    assert 30 <= len(ans.context.split()) <= 60

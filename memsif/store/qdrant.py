@@ -2,8 +2,12 @@
 
 Collections (all records carry ``namespace``; every read filters on it):
   memsif_messages      vector = message embedding; payload = Message + entities + segment_id
-  memsif_sentences     vectors "dense" (sentence embedding) and "lexical" (sparse BM25 weights, IDF
-                       applied by Qdrant); payload = Sentence (hybrid retrieval, query-local evidence)
+  memsif_sentences_<k> one collection per namespace (k = a hash of its name): vectors "dense"
+                       (sentence embedding) and "lexical" (sparse BM25 weights, IDF applied by
+                       Qdrant over this namespace alone); payload = Sentence (hybrid retrieval,
+                       query-local evidence). Per namespace because embedded Qdrant filters payloads
+                       in Python point by point: a namespace filter over every session's sentences
+                       made one question take seconds.
   memsif_segments      vector = mean-pooled embedding; payload = TopicalSegment
   memsif_trajectories  vector = mean-pooled embedding; payload = EventTrajectory
   memsif_decisions     no vector; payload = SegmentDecision / TrajectoryDecision + seq
@@ -18,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,15 +43,21 @@ FACT_OPS = "memsif_fact_ops"
 ACTIVE_FACTS = "memsif_active_facts"
 CLUSTERS = "memsif_clusters"
 META = "memsif_meta"
-SENTENCES = "memsif_sentences"
+#: Prefix of the per-namespace sentence collections (``sentence_collection``).
+SENTENCES = "memsif_sentences_"
 #: Named vectors of the sentence collection.
 DENSE, LEXICAL = "dense", "lexical"
 #: Reciprocal-rank-fusion constant (Cormack et al. 2009) for dense + lexical sentence search.
 RRF_K = 60
 _VECTOR_COLLECTIONS = (MESSAGES, SEGMENTS, TRAJECTORIES, FACTS, ACTIVE_FACTS)
 _LOG_COLLECTIONS = (DECISIONS, FACT_OPS, CLUSTERS)
-_ALL_COLLECTIONS = (*_VECTOR_COLLECTIONS, SENTENCES, *_LOG_COLLECTIONS)
+_ALL_COLLECTIONS = (*_VECTOR_COLLECTIONS, *_LOG_COLLECTIONS)
 _ID_SPACE = uuid.UUID("6f1c1c3e-5c0e-4d7a-9a57-2b1d3e0f4a11")
+
+
+def sentence_collection(namespace: str) -> str:
+    """Name of ``namespace``'s sentence collection (stable: a UUID-5 of the namespace)."""
+    return SENTENCES + uuid.uuid5(_ID_SPACE, f"sentences\x1f{namespace}").hex[:20]
 
 
 def point_id(namespace: str, kind: str, record_id: str) -> str:
@@ -174,13 +184,6 @@ class MemoryStore:
                     name, vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE))
                 if self._is_server:  # embedded Qdrant ignores payload indexes
                     self._client.create_payload_index(name, "namespace", models.PayloadSchemaType.KEYWORD)
-        if SENTENCES not in existing:
-            self._client.create_collection(
-                SENTENCES, vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
-                sparse_vectors_config={LEXICAL: models.SparseVectorParams(modifier=models.Modifier.IDF)})
-            if self._is_server:
-                for key in ("namespace", "segment_id", "speaker"):
-                    self._client.create_payload_index(SENTENCES, key, models.PayloadSchemaType.KEYWORD)
         for name in _LOG_COLLECTIONS:
             if name not in existing:
                 self._client.create_collection(name, vectors_config={})
@@ -202,9 +205,27 @@ class MemoryStore:
         ]
         self._upsert(MESSAGES, points)
 
+    def _sentences(self, namespace: str, create: bool = False) -> str | None:
+        """The namespace's sentence collection; None when it has none (and ``create`` is False)."""
+        name = sentence_collection(namespace)
+        if self._client.collection_exists(name):
+            return name
+        if not create:
+            return None
+        self._client.create_collection(
+            name, vectors_config={DENSE: models.VectorParams(size=self.dim, distance=models.Distance.COSINE)},
+            sparse_vectors_config={LEXICAL: models.SparseVectorParams(modifier=models.Modifier.IDF)})
+        if self._is_server:
+            for key in ("segment_id", "speaker"):
+                self._client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
+        return name
+
     def put_sentences(self, namespace: str, rows: Iterable[tuple[Sentence, np.ndarray, SparseVector]]) -> None:
         """Upsert sentences with their (d,) dense vector and sparse lexical vector."""
-        self._upsert(SENTENCES, [
+        rows = list(rows)
+        if not rows:
+            return
+        self._upsert(self._sentences(namespace, create=True), [
             models.PointStruct(id=point_id(namespace, "sentence", s.id), payload=s.model_dump(mode="json"),
                                vector={DENSE: v.astype(float).tolist(),
                                        **({LEXICAL: _sparse(sp)} if sp else {})})
@@ -262,13 +283,20 @@ class MemoryStore:
         return [(dict(p.payload or {}), float(p.score)) for p in result.points]
 
     def hybrid_search(self, namespace: str, dense: np.ndarray, lexical: SparseVector, limit: int,
-                      candidates: int = 100, **equals: Any) -> list[SentenceHit]:
+                      candidates: int = 100, speakers: Sequence[str] = (), speaker_boost: float = 0.0,
+                      path_scores: bool = True, **equals: Any) -> list[SentenceHit]:
         """Sentences of ``namespace`` (optionally only those whose payload matches ``equals``, e.g.
         ``segment_id=[...]``) ranked by reciprocal rank fusion (k = ``RRF_K``) of a dense search
         (cosine to ``dense``, (d,) L2-normalised) and a lexical one (BM25: ``lexical`` against the
-        sentences' sparse vectors with Qdrant's IDF), each taking its ``candidates`` best; the
-        fusion runs in Qdrant (Query API prefetch + RRF). Best first, at most ``limit``."""
-        flt = _ns_filter(namespace, **equals)
+        sentences' sparse vectors with Qdrant's IDF), each taking its ``candidates`` best; sentences
+        said by one of ``speakers`` get their fused score × (1 + ``speaker_boost``). Fusion and boost
+        run in Qdrant (Query API prefetch + RRF, then a formula query). Best first, at most ``limit``.
+        With ``path_scores`` False the two searches' own scores are not fetched (one request less
+        each; the hits' ``dense``/``lexical`` stay None)."""
+        collection = self._sentences(namespace)
+        if collection is None:
+            return []
+        flt = models.Filter(must=_ns_filter(namespace, **equals).must[1:]) if equals else None
         dense_q = models.Prefetch(query=dense.astype(float).tolist(), using=DENSE, filter=flt, limit=candidates)
         requests = [models.QueryRequest(query=dense_q.query, using=DENSE, filter=flt, limit=candidates,
                                         with_payload=False)]
@@ -278,19 +306,39 @@ class MemoryStore:
             prefetch.append(lex_q)
             requests.append(models.QueryRequest(query=lex_q.query, using=LEXICAL, filter=flt, limit=candidates,
                                                 with_payload=False))
-        requests.insert(0, models.QueryRequest(prefetch=prefetch, query=models.RrfQuery(rrf=models.Rrf(k=RRF_K)),
-                                               filter=flt, limit=limit, with_payload=True))
-        fused, *paths = self._client.query_batch_points(SENTENCES, requests=requests)
+        rrf = models.RrfQuery(rrf=models.Rrf(k=RRF_K))
+        if speakers and speaker_boost:
+            said = models.FieldCondition(key="speaker", match=models.MatchAny(any=list(speakers)))
+            boost = models.FormulaQuery(formula=models.SumExpression(
+                sum=["$score", models.MultExpression(mult=[speaker_boost, "$score", said])]))
+            fused_request = models.QueryRequest(
+                prefetch=models.Prefetch(prefetch=prefetch, query=rrf, filter=flt, limit=2 * candidates),
+                query=boost, limit=limit, with_payload=True)
+        else:
+            fused_request = models.QueryRequest(prefetch=prefetch, query=rrf, filter=flt, limit=limit,
+                                                with_payload=True)
+        fused, *paths = self._client.query_batch_points(
+            collection, requests=[fused_request, *(requests if path_scores else [])])
         by_path = [{p.id: float(p.score) for p in result.points} for result in paths]
-        dense_scores = by_path[0]
+        dense_scores = by_path[0] if by_path else {}
         lexical_scores = by_path[1] if len(by_path) > 1 else {}
         return [SentenceHit(Sentence(**p.payload), float(p.score), dense_scores.get(p.id), lexical_scores.get(p.id))
                 for p in fused.points]
 
+    def speakers(self, namespace: str) -> list[str]:
+        """The namespace's speakers, most frequent first (a facet over the sentence index)."""
+        collection = self._sentences(namespace)
+        if collection is None:
+            return []
+        return [str(h.value) for h in self._client.facet(collection, key="speaker", limit=1000).hits]
+
     def sentences(self, namespace: str, with_vectors: bool = False) -> list[tuple[Sentence, np.ndarray | None]]:
         """The namespace's sentences in chronological order, with their dense vectors if asked."""
         rows = []
-        for rec in self._scroll(SENTENCES, _ns_filter(namespace), with_vectors=[DENSE] if with_vectors else False):
+        collection = self._sentences(namespace)
+        if collection is None:
+            return []
+        for rec in self._scroll(collection, None, with_vectors=[DENSE] if with_vectors else False):
             vector = np.asarray(rec.vector[DENSE], dtype=np.float32) if with_vectors else None
             rows.append((Sentence(**rec.payload), vector))
         return sorted(rows, key=lambda r: (r[0].message_index, r[0].position))
@@ -320,7 +368,7 @@ class MemoryStore:
                 raise StoreError(f"Writing to {collection} at {self.location} failed: {exc}") from exc
 
     # ------------------------------------------------------------------ reads
-    def _scroll(self, collection: str, flt: models.Filter,
+    def _scroll(self, collection: str, flt: models.Filter | None,
                 with_vectors: bool | list[str] = False) -> Iterator[models.Record]:
         offset = None
         while True:
@@ -370,6 +418,10 @@ class MemoryStore:
         return sorted(rows, key=lambda d: d["seq"])
 
     def count(self, collection: str, namespace: str) -> int:
+        """Records of ``namespace`` in ``collection`` (``SENTENCES``: its sentence collection)."""
+        if collection == SENTENCES:
+            name = self._sentences(namespace)
+            return self._client.count(name, exact=True).count if name else 0
         return self._client.count(collection, count_filter=_ns_filter(namespace), exact=True).count
 
     def namespaces(self) -> list[str]:
@@ -390,12 +442,16 @@ class MemoryStore:
         """Delete the given records (``kind`` as in ``point_id``: "segment", "trajectory", "decision" with
         the decision's seq as its id, ...)."""
         points = [point_id(namespace, kind, str(i)) for i in ids]
-        if points:
+        if collection == SENTENCES:
+            collection = self._sentences(namespace)
+        if points and collection:
             self._client.delete(collection, points_selector=models.PointIdsList(points=points), wait=True)
 
     def delete_namespace(self, namespace: str) -> None:
         """Remove every record of ``namespace`` from every collection."""
         existing = {c.name for c in self._client.get_collections().collections}
+        if sentence_collection(namespace) in existing:
+            self._client.delete_collection(sentence_collection(namespace))
         for name in _ALL_COLLECTIONS:
             if name in existing:
                 self._client.delete(name, points_selector=models.FilterSelector(filter=_ns_filter(namespace)),
