@@ -96,8 +96,8 @@ class MemSIFConfig:
     trajectory_anchor_hits: int = 3
     #: Sentences taken from each trajectory's other segments.
     trajectory_evidence: int = 4
-    #: Priority of the trajectory path's best sentence, as a share of the top hit's score.
-    trajectory_weight: float = 0.5
+    #: A trajectory-path sentence enters with this share of its score in the restricted search.
+    trajectory_weight: float = 1.0
     #: "auto": the model's sufficiency verdict decides only for models not measured at chance
     #: (query.AT_CHANCE_MODELS); "model": always; "never": facts + evidence every time.
     sufficiency_gate: str = "auto"

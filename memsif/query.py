@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -61,6 +61,11 @@ from memsif.timeparse import day_text
 #: A message enters the answer context as evidence with at most this many characters (a pasted log
 #: of 30,000 tokens is stored whole but shown clipped).
 EVIDENCE_CHARS = 600
+#: The heading of the evidence in the answer context.
+EXCERPTS = "Conversation excerpts (oldest first):"
+#: The best this many evidence items of an answer (by priority) enter the candidate clusters (§3.4);
+#: the rest of the context is there to fill the budget, not as the answer's support.
+ACCUMULATED_EVIDENCE = 5
 #: Models measured at chance on yes/no judgements of this kind (``eval judge-check``: the packaged
 #: SmolLM2-135M labels 100% of mismatched answers CORRECT, separation 0.54; README, "Evaluation").
 #: With ``sufficiency_gate="auto"`` their sufficiency verdict is not asked for: evidence is always added.
@@ -189,10 +194,15 @@ class QueryPipeline:
         return found[:cfg.fact_top_k]
 
     # ------------------------------------------------------------------ query-local evidence
-    def trace_back(self, namespace: str, question: str, qv: np.ndarray, budget: int) -> list[Evidence]:
+    def trace_back(self, namespace: str, question: str, qv: np.ndarray, budget: int,
+                   measure: Callable[[list[Evidence]], int] | None = None) -> list[Evidence]:
         """Query-local evidence (§3.4) for ``question`` within ``budget`` tokens: whole sentences of
         source turns, found by hybrid search, ranked with their Topical Segments' relevance and
-        completed through Event Trajectories (module docstring); chronological order."""
+        completed through Event Trajectories (module docstring); chronological order.
+
+        Items are costed piece by piece (sentence, speaker prefix, date line), which overcounts a
+        little (the tokenizer merges across pieces); with ``measure`` (the tokens of the whole
+        context holding some evidence) the slack this leaves is filled too, never past ``budget``."""
         cfg = self.config
         qs = lexical.encode_query(question)
         named = named_speakers(question, self.store.speakers(namespace))
@@ -210,7 +220,17 @@ class QueryPipeline:
                                  seg_score.get(h.sentence.segment_id, 0.0)) for h in hits]
         if cfg.use_trajectories and segments:
             candidates += self._trajectory_path(namespace, cv, qs, hits, segments, seg_score, search)
-        return self._select(candidates, segments, budget)
+        room = budget - self.llm.count_tokens(EXCERPTS) - 1
+        evidence = self._select(candidates, segments, room)
+        if measure is not None and evidence:
+            slack = budget - measure(evidence)
+            if slack > 0:
+                more = self._select(candidates, segments, room + slack)
+                if measure(more) <= budget:
+                    evidence = more
+            while evidence and measure(evidence) > budget:  # never past the budget
+                evidence.remove(min(evidence, key=lambda e: e.score))
+        return evidence
 
     def _question_entities(self, question: str) -> frozenset[str]:
         if self.entities is None:
@@ -389,8 +409,11 @@ class QueryPipeline:
             self.config.context_tokens - (self.llm.count_tokens("Facts:") + 1 if facts else 0))
         evidence: list[Evidence] = []
         if not result.sufficient:
-            evidence = self.trace_back(namespace, question, qv,
-                                       left - self.llm.count_tokens("Conversation excerpts (oldest first):") - 1)
+            used = self.config.context_tokens - left
+
+            def measure(items: list[Evidence]) -> int:  # tokens of the evidence part, as the context holds it
+                return self.llm.count_tokens(self._render(fact_lines, items)) - used
+            evidence = self.trace_back(namespace, question, qv, left, measure)
             result.traced_back = True
         stages["trace_back"] = time.perf_counter() - t
 
@@ -414,7 +437,8 @@ class QueryPipeline:
 
         if self.config.use_active_facts and evidence:
             t = time.perf_counter()
-            self._accumulate(namespace, question, qv, evidence, result)
+            best = sorted(evidence, key=lambda e: -e.score)[:ACCUMULATED_EVIDENCE]
+            self._accumulate(namespace, question, qv, best, result)
             stages["active_facts"] = time.perf_counter() - t
         result.seconds_by_stage = stages
         result.seconds = time.perf_counter() - start
@@ -425,7 +449,7 @@ class QueryPipeline:
         """Facts, then the evidence in chronological order under its dates."""
         lines = ["Facts:", *fact_lines] if fact_lines else []
         if evidence:
-            lines.append("Conversation excerpts (oldest first):")
+            lines.append(EXCERPTS)
             day = None
             for e in evidence:
                 if day_text(e.time) != day:

@@ -219,8 +219,13 @@ def trace_markdown(answer: dict[str, Any]) -> tuple[str, str]:
     """(title, body) of an answer's trace for a collapsible chat message: facts and evidence with
     their source ids, sufficiency probability, whether it traced back, tokens and seconds (§3.5)."""
     p = answer.get("sufficiency_prob")
-    verdict = f" (P={p:.2f})" if p is not None else (" (no facts to check)" if not answer["facts_used"] else "")
-    title = (f"Trace · {'sufficient' if answer['sufficient'] else 'insufficient'}{verdict} · "
+    if p is not None:
+        gate = f"{'sufficient' if answer['sufficient'] else 'insufficient'} (P={p:.2f})"
+    elif not answer["facts_used"]:
+        gate = "no facts to check"
+    else:
+        gate = "sufficiency not asked"
+    title = (f"Trace · {gate} · "
              f"{'traced back to Structured Interaction Memory' if answer['traced_back'] else 'facts only'} · "
              f"{answer['tokens_in']}+{answer['tokens_out']} tokens · {answer['seconds']:.1f} s")
     lines = ["**Facts used**" if answer["facts_used"] else "_No facts used._"]

@@ -133,7 +133,7 @@ def test_the_budget_is_filled_and_never_exceeded():
 def test_segments_share_the_budget_so_one_topic_does_not_crowd_out_the_rest():
     emb = KeywordEmbedder({"trip": 0, "paris": 0, "rome": 1})
     paris = [("Ana", f"Our trip to Paris, part {k}: the museums and the trip by train.", "S1") for k in range(6)]
-    rome = [("Ana", "Rome was nice too, I ate pasta.", "S2")]
+    rome = [("Ana", "Rome was nice too, I ate pasta and gelato every single day near the old fountain.", "S2")]
     store = _store(paris + rome, emb)
     question = "Which trips did Ana take?"
     qv = emb.embed_query(question)

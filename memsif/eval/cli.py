@@ -188,13 +188,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
         report = engine.ingest(tr.messages, namespace=namespace, core_facts=args.facts)
         questions = [str(q["question"]) for q in tr.extra.get("qa", []) if q.get("category") != 5]
         questions = questions[:args.questions] or [m.text for m in tr.messages[:args.questions]]
-        seconds, tokens = [], []
+        seconds, tokens, retrieval = [], [], []
         for q in questions:
             _, used = counting.snapshot()
             t = time.perf_counter()
             engine.ask(q, namespace)
             seconds.append(time.perf_counter() - t)
             tokens.append(counting.snapshot()[1] - used)
+            t = time.perf_counter()
+            engine.ask(q, namespace, generate=False)
+            retrieval.append(time.perf_counter() - t)
+        sentences_s = report.seconds_by_stage.get("sentences", 0.0)
+        # Structured Interaction Memory without the sentence index: the ingest less that and CoreFacts
+        sim_s = report.seconds - sentences_s - report.seconds_by_stage.get("core_facts", 0.0)
         figures = {
             "sample": tr.sample_id, "messages": report.messages, "core_facts": args.facts,
             "model_load_s": round(load_s, 1), "ingest_s": round(report.seconds, 1),
@@ -203,6 +209,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "trajectory_judge_calls": report.judge_calls_trajectory,
             "segments": report.segments, "trajectories": report.trajectories,
             "questions": len(seconds),
+            "sentence_index_s": round(sentences_s, 1),
+            "sentence_index_share_of_sim_build": round(sentences_s / max(sim_s, 1e-9), 3),
+            "retrieval_s_p50": round(float(np.percentile(retrieval, 50)), 2) if retrieval else None,
+            "retrieval_s_p95": round(float(np.percentile(retrieval, 95)), 2) if retrieval else None,
             "query_s_p50": round(float(np.percentile(seconds, 50)), 2) if seconds else None,
             "query_s_p95": round(float(np.percentile(seconds, 95)), 2) if seconds else None,
             "tokens_per_query": round(float(np.mean(tokens)), 1) if tokens else None,
@@ -223,7 +233,8 @@ def add_parsers(sub) -> None:
         e = esub.add_parser(dataset, help=f"evaluate on a {dataset} file")
         e.add_argument("--data", required=True, help="benchmark JSON file")
         e.add_argument("--samples", help="comma-separated sample ids (default: all)")
-        e.add_argument("--system", default="memsif", help="comma-separated: memsif, full-context, naive-rag")
+        e.add_argument("--system", default="memsif",
+                       help="comma-separated: memsif, full-context, naive-rag, hybrid-rag")
         e.add_argument("--ablation", default="none", help="comma-separated: none, no-ts, no-et, no-cf, no-af")
         e.add_argument("--limit", type=int, help="at most N questions per sample (after the seeded order)")
         e.add_argument("--judge", default="both", choices=["f1", "llm", "both"])
@@ -231,8 +242,9 @@ def add_parsers(sub) -> None:
         e.add_argument("--retrieval-only", action="store_true",
                        help="no answers and no judges: evidence recall and retrieval cost only")
         e.add_argument("--context-budget", type=int,
-                       help="baselines fill at most N context tokens (default: the model's window less the answer "
-                            "cap; 1500 = what MemSIF's answer context may hold); labelled e.g. naive-rag@1500")
+                       help="every system fills at most N context tokens (default: the baselines the model's window "
+                            "less the answer cap, MemSIF its MEMSIF_CONTEXT_TOKENS, 1500); labelled e.g. "
+                            "naive-rag@1500, memsif@1500")
         e.add_argument("--tag", default="eval", help="namespace prefix of the built memories (reused by later runs)")
         e.add_argument("--data-dir", help="memory folder (default: $MEMSIF_DATA_DIR or ~/.local/share/memsif)")
         e.add_argument("--out", required=True, help="folder for questions.jsonl, summary.json, report.md, figures")

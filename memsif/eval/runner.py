@@ -57,7 +57,7 @@ class EvalOptions:
     limit: int | None = None             # at most this many questions per sample (after the seeded order)
     generate: bool = True                # False: retrieval only (evidence recall, no answers, no judges)
     tag: str = "eval"                    # namespace prefix of the MemSIF memories (reused across runs)
-    context_budget: int | None = None    # baselines fill at most this many context tokens (label "system@N")
+    context_budget: int | None = None    # every system fills at most this many context tokens (label "system@N")
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
