@@ -80,6 +80,8 @@ class MemSIFConfig:
     fact_top_k: int = 8
     #: Sentences taken from the hybrid (dense + lexical) search as evidence candidates.
     evidence_candidates: int = 200
+    #: The dense search leaves out the names of the speakers a question names (query.without_names).
+    dense_without_names: bool = True
     #: Sentences of the speakers a question names get their fused score × (1 + this).
     speaker_boost: float = 0.5
     #: Topical Segments scored by their members: the best this many sentences of a segment count.
@@ -105,8 +107,8 @@ class MemSIFConfig:
     answer_temperature: float = 0.1
     answer_max_tokens: int = 512
     # --- Ablations (Table 3) ---
-    #: False = "w/o TS" at query time: no Topical Segments are searched when tracing back (only
-    #: Event Trajectories); construction is unchanged.
+    #: False = "w/o TS" at query time: no Topical Segment relevance in the evidence ranking (the
+    #: trajectory path still reaches the segments of a trajectory); construction is unchanged.
     use_segments: bool = True
     use_core_facts: bool = True
     use_active_facts: bool = True

@@ -206,7 +206,7 @@ class QueryPipeline:
         cfg = self.config
         qs = lexical.encode_query(question)
         named = named_speakers(question, self.store.speakers(namespace))
-        content = without_names(question, named)
+        content = without_names(question, named) if cfg.dense_without_names else question
         cv = self.embedder.embed_query(content) if content != question else qv
         search = dict(speakers=named, speaker_boost=cfg.speaker_boost)
         hits = self.store.hybrid_search(namespace, cv, qs, cfg.evidence_candidates, **search)

@@ -268,3 +268,25 @@ def test_hybrid_rag_baseline_fills_its_budget_with_sentences():
     ans = system.answer(sample.questions[0], generate=False)
     assert "D1:18" in ans.context_ids and "My cat is called Miso." in ans.context
     assert 30 <= len(ans.context.split()) <= 60
+
+
+def test_the_dense_search_leaves_out_the_named_speakers_and_their_sentences_rise():
+    from memsif.query import named_speakers, without_names
+
+    speakers = ["Caroline", "Melanie", "Jon Snow"]
+    question = "What did Caroline's mother tell jon about the race?"
+    assert named_speakers(question, speakers) == ["Caroline", "Jon Snow"]
+    assert without_names(question, ["Caroline", "Jon Snow"]) == "What did mother tell about the race?"
+    assert without_names("Caroline?", ["Caroline"]) == "Caroline?", "nothing else left: the question itself"
+    assert named_speakers("Who won the race?", speakers) == []
+    # A name-heavy embedder: without the name, the content decides; the named speaker's sentences rise.
+    emb = KeywordEmbedder({"caroline": 0, "race": 1})
+    turns = [("Melanie", "Great job, Caroline! Caroline, you rock, Caroline!", "S1"),
+             ("Caroline", "I ran the charity race last Sunday in the rain.", "S2"),
+             ("Melanie", "I watched a race on TV.", "S3")]
+    store = _store(turns, emb)
+    question = "When did Caroline run the race?"
+    stripped = store.hybrid_search("t", emb.embed_query(without_names(question, ["Caroline"])),
+                                   lexical.encode_query(question), 3, speakers=["Caroline"], speaker_boost=0.5)
+    assert stripped[0].sentence.message_id == "D2:1"
+    assert stripped[0].fused > 1.4 * stripped[1].fused, "the named speaker's sentence is boosted in Qdrant"
