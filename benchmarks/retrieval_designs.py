@@ -73,8 +73,8 @@ def main() -> None:
     if args.design:
         designs = {}
         for spec in args.design:
-            name, _, overrides = spec.partition("=")
-            designs[name] = json.loads(overrides or "{}")
+            name, brace, overrides = spec.partition("={")
+            designs[name] = json.loads(brace[1:] + overrides if brace else "{}")
     engine = MemSIF(MemSIFConfig.from_env(data_dir=args.data_dir))
     engine.load_models()
     samples = (load_locomo if args.dataset == "locomo" else load_longmemeval)(
