@@ -8,7 +8,7 @@ built. ``CountingLLM`` counts LLM calls and tokens for the cost figures (App. H)
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,6 +192,16 @@ class NaiveRAGSystem(_TurnBaseline):
         return keep
 
 
+def _counted(llm: CountingLLM, ask: Callable[[], Any], extra: Callable[[Any], dict[str, Any]]) -> SystemAnswer:
+    """Run ``ask`` (returning a ``memsif.query.Answer``) and count its LLM calls, tokens and seconds."""
+    start = time.perf_counter()
+    calls, tokens = llm.snapshot()
+    result = ask()
+    calls2, tokens2 = llm.snapshot()
+    return SystemAnswer(result.answer, result.context, result.context_source_ids, tokens2 - tokens, calls2 - calls,
+                        time.perf_counter() - start, extra(result))
+
+
 class HybridRAGSystem:
     """The strongest flat design: every turn split into sentences (the turn as provenance), a dense
     and a lexical (BM25) search fused by reciprocal rank in Qdrant, the budget filled by fused score
@@ -230,13 +240,9 @@ class HybridRAGSystem:
         return BuildCost(seconds=time.perf_counter() - start, messages=len(messages))
 
     def answer(self, question: EvalQuestion, generate: bool = True) -> SystemAnswer:
-        start = time.perf_counter()
-        calls, tokens = self.llm.snapshot()
-        result = self.pipeline.ask(self.namespace, question.question, question.question_date, generate=generate)
-        calls2, tokens2 = self.llm.snapshot()
-        return SystemAnswer(result.answer, result.context, result.context_source_ids, tokens2 - tokens,
-                            calls2 - calls, time.perf_counter() - start,
-                            {"evidence_items": len(result.evidence_used)})
+        return _counted(self.llm, lambda: self.pipeline.ask(self.namespace, question.question,
+                                                            question.question_date, generate=generate),
+                        lambda r: {"evidence_items": len(r.evidence_used)})
 
 
 class MemSIFSystem:
@@ -276,13 +282,9 @@ class MemSIFSystem:
         return cost
 
     def answer(self, question: EvalQuestion, generate: bool = True) -> SystemAnswer:
-        start = time.perf_counter()
-        calls, tokens = self.llm.snapshot()
-        result = self.engine.ask(question.question, self.namespace, question.question_date, generate=generate)
-        calls2, tokens2 = self.llm.snapshot()
-        return SystemAnswer(result.answer, result.context, result.context_source_ids, tokens2 - tokens,
-                            calls2 - calls, time.perf_counter() - start,
-                            {"sufficient": result.sufficient, "sufficiency_prob": result.sufficiency_prob,
-                             "traced_back": result.traced_back, "errors": result.errors,
-                             "fact_ids": [f["id"] for f in result.facts_used],
-                             "active_facts_changed": result.active_facts_changed})
+        return _counted(self.llm, lambda: self.engine.ask(question.question, self.namespace, question.question_date,
+                                                          generate=generate),
+                        lambda r: {"sufficient": r.sufficient, "sufficiency_prob": r.sufficiency_prob,
+                                   "traced_back": r.traced_back, "gate_rule": r.gate_rule, "errors": r.errors,
+                                   "fact_ids": [f["id"] for f in r.facts_used],
+                                   "active_facts_changed": r.active_facts_changed})
