@@ -25,6 +25,7 @@ from memsif.locks import interactive
 from memsif.matching import SemanticMapping, UnitProfile
 from memsif.records import EventTrajectory, Message, TopicalSegment
 from memsif.store import MemoryStore, StoredMessage
+from memsif.store.qdrant import SENTENCES
 
 log = logging.getLogger(__name__)
 
@@ -292,7 +293,10 @@ class MemSIF:
             stages["structure"] = time.perf_counter() - t
 
             t = time.perf_counter()
-            sentences = build_sentences(fresh, state.vectors, state.segment_of, self.embedder)
+            indexed = fresh
+            if len(state.messages) > len(fresh) and self.store.count(SENTENCES, ns) == 0:
+                indexed = list(state.messages.values())  # a store made before the sentence index: add it too
+            sentences = build_sentences(indexed, state.vectors, state.segment_of, self.embedder)
             stages["sentences"] = time.perf_counter() - t
 
             t = time.perf_counter()
@@ -396,7 +400,7 @@ class MemSIF:
                 ingest); delete the namespace and ingest again.
         """
         from memsif.errors import StoreError
-        from memsif.store.qdrant import DECISIONS, SEGMENTS, SENTENCES, TRAJECTORIES
+        from memsif.store.qdrant import DECISIONS, SEGMENTS, TRAJECTORIES
 
         namespace, stored = state.namespace, set(state.messages)
         store = self.store
@@ -482,7 +486,6 @@ class MemSIF:
 
     def _require_sentence_index(self, namespace: str) -> None:
         from memsif.errors import StoreError
-        from memsif.store.qdrant import SENTENCES
 
         if self.store.count(SENTENCES, namespace) == 0:
             data = "" if self.config.qdrant_url else f" --data-dir {self.config.resolved_data_dir}"
@@ -498,8 +501,6 @@ class MemSIF:
     def missing_sentence_index(self, namespace: str) -> int:
         """How many of ``namespace``'s messages have no sentence in the hybrid index (stores built
         before it existed; ``index_sentences`` adds them)."""
-        from memsif.store.qdrant import SENTENCES
-
         indexed = {sen.message_id for sen, _ in self.store.sentences(namespace)} \
             if self.store.count(SENTENCES, namespace) else set()
         return sum(1 for row in self.store.messages(namespace, with_vectors=False) if row.message.id not in indexed)

@@ -290,3 +290,15 @@ def test_the_dense_search_leaves_out_the_named_speakers_and_their_sentences_rise
                                    lexical.encode_query(question), 3, speakers=["Caroline"], speaker_boost=0.5)
     assert stripped[0].sentence.message_id == "D2:1"
     assert stripped[0].fused > 1.4 * stripped[1].fused, "the named speaker's sentence is boosted in Qdrant"
+
+
+def test_ingest_into_a_namespace_stored_before_the_index_indexes_the_old_messages_too(engine_factory):
+    from memsif.store.qdrant import sentence_collection
+    from tests.conftest import make_messages
+
+    engine = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}))
+    msgs = make_messages(["I adopted a dog named Max.", "Max is a beagle puppy.", "Stocks fell today."])
+    engine.ingest(msgs[:2])
+    engine.store._client.delete_collection(sentence_collection("t"))  # as an old store
+    engine.ingest(msgs)
+    assert engine.missing_sentence_index("t") == 0
