@@ -150,6 +150,11 @@ class MemSIFConfig:
         for name in ("context_tokens", "evidence_candidates", "segment_members", "trajectory_anchor_hits"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}; fix MEMSIF_{name.upper()}.")
+        for name in ("fact_top_k", "trajectory_top_k", "trajectory_evidence", "speaker_boost", "segment_weight",
+                     "segment_entity_weight", "trajectory_weight"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must not be negative, got {getattr(self, name)}; "
+                                  f"fix MEMSIF_{name.upper()}.")
         if not 0.0 <= self.segment_decay <= 1.0:
             raise ConfigError(f"segment_decay must lie in [0, 1], got {self.segment_decay}.")
         if self.top_k < 1:

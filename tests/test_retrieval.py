@@ -207,6 +207,10 @@ def test_bad_retrieval_settings_are_refused():
         MemSIFConfig(sufficiency_gate="sometimes")
     with pytest.raises(ConfigError, match="context_tokens"):
         MemSIFConfig(context_tokens=0)
+    with pytest.raises(ConfigError, match="MEMSIF_SPEAKER_BOOST"):
+        MemSIFConfig(speaker_boost=-1)
+    with pytest.raises(ConfigError, match="segment_decay"):
+        MemSIFConfig(segment_decay=1.5)
 
 
 def test_a_store_without_the_sentence_index_says_how_to_upgrade_and_the_upgrade_loses_nothing(
