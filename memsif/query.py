@@ -174,6 +174,12 @@ class QueryPipeline:
                  entities=None) -> None:
         self.config, self.llm, self.embedder, self.store = config, llm, embedder, store
         self.entities = entities
+        self._token_counts: dict[str, int] = {}  # one question's pieces, costed once for both fills
+
+    def _tokens(self, text: str) -> int:
+        if text not in self._token_counts:
+            self._token_counts[text] = self.llm.count_tokens(text)
+        return self._token_counts[text]
 
     def retrieve_facts(self, namespace: str, qv: np.ndarray) -> list[dict[str, Any]]:
         """CoreFacts (current only) and ActiveFacts by cosine, best first, at most ``fact_top_k``."""
@@ -322,12 +328,12 @@ class QueryPipeline:
             c = pool.pop(0)
             s = c.hit.sentence
             item = items.get(s.message_id)
-            cost = self.llm.count_tokens(s.text) + 1
+            cost = self._tokens(s.text) + 1
             if item is None:
-                cost += self.llm.count_tokens(f"- {s.speaker}: ")
+                cost += self._tokens(f"- {s.speaker}: ")
                 day = day_text(s.time)
                 if day not in dates:
-                    cost += self.llm.count_tokens(f"{day}:") + 1
+                    cost += self._tokens(f"{day}:") + 1
             if cost > left:
                 continue
             left -= cost
