@@ -97,6 +97,32 @@ def terms(text: str) -> list[str]:
         return _stemmer().stemWords([t.lower_ for t in tokens if len(t.lower_) > 1 or t.like_num])
 
 
+@dataclass(frozen=True)
+class Word:
+    """One token of a text as the tokenizer sees it: its text, lower case, Snowball stem and flags."""
+
+    text: str
+    lower: str
+    stem: str
+    like_num: bool
+    is_stop: bool
+    is_alpha: bool
+    is_sent_start: bool
+
+
+def words(text: str) -> list[Word]:
+    """The tokens of ``text`` (spaCy's English tokenizer) with their stems; punctuation included."""
+    with _LOCK:
+        doc = _nlp().make_doc(text)
+        stems = _stemmer().stemWords([t.lower_ for t in doc])
+        return [Word(t.text, t.lower_, stem, bool(t.like_num), bool(t.is_stop), bool(t.is_alpha),
+                     t.i == 0 or doc[t.i - 1].text in _SENTENCE_END)
+                for t, stem in zip(doc, stems, strict=True)]
+
+
+_SENTENCE_END = {".", "!", "?", ":", ";", "\"", "(", "[", "-", "—"}
+
+
 def term_index(term: str) -> int:
     """The sparse index of a term: its CRC-32 (stable across processes and machines)."""
     return zlib.crc32(term.encode("utf-8"))

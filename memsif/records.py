@@ -154,6 +154,7 @@ class FactOp(StrEnum):
     MERGE = "MERGE"          # a duplicate or near-duplicate folded into an existing fact
     SUPERSEDE = "SUPERSEDE"  # an outdated fact closed (kept as history) and replaced
     NOOP = "NOOP"            # nothing written (recorded when extraction failed or found nothing)
+    REJECT = "REJECT"        # a candidate that failed the grounding gate: nothing written
 
 
 class CoreFact(_Record):
@@ -192,6 +193,8 @@ class FactOperation(_Record):
     prompt_version: str | None = None
     model: str | None = None
     error: str | None = None
+    candidate: dict = Field(default_factory=dict,
+                            description="REJECT only: the candidate fact the grounding gate turned away.")
 
 
 class ActiveFact(_Record):

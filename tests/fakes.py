@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -66,6 +67,20 @@ class FakeLLM:
     def count_tokens(self, text: str) -> int:
         """Words and line breaks (a real tokenizer counts a line break as a token too)."""
         return len(text.split()) + text.count("\n")
+
+
+def grounded_extraction(facts_by_phrase: dict[str, dict]) -> Callable[[Prompt], str]:
+    """A fake core_extract reply: for each numbered message line of the prompt holding a phrase, that
+    phrase's fact citing that line (the way a good extractor cites its source)."""
+    def reply(prompt: Prompt) -> str:
+        facts = []
+        for line in prompt.text.splitlines():
+            number = re.match(r"(\d+)\. ", line)
+            for phrase, fact in facts_by_phrase.items():
+                if number and phrase in line:
+                    facts.append({**fact, "sources": [int(number.group(1))]})
+        return json.dumps({"facts": facts[:3]})
+    return reply
 
 
 class HashEmbedder:

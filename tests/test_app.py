@@ -5,26 +5,26 @@ so the test checks the app's wiring and session isolation in seconds; ``test_bro
 real app on the real models.
 """
 
-import json
 
 import pytest
 
 from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.store import MemoryStore
-from tests.fakes import FakeLLM, HashEmbedder, TableEntities
+from tests.fakes import FakeLLM, HashEmbedder, TableEntities, grounded_extraction
 
 gradio_client = pytest.importorskip("gradio_client")
 
-FACTS = {"facts": [{"subject": "Caroline", "type": "Identity", "statement": "Caroline is a counselor.",
-                    "sources": [1]}]}
+FACTS = grounded_extraction({"counseling and mental health as a career": {
+    "subject": "Caroline", "type": "Identity",
+    "statement": "Caroline is looking into counseling and mental health as a career."}})
 
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
     import app
 
-    llm = FakeLLM({"segment_judge": 0.3, "trajectory_judge": 0.6, "core_extract": json.dumps(FACTS),
+    llm = FakeLLM({"segment_judge": 0.3, "trajectory_judge": 0.6, "core_extract": FACTS,
                    "core_operation": "A", "sufficiency": 0.2, "answer": "She researched adoption agencies."})
     cfg = MemSIFConfig(data_dir=str(tmp_path_factory.mktemp("app")))
     app._engine = MemSIF(cfg, llm=llm, embedder=HashEmbedder(), entities=TableEntities(),
@@ -46,8 +46,8 @@ def test_a_client_builds_the_example_asks_and_reads_every_view(app_url):
 
     status, facts, ops = client.predict(api_name="/build_facts")
     assert "current CoreFacts" in status
-    assert any(row[3] == "Caroline is a counselor." for row in facts["data"])
-    assert ops["data"] and ops["data"][0][1] == "ADD"
+    assert any(row[3] == "Caroline is looking into counseling and mental health as a career." for row in facts["data"])
+    assert any(row[1] == "ADD" for row in ops["data"])
 
     history, _, trace, cluster_plot, clusters = client.predict("What did Caroline research?", [], False,
                                                                api_name="/ask")

@@ -27,8 +27,8 @@ def extraction(facts_by_phrase: dict[str, list[dict]]):
 
 SUSHI = {
     "I love sushi": [{"subject": "Melanie", "type": "Preference", "statement": "Melanie loves sushi.", "sources": [1]}],
-    "can't stand sushi": [{"subject": "Melanie", "type": "Preference",
-                           "statement": "Melanie can't stand sushi anymore.", "sources": [1]}],
+    "prefer ramen": [{"subject": "Melanie", "type": "Preference",
+                      "statement": "Melanie prefers ramen to sushi now.", "sources": [1]}],
 }
 
 
@@ -37,10 +37,10 @@ def test_contradiction_supersedes_and_keeps_history(engine_factory):
     engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"sushi": 0}), **CFG)
     first = engine.ingest([msg("D1:1", "I love sushi, it's my favourite food!", MAY)])
     assert first.fact_ops == {"ADD": 1} and first.core_facts == 1
-    second = engine.ingest([msg("D2:1", "Honestly I can't stand sushi anymore.", AUGUST)])
+    second = engine.ingest([msg("D2:1", "Honestly I prefer ramen to sushi now.", AUGUST)])
     assert second.fact_ops == {"SUPERSEDE": 1} and second.core_facts == 1
     [current] = engine.facts("t")
-    assert current.statement == "Melanie can't stand sushi anymore." and current.source_message_ids == ["D2:1"]
+    assert current.statement == "Melanie prefers ramen to sushi now." and current.source_message_ids == ["D2:1"]
     history = engine.facts("t", history=True)
     old = next(f for f in history if f.id == "F1")
     assert old.status == "superseded" and old.superseded_by == current.id
@@ -87,7 +87,7 @@ def test_near_identical_statement_merges_by_rule_and_unrelated_adds_by_rule(engi
     llm = FakeLLM({"core_extract": extraction(facts)})  # no core_operation answer: the LLM must not be asked
     engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"sushi": 0}), **CFG)
     engine.ingest([msg("D1:1", "sushi again tonight", MAY)])
-    report = engine.ingest([msg("D2:1", "more sushi, and my dog Max says hi", AUGUST)])
+    report = engine.ingest([msg("D2:1", "more sushi, and I have a dog named Max", AUGUST)])
     assert report.fact_ops == {"MERGE": 1, "ADD": 1}
     assert all(r["rule"] == "rule" for r in engine.fact_log("t"))
     assert "core_operation" not in llm.calls
@@ -110,7 +110,7 @@ def test_fenced_reply_is_recovered_and_bad_source_index_is_range_checked(engine_
              '"statement": "Melanie is a painter.", "sources": [7]}]}\n```')
     llm = FakeLLM({"core_extract": reply})
     engine = engine_factory(llm=llm, embedder=KeywordEmbedder({}), **CFG)
-    engine.ingest([msg("D1:1", "I paint every day, it's my job.", MAY)])
+    engine.ingest([msg("D1:1", "I'm a painter, I paint every day.", MAY)])
     [fact] = engine.facts("t")
     assert fact.source_message_ids == ["D1:1"]
     [op] = engine.fact_log("t")
@@ -140,7 +140,7 @@ def test_complete_facts_are_recovered_from_a_cut_off_reply(engine_factory):
              '"sources": [1]}, {"subject": "Melanie", "type": "Event", "statement": "Melanie went to the mus')
     llm = FakeLLM({"core_extract": reply})
     engine = engine_factory(llm=llm, embedder=KeywordEmbedder({}), **CFG)
-    report = engine.ingest([msg("D1:1", "I paint every day, it's my job.", MAY)])
+    report = engine.ingest([msg("D1:1", "I'm a painter, I paint every day.", MAY)])
     assert report.fact_ops == {"ADD": 1} and report.fact_errors == 0
     [op] = engine.fact_log("t")
     assert "recovered 1 complete fact(s) from a cut-off reply" in op["reason"]

@@ -4,9 +4,13 @@ For each batch of not-yet-read messages of the Topical Segments: the LLM extract
 constrained JSON; each candidate is compared with existing current facts of the same subject and
 type (ranked by statement similarity, facts of the same Event Trajectory first: trajectories are the
 cross-time evidence that reconciles facts spanning segments); then one operation is applied and
-logged. Deterministic shortcuts are logged as ``rule``: nothing comparable → Add; a near-identical
-statement → Merge. Otherwise the LLM picks Add / Update / Merge / Supersede as a scored one-letter
-choice (no free generation).
+logged. Before anything is written, a candidate must pass the grounding gate
+(:mod:`memsif.facts.grounding`); one that fails is logged as REJECT with its reasons and measures.
+Deterministic shortcuts are logged as ``rule``: nothing comparable → Add; a near-identical statement
+asserting the same values (:mod:`memsif.facts.values`) → Merge; the same claim with a changed value
+(number, date, time, amount, polarity) and newer evidence → Supersede. A value change is never
+merged by rule, and Merge is not offered to the model for it. Otherwise the LLM picks
+Add / Update / Merge / Supersede as a scored one-letter choice (no free generation).
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ import numpy as np
 
 from memsif.embed import Embedder
 from memsif.errors import LLMError, LLMOutputError
+from memsif.facts import grounding
 from memsif.facts.active import normalise_subject
 from memsif.facts.schema import FactType
+from memsif.facts.values import mask, values
 from memsif.llm import LLM
 from memsif.llm.structured import parse_json_reply, salvage_items
 from memsif.prompts import core_extract, core_operation
@@ -31,8 +37,12 @@ from memsif.timeparse import annotate_relative_dates, day_text
 
 #: Existing facts below this statement cosine are not comparable: the candidate is added by rule.
 CANDIDATE_MIN_COSINE = 0.5
-#: At or above this statement cosine the candidate is the same fact: merged by rule.
+#: At or above this statement cosine the candidate is the same fact: merged by rule (values equal).
 DUPLICATE_COSINE = 0.97
+#: At or above this cosine of the value-masked statements, two statements make the same claim; when
+#: their values differ only the value changed (MiniLM: "rent is # euros a month" / "rent went up to #
+#: euros a month" 0.92; unrelated claims of one person score below 0.8).
+SAME_CLAIM_COSINE = 0.9
 #: Existing facts shown to the operation chooser.
 MAX_KNOWN = 2
 #: Messages per extraction call (consecutive segments are batched to save calls).
@@ -65,6 +75,9 @@ class Candidate:
     fact: CoreFact
     vector: np.ndarray
     provenance_note: str = ""
+    cited: list[Message] = field(default_factory=list)
+    cited_vectors: np.ndarray | None = None
+    speakers: list[str] = field(default_factory=list)
 
 
 class CoreFactBuilder:
@@ -117,7 +130,8 @@ class CoreFactBuilder:
             return [], failures
         statements = [f.statement for f in items]
         vectors = self.embedder.embed_documents(statements)
-        message_vectors = None
+        message_vectors = self.embedder.embed_documents([m.text for m in messages])
+        speakers = list(dict.fromkeys(m.speaker for m in messages))
         candidates = []
         for item, vector in zip(items, vectors, strict=True):
             valid = sorted({i for i in item.sources if 1 <= i <= len(messages)})
@@ -125,8 +139,6 @@ class CoreFactBuilder:
             if len(valid) != len(item.sources):
                 note = f"dropped source numbers outside 1..{len(messages)}: {sorted(set(item.sources) - set(valid))}; "
             if not valid:  # provenance by similarity: the one message the statement is closest to
-                if message_vectors is None:
-                    message_vectors = self.embedder.embed_documents([m.text for m in messages])
                 valid = [int(np.argmax(message_vectors @ vector)) + 1]
                 note += f"provenance by similarity to {messages[valid[0] - 1].id}"
             sources = [messages[i - 1] for i in valid]
@@ -137,7 +149,8 @@ class CoreFactBuilder:
             fact = CoreFact(id="", namespace=namespace, subject=item.subject.strip(), type=item.type,
                             statement=statement, event_time=when, source_message_ids=[m.id for m in sources],
                             segment_ids=segs, trajectory_ids=trajs, valid_from=when)
-            candidates.append(Candidate(fact, vector, note))
+            candidates.append(Candidate(fact, vector, note, sources, message_vectors[[i - 1 for i in valid]],
+                                        speakers))
         return candidates, failures
 
     # ------------------------------------------------------------- consolidation
@@ -155,22 +168,57 @@ class CoreFactBuilder:
         scored.sort(key=lambda s: (not s[2], -s[1]))
         return [(f, cos) for f, cos, _ in scored[:MAX_KNOWN]]
 
+    def ground(self, cand: Candidate) -> grounding.Grounding:
+        """The grounding gate's verdict on a candidate (no model involved)."""
+        return grounding.check(cand.fact.subject, cand.fact.statement, cand.cited, cand.speakers, cand.vector,
+                               cand.cited_vectors, max_statement_chars=core_extract.STATEMENT_MAX_CHARS)
+
     def consolidate(self, state: FactState, cand: Candidate) -> FactOperation:
-        """Apply one of Add / Update / Merge / Supersede for ``cand`` and return the logged operation."""
+        """Gate ``cand``, then apply one of Add / Update / Merge / Supersede; return the logged operation
+        (REJECT when the gate turned the candidate away)."""
+        verdict = self.ground(cand) if cand.cited else None
+        if verdict is not None and not verdict.passed:
+            reason = f"not grounded in {', '.join(m.id for m in cand.cited)}: {verdict.reason}"
+            if cand.provenance_note:
+                reason = f"{reason}; {cand.provenance_note}"
+            op = self._log(cand.fact.namespace, FactOp.REJECT, [], reason=reason, rule="rule",
+                           scores={f"grounding:{k}": v for k, v in verdict.scores.items()},
+                           event_time=cand.fact.event_time)
+            op.candidate = cand.fact.model_dump(mode="json", exclude={"id", "status"})
+            return op
+        gate_scores = {f"grounding:{k}": v for k, v in verdict.scores.items()} if verdict else {}
+        if verdict is not None:
+            cand.fact.subject = verdict.subject
         known = self.known_for(state, cand)
         sims = {f.id: round(cos, 4) for f, cos in known}
         if not known:
             return self._apply(state, cand, FactOp.ADD, None, "rule", "no current fact with this subject and type "
-                               "is similar enough", sims)
+                               "is similar enough", sims | gate_scores)
         best, best_cos = max(known, key=lambda item: item[1])
-        if best_cos >= DUPLICATE_COSINE:
-            return self._apply(state, cand, FactOp.MERGE, best, "rule", f"near-identical to {best.id}", sims)
-        prompt, options = core_operation.build(cand.fact, [f for f, _ in known])
+        new_values, old_values = values(cand.fact.statement), values(best.statement)
+        changed = new_values.differences(old_values)
+        if best_cos >= DUPLICATE_COSINE and not changed:
+            return self._apply(state, cand, FactOp.MERGE, best, "rule", f"near-identical to {best.id}",
+                               sims | gate_scores)
+        value_note = ""
+        if changed:
+            claim_cos = float(np.dot(*self.embedder.embed_documents([mask(cand.fact.statement), mask(best.statement)])))
+            gate_scores[f"claim_cos:{best.id}"] = round(claim_cos, 4)
+            value_note = (f"{' and '.join(changed)} changed ({old_values.describe()} → {new_values.describe()})")
+            newer = (cand.fact.event_time is not None and best.event_time is not None
+                     and cand.fact.event_time > best.event_time)
+            if claim_cos >= SAME_CLAIM_COSINE and newer:
+                return self._apply(state, cand, FactOp.SUPERSEDE, best, "rule",
+                                   f"same claim as {best.id}, {value_note}, newer evidence", sims | gate_scores)
+        # "says the same" is false when a value differs: Merge with such a fact is not offered
+        no_merge = [k for k, (f, _) in enumerate(known) if values(f.statement).differences(new_values)]
+        prompt, options = core_operation.build(cand.fact, [f for f, _ in known], no_merge)
         try:
             self.llm_calls += 1
             probs = self.llm.choice_probabilities(prompt, [o[0] for o in options])
         except LLMError as exc:
-            op = self._apply(state, cand, FactOp.ADD, None, "rule", "operation choice failed; added", sims)
+            op = self._apply(state, cand, FactOp.ADD, None, "rule", "operation choice failed; added",
+                             sims | gate_scores)
             op.error, op.prompt_version = f"{type(exc).__name__}: {exc}", prompt.version
             return op
         if len(probs) != len(options):
@@ -180,7 +228,9 @@ class CoreFactBuilder:
         scores = {o[0]: round(p, 4) for o, p in zip(options, probs, strict=True)}
         target = known[index][0] if index is not None else None
         reason = f"LLM chose {letter} ({op.value}{' ' + target.id if target else ''}) with p={probs[k]:.2f}"
-        scores.update({f"cos:{fid}": v for fid, v in sims.items()})
+        if value_note:
+            reason += f"; {value_note} vs {best.id}, so Merge with it was not offered"
+        scores.update({f"cos:{fid}": v for fid, v in sims.items()} | gate_scores)
         record = self._apply(state, cand, op, target, "llm", reason, scores)
         record.prompt_version = prompt.version
         record.model = getattr(self.llm, "name", None)

@@ -19,6 +19,8 @@ NAME = "core_extract"
 VERSION = "core_extract/1"
 SYSTEM = "You extract durable personal facts from a conversation as JSON."
 MAX_FACTS = 3
+#: Longest statement the response schema allows; one that fills it without ending was cut off.
+STATEMENT_MAX_CHARS = 100
 
 
 def response_schema(schema: Sequence[FactType]) -> type[BaseModel]:
@@ -27,7 +29,7 @@ def response_schema(schema: Sequence[FactType]) -> type[BaseModel]:
     fact = create_model("ExtractedFact",
                         subject=(str, Field(min_length=1, max_length=40)),
                         type=(type_enum, ...),
-                        statement=(str, Field(min_length=3, max_length=100)),
+                        statement=(str, Field(min_length=3, max_length=STATEMENT_MAX_CHARS)),
                         sources=(list[int], Field(max_length=3)))
     return create_model("ExtractedFacts", facts=(list[fact], Field(max_length=MAX_FACTS)))
 

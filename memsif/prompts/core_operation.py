@@ -17,14 +17,18 @@ def _date(fact_time) -> str:
     return f"{fact_time.day} {fact_time:%B %Y}" if fact_time else "unknown date"
 
 
-def build(new: CoreFact, known: Sequence[CoreFact]) -> tuple[Prompt, list[tuple[str, FactOp, int | None]]]:
-    """Prompt and its options: (letter, operation, index into ``known`` or None for Add)."""
+def build(new: CoreFact, known: Sequence[CoreFact], no_merge: Sequence[int] = ()
+          ) -> tuple[Prompt, list[tuple[str, FactOp, int | None]]]:
+    """Prompt and its options: (letter, operation, index into ``known`` or None for Add). Known facts
+    whose index is in ``no_merge`` (a value differs from the new fact) get no Merge option."""
     options: list[tuple[str, FactOp, int | None]] = [("A", FactOp.ADD, None)]
     lines = ["A) it is new information: add it"]
     for k, _fact in enumerate(known, start=1):
         for op, wording in ((FactOp.UPDATE, f"it adds detail to fact {k}: update fact {k}"),
                             (FactOp.MERGE, f"it says the same as fact {k}: merge them"),
                             (FactOp.SUPERSEDE, f"it contradicts fact {k}, which is now outdated: replace fact {k}")):
+            if op == FactOp.MERGE and k - 1 in no_merge:
+                continue
             letter = LETTERS[len(options)]
             options.append((letter, op, k - 1))
             lines.append(f"{letter}) {wording}")

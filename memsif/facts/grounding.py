@@ -1,0 +1,239 @@
+"""The grounding gate before every CoreFact write (§3.3; DESIGN, "What the default model can and
+cannot do": nothing the engine stores is trusted without a check that needs no model).
+
+A candidate fact is written only when all of these hold; each is a check a reader can redo by hand:
+
+- **format**: no JSON debris (``{ } [ ] "``) in subject or statement, not cut off at the length limit,
+  no phrase repeated three times (a small model's loop);
+- **subject**: a name, not a sentence (at most four words, no sentence punctuation, not a pronoun or a
+  schema word) that is a speaker of the batch or a word sequence of the cited messages. A speaker's
+  nickname in the messages ("Mel" for "Melanie") resolves to the speaker;
+- **states something**: at least one content word besides the subject's name; not a question; not
+  addressed to someone ("you"); not a bare date or greeting;
+- **supported**: the cited messages say it. *Support* is the cited messages' sentences that are not
+  questions, with their session date and resolved relative dates; for a speaker subject, only the
+  sentences about that speaker (:func:`support_text`; another speaker's words are not the subject's).
+  The share of the statement's content words (Snowball stems) found in the support is at least
+  ``MIN_OVERLAP``; every number, month, weekday and capitalised name of the statement is in the
+  support; and the statement's cosine with the closest supporting message is at least ``MIN_COSINE``
+  (waived when ``FULL_OVERLAP`` of its content words are in the support).
+
+:func:`check` returns every measure (shown in the CoreFact log) and the reasons a candidate failed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from memsif import lexical
+from memsif.facts.values import MONTHS, WEEKDAYS, values
+from memsif.records import Message
+from memsif.timeparse import annotate_relative_dates, day_text
+
+#: Share of the statement's content words that must occur in the supporting sentences.
+MIN_OVERLAP = 0.5
+#: Cosine (statement, closest supporting message) below which a statement is not about its sources,
+#: unless at least ``FULL_OVERLAP`` of its content words are there (words are the stronger witness).
+MIN_COSINE = 0.25
+FULL_OVERLAP = 0.8
+MIN_CONTENT_WORDS = 1
+MAX_SUBJECT_WORDS = 4
+#: A word 3-gram seen this often means the model looped ("I am happy to say that I am happy to say…").
+LOOP_REPEATS = 3
+
+_DEBRIS = re.compile(r'[{}\[\]"\\]|\b(?:null|none)\b\s*[,}]')
+_SENTENCE_PUNCTUATION = re.compile(r"[.,;:!?…]")
+_PRONOUNS = {"i", "me", "my", "mine", "we", "us", "our", "you", "your", "he", "him", "his", "she", "her",
+             "they", "them", "their", "it", "its", "this", "that", "someone", "somebody", "everyone",
+             "person", "people", "personne", "user", "speaker", "assistant", "unknown", "n/a", "none"}
+_SECOND_PERSON = {"you", "your", "yours", "yourself", "yourselves", "ya", "u"}
+_GREETINGS = {"hi", "hey", "hello", "bye", "goodby", "thank", "thanks", "wow", "congrat", "congratul",
+              "welcom", "sorri", "ok", "okay", "yeah", "yes", "yep", "cool", "awesom", "great", "nice", "glad",
+              "good", "morn", "night", "talk", "soon", "later", "chat", "catch"}
+
+
+@dataclass
+class Grounding:
+    """The gate's verdict on one candidate: ``passed``, the failed rules' reasons, every measure, and
+    the subject as stored (a speaker's nickname resolved to the speaker's name)."""
+
+    passed: bool
+    reasons: list[str] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)
+    subject: str = ""
+    support_ids: list[str] = field(default_factory=list)
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.reasons) if self.reasons else "grounded in its sources"
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"[^\W_]+", text.lower()))
+
+
+def _resolve_speaker(subject: str, speakers: Sequence[str]) -> str | None:
+    """The speaker ``subject`` names: the same name, the first name, or a nickname (prefix ≥ 3 letters)."""
+    key = _norm(subject)
+    for speaker in speakers:
+        name = _norm(speaker)
+        if key == name or (name.split() and key == name.split()[0]):
+            return speaker
+    for speaker in speakers:
+        name = _norm(speaker)
+        if len(key) >= 3 and " " not in key and name.startswith(key):
+            return speaker
+    return None
+
+
+def _names(speaker: str) -> list[str]:
+    """The ways a speaker is written in messages: the name, first name, and 3–4-letter nicknames."""
+    first = _norm(speaker).split()[0] if _norm(speaker) else ""
+    return list(dict.fromkeys([_norm(speaker), first, first[:3], first[:4]]))
+
+
+def _mentions(text: str, speaker: str) -> bool:
+    low = _norm(text)
+    return any(name and re.search(rf"\b{re.escape(name)}\b", low) for name in _names(speaker))
+
+
+def _content(words: Sequence[lexical.Word], drop: set[str]) -> list[str]:
+    """Stems of content words: alphabetic, not stop words, not values, not in ``drop``."""
+    return [w.stem for w in words
+            if w.is_alpha and not w.is_stop and len(w.lower) > 1 and w.lower not in MONTHS
+            and w.lower not in WEEKDAYS and w.stem not in drop and w.lower not in drop]
+
+
+#: Two stems match when one is a prefix of the other and the shorter has at least this many letters
+#: ("paint" / "painter", "creativ" / "creativity"): Snowball keeps agent nouns apart from their verbs.
+PREFIX_MATCH = 5
+
+
+def _matches(stem: str, support: set[str], prefixes: set[str]) -> bool:
+    return stem in support or (len(stem) >= PREFIX_MATCH and (stem[:PREFIX_MATCH] in prefixes))
+
+
+def _loops(text: str) -> bool:
+    tokens = _norm(text).split()
+    grams = Counter(tuple(tokens[i:i + 3]) for i in range(len(tokens) - 2))
+    return bool(grams) and max(grams.values()) >= LOOP_REPEATS
+
+
+def _addressed(sentence: str) -> bool:
+    return bool({w.lower for w in lexical.words(sentence)} & _SECOND_PERSON)
+
+
+def support_text(message: Message, subject_speaker: str | None = None) -> str:
+    """What a cited message supports: its sentences that are not questions, with the session date and
+    the dates its relative expressions resolve to ("yesterday (7 May 2023)").
+
+    With ``subject_speaker``, only the sentences about that speaker: their own sentences not addressed
+    to someone else ("your painting is great" is about the listener), and other speakers' sentences
+    that name them or address them ("you")."""
+    sentences = [s for s in lexical.split_sentences(message.text) if not s.rstrip().endswith("?")]
+    if subject_speaker is not None:
+        if message.speaker == subject_speaker:
+            sentences = [s for s in sentences if not _addressed(s)]
+        else:
+            sentences = [s for s in sentences if _addressed(s) or _mentions(s, subject_speaker)]
+    if not sentences:
+        return ""
+    text = annotate_relative_dates(" ".join(sentences), message.time)[0]
+    return f"{text} ({day_text(message.time)})" if message.time else text
+
+
+def check(subject: str, statement: str, cited: Sequence[Message], speakers: Sequence[str],
+          statement_vector: np.ndarray | None = None, cited_vectors: np.ndarray | None = None,
+          max_statement_chars: int | None = None) -> Grounding:
+    """Check one candidate against the messages it cites.
+
+    Args:
+        subject, statement: the candidate as extracted.
+        cited: the messages the candidate names as its sources (at least one).
+        speakers: the speakers of the extraction batch (names a subject may refer to).
+        statement_vector: (d,) unit-normalised embedding of the statement; with ``cited_vectors``
+            ((len(cited), d), unit-normalised) the cosine rule applies, otherwise it is skipped.
+        max_statement_chars: the extraction schema's length limit (a statement that fills it without
+            ending a sentence was cut off).
+
+    Returns:
+        :class:`Grounding`; ``scores`` holds overlap (0–1), content_words, cosine (−1–1),
+        unsupported_values and unsupported_names (counts).
+
+    Raises:
+        ValueError: ``cited`` is empty.
+    """
+    if not cited:
+        raise ValueError("a candidate fact must cite at least one message")
+    reasons: list[str] = []
+    subject, statement = subject.strip(), statement.strip()
+    # -- format
+    if _DEBRIS.search(subject) or _DEBRIS.search(statement):
+        reasons.append("format debris (JSON characters) in subject or statement")
+    if max_statement_chars and len(statement) >= max_statement_chars - 1 and not statement.endswith((".", "!")):
+        reasons.append(f"statement cut off at the {max_statement_chars}-character limit")
+    elif statement.endswith(("…", "...")):
+        reasons.append("statement cut off (ends with an ellipsis)")
+    if _loops(f"{subject} {statement}"):
+        reasons.append("the model repeated itself")
+    # -- subject
+    speaker = _resolve_speaker(subject, speakers)
+    subject_key = _norm(subject)
+    if len(subject.split()) > MAX_SUBJECT_WORDS or _SENTENCE_PUNCTUATION.search(subject):
+        reasons.append(f"subject {subject!r} is a sentence, not a name")
+    elif not subject_key or subject_key in _PRONOUNS or subject_key.split()[0] in {"i", "my", "we", "our"}:
+        reasons.append(f"subject {subject!r} names nobody")
+    elif speaker is None and not any(re.search(rf"\b{re.escape(subject_key)}\b", _norm(m.text)) for m in cited):
+        reasons.append(f"subject {subject!r} is neither a speaker nor named in {', '.join(m.id for m in cited)}")
+    stored_subject = speaker or subject
+    # -- states something
+    drop = {s for sp in speakers for name in _names(sp) for s in (name, *name.split())}
+    drop |= set(subject_key.split())
+    words = lexical.words(statement)
+    content = list(dict.fromkeys(_content(words, drop)))
+    lowered = {w.lower for w in words}
+    if statement.rstrip().endswith("?"):
+        reasons.append("statement is a question")
+    if lowered & _SECOND_PERSON:
+        reasons.append("statement is addressed to someone (you/your), not a fact about the subject")
+    if len(content) < MIN_CONTENT_WORDS or all(c in _GREETINGS for c in content):
+        what = "a bare date" if any(w.lower in MONTHS or w.like_num for w in words) else "nothing"
+        reasons.append(f"statement states {what} ({len(content)} content word(s))")
+    # -- supported
+    texts = {m.id: support_text(m, speaker) for m in cited}
+    support_msgs = [m for m in cited if texts[m.id]]
+    support = " ".join(texts[m.id] for m in support_msgs)
+    support_words = lexical.words(support)
+    support_stems = {w.stem for w in support_words} | {w.lower for w in support_words}
+    prefixes = {w[:PREFIX_MATCH] for w in support_stems if len(w) >= PREFIX_MATCH}
+    overlap = sum(1 for c in content if _matches(c, support_stems, prefixes)) / len(content) if content else 0.0
+    stated, supported = values(statement), values(support)
+    unsupported_values = sorted(
+        [f"{v:g}" for v in stated.numbers - supported.numbers] + list(stated.calendar - supported.calendar))
+    support_low = _norm(support)
+    names = [w.text for w in words if w.is_alpha and w.text[:1].isupper() and not w.is_sent_start
+             and w.lower not in MONTHS and w.lower not in WEEKDAYS and w.lower not in drop
+             and w.lower not in _PRONOUNS]
+    unsupported_names = sorted({n for n in names if not re.search(rf"\b{re.escape(n.lower())}\b", support_low)})
+    cos = 0.0
+    if statement_vector is not None and cited_vectors is not None and len(cited_vectors):
+        own = [k for k, m in enumerate(cited) if m in support_msgs] or list(range(len(cited)))
+        cos = float(np.max(cited_vectors[own] @ statement_vector))
+    if speaker is not None and not support_msgs:
+        reasons.append(f"none of {', '.join(m.id for m in cited)} is by or about {speaker}")
+    elif content and overlap < MIN_OVERLAP:
+        reasons.append(f"only {overlap:.0%} of its content words are in the supporting sentences")
+    if unsupported_values:
+        reasons.append(f"values not in its sources: {', '.join(unsupported_values)}")
+    if unsupported_names:
+        reasons.append(f"names not in its sources: {', '.join(unsupported_names)}")
+    if statement_vector is not None and cited_vectors is not None and cos < MIN_COSINE and overlap < FULL_OVERLAP:
+        reasons.append(f"cosine with its closest source {cos:.2f} < {MIN_COSINE}")
+    scores = {"overlap": round(overlap, 4), "content_words": float(len(content)), "cosine": round(cos, 4),
+              "unsupported_values": float(len(unsupported_values)), "unsupported_names": float(len(unsupported_names))}
+    return Grounding(not reasons, reasons, scores, stored_subject, [m.id for m in support_msgs])
