@@ -51,6 +51,7 @@ _SENTENCE_PUNCTUATION = re.compile(r"[.,;:!?…]")
 _PRONOUNS = {"i", "me", "my", "mine", "we", "us", "our", "you", "your", "he", "him", "his", "she", "her",
              "they", "them", "their", "it", "its", "this", "that", "someone", "somebody", "everyone",
              "person", "people", "personne", "user", "speaker", "assistant", "unknown", "n/a", "none"}
+_FIRST_PERSON = {"i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"}
 _SECOND_PERSON = {"you", "your", "yours", "yourself", "yourselves", "ya", "u"}
 _GREETINGS = {"hi", "hey", "hello", "bye", "goodby", "thank", "thanks", "wow", "congrat", "congratul",
               "welcom", "sorri", "ok", "okay", "yeah", "yes", "yep", "cool", "awesom", "great", "nice", "glad",
@@ -128,19 +129,25 @@ def _addressed(sentence: str) -> bool:
     return bool({w.lower for w in lexical.words(sentence)} & _SECOND_PERSON)
 
 
+def _first_person(sentence: str) -> bool:
+    return bool({w.lower for w in lexical.words(sentence)} & _FIRST_PERSON)
+
+
 def support_text(message: Message, subject_speaker: str | None = None) -> str:
     """What a cited message supports: its sentences that are not questions, with the session date and
     the dates its relative expressions resolve to ("yesterday (7 May 2023)").
 
     With ``subject_speaker``, only the sentences about that speaker: their own sentences not addressed
     to someone else ("your painting is great" is about the listener), and other speakers' sentences
-    that name them or address them ("you")."""
+    that name them or address them ("you") without speaking of the writer ("I'm learning the piano"
+    after "Wow, Melanie!" is about the writer)."""
     sentences = [s for s in lexical.split_sentences(message.text) if not s.rstrip().endswith("?")]
     if subject_speaker is not None:
         if message.speaker == subject_speaker:
             sentences = [s for s in sentences if not _addressed(s)]
         else:
-            sentences = [s for s in sentences if _addressed(s) or _mentions(s, subject_speaker)]
+            sentences = [s for s in sentences
+                         if (_addressed(s) or _mentions(s, subject_speaker)) and not _first_person(s)]
     if not sentences:
         return ""
     text = annotate_relative_dates(" ".join(sentences), message.time)[0]
