@@ -1,0 +1,200 @@
+"""The grounding gate before every CoreFact write, and value changes that are never merged by rule
+(§3.3; issue: CoreFacts a user can trust)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+import numpy as np
+import pytest
+
+from memsif.facts.grounding import check
+from memsif.facts.values import mask, values
+from memsif.records import Message
+from tests.fakes import FakeLLM, HashEmbedder, grounded_extraction
+
+MAY, AUGUST = datetime(2023, 5, 8, 13, 56), datetime(2023, 8, 14, 10, 0)
+CFG = dict(core_facts=True, tau_split=0.0, tau_merge=0.01, sem_mapping="affine", trajectory_min_phi=1.0)
+SPEAKERS = ["Caroline", "Melanie"]
+
+
+def msg(mid: str, speaker: str, text: str, when: datetime = MAY) -> Message:
+    return Message(id=mid, namespace="t", speaker=speaker, text=text, time=when, session_id=mid.split(":")[0])
+
+
+PAINT = msg("D1:14", "Melanie", "Yeah, I painted that lake sunrise last year! It's special to me.")
+PRAISE = msg("D1:12", "Melanie", "You'd be a great counselor! Your empathy will really help people.")
+PIANO = msg("D5:5", "Caroline", "Wow, Melanie! I'm getting creative too, just learning the piano.")
+QUESTION = msg("D3:15", "Caroline", "Wow, what an amazing family pic! How long have you been married?")
+MARRIED = msg("D3:16", "Melanie", "5 years already! Time flies - feels like just yesterday I put this dress on!")
+
+
+def test_a_statement_its_source_says_passes_with_its_measures():
+    verdict = check("Melanie", "Melanie painted a lake sunrise last year.", [PAINT], SPEAKERS)
+    assert verdict.passed and verdict.reason == "grounded in its sources"
+    assert verdict.scores["overlap"] == 1.0 and verdict.support_ids == ["D1:14"]
+
+
+def test_a_nickname_subject_is_stored_as_the_speaker():
+    verdict = check("Mel", "Mel painted a lake sunrise.", [PAINT], SPEAKERS)
+    assert verdict.passed and verdict.subject == "Melanie"
+
+
+@pytest.mark.parametrize(("subject", "statement", "cited", "reason"), [
+    ("Melanie", 'Melanie painted a lake sunrise }, {', [PAINT], "format debris"),
+    ("Melanie", ("Melanie painted a lake sunrise last year, it is special to her and she keeps it on the wall of "
+                 "her studio")[:100], [PAINT], "cut off at the 100-character limit"),
+    ("Melanie", "Melanie painted a lake sunrise and…", [PAINT], "cut off (ends with an ellipsis)"),
+    ("Melanie", "I am happy to say that I am happy to say that I am happy to say", [PAINT], "repeated itself"),
+    ("I am happy to say that I painted", "Melanie painted a lake sunrise.", [PAINT], "is a sentence, not a name"),
+    ("Person", "Melanie painted a lake sunrise.", [PAINT], "names nobody"),
+    ("Carolina", "Carolina painted a lake sunrise.", [PAINT], "neither a speaker nor named"),
+    ("Melanie", "8 May 2023", [PAINT], "states a bare date"),
+    ("Melanie", "Melanie", [PAINT], "states nothing"),
+    ("Caroline", "How long have you been married?", [QUESTION], "is a question"),
+    ("Melanie", "I am so proud of you for your journey.", [PAINT], "addressed to someone"),
+    ("Caroline", "Caroline painted a lake sunrise last year.", [PAINT], "none of D1:14 is by or about Caroline"),
+    ("Melanie", "Melanie is learning the piano.", [PIANO], "none of D5:5 is by or about Melanie"),
+    ("Caroline", "Caroline painted a lake sunrise last year.", [PAINT, PIANO], "content words are in the supporting"),
+    ("Melanie", "Melanie has been married for 9 years.", [QUESTION, MARRIED], "values not in its sources: 9"),
+    ("Melanie", "Melanie painted a lake sunrise in Norway.", [PAINT], "names not in its sources: Norway"),
+    ("Melanie", "Melanie sold three paintings at a gallery in June.", [PAINT], "values not in its sources"),
+])
+def test_each_kind_of_bad_candidate_is_rejected_with_its_reason(subject, statement, cited, reason):
+    verdict = check(subject, statement, cited, SPEAKERS, max_statement_chars=100)
+    assert not verdict.passed and reason in verdict.reason, verdict.reason
+
+
+def test_praise_from_the_other_speaker_is_about_the_listener_and_the_question_is_not_support():
+    # Melanie's "You'd be a great counselor" is about Caroline; Caroline's question states nothing
+    assert check("Caroline", "Caroline has empathy.", [PRAISE], SPEAKERS).passed
+    assert not check("Melanie", "Melanie has empathy.", [PRAISE], SPEAKERS).passed
+    verdict = check("Melanie", "Melanie has been married for 5 years.", [QUESTION, MARRIED], SPEAKERS)
+    assert verdict.passed and verdict.support_ids == ["D3:16"]
+
+
+def test_similarity_is_a_second_witness_when_words_only_partly_match():
+    emb = HashEmbedder()
+    statement = "Melanie painted a sunrise over the sea for her gallery."  # half its words are in the source
+    vector = emb.embed_documents([statement])[0]
+    unrelated = emb.embed_documents(["completely different words here"])
+    verdict = check("Melanie", statement, [PAINT], SPEAKERS, vector, unrelated)
+    assert not verdict.passed and "cosine with its closest source" in verdict.reason
+    assert check("Melanie", statement, [PAINT], SPEAKERS, vector, emb.embed_documents([statement])).passed
+
+
+def test_a_candidate_must_cite_a_message():
+    with pytest.raises(ValueError, match="cite at least one message"):
+        check("Melanie", "Melanie paints.", [], SPEAKERS)
+
+
+# ------------------------------------------------------------------ the engine: REJECT is logged
+def test_a_rejected_candidate_is_logged_counted_and_never_stored(engine_factory):
+    facts = grounded_extraction({
+        "lake sunrise": {"subject": "Melanie", "type": "Event", "statement": "Melanie painted a lake sunrise."},
+        "counselor": {"subject": "Melanie", "type": "Identity", "statement": "Melanie is a great counselor."},
+    })
+    engine = engine_factory(llm=FakeLLM({"core_extract": facts}), **CFG)
+    report = engine.ingest([PRAISE, PAINT])
+    assert report.fact_ops == {"ADD": 1, "REJECT": 1} and report.core_facts == 1
+    [fact] = engine.facts("t")
+    assert fact.statement == "Melanie painted a lake sunrise." and fact.source_message_ids == ["D1:14"]
+    [reject] = engine.fact_log("t", op="reject")
+    assert reject["fact_ids"] == [] and reject["rule"] == "rule"
+    assert reject["candidate"]["statement"] == "Melanie is a great counselor."
+    # all of Melanie's sentences there are addressed to Caroline: none is about Melanie
+    assert reject["reason"] == "not grounded in D1:12: none of D1:12 is by or about Melanie"
+    assert reject["scores"]["grounding:overlap"] == 0.0
+    added = engine.fact_log("t", op="add")[0]
+    assert added["scores"]["grounding:overlap"] == 1.0
+
+
+# ------------------------------------------------------- value changes are never merged by rule
+_VALUE_WORDS = re.compile(r"\b(\d[\d,.:]*|one|two|three|four|five|not|never|no|may|june|july|august|"
+                          r"monday|friday|am|pm|euros?|dollars?)\b|[$€%]", re.I)
+
+
+class ValueBlindEmbedder(HashEmbedder):
+    """Sees no numbers, dates, times, amounts or negations, like a small embedder nearly does:
+    "rent is 1,200 euros" and "rent is 1,500 euros" get the same vector (MiniLM: cosine 0.99)."""
+
+    def embed_documents(self, texts):
+        return super().embed_documents([_VALUE_WORDS.sub(" ", t) for t in texts])
+
+
+CHANGES = [  # (kind, first message, first statement, later message, later statement)
+    ("amount", "My rent is 1,200 euros a month.", "Alice's rent is 1,200 euros a month.",
+     "My rent is 1,500 euros a month now.", "Alice's rent is 1,500 euros a month."),
+    ("count", "I have two dogs at home.", "Alice has two dogs.",
+     "I have three dogs at home now!", "Alice has three dogs."),
+    ("date", "My exam is on 3 June.", "Alice's exam is on 3 June.",
+     "My exam moved, it is on 5 July.", "Alice's exam is on 5 July."),
+    ("time", "My shift starts at 9 am.", "Alice's shift starts at 9 am.",
+     "My shift starts at 11 am now.", "Alice's shift starts at 11 am."),
+    ("number", "My flat is on floor 3 of the tower.", "Alice's flat is on floor 3.",
+     "I moved, my flat is on floor 12 of the tower.", "Alice's flat is on floor 12."),
+    ("polarity", "I am vegetarian, have been for years.", "Alice is vegetarian.",
+     "I am not vegetarian any more.", "Alice is not vegetarian."),
+]
+
+
+@pytest.mark.parametrize(("kind", "first", "first_fact", "later", "later_fact"), CHANGES, ids=[c[0] for c in CHANGES])
+def test_a_changed_value_with_newer_evidence_supersedes_by_rule(engine_factory, kind, first, first_fact, later,
+                                                                 later_fact):
+    facts = {first: first_fact, later: later_fact}
+    extract = grounded_extraction({k: {"subject": "Alice", "type": "Identity", "statement": v}
+                                   for k, v in facts.items()})
+    llm = FakeLLM({"core_extract": extract})  # no core_operation answer: the model must not be asked
+    engine = engine_factory(llm=llm, embedder=ValueBlindEmbedder(), **CFG)
+    engine.ingest([msg("D1:1", "Alice", first, MAY)])
+    report = engine.ingest([msg("D2:1", "Alice", later, AUGUST)])
+    assert report.fact_ops == {"SUPERSEDE": 1}, engine.fact_log("t")
+    [current] = engine.facts("t")
+    assert current.statement == later_fact and current.source_message_ids == ["D2:1"]
+    old = next(f for f in engine.facts("t", history=True) if f.status == "superseded")
+    assert old.statement == first_fact and old.superseded_by == current.id and old.valid_until == AUGUST
+    op = engine.fact_log("t", op="supersede")[0]
+    assert op["rule"] == "rule" and "changed" in op["reason"] and "newer evidence" in op["reason"]
+
+
+def test_the_same_values_still_merge_by_rule(engine_factory):
+    extract = grounded_extraction({"rent": {"subject": "Alice", "type": "Identity",
+                                            "statement": "Alice's rent is 1,200 euros a month."}})
+    engine = engine_factory(llm=FakeLLM({"core_extract": extract}), embedder=ValueBlindEmbedder(), **CFG)
+    engine.ingest([msg("D1:1", "Alice", "My rent is 1,200 euros a month.", MAY)])
+    report = engine.ingest([msg("D2:1", "Alice", "Still paying my rent, 1,200 euros a month.", AUGUST)])
+    assert report.fact_ops == {"MERGE": 1}
+    [fact] = engine.facts("t")
+    assert fact.source_message_ids == ["D1:1", "D2:1"]
+
+
+def test_a_value_change_without_newer_evidence_goes_to_the_model_without_a_merge_option(engine_factory):
+    extract = grounded_extraction({
+        "1,200": {"subject": "Alice", "type": "Identity", "statement": "Alice's rent is 1,200 euros a month."},
+        "1,500": {"subject": "Alice", "type": "Identity", "statement": "Alice's rent is 1,500 euros a month."}})
+    llm = FakeLLM({"core_extract": extract, "core_operation": "A"})
+    engine = engine_factory(llm=llm, embedder=ValueBlindEmbedder(), **CFG)
+    engine.ingest([msg("D1:1", "Alice", "My rent is 1,200 euros a month.", MAY),
+                   msg("D1:2", "Alice", "Sorry, I misread: it is 1,500 euros a month.", MAY)])
+    [prompt] = llm.calls["core_operation"]
+    assert "merge them" not in prompt.text and "replace fact 1" in prompt.text
+    op = engine.fact_log("t")[-1]
+    assert op["rule"] == "llm" and "Merge with it was not offered" in op["reason"]
+
+
+@pytest.mark.parametrize(("a", "b", "differs"), [
+    ("Rent is 1,200 euros.", "Rent is 1,500 euros.", ["numbers"]),
+    ("Rent is 1,200 euros.", "Rent is 1200 euros.", []),
+    ("She has two dogs.", "She has 2 dogs.", []),
+    ("She has two dogs.", "She has three dogs.", ["numbers"]),
+    ("The party is on Friday.", "The party is on Monday.", ["calendar"]),
+    ("Meeting at 10:30.", "Meeting at 11:00.", ["times"]),
+    ("It costs 40 dollars.", "It costs 40 euros.", ["units"]),
+    ("She likes sushi.", "She doesn't like sushi.", ["polarity"]),
+    ("She may come in May.", "She may come in May.", []),
+])
+def test_values_are_read_as_numbers_calendar_words_times_units_and_polarity(a, b, differs):
+    assert values(a).differences(values(b)) == differs
+    assert np.all([w not in mask("Rent is 1,200 euros on 3 May at 10:30, not more.") for w in ("1,200", "euros", "May",
+                                                                                             "10:30", "not")])
