@@ -44,7 +44,7 @@ from memsif.errors import LLMError
 from memsif.facts.active import (
     COMPATIBLE_COSINE,
     CandidateCluster,
-    central_statement,
+    choose_statement,
     cluster_from_payload,
     cluster_to_payload,
     normalise_subject,
@@ -486,20 +486,21 @@ class QueryPipeline:
         clusters = {cid: cluster_from_payload(p) for cid, p in payloads.items()}
         promoted_ids = {cid: p.get("active_fact_id") for cid, p in payloads.items()}
         vectors = self.embedder.embed_documents([e.statement for e in evidence])
+        names = {n for c in clusters.values() for n in c.subject.split()}
+        names |= {w for e in evidence for w in normalise_subject(e.subject).split()}
+        topics = ([sorted(t - names) for t in self.entities.extract([e.statement for e in evidence])]
+                  if self.entities is not None else [[] for _ in evidence])
         touched: set[str] = set()
-        for ev, vec in zip(evidence, vectors, strict=True):
+        for ev, vec, topic in zip(evidence, vectors, topics, strict=True):
             subject = normalise_subject(ev.subject)
-            target = None
-            for cid, cluster in clusters.items():
-                if cluster.subject == subject and any(
-                        float(np.dot(vec, v)) >= COMPATIBLE_COSINE for v in cluster.statement_vectors):
-                    target = cid
-                    break
+            fits = {cid: c.compatibility(vec) for cid, c in clusters.items() if c.subject == subject}
+            fits = {cid: f for cid, f in fits.items() if f >= COMPATIBLE_COSINE}
+            target = max(fits, key=fits.get) if fits else None
             if target is None:
                 target = f"C{len(clusters) + 1}"
                 clusters[target] = CandidateCluster(subject)
                 promoted_ids[target] = None
-            clusters[target].add(ev.statement, vec, ev.source_message_ids, question, qv)
+            clusters[target].add(ev.statement, vec, ev.source_message_ids, question, qv, topic)
             touched.add(target)
         now = datetime.now(UTC).replace(tzinfo=None)
         active_rows = []
@@ -510,13 +511,15 @@ class QueryPipeline:
                 continue
             aid = promoted_ids[cid] or f"A{len(existing_active) + len(active_rows) + 1}"
             promoted_at = existing_active.get(aid, {}).get("promoted_at") or now.isoformat()
-            statement = central_statement(cluster)
-            fact = ActiveFact(id=aid, namespace=namespace, subject=cluster.subject, statement=statement,
-                              source_message_ids=cluster.sources, queries=cluster.queries, cluster_id=cid,
+            statement = cluster.statement = choose_statement(cluster)
+            k = cluster.statements.index(statement)
+            fact = ActiveFact(id=aid, namespace=namespace, subject=cluster.label, statement=statement,
+                              source_message_ids=cluster.statement_sources[k] or cluster.sources,
+                              supporting_message_ids=cluster.sources, queries=cluster.queries, cluster_id=cid,
                               score_src=cluster.score_src, score_qry=cluster.score_qry,
                               promoted_at=datetime.fromisoformat(promoted_at), updated_at=now)
             promoted_ids[cid] = aid
-            vec = cluster.statement_vectors[cluster.statements.index(statement)]
+            vec = cluster.statement_vectors[k]
             active_rows.append((aid, fact.model_dump(mode="json"), vec))
             result.active_facts_changed.append(aid)
         self.store.put_records(CLUSTERS, namespace, "cluster",

@@ -202,9 +202,11 @@ class ActiveFact(_Record):
 
     id: str
     namespace: str
-    subject: str
-    statement: str
-    source_message_ids: list[str] = Field(default_factory=list)
+    subject: str = Field(description="s_k as shown: the speaker and the cluster's topic, e.g. 'melanie: pottery'.")
+    statement: str = Field(description="Chosen from X_k; stable across questions (facts.active.choose_statement).")
+    source_message_ids: list[str] = Field(default_factory=list, description="The turns the statement comes from.")
+    supporting_message_ids: list[str] = Field(default_factory=list,
+                                              description="R_k: every turn the cluster's statements come from.")
     queries: list[str] = Field(default_factory=list, description="Triggering queries Q_k.")
     cluster_id: str
     score_src: float

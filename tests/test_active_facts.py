@@ -47,3 +47,61 @@ def test_cluster_accumulates_dedupes_and_promotes():
     assert c.score_qry == pytest.approx(0.475, abs=1e-3)
     assert c.promoted(0.45, 0.45)
     assert not c.promoted(0.45, 0.5)
+
+
+# --------------------------------------------------- clusters that mean something (complete link)
+def test_a_bridge_statement_does_not_chain_unrelated_statements():
+    from memsif.facts.active import COMPATIBLE_COSINE
+
+    bridge = (E1 + E2) / np.sqrt(2)  # cos 0.71 with each, while E1 ⟂ E2
+    cluster = CandidateCluster("ana")
+    cluster.add("Ana makes bowls.", E1, ["D1:1"], "q1", E1)
+    cluster.add("Ana runs to her pottery class.", bridge, ["D1:2"], "q2", E1)
+    assert cluster.compatibility(E2) < COMPATIBLE_COSINE <= cluster.compatibility(E1)
+
+
+def test_the_promoted_statement_is_stable_until_another_is_clearly_more_central():
+    from memsif.facts.active import choose_statement
+
+    a, b = np.array([1.0, 0.0, 0.0]), np.array([0.9, 0.436, 0.0])
+    cluster = CandidateCluster("ana")
+    for text, vec in (("first", a), ("second", b)):
+        cluster.add(text, vec, [text], text, vec)
+    cluster.statement = "second"
+    cluster.add("third", np.array([0.95, 0.0, 0.312]), ["third"], "q3", a)  # slightly more central than "second"
+    assert choose_statement(cluster) == "second"
+    cluster.statement = "gone"  # a statement no longer in X_k is replaced by the most central one
+    assert choose_statement(cluster) in cluster.statements
+
+
+def test_five_questions_on_two_topics_give_topic_clusters_with_statement_sources_and_queries(engine_factory):
+    from datetime import datetime
+
+    from memsif.records import Message
+    from tests.fakes import FakeLLM, KeywordEmbedder
+
+    texts = ["I made a clay bowl in my pottery class.", "My pottery teacher says my bowls are getting better.",
+             "I ran my first marathon in the rain today.", "Marathon training means I run every morning now.",
+             "The pottery studio fired my clay vase at last.",
+             "I jog to the pottery studio as marathon practice."]  # a bridge: single link would chain the topics
+    day = datetime(2024, 3, 2)
+    messages = [Message(id=f"D1:{i + 1}", namespace="t", speaker="Ana", text=t, time=day, session_id="s1")
+                for i, t in enumerate(texts)]
+    llm = FakeLLM({"segment_judge": 0.9, "trajectory_judge": 0.9, "answer": "Pottery.", "sufficiency": 0.1})
+    embedder = KeywordEmbedder({"pottery": 0, "marathon": 1})  # one topic word per statement
+    engine = engine_factory(llm=llm, embedder=embedder, theta_src=0.3, theta_qry=0.3)
+    engine.ingest(messages)
+    for question in ("What does Ana make in pottery class?", "What did Ana make from clay?",
+                     "Where is Ana's pottery studio?", "How does Ana train for the marathon?",
+                     "When did Ana run a marathon?"):
+        engine.ask(question, namespace="t")
+    clusters = engine.clusters("t")
+    topical = [c for c in clusters if len(c["statements"]) > 1]
+    assert len(topical) >= 2
+    for c in clusters:  # no cluster holds both a pottery-only and a marathon-only statement
+        kinds = {("pottery" in s) - ("marathon" in s.lower()) for s in c["statements"]}
+        assert not {1, -1} <= kinds, c["statements"]
+    for fact in engine.active_facts("t"):
+        cluster = next(c for c in clusters if c["id"] == fact["cluster_id"])
+        assert fact["statement"] in cluster["statements"] and fact["subject"].startswith("ana")
+        assert set(fact["source_message_ids"]) <= set(fact["supporting_message_ids"]) and fact["queries"]

@@ -63,7 +63,12 @@ def promote(src: float, qry: float, theta_src: float, theta_qry: float) -> bool:
 
 @dataclass
 class CandidateCluster:
-    """C_k = (s_k, X_k, Q_k, R_k) with the embeddings Coh needs."""
+    """C_k = (s_k, X_k, Q_k, R_k) with the embeddings Coh needs.
+
+    ``subject`` is the normalised speaker the statements are about and ``topics`` counts the key
+    entities of X_k (speaker names left out): s_k reads "speaker: topic" (:attr:`label`). ``statement``
+    is the ActiveFact statement once promoted; it stays until another member of X_k is clearly more
+    central (:func:`choose_statement`)."""
 
     subject: str
     statements: list[str] = field(default_factory=list)
@@ -71,20 +76,39 @@ class CandidateCluster:
     queries: list[str] = field(default_factory=list)
     query_vectors: list[np.ndarray] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    statement_sources: list[list[str]] = field(default_factory=list)
+    topics: dict[str, int] = field(default_factory=dict)
+    statement: str | None = None
 
     def add(self, statement: str, statement_vector: np.ndarray, sources: Sequence[str], query: str,
-            query_vector: np.ndarray) -> None:
+            query_vector: np.ndarray, topics: Sequence[str] = ()) -> None:
         """Accumulate one evidence entry (after the answer, §3.4): dedupe statements, drop
-        near-duplicate queries, union distinct sources."""
+        near-duplicate queries, union distinct sources, count the statement's topics."""
         if not any(_cos(statement_vector, v) >= STATEMENT_DUPLICATE_COSINE for v in self.statement_vectors):
             self.statements.append(statement)
             self.statement_vectors.append(statement_vector)
+            self.statement_sources.append(list(sources))
+            for topic in topics:
+                self.topics[topic] = self.topics.get(topic, 0) + 1
         if not any(_cos(query_vector, v) >= QUERY_DUPLICATE_COSINE for v in self.query_vectors):
             self.queries.append(query)
             self.query_vectors.append(query_vector)
         for source in sources:
             if source not in self.sources:
                 self.sources.append(source)
+
+    def compatibility(self, statement_vector: np.ndarray) -> float:
+        """The lowest cosine of a statement with every statement of X_k (complete link: a statement joins
+        only when it fits the cluster as a whole, so unrelated statements never chain through a third)."""
+        if not self.statement_vectors:
+            return 1.0
+        return min(_cos(statement_vector, v) for v in self.statement_vectors)
+
+    @property
+    def label(self) -> str:
+        """s_k as shown: "melanie: pottery, class" (the two most frequent key entities of X_k)."""
+        top = sorted(self.topics, key=lambda t: (-self.topics[t], t))[:2]
+        return f"{self.subject}: {', '.join(top)}" if top else self.subject
 
     @property
     def score_src(self) -> float:
@@ -106,7 +130,9 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
 def cluster_to_payload(cluster_id: str, cluster: CandidateCluster, promoted_id: str | None) -> dict:
     """A JSON-able payload for the store (embeddings as lists)."""
     return {
-        "id": cluster_id, "subject": cluster.subject, "statements": cluster.statements,
+        "id": cluster_id, "subject": cluster.subject, "label": cluster.label, "topics": cluster.topics,
+        "statement": cluster.statement, "statement_sources": cluster.statement_sources,
+        "statements": cluster.statements,
         "statement_vectors": [v.astype(float).tolist() for v in cluster.statement_vectors],
         "queries": cluster.queries, "query_vectors": [v.astype(float).tolist() for v in cluster.query_vectors],
         "sources": cluster.sources, "score_src": cluster.score_src, "score_qry": cluster.score_qry,
@@ -120,18 +146,40 @@ def cluster_from_payload(payload: dict) -> CandidateCluster:
         statement_vectors=[np.asarray(v, dtype=np.float32) for v in payload["statement_vectors"]],
         queries=list(payload["queries"]),
         query_vectors=[np.asarray(v, dtype=np.float32) for v in payload["query_vectors"]],
-        sources=list(payload["sources"]))
+        sources=list(payload["sources"]),
+        statement_sources=[list(x) for x in payload.get("statement_sources", [[] for _ in payload["statements"]])],
+        topics=dict(payload.get("topics", {})), statement=payload.get("statement"))
 
 
-#: An evidence statement joins a cluster of its subject when its cosine with one of the cluster's
-#: statements is at least this ("compatible with the accumulated statements", §3.4).
+#: An evidence statement joins a cluster of its subject when its cosine with *every* statement of the
+#: cluster is at least this ("compatible with the accumulated statements", §3.4; complete link).
 COMPATIBLE_COSINE = 0.5
+#: A promoted statement is replaced only by a member more central by at least this (mean cosine).
+STATEMENT_SWITCH_MARGIN = 0.05
+
+
+def centrality(cluster: CandidateCluster) -> np.ndarray:
+    """(|X_k|,) mean cosine of each statement with the others (1.0 for a single statement)."""
+    if len(cluster.statements) == 1:
+        return np.ones(1)
+    vecs = np.stack(cluster.statement_vectors)
+    vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
+    sims = vecs @ vecs.T
+    return (sims.sum(axis=1) - 1.0) / (len(vecs) - 1)
 
 
 def central_statement(cluster: CandidateCluster) -> str:
-    """The statement of X_k closest on average to the others: the normalised ActiveFact statement."""
-    if len(cluster.statements) == 1:
-        return cluster.statements[0]
-    vecs = np.stack(cluster.statement_vectors)
-    vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
-    return cluster.statements[int(np.argmax((vecs @ vecs.T).mean(axis=1)))]
+    """The statement of X_k closest on average to the others."""
+    return cluster.statements[int(np.argmax(centrality(cluster)))]
+
+
+def choose_statement(cluster: CandidateCluster) -> str:
+    """The ActiveFact statement, chosen from X_k and stable: the promoted one stays unless another
+    member is more central by ``STATEMENT_SWITCH_MARGIN`` (a new question must not flip it)."""
+    best = central_statement(cluster)
+    if cluster.statement in cluster.statements:
+        cent = centrality(cluster)
+        current = cent[cluster.statements.index(cluster.statement)]
+        if cent[cluster.statements.index(best)] - current < STATEMENT_SWITCH_MARGIN:
+            return cluster.statement
+    return best
