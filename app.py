@@ -34,6 +34,7 @@ from memsif.viz import (
     OP_COLUMNS,
     SEGMENT_COLUMNS,
     TRAJECTORY_DETAIL_COLUMNS,
+    answer_markdown,
     cluster_scatter,
     fact_rows,
     message_rows,
@@ -48,7 +49,8 @@ from memsif.viz import (
 
 EXAMPLE = Path(__file__).resolve().parent / "assets" / "locomo-conv-26.json"
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
-CLUSTER_COLUMNS = ["cluster", "subject", "Score_src", "Score_qry", "|R|", "queries", "ActiveFact"]
+CLUSTER_COLUMNS = ["cluster", "subject (speaker: topic)", "statement", "Score_src", "Score_qry", "|R|", "queries",
+                   "ActiveFact", "sources"]
 MESSAGE_COLUMNS = ["message", "session", "time", "speaker", "text"]
 #: Set to 1 on a public Space: a session's memory is deleted when its browser tab closes.
 FORGET_SESSIONS = os.environ.get("MEMSIF_APP_FORGET_SESSIONS", "0") == "1"
@@ -281,6 +283,9 @@ def build_facts(namespace: str | None, settings: dict | None, progress=gr.Progre
             report = value
     facts, ops = facts_view(namespace, None, None, settings)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(report.fact_ops.items())) or "no new operations"
+    if report.fact_ops.get("REJECT"):
+        counts += (" (REJECT: candidates the grounding gate turned away, as not said by the messages they cite; "
+                   "filter the log by REJECT for the reasons)")
     yield (f"**{report.core_facts} current CoreFacts**; this pass: {counts}; {report.fact_llm_calls} LLM calls, "
            f"{report.fact_errors} errors (see the log)."), facts, ops
 
@@ -329,11 +334,9 @@ def chat(question: str, history: list | None, write: bool, namespace: str | None
         result = eng.ask(question, namespace=namespace)
         trace = result.to_dict()
         title, body = trace_markdown(trace)
-        answer = result.answer or "(empty answer)"
-        history += [{"role": "assistant", "content": body, "metadata": {"title": title, "status": "done"}},
-                    {"role": "assistant", "content": answer}]
+        history += [{"role": "assistant", "content": answer_markdown(trace)},
+                    {"role": "assistant", "content": body, "metadata": {"title": title, "status": "done"}}]
     else:
-        answer = ""
         history.append({"role": "assistant", "content": "No memory yet (or it is still being built): build it in "
                         "the Build tab, or tick “write my messages into memory” and tell me something."})
     if write:
@@ -383,9 +386,23 @@ def clusters_view(namespace: str | None, settings: dict | None = None):
     """ActiveFact candidate clusters as points (Score_src, Score_qry) against θ_s / θ_q, and their table."""
     eng = engine_for(settings)
     clusters = eng.clusters(namespace) if namespace and eng.has_memory(namespace) else []
-    rows = [[c["id"], c["subject"], round(c["score_src"], 3), round(c["score_qry"], 3), len(c["sources"]),
-             " | ".join(c["queries"]), c.get("active_fact_id") or ""] for c in clusters]
+    rows = []
+    for c in clusters:
+        statement = c.get("statement") or c.get("central_statement") or ""
+        rows.append([c["id"], c.get("label") or c["subject"], statement, round(c["score_src"], 3),
+                     round(c["score_qry"], 3), len(c["sources"]), " | ".join(c["queries"]),
+                     c.get("active_fact_id") or "not promoted", ", ".join(c["sources"])])
     return cluster_scatter(clusters, eng.config.theta_src, eng.config.theta_qry), rows
+
+
+def cluster_sources(namespace: str | None, settings: dict | None, evt: gr.SelectData):
+    """The source messages R_k of the selected candidate cluster."""
+    eng = engine_for(settings)
+    row = evt.row_value if getattr(evt, "row_value", None) else None
+    if not namespace or not eng.has_memory(namespace) or not row:
+        return []
+    ids = [i.strip() for i in str(row[CLUSTER_COLUMNS.index("sources")]).split(",") if i.strip()]
+    return message_rows(ids, eng.messages(namespace))
 
 
 # --------------------------------------------------------------------------- Settings
@@ -465,7 +482,7 @@ with gr.Blocks(title="MemSIF inspector") as demo:
         with gr.Row():
             facts_btn = gr.Button("Extract CoreFacts now")
             refresh_facts = gr.Button("Refresh")
-            op_filter = gr.Dropdown(["", "ADD", "UPDATE", "MERGE", "SUPERSEDE", "NOOP"], label="Operation")
+            op_filter = gr.Dropdown(["", "ADD", "UPDATE", "MERGE", "SUPERSEDE", "REJECT", "NOOP"], label="Operation")
             subject_filter = gr.Textbox(label="Subject")
         facts_table = gr.Dataframe(headers=FACT_COLUMNS, label="CoreFacts by type and subject (select one for its "
                                    "sources)", wrap=True, max_height=400,
@@ -476,8 +493,11 @@ with gr.Blocks(title="MemSIF inspector") as demo:
     with gr.Tab("ActiveFacts"):
         clusters_btn = gr.Button("Refresh")
         clusters_plot = gr.Plot(label="Candidate clusters: Score_src vs Score_qry (Eq. 4)", elem_id="clusters")
-        clusters_table = gr.Dataframe(headers=CLUSTER_COLUMNS, label="Candidate clusters C_k", wrap=True,
-                                      column_widths=["8%", "12%", "10%", "10%", "6%", "44%", "10%"])
+        clusters_table = gr.Dataframe(headers=CLUSTER_COLUMNS, label="Candidate clusters C_k (select one for its "
+                                      "source messages R_k)", wrap=True,
+                                      column_widths=["6%", "12%", "25%", "7%", "7%", "4%", "22%", "8%", "9%"])
+        cluster_messages = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages R_k of the selected cluster",
+                                        wrap=True)
     with gr.Tab("Settings"):
         gr.Markdown("Method settings for this session (defaults: the paper's Table 13). Applying them rebuilds "
                     "this session's memory from the last transcript.")
@@ -519,6 +539,7 @@ with gr.Blocks(title="MemSIF inspector") as demo:
         trigger(facts_view, inputs=[namespace, op_filter, subject_filter, settings], outputs=[facts_table, ops_table],
                 api_name=False)
     facts_table.select(fact_sources, inputs=[namespace, settings], outputs=fact_messages, api_name=False)
+    clusters_table.select(cluster_sources, inputs=[namespace, settings], outputs=cluster_messages, api_name=False)
     clusters_btn.click(clusters_view, inputs=[namespace, settings], outputs=[clusters_plot, clusters_table],
                        api_name="clusters")
     timeline_btn = gr.Button(visible=False)

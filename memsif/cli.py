@@ -144,6 +144,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(json.dumps(out))
         return 0
     print(result.answer or "(empty answer)")
+    if result.model_at_chance:
+        print(f"  warning: answered by {result.model}, the packaged demo model (at chance on the engine's checks): "
+              "unreliable; set MEMSIF_LLM_MODEL or MEMSIF_LLM_BACKEND=openai for a bigger model")
+    if result.unsupported_mentions:
+        print(f"  warning: not in the context it was given: {', '.join(result.unsupported_mentions)}")
     verdict = "n/a" if result.sufficiency_prob is None else f"{result.sufficiency_prob:.2f}"
     print(f"\n  sufficient: {result.sufficient} (P={verdict}); traced back to Structured Interaction "
           f"Memory: {result.traced_back}; tokens {result.tokens_in} in / {result.tokens_out} out; "

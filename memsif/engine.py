@@ -587,7 +587,7 @@ class MemSIF:
         if subject:
             wanted = subject.lower()
             rows = [r for r in rows if any((f.get("subject") or "").lower() == wanted
-                                           for f in [*r["before"], *r["after"]])]
+                                           for f in [*r["before"], *r["after"], r.get("candidate") or {}])]
         return rows
 
     EXPORT_FORMAT = "memsif-namespace/1"

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from memsif import lexical
+from memsif.answercheck import unsupported_mentions
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.errors import LLMError
@@ -122,6 +123,9 @@ class Answer:
     context_source_ids: list[str] = field(default_factory=list)  # message ids behind that text
     context_tokens: int = 0                                     # tokens of ``context`` (model's tokenizer)
     gate_rule: str = ""                                         # which sufficiency-gate rule applied, and why
+    model: str = ""                                             # the LLM that answered
+    model_at_chance: bool = False                               # listed in AT_CHANCE_MODELS: a demo model
+    unsupported_mentions: list[str] = field(default_factory=list)  # names/numbers/dates not in ``context``
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -358,12 +362,16 @@ class QueryPipeline:
         return [i.evidence() for i in sorted(items.values(), key=lambda i: i.message_index)]
 
     # ------------------------------------------------------------------ the gate and the answer
+    def model_at_chance(self) -> bool:
+        """Whether the configured LLM is one measured at chance on the engine's judgements."""
+        name = getattr(self.llm, "name", "") or ""
+        return any(m.lower() in name.lower() for m in AT_CHANCE_MODELS)
+
     def gate_trusted(self) -> bool:
         """Whether the sufficiency verdict may replace the evidence (``sufficiency_gate``)."""
         mode = self.config.sufficiency_gate
         if mode == "auto":
-            name = getattr(self.llm, "name", "") or ""
-            return not any(m.lower() in name.lower() for m in AT_CHANCE_MODELS)
+            return not self.model_at_chance()
         return mode == "model"
 
     def ask(self, namespace: str, question: str, question_date: str | None = None, generate: bool = True) -> Answer:
@@ -433,6 +441,9 @@ class QueryPipeline:
             result.answer = gen.text.strip().split("\n")[0].strip()
             result.tokens_in += gen.tokens_in
             result.tokens_out += gen.tokens_out
+            result.model = getattr(self.llm, "name", "") or ""
+            result.model_at_chance = self.model_at_chance()
+            result.unsupported_mentions = unsupported_mentions(result.answer, f"{question}\n{context}")
         result.facts_used = used_facts
         result.evidence_used = [e.model_dump(mode="json") for e in evidence]
         result.context = context

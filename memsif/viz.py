@@ -172,7 +172,14 @@ def fact_rows(facts: Sequence[Any]) -> list[list[Any]]:
 
 
 def op_rows(log: Sequence[dict[str, Any]]) -> list[list[Any]]:
-    return [[r["seq"], r["op"], ", ".join(r["fact_ids"]), r["rule"], r["reason"], r.get("error") or ""] for r in log]
+    """One row per logged operation; a REJECT row shows the candidate the grounding gate turned away."""
+    def facts(r: dict[str, Any]) -> str:
+        if r.get("candidate"):
+            c = r["candidate"]
+            return f"✗ [{c.get('type')}] {c.get('subject')}: {c.get('statement')}"
+        return ", ".join(r["fact_ids"])
+
+    return [[r["seq"], r["op"], facts(r), r["rule"], r["reason"], r.get("error") or ""] for r in log]
 
 
 TRAJECTORY_DETAIL_COLUMNS = ["segment", "message", "session", "time", "speaker", "text"]
@@ -215,6 +222,37 @@ def evidence_how(evidence: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
+#: What the chat says under an answer from a model measured at chance (query.AT_CHANCE_MODELS).
+DEMO_MODEL_NOTE = ("⚠️ Answered by **{model}**, the packaged demo model: it judges at chance and its answers are "
+                   "unreliable. For real answers plug in a bigger one: `MEMSIF_LLM_MODEL=Qwen/Qwen3-4B` (transformers, "
+                   "with a GPU) or `MEMSIF_LLM_BACKEND=openai MEMSIF_LLM_BASE_URL=…` (vLLM, TGI, Ollama), or pick "
+                   "one in Settings.")
+
+
+def answer_markdown(answer: dict[str, Any], supporting: int = 3, clip_chars: int = 200) -> str:
+    """The chat's answer message: the answer, which model gave it (with the demo-model warning),
+    mentions not in its context, and the best supporting messages (highest evidence priority first)."""
+    lines = [answer.get("answer") or "(empty answer)"]
+    model = answer.get("model") or ""
+    if answer.get("model_at_chance"):
+        lines.append("\n" + DEMO_MODEL_NOTE.format(model=model))
+    elif model:
+        lines.append(f"\n_Answered by {model}._")
+    if answer.get("unsupported_mentions"):
+        lines.append(f"\n⚠️ Not in the memory it was given: **{', '.join(answer['unsupported_mentions'])}**; "
+                     "check before trusting this answer.")
+    best = sorted(answer.get("evidence_used", []), key=lambda e: -(e.get("scores", {}).get("priority") or 0.0))
+    if best[:supporting]:
+        lines.append("\n**Best supporting messages**")
+        for e in best[:supporting]:
+            text = e["statement"] if len(e["statement"]) <= clip_chars else e["statement"][:clip_chars - 1] + "…"
+            when = f" ({e['time'][:10]})" if e.get("time") else ""
+            lines.append(f"- `{', '.join(e['source_message_ids'])}` {e['subject']}{when}: {text}")
+    elif answer.get("facts_used"):
+        lines.append("\n_From facts only (see the trace)._")
+    return "\n".join(lines)
+
+
 def trace_markdown(answer: dict[str, Any]) -> tuple[str, str]:
     """(title, body) of an answer's trace for a collapsible chat message: facts and evidence with
     their source ids, sufficiency probability, whether it traced back, tokens and seconds (§3.5)."""
@@ -246,6 +284,9 @@ def trace_markdown(answer: dict[str, Any]) -> tuple[str, str]:
         lines.append(f"\n_Stages: {stages}_")
     if answer.get("active_facts_changed"):
         lines.append(f"\nActiveFacts changed: {', '.join(answer['active_facts_changed'])}")
+    if answer.get("unsupported_mentions"):
+        lines.append(f"\n⚠️ The answer mentions what its context does not hold: "
+                     f"{', '.join(answer['unsupported_mentions'])}")
     for err in answer.get("errors", []):
         lines.append(f"\n⚠️ {err}")
     return title, "\n".join(lines)

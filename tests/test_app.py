@@ -51,8 +51,11 @@ def test_a_client_builds_the_example_asks_and_reads_every_view(app_url):
 
     history, _, trace, cluster_plot, clusters = client.predict("What did Caroline research?", [], False,
                                                                api_name="/ask")
-    assert _text(history[-1]) == "She researched adoption agencies."
-    assert history[-2]["metadata"]["title"].startswith("Trace · insufficient (P=0.20)")
+    answer = _text(history[-2])
+    assert answer.startswith("She researched adoption agencies.") and "Answered by fake-llm" in answer
+    assert "**Best supporting messages**" in answer and "`D" in answer  # shown above the trace
+    assert "⚠️ Not in the memory it was given" not in answer  # every mention is in its context
+    assert history[-1]["metadata"]["title"].startswith("Trace · insufficient (P=0.20)")
     assert trace["traced_back"] and trace["evidence_used"], "an insufficient answer must trace back"
     assert cluster_plot is not None and clusters["data"], "the question fed no ActiveFact cluster"
 

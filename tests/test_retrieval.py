@@ -306,3 +306,24 @@ def test_ingest_into_a_namespace_stored_before_the_index_indexes_the_old_message
     engine.store._client.delete_collection(sentence_collection("t"))  # as an old store
     engine.ingest(msgs)
     assert engine.missing_sentence_index("t") == 0
+
+
+def test_an_answer_naming_what_its_context_lacks_is_flagged_and_the_demo_model_is_named(engine_factory):
+    from memsif.answercheck import unsupported_mentions
+    from memsif.viz import answer_markdown
+
+    assert unsupported_mentions("Melanie went to Paris in June, with two kids.",
+                                "Melanie (8 May 2023): I took my 2 kids camping.") == ["Paris", "June"]
+    assert unsupported_mentions("She has three kids.", "Melanie: I have two kids.") == ["three"]
+    assert unsupported_mentions("Yes, on 7 May 2023.", "Caroline (7 May 2023): support group") == []
+    llm = FakeLLM({"sufficiency": 0.99})
+    llm.name = "SmolLM2-135M-Instruct (Q4_1 GGUF, packaged)"
+    engine = _facts_engine(engine_factory, llm)
+    llm.answers["answer"] = "Ana loves pottery in Rome."
+    result = engine.ask("What does Ana love?", namespace="t")
+    assert result.model_at_chance and result.model.startswith("SmolLM2-135M")
+    assert result.unsupported_mentions == ["Rome"]
+    shown = answer_markdown(result.to_dict())
+    assert shown.startswith("Ana loves pottery in Rome.") and "packaged demo model" in shown
+    assert "MEMSIF_LLM_MODEL" in shown and "**Rome**" in shown
+    assert shown.index("Best supporting messages") < len(shown) and "`D1:1`" in shown

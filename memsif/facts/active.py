@@ -132,6 +132,7 @@ def cluster_to_payload(cluster_id: str, cluster: CandidateCluster, promoted_id: 
     return {
         "id": cluster_id, "subject": cluster.subject, "label": cluster.label, "topics": cluster.topics,
         "statement": cluster.statement, "statement_sources": cluster.statement_sources,
+        "central_statement": central_statement(cluster) if cluster.statements else None,
         "statements": cluster.statements,
         "statement_vectors": [v.astype(float).tolist() for v in cluster.statement_vectors],
         "queries": cluster.queries, "query_vectors": [v.astype(float).tolist() for v in cluster.query_vectors],

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from memsif import lexical
 
-_NUMBER_WORDS = {
+NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
     "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
@@ -76,14 +76,14 @@ def _number(word: str) -> float | None:
     try:
         return float(text)
     except ValueError:
-        return float(_NUMBER_WORDS[text]) if text in _NUMBER_WORDS else None
+        return float(NUMBER_WORDS[text]) if text in NUMBER_WORDS else None
 
 
 def _classify(word: lexical.Word) -> tuple[str, float | str] | None:
     low = word.lower
     if _TIME.match(low):
         return "times", low.replace(".", ":")
-    if word.like_num or _ORDINAL.match(low) or low in _NUMBER_WORDS:
+    if word.like_num or _ORDINAL.match(low) or low in NUMBER_WORDS:
         number = _number(low)
         if number is not None:
             return "numbers", number
