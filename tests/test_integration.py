@@ -69,3 +69,26 @@ def test_real_models_build_core_facts_and_answer_with_a_trace(built):
     assert result.sufficiency_prob is None or 0.0 < result.sufficiency_prob < 1.0
     for e in result.evidence_used:
         assert set(e["source_message_ids"]) <= ids
+
+
+def test_the_built_store_holds_only_grounded_core_facts(built):
+    """Scan what the real default models stored: every CoreFact (history too) passes the grounding
+    gate again; no subject is a sentence, no statement a bare date, no JSON debris; each REJECT in
+    the log names its candidate and its reasons."""
+    import re
+
+    from memsif.facts.grounding import check
+
+    engine, report, messages = built
+    by_id = {m.id: m for m in messages}
+    speakers = sorted({m.speaker for m in messages})
+    for fact in engine.facts("conv-26", history=True):
+        verdict = check(fact.subject, fact.statement, [by_id[i] for i in fact.source_message_ids], speakers)
+        assert verdict.passed, (fact.statement, verdict.reason)
+        assert len(fact.subject.split()) <= 4 and not re.search(r"[.!?,]", fact.subject)
+        assert not re.fullmatch(r"[\d\s]*[A-Za-z]*\s*\d{4}\.?", fact.statement.strip())
+        assert not re.search(r'[{}\[\]"]', fact.subject + fact.statement)
+    rejects = engine.fact_log("conv-26", op="reject")
+    assert len(rejects) == report.fact_ops.get("REJECT", 0)
+    for op in rejects:
+        assert op["reason"].startswith("not grounded in ") and op["candidate"]["statement"] and not op["fact_ids"]
