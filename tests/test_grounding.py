@@ -198,3 +198,14 @@ def test_values_are_read_as_numbers_calendar_words_times_units_and_polarity(a, b
     assert values(a).differences(values(b)) == differs
     assert np.all([w not in mask("Rent is 1,200 euros on 3 May at 10:30, not more.") for w in ("1,200", "euros", "May",
                                                                                              "10:30", "not")])
+
+
+def test_an_event_with_other_values_is_another_occurrence_not_a_change(engine_factory):
+    extract = grounded_extraction({
+        "20 May": {"subject": "Alice", "type": "Event", "statement": "Alice ran a charity race on 20 May."},
+        "15 June": {"subject": "Alice", "type": "Event", "statement": "Alice ran a charity race on 15 June."}})
+    engine = engine_factory(llm=FakeLLM({"core_extract": extract}), embedder=ValueBlindEmbedder(), **CFG)
+    engine.ingest([msg("D1:1", "Alice", "I ran a charity race on 20 May!", MAY)])
+    report = engine.ingest([msg("D2:1", "Alice", "I ran another charity race on 15 June.", AUGUST)])
+    assert report.fact_ops == {"ADD": 1} and len(engine.facts("t")) == 2
+    assert "another occurrence than F1" in engine.fact_log("t")[-1]["reason"]

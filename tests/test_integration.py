@@ -92,3 +92,33 @@ def test_the_built_store_holds_only_grounded_core_facts(built):
     assert len(rejects) == report.fact_ops.get("REJECT", 0)
     for op in rejects:
         assert op["reason"].startswith("not grounded in ") and op["candidate"]["statement"] and not op["fact_ids"]
+
+
+def test_a_rent_that_went_up_supersedes_with_the_real_embedder():
+    """The value-change rule against MiniLM's real similarities ("rent is 1,200 euros" / "went up to
+    1,500 euros": 0.95, value-masked 0.90). The packaged 135M writes no grounded rent fact (its
+    candidates are REJECTed), so the extraction is the fake a stronger model stands for."""
+    from datetime import datetime
+
+    from memsif.records import Message
+    from tests.fakes import FakeLLM, grounded_extraction
+
+    extract = grounded_extraction({
+        "1,200": {"subject": "Alice", "type": "Identity", "statement": "Alice's rent is 1,200 euros a month."},
+        "1,500": {"subject": "Alice", "type": "Identity", "statement": "Alice's rent went up to 1,500 euros a month."}})
+    llm = FakeLLM({"core_extract": extract, "segment_judge": 0.5, "trajectory_judge": 0.5})
+    engine = MemSIF(MemSIFConfig.from_env(), llm=llm, store=MemoryStore(in_memory=True))
+    march, september = datetime(2024, 3, 3), datetime(2024, 9, 10)
+    engine.ingest([Message(id="D1:1", namespace="rent", speaker="Alice", text="My rent is 1,200 euros a month.",
+                           time=march, session_id="s1")], namespace="rent")
+    report = engine.ingest([Message(id="D2:1", namespace="rent", speaker="Alice", time=september, session_id="s2",
+                                    text="My landlord raised it: my rent went up to 1,500 euros a month.")],
+                           namespace="rent")
+    assert report.fact_ops == {"SUPERSEDE": 1}
+    [current] = engine.facts("rent")
+    assert "1,500" in current.statement and current.source_message_ids == ["D2:1"]
+    [old] = [f for f in engine.facts("rent", history=True) if f.status == "superseded"]
+    assert "1,200" in old.statement and old.superseded_by == current.id and old.valid_until == september
+    op = engine.fact_log("rent", op="supersede")[0]
+    assert op["rule"] == "rule" and "numbers changed (numbers 1200" in op["reason"]
+    engine.close()

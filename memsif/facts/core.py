@@ -8,7 +8,8 @@ logged. Before anything is written, a candidate must pass the grounding gate
 (:mod:`memsif.facts.grounding`); one that fails is logged as REJECT with its reasons and measures.
 Deterministic shortcuts are logged as ``rule``: nothing comparable → Add; a near-identical statement
 asserting the same values (:mod:`memsif.facts.values`) → Merge; the same claim with a changed value
-(number, date, time, amount, polarity) and newer evidence → Supersede. A value change is never
+(number, date, time, amount, polarity) and newer evidence → Supersede (for an Event: Add, another
+occurrence). A value change is never
 merged by rule, and Merge is not offered to the model for it. Otherwise the LLM picks
 Add / Update / Merge / Supersede as a scored one-letter choice (no free generation).
 """
@@ -43,6 +44,9 @@ DUPLICATE_COSINE = 0.97
 #: their values differ only the value changed (MiniLM: "rent is # euros a month" / "rent went up to #
 #: euros a month" 0.92; unrelated claims of one person score below 0.8).
 SAME_CLAIM_COSINE = 0.9
+#: Fact types that hold occurrences (the schema's "time-anchored occurrences"): the same claim with
+#: other values is another occurrence ("ran a race on 20 May" / "on 15 June"), added, never superseded.
+OCCURRENCE_TYPES = ("event",)
 #: Existing facts shown to the operation chooser.
 MAX_KNOWN = 2
 #: Messages per extraction call (consecutive segments are batched to save calls).
@@ -207,6 +211,9 @@ class CoreFactBuilder:
             value_note = (f"{' and '.join(changed)} changed ({old_values.describe()} → {new_values.describe()})")
             newer = (cand.fact.event_time is not None and best.event_time is not None
                      and cand.fact.event_time > best.event_time)
+            if claim_cos >= SAME_CLAIM_COSINE and cand.fact.type.lower() in OCCURRENCE_TYPES:
+                return self._apply(state, cand, FactOp.ADD, None, "rule",
+                                   f"another occurrence than {best.id} ({value_note})", sims | gate_scores)
             if claim_cos >= SAME_CLAIM_COSINE and newer:
                 return self._apply(state, cand, FactOp.SUPERSEDE, best, "rule",
                                    f"same claim as {best.id}, {value_note}, newer evidence", sims | gate_scores)
