@@ -464,7 +464,8 @@ with gr.Blocks(title="MemSIF inspector") as demo:
         timeline = gr.Plot(label="φ(u_t, S_i) per message against τ_split and τ_merge", elem_id="timeline")
         table = gr.Dataframe(headers=SEGMENT_COLUMNS, label="Topical Segments", wrap=True, max_height=400)
     with gr.Tab("Chat"):
-        chatbot = gr.Chatbot(label="Chat with this memory (each answer's trace folds open above it)", height=480)
+        chatbot = gr.Chatbot(label="Chat with this memory (each answer comes with its best supporting messages; its "
+                                   "trace folds open below it)", height=480)
         with gr.Row():
             question = gr.Textbox(label="Question", placeholder="What did Caroline research?", scale=4,
                                   elem_id="question")
@@ -494,7 +495,7 @@ with gr.Blocks(title="MemSIF inspector") as demo:
         clusters_btn = gr.Button("Refresh")
         clusters_plot = gr.Plot(label="Candidate clusters: Score_src vs Score_qry (Eq. 4)", elem_id="clusters")
         clusters_table = gr.Dataframe(headers=CLUSTER_COLUMNS, label="Candidate clusters C_k (select one for its "
-                                      "source messages R_k)", wrap=True,
+                                      "source messages R_k)", wrap=True, elem_id="clusters-table",
                                       column_widths=["6%", "12%", "25%", "7%", "7%", "4%", "22%", "8%", "9%"])
         cluster_messages = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages R_k of the selected cluster",
                                         wrap=True)

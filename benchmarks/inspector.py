@@ -2,8 +2,8 @@
 
 Prints: seconds from process start to a usable page; seconds from clicking Build (uploaded LoCoMo
 conv-26) to a drawn φ timeline; time to first answer; the answer time of a second session that chats
-while the first one builds; and, with --wait-facts, seconds until CoreFacts are filled in. Saves a
-screenshot of every tab to --shots.
+while the first one builds (then four more questions on two topics feed the ActiveFacts view); and,
+with --wait-facts, seconds until CoreFacts are filled in. Saves a screenshot of every tab to --shots.
 
     python benchmarks/inspector.py --shots assets/screenshots [--wait-facts]
 """
@@ -132,10 +132,21 @@ def main() -> None:
         figures["conv26_first_answer_s"], figures["conv26_first_answer_engine_s"] = ask(
             first, "What did Caroline research?")
         first.save_screenshot(str(args.shots / "chat-trace.png"))
+        for question in ("What does Melanie make in her pottery class?", "Why does Melanie like pottery?",
+                         "Where did Melanie go camping with her family?", "What does Melanie do when camping?"):
+            ask(first, question)  # two topics about one person: the ActiveFact clusters should keep them apart
         tab(first, "Trajectories")
         WebDriverWait(first, 120).until(lambda d: drawn(d, "traj-graph"))
         first.save_screenshot(str(args.shots / "trajectories.png"))
         tab(first, "ActiveFacts")
+        next(b for b in first.find_elements(By.TAG_NAME, "button") if b.text.strip() == "Refresh"
+             and b.is_displayed()).click()
+        time.sleep(3)
+        cells = [c for c in first.find_elements(By.CSS_SELECTOR, "#clusters-table tbody tr td") if c.is_displayed()]
+        if cells:  # the selected cluster's source messages
+            first.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].click();", cells[0])
+            time.sleep(2)
+            first.execute_script("window.scrollTo(0, 0);")
         first.save_screenshot(str(args.shots / "activefacts.png"))
         tab(first, "Settings")
         first.save_screenshot(str(args.shots / "settings.png"))

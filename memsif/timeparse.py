@@ -38,15 +38,59 @@ def parse_time(text: str) -> datetime:
         except ValueError:
             continue
     try:
-        parsed = dateutil_parser.parse(value, fuzzy=False)
+        parsed = _dateutil(value, fuzzy=False)
     except (ValueError, OverflowError) as exc:
-        try:
-            parsed = dateutil_parser.parse(value.replace(" on ", " "), fuzzy=True)
+        if " on " not in value:
+            raise ValueError(f"not a date: {text!r} ({exc})") from exc
+        try:  # LoCoMo-like "1:56 pm on 8 May 2023" in a shape the formats above do not cover
+            parsed = _dateutil(value.replace(" on ", " "), fuzzy=True)
         except (ValueError, OverflowError):
             raise ValueError(f"not a date: {text!r}") from exc
     if parsed.tzinfo is not None:
         parsed = parsed.astimezone(UTC).replace(tzinfo=None)
     return parsed
+
+
+#: Two defaults for the parts a date leaves out: a part that differs between the two parses was not
+#: in the text. dateutil's own default is today, which would put the clock into a transcript.
+_DEFAULTS = (datetime(1900, 1, 1), datetime(1904, 2, 2))
+
+
+def _dateutil(value: str, fuzzy: bool) -> datetime:
+    """dateutil's parse without the clock: a year and a month must be written; a missing day is the
+    1st, a missing time 00:00.
+
+    Raises:
+        ValueError: not a date, or no year or month in it.
+    """
+    first, second = (dateutil_parser.parse(value, default=d, fuzzy=fuzzy) for d in _DEFAULTS)
+    if first.year != second.year:
+        raise ValueError("it has no year")
+    if first.month != second.month:
+        raise ValueError("it has no month")
+    return first
+
+
+#: A date inside a longer text, as headers write it: "Session 2 — 10 September 2024", "## 2024-03-03".
+DATE_IN_TEXT = re.compile(
+    r"\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"|\d{4}/\d{1,2}/\d{1,2}(?: \(\w{3}\))?(?: \d{1,2}:\d{2})?"
+    r"|(?:\d{1,2}:\d{2}\s*(?:[ap]\.?m\.?)?\s+on\s+)?\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?"
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?,?\s+\d{4}"
+    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}"
+    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{4}",
+    re.IGNORECASE)
+
+
+def find_date(text: str) -> datetime | None:
+    """The first date written inside ``text`` (a header such as "Session 2 — 10 September 2024"),
+    or None when it holds none. Never the clock."""
+    for match in DATE_IN_TEXT.finditer(text):
+        try:
+            return parse_time(match.group(0))
+        except ValueError:
+            continue
+    return None
 
 
 _NUMBER = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of)"

@@ -83,7 +83,7 @@ def test_jsonl(tmp_path):
 @pytest.mark.parametrize(("name", "content", "where"), [
     ("bad.json", '[{"sample_id": "x", "conversation": {"session_1": [{"speaker": "A"}]}}]',
      "session_1 turn 0"),
-    ("bad.json", '{"foo": 1}', "unknown layout"),
+    ("bad.json", '{"foo": 1}', "unknown JSON layout"),
     ("bad.json", '[{"sample_id": "x", "conversation": {}}, 7]', "item 1"),
     ("bad.json", '[{"sample_id": "x", "conversation": {"session_1_date_time": "not a date at all zz", '
                  '"session_1": [{"speaker": "A", "text": "hi"}]}}]', "session_1_date_time"),

@@ -1,8 +1,13 @@
-"""Transcript loaders: LoCoMo (list layout), LongMemEval, plain text and JSONL.
+"""Transcript loaders: LoCoMo, LongMemEval, ChatGPT and Claude exports, OpenAI message lists, JSONL and
+plain text, detected from the content (or forced with ``format``).
 
-Every loader parses the whole input before returning, so a malformed file raises a
-:class:`~memsif.errors.TranscriptError` (naming file, sample and position) and nothing is stored.
-Files are parsed as data only (JSON or text; no pickle, no eval).
+Every loader parses the whole input into typed records (:mod:`memsif.io.formats`) before returning,
+so a malformed file raises a :class:`~memsif.errors.TranscriptError` naming the file, sample,
+position, field, the type found and the type expected — and nothing is stored. Files are decoded
+by :mod:`memsif.io.decode` (byte-order marks, UTF-16/32, detected legacy encodings, binary files
+refused, invalid Unicode repaired) and parsed as data only (JSON or text; no pickle, no eval). Dates
+come from the file, never from the clock. What the loader had to repair or rename is listed in
+``Transcript.warnings``.
 """
 
 from __future__ import annotations
@@ -10,15 +15,21 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from memsif.errors import TranscriptError
+from memsif.io import formats as fm
+from memsif.io.decode import decode, repair
 from memsif.records import Message
-from memsif.timeparse import parse_time
+from memsif.timeparse import find_date, parse_time
 
-_SPEAKER_LINE = re.compile(r"^\s*([^:\n]{1,60}?)\s*:\s?(.*)$")
-_DATE_HEADER = re.compile(r"^\s*##\s*(.+?)\s*$")
+#: Every format ``load_transcripts`` reads; "auto" detects one from the content.
+FORMATS = ("locomo", "longmemeval", "chatgpt", "claude", "openai", "jsonl", "text")
+
+_SPEAKER_LINE = re.compile(r"^([^\s:#][^:\n]{0,59}?)\s*:\s?(.*)$")
+_HEADER = re.compile(r"^#{1,6}\s*(.*?)\s*$")
 
 
 @dataclass
@@ -30,175 +41,430 @@ class Transcript:
     format: str
     path: str
     extra: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
-def load_transcripts(path: str | Path, sample: str | None = None) -> list[Transcript]:
+def load_transcripts(path: str | Path, sample: str | None = None, format: str = "auto") -> list[Transcript]:
     """Read every sample of a transcript file (or only ``sample``).
 
-    Format by content: a JSON list/object with ``conversation`` is LoCoMo, with
-    ``haystack_sessions`` is LongMemEval; ``.jsonl`` is one ``{"speaker","text","time"}`` per line;
-    anything else is plain text (``Speaker: text`` lines, optional ``## <date>`` headers).
+    ``format="auto"`` detects it: JSON with ``conversation`` is LoCoMo, with ``haystack_sessions``
+    LongMemEval, with ``mapping`` a ChatGPT export, with ``chat_messages`` a Claude export, a list of
+    ``role``/``content`` objects (or ``{"messages": [...]}``) an OpenAI message list; one JSON object
+    per line is JSONL; anything else is plain text (``Speaker: text`` lines at column 0, ``#`` headers
+    that may hold a session date, indented lines continue a message).
 
     Raises:
-        TranscriptError: unreadable file, unknown layout, malformed record, or unknown ``sample``.
+        TranscriptError: unreadable or binary file, unknown layout (saying what was tried), a field of
+            the wrong type, an unknown ``format`` or ``sample``.
     """
     p = Path(path)
+    if format not in ("auto", *FORMATS):
+        raise TranscriptError(f"unknown format {format!r}; use one of auto, {', '.join(FORMATS)}", path=str(p))
     try:
-        raw = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TranscriptError(f"cannot read the file ({exc})", path=str(p)) from exc
+        data = p.read_bytes()
+    except OSError as exc:
+        raise TranscriptError(f"cannot read the file ({exc.strerror or exc})", path=str(p)) from exc
+    if not data.strip():
+        raise TranscriptError("the transcript holds no messages (the file is empty)", path=str(p))
+    raw, warnings = decode(data, str(p))
+    raw = raw.lstrip("\ufeff")
     if not raw.strip():
         raise TranscriptError("the transcript holds no messages (the file is empty)", path=str(p))
-    name = p.name.lower()
-    if name.endswith(".jsonl"):
+    fmt, parsed = (format, None) if format != "auto" else _detect(raw, p.name, str(p))
+    if fmt in ("locomo", "longmemeval", "chatgpt", "claude", "openai"):
+        if parsed is None:
+            parsed = _parse_json(raw, str(p))
+        found = _LOADERS[fmt](parsed, str(p), sample)
+    elif fmt == "jsonl":
         found = [_load_jsonl(raw, str(p))]
-    elif name.endswith(".json") or raw.lstrip()[:1] in ("[", "{"):
-        try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise TranscriptError(f"invalid JSON ({exc.msg})", path=str(p),
-                                  position=f"line {exc.lineno}, column {exc.colno}") from exc
-        found = _load_json(data, str(p), sample)
     else:
         found = [_load_text(raw, str(p))]
+    found = _unique_samples(found)
     if sample is not None:
         found = [t for t in found if t.sample_id == sample]
         if not found:
             raise TranscriptError(f"no sample {sample!r} in this file", path=str(p))
+    for t in found:
+        _repair_messages(t)
+        t.messages = _unique_ids(t.messages, t.warnings)
+        t.warnings[:0] = warnings
     if not any(t.messages for t in found):
-        raise TranscriptError("the transcript holds no messages (no non-blank turns)", path=str(p),
-                              sample=sample)
+        raise TranscriptError("the transcript holds no messages (no non-blank turns)", path=str(p), sample=sample)
     return found
 
 
-def _load_json(data: Any, path: str, wanted: str | None) -> list[Transcript]:
+# ------------------------------------------------------------------------------------ detection
+def _parse_json(raw: str, path: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(f"invalid JSON ({exc.msg})", path=path,
+                              position=f"line {exc.lineno}, column {exc.colno}") from exc
+
+
+def _detect(raw: str, name: str, path: str) -> tuple[str, Any]:
+    """(format, parsed JSON or None) for ``format="auto"``."""
+    name = name.lower()
+    if name.endswith(".jsonl"):
+        return "jsonl", None
+    if raw.lstrip()[:1] in ("[", "{"):
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            lines = [line for line in raw.splitlines() if line.strip()]
+            if len(lines) > 1 and all(_is_json_object(line) for line in lines):
+                return "jsonl", None
+            raise TranscriptError(f"invalid JSON ({exc.msg})", path=path,
+                                  position=f"line {exc.lineno}, column {exc.colno}") from exc
+        return _detect_json(data, path), data
+    return "text", None
+
+
+def _is_json_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except json.JSONDecodeError:
+        return False
+
+
+def _detect_json(data: Any, path: str) -> str:
     items = data if isinstance(data, list) else [data]
+    if not items:
+        raise TranscriptError("the transcript holds no messages (an empty JSON list)", path=path)
+    for i, x in enumerate(items):
+        if not isinstance(x, dict):
+            raise TranscriptError(f"each sample must be a JSON object, found {fm._type_name(x)}", path=path,
+                                  position=f"item {i}")
+    dicts = items
+    keys = set().union(*(d.keys() for d in dicts))
+    for key, fmt in (("conversation", "locomo"), ("haystack_sessions", "longmemeval"), ("mapping", "chatgpt"),
+                     ("chat_messages", "claude")):
+        if key in keys:
+            return fmt
+    if (isinstance(data, dict) and isinstance(data.get("messages"), list)) or all("role" in d for d in dicts):
+        return "openai"
+    shown = ", ".join(sorted(map(str, keys))[:12]) or "none"
+    raise TranscriptError(
+        "unknown JSON layout. Tried: LoCoMo (needs 'conversation'), LongMemEval (needs 'haystack_sessions'), "
+        "ChatGPT export (needs 'mapping'), Claude export (needs 'chat_messages'), OpenAI messages (needs "
+        f"'role' and 'content' in every item, or 'messages'); the file's keys: {shown}. Force one with --format.",
+        path=path)
+
+
+# -------------------------------------------------------------------------------------- helpers
+def _msg(namespace: str, mid: str, speaker: str, text: str, time: datetime | None, session: str,
+         index: int) -> Message:
+    return Message(id=mid, namespace=namespace, speaker=speaker.strip(), text=text, time=time, session_id=session,
+                   index=index)
+
+
+def _time(value: Any, path: str, sample: str | None, position: str) -> datetime | None:
+    """A transcript time: text, or epoch seconds (ChatGPT); None stays None (never the clock)."""
+    if value is None or value == "":
+        return None
+    try:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return datetime.fromtimestamp(float(value), UTC).replace(tzinfo=None)
+        return parse_time(str(value))
+    except (ValueError, OverflowError, OSError) as exc:
+        raise TranscriptError(f"unreadable date {value!r}", path=path, sample=sample, position=position) from exc
+
+
+def _samples(data: Any) -> list[Any]:
+    return data if isinstance(data, list) else [data]
+
+
+def _require_dict(item: Any, path: str, position: str) -> dict:
+    if not isinstance(item, dict):
+        raise TranscriptError(f"each sample must be a JSON object, found {fm._type_name(item)}", path=path,
+                              position=position)
+    return item
+
+
+def _repair_messages(t: Transcript) -> None:
+    repaired = 0
+    for m in t.messages:
+        m.text, a = repair(m.text)
+        m.speaker, b = repair(m.speaker)
+        repaired += a + b
+    if repaired:
+        t.warnings.append(f"{repaired} character(s) were not valid Unicode (lone surrogates, e.g. half an emoji) "
+                          "and were replaced by U+FFFD")
+
+
+def _same(a: Message, b: Message) -> bool:
+    return (a.speaker, a.text, a.time, a.session_id) == (b.speaker, b.text, b.time, b.session_id)
+
+
+def _unique_ids(messages: list[Message], warnings: list[str]) -> list[Message]:
+    """Message ids made unique inside one sample: a repeat with the same content is kept once, one with
+    other content gets ``#2``, ``#3`` … — each with a warning."""
+    kept: dict[str, Message] = {}
     out = []
-    for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise TranscriptError("each sample must be a JSON object", path=path, position=f"item {i}")
-        sid = str(item.get("sample_id") or item.get("question_id") or f"sample-{i}")
-        if wanted is not None and sid != wanted:
-            continue
-        if "conversation" in item:
-            out.append(_load_locomo(item, path, i))
-        elif "haystack_sessions" in item:
-            out.append(_load_longmemeval(item, path, i))
-        else:
-            raise TranscriptError(
-                "unknown layout: expected LoCoMo ('conversation') or LongMemEval ('haystack_sessions')",
-                path=path, position=f"item {i}")
+    for m in messages:
+        if m.id in kept:
+            if _same(kept[m.id], m):
+                warnings.append(f"message {m.id} appears twice with the same content: stored once")
+                continue
+            k = 2
+            while f"{m.id}#{k}" in kept:
+                k += 1
+            warnings.append(f"message id {m.id} is used twice with different content: the second is {m.id}#{k}")
+            m.id = f"{m.id}#{k}"
+        kept[m.id] = m
+        out.append(m)
+    for i, m in enumerate(out):
+        m.index = i
     return out
 
 
-def _msg(namespace: str, mid: str, speaker: Any, text: Any, time, session: str, index: int) -> Message:
-    return Message(id=mid, namespace=namespace, speaker=str(speaker).strip(), text=str(text), time=time,
-                   session_id=session, index=index)
+def _unique_samples(found: list[Transcript]) -> list[Transcript]:
+    """Sample ids made unique inside one file (the same rule as message ids)."""
+    kept: dict[str, Transcript] = {}
+    out = []
+    for t in found:
+        if t.sample_id in kept:
+            first = kept[t.sample_id]
+            if len(first.messages) == len(t.messages) and all(map(_same, first.messages, t.messages)):
+                first.warnings.append(f"sample {t.sample_id} appears twice with the same content: loaded once")
+                continue
+            k = 2
+            while f"{t.sample_id}#{k}" in kept:
+                k += 1
+            new = f"{t.sample_id}#{k}"
+            t.warnings.append(f"sample id {t.sample_id} is used twice with different content: the second is {new}")
+            t.sample_id = new
+            for m in t.messages:
+                m.namespace = new
+        kept[t.sample_id] = t
+        out.append(t)
+    return out
 
 
-def _load_locomo(item: dict, path: str, i: int) -> Transcript:
-    sid = str(item.get("sample_id") or f"sample-{i}")
-    conv = item["conversation"]
+# -------------------------------------------------------------------------------------- LoCoMo
+def _load_locomo_all(data: Any, path: str, wanted: str | None) -> list[Transcript]:
+    out = []
+    for i, item in enumerate(_samples(data)):
+        item = _require_dict(item, path, f"item {i}")
+        sid = str(item.get("sample_id") or f"sample-{i}")
+        if wanted is None or sid == wanted:
+            out.append(_load_locomo(item, path, i, sid))
+    return out
+
+
+def _load_locomo(item: dict, path: str, i: int, sid: str) -> Transcript:
+    conv = item.get("conversation")
     if not isinstance(conv, dict):
-        raise TranscriptError("'conversation' must be an object", path=path, sample=sid)
+        raise TranscriptError(f"'conversation' is {fm._type_name(conv)}, expected an object of session_<n> lists",
+                              path=path, sample=sid)
     numbers = sorted(int(m.group(1)) for k in conv if (m := re.fullmatch(r"session_(\d+)", k)))
+    if not numbers and conv:
+        keys = ", ".join(sorted(k for k in conv)[:10]) or "none"
+        raise TranscriptError(f"LoCoMo 'conversation' has no 'session_<n>' lists (its keys: {keys}); sessions "
+                              "are named session_1, session_2, … with dates in session_<n>_date_time",
+                              path=path, sample=sid)
     messages: list[Message] = []
-    seen: set[str] = set()
     for n in numbers:
         turns = conv.get(f"session_{n}")
         if not turns:
             continue  # LoCoMo has sessions with a date and no turns
         if not isinstance(turns, list):
-            raise TranscriptError("a session must be a list of turns", path=path, sample=sid,
-                                  position=f"session_{n}")
-        date_text = conv.get(f"session_{n}_date_time")
-        try:
-            when = parse_time(date_text) if date_text else None
-        except ValueError as exc:
-            raise TranscriptError(f"unreadable session date {date_text!r}", path=path, sample=sid,
-                                  position=f"session_{n}_date_time") from exc
-        for t, turn in enumerate(turns):
+            raise TranscriptError(f"session_{n} is {fm._type_name(turns)}, expected a list of turns", path=path,
+                                  sample=sid, position=f"session_{n}")
+        when = _time(conv.get(f"session_{n}_date_time"), path, sid, f"session_{n}_date_time")
+        for t, raw_turn in enumerate(turns):
             where = f"session_{n} turn {t}"
-            if not isinstance(turn, dict) or "speaker" not in turn or ("text" not in turn and
-                                                                     "blip_caption" not in turn):
-                raise TranscriptError("a turn needs 'speaker' and 'text'", path=path, sample=sid, position=where)
-            text = str(turn.get("text") or "").strip()
-            if turn.get("blip_caption"):
-                text = f"{text} [shares a photo: {turn['blip_caption']}]".strip()
+            if not isinstance(raw_turn, dict):
+                raise TranscriptError(f"a turn is {fm._type_name(raw_turn)}, expected an object", path=path,
+                                      sample=sid, position=where)
+            if "text" not in raw_turn and "blip_caption" not in raw_turn:
+                raise TranscriptError("field 'text' is missing", path=path, sample=sid, position=where)
+            turn = fm.validate(fm.LoCoMoTurn, raw_turn, path=path, sample=sid, position=where)
+            text = turn.text.strip()
+            if turn.blip_caption:
+                text = f"{text} [shares a photo: {turn.blip_caption}]".strip()
             if not text:
                 continue
-            mid = str(turn.get("dia_id") or f"D{n}:{t + 1}")
-            if mid in seen:
-                raise TranscriptError(f"duplicate dialogue id {mid!r}", path=path, sample=sid, position=where)
-            seen.add(mid)
-            messages.append(_msg(sid, mid, turn["speaker"], text, when, f"session_{n}", len(messages)))
+            messages.append(_msg(sid, turn.dia_id or f"D{n}:{t + 1}", turn.speaker, text, when, f"session_{n}",
+                                 len(messages)))
     extra = {"qa": item.get("qa", []), "speakers": [conv.get("speaker_a"), conv.get("speaker_b")]}
     return Transcript(sid, messages, "locomo", path, extra)
 
 
-def _load_longmemeval(item: dict, path: str, i: int) -> Transcript:
-    sid = str(item.get("question_id") or f"sample-{i}")
-    sessions = item["haystack_sessions"]
-    ids = item.get("haystack_session_ids") or [f"s{k}" for k in range(len(sessions))]
-    dates = item.get("haystack_dates") or [None] * len(sessions)
-    if not (isinstance(sessions, list) and len(ids) == len(sessions) == len(dates)):
-        raise TranscriptError("haystack_sessions, haystack_session_ids and haystack_dates must be lists of "
-                              "the same length", path=path, sample=sid)
-    parsed = []
-    for k, (_session_id, date_text) in enumerate(zip(ids, dates, strict=True)):
-        try:
-            parsed.append(parse_time(date_text) if date_text else None)
-        except ValueError as exc:
-            raise TranscriptError(f"unreadable date {date_text!r}", path=path, sample=sid,
-                                  position=f"haystack_dates[{k}]") from exc
-    order = sorted(range(len(sessions)), key=lambda k: (parsed[k] is None, parsed[k] or 0, k))
+# --------------------------------------------------------------------------------- LongMemEval
+def _load_longmemeval_all(data: Any, path: str, wanted: str | None) -> list[Transcript]:
+    out = []
+    for i, item in enumerate(_samples(data)):
+        item = _require_dict(item, path, f"item {i}")
+        sid = str(item.get("question_id") or f"sample-{i}")
+        if wanted is None or sid == wanted:
+            out.append(_load_longmemeval(item, path, i, sid))
+    return out
+
+
+def _load_longmemeval(item: dict, path: str, i: int, sid: str) -> Transcript:
+    sample = fm.validate(fm.LongMemEvalSample, item, path=path, sample=sid, position=f"item {i}")
+    sessions = sample.haystack_sessions
+    ids = [str(x) for x in (sample.haystack_session_ids or [f"s{k}" for k in range(len(sessions))])]
+    dates = sample.haystack_dates or [None] * len(sessions)
+    if not len(ids) == len(sessions) == len(dates):
+        raise TranscriptError(f"haystack_sessions ({len(sessions)}), haystack_session_ids ({len(ids)}) and "
+                              f"haystack_dates ({len(dates)}) must have the same length", path=path, sample=sid)
+    warnings: list[str] = []
+    parsed = [_time(d, path, sid, f"haystack_dates[{k}]") for k, d in enumerate(dates)]
+    # a repeated session id: the same turns are one session; other turns are another session
+    seen: dict[str, int] = {}
+    keep = []
+    for k, session_id in enumerate(ids):
+        if session_id in seen:
+            first = seen[session_id]
+            if sessions[first] == sessions[k] and parsed[first] == parsed[k]:
+                warnings.append(f"session {session_id} appears twice with the same turns: stored once")
+                continue
+            n = 2
+            while f"{session_id}#{n}" in seen:
+                n += 1
+            warnings.append(f"session id {session_id} is used twice with different turns: the second is "
+                            f"{session_id}#{n}")
+            ids[k] = f"{session_id}#{n}"
+        seen[ids[k]] = k
+        keep.append(k)
+    order = sorted(keep, key=lambda k: (parsed[k] is None, parsed[k] or datetime.min, k))
     messages: list[Message] = []
     answer_ids: list[str] = []
     for k in order:
-        turns = sessions[k]
-        if not isinstance(turns, list):
-            raise TranscriptError("a session must be a list of turns", path=path, sample=sid,
-                                  position=f"haystack_sessions[{k}]")
-        for t, turn in enumerate(turns):
-            where = f"haystack_sessions[{k}][{t}]"
-            if not isinstance(turn, dict) or "role" not in turn or "content" not in turn:
-                raise TranscriptError("a turn needs 'role' and 'content'", path=path, sample=sid, position=where)
-            text = str(turn["content"]).strip()
+        for t, turn in enumerate(sessions[k]):
+            text = turn.content.strip()
             if not text:
                 continue
             mid = f"{ids[k]}:{t + 1}"
-            if turn.get("has_answer"):
+            if turn.has_answer:
                 answer_ids.append(mid)
-            messages.append(_msg(sid, mid, turn["role"], text, parsed[k], str(ids[k]), len(messages)))
-    question_date = item.get("question_date")
+            messages.append(_msg(sid, mid, turn.role, text, parsed[k], ids[k], len(messages)))
     extra = {
-        "question": item.get("question"), "answer": item.get("answer"), "question_type": item.get("question_type"),
-        "question_date": question_date, "answer_session_ids": item.get("answer_session_ids", []),
+        "question": sample.question, "answer": sample.answer, "question_type": sample.question_type,
+        "question_date": sample.question_date, "answer_session_ids": [str(x) for x in sample.answer_session_ids],
         "has_answer_ids": answer_ids,
     }
-    return Transcript(sid, messages, "longmemeval", path, extra)
+    return Transcript(sid, messages, "longmemeval", path, extra, warnings)
 
 
-def _load_text(raw: str, path: str) -> Transcript:
+# ----------------------------------------------------------------------------- ChatGPT export
+def _load_chatgpt_all(data: Any, path: str, wanted: str | None) -> list[Transcript]:
+    out = []
+    for i, item in enumerate(_samples(data)):
+        item = _require_dict(item, path, f"conversation {i}")
+        conv = fm.validate(fm.ChatGPTConversation, item, path=path, position=f"conversation {i}")
+        sid = str(conv.conversation_id or conv.id or f"conversation-{i + 1}")
+        if wanted is None or sid == wanted:
+            out.append(_load_chatgpt(conv, path, sid))
+    return out
+
+
+def _load_chatgpt(conv: fm.ChatGPTConversation, path: str, sid: str) -> Transcript:
+    """The current branch of the tree: from ``current_node`` (or the newest leaf) up to the root."""
+    nodes = conv.mapping
+    leaf = conv.current_node if conv.current_node in nodes else None
+    if leaf is None:
+        leaves = [k for k, n in nodes.items() if not n.children]
+        leaf = max(leaves, key=lambda k: (nodes[k].message.create_time if nodes[k].message else 0) or 0,
+                   default=None)
+    branch, seen = [], set()
+    while leaf is not None and leaf in nodes and leaf not in seen:
+        seen.add(leaf)
+        branch.append(nodes[leaf])
+        leaf = nodes[leaf].parent
+    warnings, skipped = [], 0
+    messages: list[Message] = []
+    for node in reversed(branch):
+        msg = node.message
+        if msg is None or msg.content is None:
+            continue
+        if msg.author.role not in ("user", "assistant"):
+            skipped += 1  # system prompts, tool calls and their results are not the conversation
+            continue
+        parts = [p if isinstance(p, str) else (p.get("text") or "[image]" if isinstance(p, dict) else "")
+                 for p in msg.content.parts]
+        text = "\n".join(p for p in parts if p).strip() or (msg.content.text or "").strip()
+        if not text:
+            continue
+        when = _time(msg.create_time, path, sid, f"message {len(messages) + 1}") if msg.create_time else None
+        messages.append(_msg(sid, f"M{len(messages) + 1}", msg.author.role, text, when, sid, len(messages)))
+    if skipped:
+        warnings.append(f"{skipped} system or tool message(s) of the branch were left out")
+    return Transcript(sid, messages, "chatgpt", path, {"title": conv.title}, warnings)
+
+
+# ------------------------------------------------------------------------------- Claude export
+def _load_claude_all(data: Any, path: str, wanted: str | None) -> list[Transcript]:
+    out = []
+    for i, item in enumerate(_samples(data)):
+        item = _require_dict(item, path, f"conversation {i}")
+        conv = fm.validate(fm.ClaudeConversation, item, path=path, position=f"conversation {i}")
+        sid = str(conv.uuid or f"conversation-{i + 1}")
+        if wanted is not None and sid != wanted:
+            continue
+        messages: list[Message] = []
+        for k, m in enumerate(conv.chat_messages):
+            text = (m.text or "").strip() or "\n".join(p.text for p in (m.content or [])
+                                                        if p.type == "text" and p.text).strip()
+            if not text:
+                continue
+            when = _time(m.created_at, path, sid, f"chat_messages[{k}].created_at")
+            messages.append(_msg(sid, f"M{len(messages) + 1}", m.sender, text, when, sid, len(messages)))
+        out.append(Transcript(sid, messages, "claude", path, {"title": conv.name}))
+    return out
+
+
+# ------------------------------------------------------------------------------ OpenAI messages
+def _load_openai_all(data: Any, path: str, wanted: str | None) -> list[Transcript]:
+    items = data["messages"] if isinstance(data, dict) and isinstance(data.get("messages"), list) else data
     sid = Path(path).stem
     messages: list[Message] = []
+    skipped = 0
+    for k, item in enumerate(_samples(items)):
+        msg = fm.validate(fm.OpenAIMessage, item, path=path, position=f"message {k}")
+        if msg.role == "system":
+            skipped += 1
+            continue
+        text = (msg.content or "").strip()
+        if text:
+            messages.append(_msg(sid, f"M{k + 1}", msg.name or msg.role, text, None, "1", len(messages)))
+    warnings = ["the messages carry no dates: they are stored undated"]
+    if skipped:
+        warnings.append(f"{skipped} system message(s) were left out")
+    return [Transcript(sid, messages, "openai", path, {}, warnings)]
+
+
+_LOADERS = {"locomo": _load_locomo_all, "longmemeval": _load_longmemeval_all, "chatgpt": _load_chatgpt_all,
+            "claude": _load_claude_all, "openai": _load_openai_all}
+
+
+# ---------------------------------------------------------------------------------- plain text
+def _load_text(raw: str, path: str) -> Transcript:
+    """``Speaker: text`` lines and ``#`` headers at column 0; every indented line, and every column-0
+    line that is neither, continues the message before it. A header holding a date dates the
+    session's messages; one without a date starts an undated session (with a warning)."""
+    sid = Path(path).stem
+    messages: list[Message] = []
+    warnings: list[str] = []
     session, turn, when = 1, 0, None
     started = False
     for line_no, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
-        header = _DATE_HEADER.match(line)
+        indented = line[:1].isspace()
+        header = None if indented else _HEADER.match(line)
         if header:
-            try:
-                when = parse_time(header.group(1))
-            except ValueError as exc:
-                raise TranscriptError(f"unreadable session date {header.group(1)!r}", path=path,
-                                      position=f"line {line_no}") from exc
+            when = find_date(header.group(1))
+            if when is None:
+                warnings.append(f"line {line_no}: header {header.group(1)!r} holds no date; its messages are "
+                                "undated")
             if started:
                 session, turn = session + 1, 0
             continue
-        match = _SPEAKER_LINE.match(line)
-        if match and match.group(1).strip():
+        match = None if indented else _SPEAKER_LINE.match(line)
+        if match:
             text = match.group(2).strip()
             if not text:
                 continue
@@ -209,39 +475,32 @@ def _load_text(raw: str, path: str) -> Transcript:
         elif messages and messages[-1].session_id == f"session_{session}":
             messages[-1].text += "\n" + line.strip()  # continuation of a multi-line message
         else:
-            raise TranscriptError("expected 'Speaker: text' lines (or '## DATE' session headers)", path=path,
-                                  position=f"line {line_no}")
-    return Transcript(sid, messages, "text", path)
+            raise TranscriptError("expected 'Speaker: text' at the start of a line (or a '## DATE' session header) "
+                                  "before any other text", path=path, position=f"line {line_no}")
+    return Transcript(sid, messages, "text", path, {}, warnings)
 
 
+# --------------------------------------------------------------------------------------- JSONL
 def _load_jsonl(raw: str, path: str) -> Transcript:
     sid = Path(path).stem
     messages: list[Message] = []
-    seen: set[str] = set()
     for line_no, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
+        where = f"line {line_no}"
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise TranscriptError(f"invalid JSON ({exc.msg})", path=path, position=f"line {line_no}") from exc
-        if not isinstance(obj, dict) or "speaker" not in obj or "text" not in obj:
-            raise TranscriptError('each line must be {"speaker": ..., "text": ..., "time": ...}', path=path,
-                                  position=f"line {line_no}")
-        text = str(obj["text"]).strip()
+            raise TranscriptError(f"invalid JSON ({exc.msg})", path=path, position=where) from exc
+        if not isinstance(obj, dict):
+            raise TranscriptError(f'a line is {fm._type_name(obj)}, expected {{"speaker": ..., "text": ..., '
+                                  '"time": ...}', path=path, position=where)
+        rec = fm.validate(fm.JsonlLine, obj, path=path, position=where, build=fm.JsonlLine.from_obj)
+        text = rec.text.strip()
         if not text:
             continue
-        when = None
-        if obj.get("time"):
-            try:
-                when = parse_time(obj["time"])
-            except ValueError as exc:
-                raise TranscriptError(f"unreadable time {obj['time']!r}", path=path,
-                                      position=f"line {line_no}") from exc
-        session = str(obj.get("session") or (when.date().isoformat() if when else "1"))
-        mid = str(obj.get("id") or f"J{line_no}")
-        if mid in seen:
-            raise TranscriptError(f"duplicate id {mid!r}", path=path, position=f"line {line_no}")
-        seen.add(mid)
-        messages.append(_msg(sid, mid, obj["speaker"], text, when, session, len(messages)))
+        when = _time(rec.time, path, None, where)
+        session = str(rec.session if rec.session is not None else (when.date().isoformat() if when else "1"))
+        messages.append(_msg(sid, str(rec.id if rec.id is not None else f"J{line_no}"), rec.speaker, text, when,
+                             session, len(messages)))
     return Transcript(sid, messages, "jsonl", path)

@@ -1,0 +1,197 @@
+"""Typed models of every transcript format MemSIF reads (pydantic), and their errors in words.
+
+A field of the wrong type is an error that names the field, the type found and the type expected
+(never stored as Python ``repr`` text). Message text may be a string or a list of content parts
+(``[{"type": "text", "text": …}]``, the shape OpenAI-style exports use): the text parts are joined.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from memsif.errors import TranscriptError
+
+_TEXT_PART_TYPES = {"text", "input_text", "output_text"}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=False)
+
+
+class ContentPart(_Model):
+    """One part of a message's content; only text parts carry text."""
+
+    type: str = "text"
+    text: str | None = None
+
+
+def _text_of(value: Any) -> Any:
+    """A string, or the joined text parts of a content-part list; other values go on to validation
+    (and fail there with the type found)."""
+    if isinstance(value, list) and value and all(isinstance(p, dict) for p in value):
+        texts = []
+        for part in value:
+            text = part.get("text")
+            if part.get("type", "text") in _TEXT_PART_TYPES and text is not None:
+                if not isinstance(text, str):
+                    raise ValueError(f"a content part's 'text' is {_type_name(text)}, expected a string")
+                texts.append(text)
+        return "\n".join(texts)
+    return value
+
+
+class LoCoMoTurn(_Model):
+    speaker: str
+    text: str = ""
+    dia_id: str | None = None
+    blip_caption: str | None = None
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _parts(cls, value: Any) -> Any:
+        return "" if value is None else _text_of(value)
+
+
+class LongMemEvalTurn(_Model):
+    role: str
+    content: str
+    has_answer: bool = False
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _parts(cls, value: Any) -> Any:
+        return _text_of(value)
+
+
+class LongMemEvalSample(_Model):
+    question_id: str | int | None = None
+    haystack_sessions: list[list[LongMemEvalTurn]]
+    haystack_session_ids: list[str | int] | None = None
+    haystack_dates: list[str | None] | None = None
+    question: str | None = None
+    answer: Any = None
+    question_type: str | None = None
+    question_date: str | None = None
+    answer_session_ids: list[str | int] = Field(default_factory=list)
+
+
+class JsonlLine(_Model):
+    """One JSONL line: ``speaker``/``text`` (or ``role``/``content``), optional time, session, id."""
+
+    speaker: str
+    text: str
+    time: str | int | float | None = None
+    session: str | int | None = None
+    id: str | int | None = None
+
+    @classmethod
+    def from_obj(cls, obj: dict) -> JsonlLine:
+        if "speaker" not in obj and "role" in obj:
+            obj = {**obj, "speaker": obj.get("name") or obj["role"]}
+        if "text" not in obj and "content" in obj:
+            obj = {**obj, "text": obj["content"]}
+        return cls.model_validate(obj)
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _parts(cls, value: Any) -> Any:
+        return _text_of(value)
+
+
+class OpenAIMessage(_Model):
+    """A chat message of the OpenAI API shape: role, content (string or parts), optional name."""
+
+    role: str
+    content: str | None = None
+    name: str | None = None
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _parts(cls, value: Any) -> Any:
+        return _text_of(value)
+
+
+class ChatGPTAuthor(_Model):
+    role: str
+    name: str | None = None
+
+
+class ChatGPTContent(_Model):
+    content_type: str = "text"
+    parts: list[Any] = Field(default_factory=list)
+    text: str | None = None
+
+
+class ChatGPTMessage(_Model):
+    author: ChatGPTAuthor
+    content: ChatGPTContent | None = None
+    create_time: float | None = None
+
+
+class ChatGPTNode(_Model):
+    message: ChatGPTMessage | None = None
+    parent: str | None = None
+    children: list[str] = Field(default_factory=list)
+
+
+class ChatGPTConversation(_Model):
+    """One conversation of a ChatGPT export's ``conversations.json``: a tree of nodes (``mapping``);
+    ``current_node`` is the leaf of the branch the user last saw."""
+
+    title: str | None = None
+    id: str | None = None
+    conversation_id: str | None = None
+    create_time: float | None = None
+    current_node: str | None = None
+    mapping: dict[str, ChatGPTNode]
+
+
+class ClaudeMessage(_Model):
+    uuid: str | None = None
+    sender: str
+    text: str | None = None
+    content: list[ContentPart] | None = None
+    created_at: str | None = None
+
+
+class ClaudeConversation(_Model):
+    """One conversation of a Claude export's ``conversations.json``."""
+
+    uuid: str | None = None
+    name: str | None = None
+    created_at: str | None = None
+    chat_messages: list[ClaudeMessage]
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, list):
+        inner = sorted({type(v).__name__ for v in value})
+        return f"a list of {', '.join(inner)}" if inner else "an empty list"
+    return {"dict": "an object", "str": "a string", "int": "a number", "float": "a number", "bool": "true/false",
+            "NoneType": "null"}.get(type(value).__name__, type(value).__name__)
+
+
+_EXPECTED = {"string_type": "a string (or a list of text content parts)", "int_type": "a whole number",
+             "float_type": "a number", "bool_type": "true/false", "list_type": "a list", "dict_type": "an object",
+             "missing": "present", "model_type": "an object", "model_attributes_type": "an object"}
+
+
+def validate(model: type[BaseModel], obj: Any, *, path: str, sample: str | None = None, position: str,
+             build: Any = None) -> Any:
+    """``model.model_validate(obj)`` (or ``build(obj)``), a validation error turned into a
+    :class:`TranscriptError` naming the field, the type found and the type expected."""
+    try:
+        return (build or model.model_validate)(obj)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(the record)"
+        if err["type"] == "missing":
+            message = f"field '{field}' is missing"
+        elif err["type"] == "value_error":
+            message = f"field '{field}': {err['msg'].removeprefix('Value error, ')}"
+        else:
+            expected = _EXPECTED.get(err["type"], err["msg"])
+            message = f"field '{field}' is {_type_name(err.get('input'))}, expected {expected}"
+        raise TranscriptError(message, path=path, sample=sample, position=position) from exc
