@@ -245,7 +245,7 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
                f"{sum(r.judge_calls_segment for r in reports)} of {sum(r.messages for r in reports)} new messages; "
                f"trajectory judge {sum(r.judge_calls_trajectory for r in reports)} calls; "
                f"{sum(r.seconds for r in reports):.1f} s. CoreFacts are filled in next (CoreFacts tab).")
-    warnings = [w for r in reports for w in r.warnings]
+    warnings = [w for t in transcripts for w in t.warnings] + [w for r in reports for w in r.warnings]
     if warnings:
         summary += "\n\n" + "\n".join(f"⚠️ {w}" for w in warnings[:5]) + (
             f"\n\n…and {len(warnings) - 5} more." if len(warnings) > 5 else "")

@@ -13,6 +13,7 @@ from typing import Any
 
 from memsif.config import MemSIFConfig
 from memsif.errors import MemSIFError
+from memsif.io.transcripts import FORMATS as TRANSCRIPT_FORMATS
 
 
 def _peak_rss_mb() -> float:
@@ -50,7 +51,10 @@ def _progress_bar(desc: str):
 def cmd_ingest(args: argparse.Namespace) -> int:
     from memsif.io import load_transcripts
 
-    transcripts = load_transcripts(args.path, sample=args.sample)
+    transcripts = load_transcripts(args.path, sample=args.sample, format=args.format)
+    for tr in transcripts:
+        for warning in tr.warnings:
+            print(f"warning: {tr.sample_id}: {warning}", file=sys.stderr)
     engine = _engine(args)
     load_s = engine.load_models()
     reports = []
@@ -264,7 +268,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("ingest", help="build Structured Interaction Memory from a transcript")
-    p.add_argument("path", help="LoCoMo/LongMemEval JSON, JSONL, or plain-text transcript")
+    p.add_argument("path", help="transcript: LoCoMo or LongMemEval JSON, a ChatGPT or Claude export "
+                   "(conversations.json), an OpenAI message list, JSONL, or plain text")
+    p.add_argument("--format", default="auto", choices=["auto", *TRANSCRIPT_FORMATS],
+                   help="read the file as this format (default: detected from the content)")
     p.add_argument("--sample", help="only this sample id (default: every sample in the file)")
     p.add_argument("--namespace", help="store under this namespace (default: the sample id)")
     p.add_argument("--data-dir", help="memory folder (default: $MEMSIF_DATA_DIR or ~/.local/share/memsif)")
