@@ -209,3 +209,11 @@ def test_an_event_with_other_values_is_another_occurrence_not_a_change(engine_fa
     report = engine.ingest([msg("D2:1", "Alice", "I ran another charity race on 15 June.", AUGUST)])
     assert report.fact_ops == {"ADD": 1} and len(engine.facts("t")) == 2
     assert "another occurrence than F1" in engine.fact_log("t")[-1]["reason"]
+
+
+def test_a_speaker_named_user_is_a_subject_like_any_other():
+    """ChatGPT, Claude and OpenAI transcripts name their speakers "user" and "assistant"."""
+    said = msg("M1", "user", "I moved to Porto last week.")
+    verdict = check("user", "The user moved to Porto.", [said], ["user", "assistant"])
+    assert verdict.passed and verdict.subject == "user"
+    assert not check("Person", "The user moved to Porto.", [said], ["user", "assistant"]).passed

@@ -193,7 +193,8 @@ def check(subject: str, statement: str, cited: Sequence[Message], speakers: Sequ
     subject_key = _norm(subject)
     if len(subject.split()) > MAX_SUBJECT_WORDS or _SENTENCE_PUNCTUATION.search(subject):
         reasons.append(f"subject {subject!r} is a sentence, not a name")
-    elif not subject_key or subject_key in _PRONOUNS or subject_key.split()[0] in {"i", "my", "we", "our"}:
+    elif speaker is None and (not subject_key or subject_key in _PRONOUNS
+                              or subject_key.split()[0] in {"i", "my", "we", "our"}):
         reasons.append(f"subject {subject!r} names nobody")
     elif speaker is None and not any(re.search(rf"\b{re.escape(subject_key)}\b", _norm(m.text)) for m in cited):
         reasons.append(f"subject {subject!r} is neither a speaker nor named in {', '.join(m.id for m in cited)}")
