@@ -452,8 +452,9 @@ with gr.Blocks(title="MemSIF inspector") as demo:
                 "Memory). Build from a transcript, then chat with it and see why each answer came out.")
     with gr.Tab("Build"):
         with gr.Row():
-            upload = gr.File(label="Transcript (LoCoMo / LongMemEval JSON, JSONL, text; ≤ 20 MB)",
-                             file_types=[".json", ".jsonl", ".txt"])
+            upload = gr.File(label="Transcript (LoCoMo, LongMemEval, a ChatGPT or Claude export's conversations.json, "
+                             "OpenAI messages, JSONL or text; ≤ 20 MB)",
+                             file_types=[".json", ".jsonl", ".txt", ".md", ".log", ".text"])
             sample = gr.Dropdown(label="Sample (files with several conversations)", choices=[],
                                  allow_custom_value=True)
         gr.Markdown("Without a file, **Build memory** uses the bundled LoCoMo conversation conv-26 (419 messages, "

@@ -6,6 +6,8 @@ real app on the real models.
 """
 
 
+from pathlib import Path
+
 import pytest
 
 from memsif.config import MemSIFConfig
@@ -157,3 +159,11 @@ def test_uploads_over_the_size_limit_are_refused_before_parsing(tmp_path):
         f.truncate(app.MAX_UPLOAD_BYTES + 1)
     with pytest.raises(gr.Error, match="larger than 20 MB"):
         app._checked_path(str(big))
+
+
+def test_a_chatgpt_export_builds_and_its_warnings_show(app_url):
+    client = gradio_client.Client(app_url, verbose=False)
+    export = Path(__file__).parent / "data" / "formats" / "chatgpt-conversations.json"
+    summary, _, _ = client.predict(gradio_client.handle_file(str(export)), None, api_name="/build")
+    assert "3 messages" in summary and "conv-trip" in summary
+    assert "⚠️ 1 system or tool message(s) of the branch were left out" in summary
