@@ -168,16 +168,38 @@ def _in_background(work: Callable[[Callable[[int, int, str], None]], Any], progr
 
 
 # --------------------------------------------------------------------------- Build
-def list_samples(file) -> gr.Dropdown:
-    """Sample ids in an uploaded transcript file (LoCoMo and LongMemEval files hold several)."""
-    if file is None:
-        return gr.Dropdown(choices=[], value=None)
-    path = _checked_path(file)
+#: What the upload takes, said with every refusal.
+ACCEPTED = ("Accepted: LoCoMo or LongMemEval JSON, a ChatGPT or Claude export's `conversations.json`, an OpenAI "
+            "message list, JSONL (`{\"speaker\", \"text\", \"time\"}` per line) or plain text (`Speaker: text` "
+            "lines, `## date` headers), up to 20 MB.")
+
+
+class UploadRefused(Exception):
+    """An upload that cannot be read: ``str()`` is the one message the page shows."""
+
+
+def _load_upload(path: str, sample: str | None = None) -> list:
+    """The transcripts of an uploaded file, or :class:`UploadRefused` with one message that names the
+    file as the user knows it (not Gradio's temporary folder), says what it looks like and what is
+    accepted."""
     try:
-        samples = [t.sample_id for t in load_transcripts(path)]
+        return load_transcripts(path, sample=sample or None)
     except MemSIFError as exc:
-        raise gr.Error(str(exc).replace(str(Path(path).parent) + "/", "")) from exc
-    return gr.Dropdown(choices=samples, value=samples[0] if samples else None)
+        said = str(exc).replace(str(Path(path).parent) + "/", "")
+        raise UploadRefused(f"⚠️ **{Path(path).name}** was not loaded: {said}\n\n{ACCEPTED} Nothing was changed: "
+                            "this session's memory and views are as they were.") from exc
+
+
+def list_samples(file):
+    """Sample ids in an uploaded transcript file (LoCoMo and LongMemEval files hold several), and the
+    page's one message when the file cannot be read. Returns (sample dropdown, build summary)."""
+    if file is None:
+        return gr.Dropdown(choices=[], value=None), gr.skip()
+    try:
+        samples = [t.sample_id for t in _load_upload(_checked_path(file))]
+    except (UploadRefused, gr.Error) as exc:
+        return gr.Dropdown(choices=[], value=None), str(exc)
+    return gr.Dropdown(choices=samples, value=samples[0] if samples else None), gr.skip()
 
 
 def _checked_path(file) -> str:
@@ -208,11 +230,12 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
     without a browser session get a fresh namespace.
     Yields (namespace, source, summary, timeline figure, segment rows)."""
     namespace = namespace or new_session()
-    path = _checked_path(file) if file is not None else str(EXAMPLE)
     try:
-        transcripts = load_transcripts(path, sample=sample or None)
-    except MemSIFError as exc:  # name the file as the user knows it, not Gradio's temporary folder
-        raise gr.Error(str(exc).replace(str(Path(path).parent) + "/", "")) from exc
+        path = _checked_path(file) if file is not None else str(EXAMPLE)
+        transcripts = _load_upload(path, sample)
+    except (UploadRefused, gr.Error) as exc:  # one message in the page; the views and memory stay
+        yield namespace, previous, str(exc), gr.skip(), gr.skip()
+        return
     source = {"path": path, "sample": sample or None, "name": Path(path).name,
               "samples": [t.sample_id for t in transcripts]}
     eng = engine_for(settings)
@@ -517,7 +540,7 @@ with gr.Blocks(title="MemSIF inspector") as demo:
 
     demo.load(new_session, outputs=namespace, api_name=False).then(_preload, api_name=False)
     forget_btn.click(forget, inputs=namespace, outputs=[summary, timeline, table], api_name="forget")
-    upload.change(list_samples, inputs=upload, outputs=sample, api_name="samples")
+    upload.change(list_samples, inputs=upload, outputs=[sample, summary], api_name="samples")
     built = build_btn.click(build, inputs=[upload, sample, namespace, settings, source],
                             outputs=[namespace, source, summary, timeline, table], api_name="build")
     built.success(trajectories_view, inputs=[namespace, settings], outputs=[traj_graph, traj_lanes, traj_pick],

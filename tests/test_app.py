@@ -167,3 +167,21 @@ def test_a_chatgpt_export_builds_and_its_warnings_show(app_url):
     summary, _, _ = client.predict(gradio_client.handle_file(str(export)), None, api_name="/build")
     assert "3 messages" in summary and "conv-trip" in summary
     assert "⚠️ 1 system or tool message(s) of the branch were left out" in summary
+
+
+def test_a_bad_upload_gets_one_message_in_the_page_and_the_memory_stays(app_url, tmp_path):
+    client = gradio_client.Client(app_url, verbose=False)
+    good = tmp_path / "bike.txt"
+    good.write_text("## 1 June 2024\nMia: My bike is red.\nTom: Nice bike!\n")
+    summary, _, rows = client.predict(gradio_client.handle_file(str(good)), None, api_name="/build")
+    assert "2 messages" in summary and rows["data"]
+    png = tmp_path / "photo.json"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    _, said = client.predict(gradio_client.handle_file(str(png)), api_name="/samples")
+    summary, _, _ = client.predict(gradio_client.handle_file(str(png)), None, api_name="/build")
+    for text in (said, summary):
+        assert text.count("was not loaded") == 1 and "**photo.json**" in text
+        assert "looks like Portable Network Graphics" in text and "Accepted: LoCoMo" in text
+        assert "/tmp/gradio" not in text and "Nothing was changed" in text
+    _, _, trace, _, _ = client.predict("What colour is Mia's bike?", [], False, api_name="/ask")
+    assert trace["evidence_used"], "the session's memory must survive a bad upload"
