@@ -275,12 +275,24 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
     yield namespace, source, summary, fig, rows
 
 
-def forget(namespace: str | None):
+def forget(namespace: str | None, confirmed: bool = False):
     """Delete this session's whole memory (messages, segments, trajectories, facts, clusters, logs)
-    from the store; the session starts empty. Returns (summary, timeline, segment rows)."""
+    from the store, only with ``confirmed``; every view empties and the confirmation resets.
+    Returns (summary, then one empty value per view, the confirmation box, the delete button)."""
+    if not confirmed:
+        return ("Nothing was deleted: tick the confirmation first.", *[gr.skip()] * len(_VIEWS_EMPTY),
+                gr.skip(), gr.skip())
     if namespace:
         engine().delete_namespace(namespace)
-    return "This session's memory was deleted.", None, []
+    return ("This session's memory was deleted.", *_VIEWS_EMPTY, gr.Checkbox(value=False),
+            gr.Button(interactive=False))
+
+
+#: What every view shows after a delete: timeline, segments, source, chat, trace, trajectory graph,
+#: swimlanes, picker, trajectory table, CoreFacts status, facts, fact sources, log, clusters plot,
+#: clusters, cluster sources.
+_VIEWS_EMPTY = (None, [], None, [], None, None, None, gr.Dropdown(choices=[], value=None), [],
+                "CoreFacts are extracted after Structured Interaction Memory is built.", [], [], [], None, [], [])
 
 
 # --------------------------------------------------------------------------- CoreFacts
@@ -483,10 +495,15 @@ with gr.Blocks(title="MemSIF inspector") as demo:
         gr.Markdown("Without a file, **Build memory** uses the bundled LoCoMo conversation conv-26 (419 messages, "
                     "about two minutes on 2 CPU cores). Building another transcript replaces this session's memory.")
         build_btn = gr.Button("Build memory", variant="primary", elem_id="build-btn")
-        forget_btn = gr.Button("Delete this session's memory", size="sm", variant="stop")
         summary = gr.Markdown(elem_id="build-summary")
         timeline = gr.Plot(label="φ(u_t, S_i) per message against τ_split and τ_merge", elem_id="timeline")
         table = gr.Dataframe(headers=SEGMENT_COLUMNS, label="Topical Segments", wrap=True, max_height=400)
+        with gr.Accordion("Delete this session's memory", open=False):
+            gr.Markdown("Deletes every message, segment, trajectory, fact, cluster and log of this session. "
+                        "It cannot be undone.")
+            with gr.Row():
+                forget_confirm = gr.Checkbox(label="Yes, delete all of this session's memory", value=False)
+                forget_btn = gr.Button("Delete", size="sm", variant="stop", interactive=False, elem_id="forget-btn")
     with gr.Tab("Chat"):
         chatbot = gr.Chatbot(label="Chat with this memory (each answer comes with its best supporting messages; its "
                                    "trace folds open below it)", height=480)
@@ -539,7 +556,12 @@ with gr.Blocks(title="MemSIF inspector") as demo:
         settings_status = gr.Markdown()
 
     demo.load(new_session, outputs=namespace, api_name=False).then(_preload, api_name=False)
-    forget_btn.click(forget, inputs=namespace, outputs=[summary, timeline, table], api_name="forget")
+    forget_confirm.change(lambda ok: gr.Button(interactive=bool(ok)), inputs=forget_confirm, outputs=forget_btn,
+                          api_name=False)
+    forget_btn.click(forget, inputs=[namespace, forget_confirm],
+                     outputs=[summary, timeline, table, source, chatbot, trace, traj_graph, traj_lanes, traj_pick,
+                              traj_table, facts_status, facts_table, fact_messages, ops_table, clusters_plot,
+                              clusters_table, cluster_messages, forget_confirm, forget_btn], api_name="forget")
     upload.change(list_samples, inputs=upload, outputs=[sample, summary], api_name="samples")
     built = build_btn.click(build, inputs=[upload, sample, namespace, settings, source],
                             outputs=[namespace, source, summary, timeline, table], api_name="build")

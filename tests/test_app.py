@@ -83,7 +83,13 @@ def test_sessions_see_nothing_of_each_other(app_url):
     assert not facts["data"] and not ops["data"]
     history, *_ = stranger.predict("What did Caroline research?", [], False, api_name="/ask")
     assert _text(history[-1]).startswith("No memory yet")
-    owner.predict(api_name="/forget")
+    said, *_ = owner.predict(False, api_name="/forget")
+    _, segments = owner.predict(api_name="/timeline")
+    assert said.startswith("Nothing was deleted") and segments["data"], "deleted without confirmation"
+    said, _, rows, *views = owner.predict(True, api_name="/forget")
+    tables = [v for v in views if isinstance(v, dict) and "data" in v]
+    assert said == "This session's memory was deleted." and not rows["data"]
+    assert len(tables) >= 6 and not any(t["data"] for t in tables), "a view still shows deleted memory"
     _, segments = owner.predict(api_name="/timeline")
     assert not segments["data"], "the owner's memory is still there after /forget"
 
