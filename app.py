@@ -531,7 +531,7 @@ with gr.Blocks(title="MemSIF inspector") as demo:
                                    column_widths=["7%", "10%", "14%", "41%", "11%", "9%", "8%"])
         fact_messages = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages of the selected fact", wrap=True)
         ops_table = gr.Dataframe(headers=OP_COLUMNS, label="Operation log (append-only)", wrap=True, max_height=400,
-                                 column_widths=["5%", "11%", "9%", "10%", "45%", "20%"])
+                                 column_widths=["4%", "8%", "27%", "7%", "42%", "12%"])
     with gr.Tab("ActiveFacts"):
         clusters_btn = gr.Button("Refresh")
         clusters_plot = gr.Plot(label="Candidate clusters: Score_src vs Score_qry (Eq. 4)", elem_id="clusters")
