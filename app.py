@@ -17,6 +17,7 @@ import os
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -220,6 +221,19 @@ def timeline_view(namespace: str | None, settings: dict | None = None):
     return fig, segment_rows(eng.segments(namespace), decisions)
 
 
+def question_hint(transcripts: list) -> str:
+    """An example question about the loaded transcript for the chat box: its own first question when
+    the file carries questions (LoCoMo, LongMemEval), else one about its most talkative speaker."""
+    for t in transcripts:
+        qa = [q.get("question") for q in t.extra.get("qa", []) if isinstance(q, dict) and q.get("question")]
+        if qa:
+            return str(qa[0])
+        if t.extra.get("question"):
+            return str(t.extra["question"])
+    speakers = Counter(m.speaker for t in transcripts for m in t.messages)
+    return f"What did {speakers.most_common(1)[0][0]} talk about?" if speakers else "Ask this memory a question"
+
+
 @_guard
 def build(file, sample: str | None, namespace: str | None, settings: dict | None, previous: dict | None = None,
           progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
@@ -237,7 +251,7 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
         yield namespace, previous, str(exc), gr.skip(), gr.skip()
         return
     source = {"path": path, "sample": sample or None, "name": Path(path).name,
-              "samples": [t.sample_id for t in transcripts]}
+              "samples": [t.sample_id for t in transcripts], "hint": question_hint(transcripts)}
     eng = engine_for(settings)
     replaced = ""
     if previous and (previous.get("name"), previous.get("samples")) != (source["name"], source["samples"]) \
@@ -510,6 +524,7 @@ with gr.Blocks(title="MemSIF inspector") as demo:
         with gr.Row():
             question = gr.Textbox(label="Question", placeholder="What did Caroline research?", scale=4,
                                   elem_id="question")
+            send_btn = gr.Button("Send", variant="primary", scale=1, elem_id="send-btn")
             write = gr.Checkbox(label="write my messages into memory", value=False)
         trace = gr.JSON(label="Trace of the last answer (raw)", open=False)
     with gr.Tab("Trajectories"):
@@ -567,11 +582,12 @@ with gr.Blocks(title="MemSIF inspector") as demo:
                             outputs=[namespace, source, summary, timeline, table], api_name="build")
     built.success(trajectories_view, inputs=[namespace, settings], outputs=[traj_graph, traj_lanes, traj_pick],
                   api_name=False)
+    built.success(lambda src: gr.Textbox(placeholder=(src or {}).get("hint") or "Ask this memory a question"),
+                  inputs=source, outputs=question, api_name=False)
     built.success(build_facts, inputs=[namespace, settings], outputs=[facts_status, facts_table, ops_table],
                   api_name=False)
-    asked = question.submit(chat, inputs=[question, chatbot, write, namespace, settings],
-                            outputs=[namespace, chatbot, question, trace, clusters_plot, clusters_table],
-                            api_name="ask")
+    asked = gr.on([question.submit, send_btn.click], chat, inputs=[question, chatbot, write, namespace, settings],
+                  outputs=[namespace, chatbot, question, trace, clusters_plot, clusters_table], api_name="ask")
     asked.success(facts_after_chat, inputs=[write, namespace, settings],
                   outputs=[facts_status, facts_table, ops_table], api_name=False)
     traj_btn.click(trajectories_view, inputs=[namespace, settings], outputs=[traj_graph, traj_lanes, traj_pick],

@@ -191,3 +191,13 @@ def test_a_bad_upload_gets_one_message_in_the_page_and_the_memory_stays(app_url,
         assert "/tmp/gradio" not in text and "Nothing was changed" in text
     _, _, trace, _, _ = client.predict("What colour is Mia's bike?", [], False, api_name="/ask")
     assert trace["evidence_used"], "the session's memory must survive a bad upload"
+
+
+def test_the_chat_has_a_send_button_and_a_placeholder_from_the_loaded_transcript(tmp_path):
+    import app
+
+    assert app.question_hint(app.load_transcripts(app.EXAMPLE)) == "When did Caroline go to the LGBTQ support group?"
+    chat = tmp_path / "bike.txt"
+    chat.write_text("## 1 June 2024\nMia: My bike is red.\nTom: Nice bike!\nMia: Thanks.\n")
+    assert app.question_hint(app.load_transcripts(chat)) == "What did Mia talk about?"
+    assert any(getattr(b, "elem_id", None) == "send-btn" for b in app.demo.blocks.values())
