@@ -169,6 +169,28 @@ def _in_background(work: Callable[[Callable[[int, int, str], None]], Any], progr
 
 
 # --------------------------------------------------------------------------- Build
+NOTATION_TIMELINE = """
+- **φ(u_t, S_i)** (Eq. 1): how well message u_t matches the open Topical Segment S_i:
+  α·s_sem + (1−α)·J, with **s_sem** the embedding similarity mapped to [0, 1] and **J** the Jaccard overlap of
+  their **key entities** (names, places, things; spaCy).
+- **τ_merge** (upper dashed line): at or above it the message joins S_i by rule. **τ_split** (lower dashed line):
+  at or below it the message opens a new segment by rule. Between them the LLM **judge** decides; hover shows its
+  probability **P** that the topic continues (the judge continues at P ≥ 0.5).
+- Colours: merged by rule, split by rule, judge: continue, judge: split. **Alternating bands** are the Topical
+  Segments; **dotted vertical lines** are session starts.
+- In the table, **opened by** is the rule that started each segment, and **key entities** its entity set.
+"""
+
+NOTATION_ACTIVE = """
+- A **candidate cluster C_k** gathers the evidence statements (X_k) that answered questions (Q_k) about one
+  speaker's topic (**subject** = speaker: its two most frequent key entities); **|R|** counts the distinct source
+  messages R_k of those statements.
+- **Score_src** (Eq. 2) = (1 − 1/|R|) · coherence of X_k: supported by several sources that agree.
+  **Score_qry** (Eq. 3) = (1 − 1/|Q|) · coherence of Q_k: asked for repeatedly.
+- A cluster past **θ_s** (vertical line) and **θ_q** (horizontal line) is promoted to an **ActiveFact** (a star);
+  its statement is the most central of X_k and stays until another is clearly more central.
+"""
+
 #: What the upload takes, said with every refusal.
 ACCEPTED = ("Accepted: LoCoMo or LongMemEval JSON, a ChatGPT or Claude export's `conversations.json`, an OpenAI "
             "message list, JSONL (`{\"speaker\", \"text\", \"time\"}` per line) or plain text (`Speaker: text` "
@@ -282,6 +304,14 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
                f"{sum(r.judge_calls_segment for r in reports)} of {sum(r.messages for r in reports)} new messages; "
                f"trajectory judge {sum(r.judge_calls_trajectory for r in reports)} calls; "
                f"{sum(r.seconds for r in reports):.1f} s. CoreFacts are filled in next (CoreFacts tab).")
+    judged = [d["continued"] for d in eng.decisions(namespace, "segment") if d.get("rule") == "judge"]
+    if len(judged) >= 5 and len(set(judged)) == 1:
+        summary += (f"\n\n⚠️ Every one of the {len(judged)} messages the judge decided was "
+                    f"{'a continuation' if judged[0] else 'a split'}: the judge "
+                    f"({getattr(eng.llm, 'name', 'the configured model')}) does not tell topics apart. The packaged "
+                    "135M model separates same-topic from other-topic pairs at AUC 0.53 (chance 0.5; judge-check "
+                    "separation 0.54), so the segments are set by φ and the thresholds; configure a bigger model "
+                    "(Settings, or MEMSIF_LLM_MODEL) for real judgements.")
     warnings = [w for t in transcripts for w in t.warnings] + [w for r in reports for w in r.warnings]
     if warnings:
         summary += "\n\n" + "\n".join(f"⚠️ {w}" for w in warnings[:5]) + (
@@ -511,6 +541,8 @@ with gr.Blocks(title="MemSIF inspector") as demo:
         build_btn = gr.Button("Build memory", variant="primary", elem_id="build-btn")
         summary = gr.Markdown(elem_id="build-summary")
         timeline = gr.Plot(label="φ(u_t, S_i) per message against τ_split and τ_merge", elem_id="timeline")
+        with gr.Accordion("What the timeline shows", open=False):
+            gr.Markdown(NOTATION_TIMELINE)
         table = gr.Dataframe(headers=SEGMENT_COLUMNS, label="Topical Segments", wrap=True, max_height=400)
         with gr.Accordion("Delete this session's memory", open=False):
             gr.Markdown("Deletes every message, segment, trajectory, fact, cluster and log of this session. "
@@ -555,6 +587,8 @@ with gr.Blocks(title="MemSIF inspector") as demo:
                                       column_widths=["6%", "12%", "25%", "7%", "7%", "4%", "22%", "8%", "9%"])
         cluster_messages = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages R_k of the selected cluster",
                                         wrap=True)
+        with gr.Accordion("What the scores mean", open=False):
+            gr.Markdown(NOTATION_ACTIVE)
     with gr.Tab("Settings"):
         gr.Markdown("Method settings for this session (defaults: the paper's Table 13). Applying them rebuilds "
                     "this session's memory from the last transcript.")
