@@ -242,13 +242,14 @@ def _unique_samples(found: list[Transcript]) -> list[Transcript]:
 
 
 # -------------------------------------------------------------------------------------- LoCoMo
-def _load_locomo_all(data: Any, path: str, wanted: str | None) -> list[Transcript]:
+def _each_sample(data: Any, path: str, wanted: str | None, id_key: str, load) -> list[Transcript]:
+    """Every sample object of a LoCoMo or LongMemEval file (or only ``wanted``), each read by ``load``."""
     out = []
     for i, item in enumerate(_samples(data)):
         item = _require_dict(item, path, f"item {i}")
-        sid = str(item.get("sample_id") or f"sample-{i}")
+        sid = str(item.get(id_key) or f"sample-{i}")
         if wanted is None or sid == wanted:
-            out.append(_load_locomo(item, path, i, sid))
+            out.append(load(item, path, i, sid))
     return out
 
 
@@ -292,16 +293,6 @@ def _load_locomo(item: dict, path: str, i: int, sid: str) -> Transcript:
 
 
 # --------------------------------------------------------------------------------- LongMemEval
-def _load_longmemeval_all(data: Any, path: str, wanted: str | None) -> list[Transcript]:
-    out = []
-    for i, item in enumerate(_samples(data)):
-        item = _require_dict(item, path, f"item {i}")
-        sid = str(item.get("question_id") or f"sample-{i}")
-        if wanted is None or sid == wanted:
-            out.append(_load_longmemeval(item, path, i, sid))
-    return out
-
-
 def _load_longmemeval(item: dict, path: str, i: int, sid: str) -> Transcript:
     sample = fm.validate(fm.LongMemEvalSample, item, path=path, sample=sid, position=f"item {i}")
     sessions = sample.haystack_sessions
@@ -436,7 +427,10 @@ def _load_openai_all(data: Any, path: str, wanted: str | None) -> list[Transcrip
     return [Transcript(sid, messages, "openai", path, {}, warnings)]
 
 
-_LOADERS = {"locomo": _load_locomo_all, "longmemeval": _load_longmemeval_all, "chatgpt": _load_chatgpt_all,
+_LOADERS = {"locomo": lambda data, path, wanted: _each_sample(data, path, wanted, "sample_id", _load_locomo),
+            "longmemeval": lambda data, path, wanted: _each_sample(data, path, wanted, "question_id",
+                                                                   _load_longmemeval),
+            "chatgpt": _load_chatgpt_all,
             "claude": _load_claude_all, "openai": _load_openai_all}
 
 
