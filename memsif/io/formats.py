@@ -7,9 +7,9 @@ A field of the wrong type is an error that names the field, the type found and t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from memsif.errors import TranscriptError
 
@@ -42,27 +42,25 @@ def _text_of(value: Any) -> Any:
     return value
 
 
+#: Message text: a string, or a list of content parts read as their text parts.
+Text = Annotated[str, BeforeValidator(_text_of)]
+#: The same, where a missing text (null) is empty (LoCoMo image turns have only a caption).
+OptionalText = Annotated[str, BeforeValidator(lambda v: "" if v is None else _text_of(v))]
+
+
 class LoCoMoTurn(_Model):
     speaker: str
-    text: str = ""
+    text: OptionalText = ""
     dia_id: str | None = None
     blip_caption: str | None = None
 
-    @field_validator("text", mode="before")
-    @classmethod
-    def _parts(cls, value: Any) -> Any:
-        return "" if value is None else _text_of(value)
 
 
 class LongMemEvalTurn(_Model):
     role: str
-    content: str
+    content: Text
     has_answer: bool = False
 
-    @field_validator("content", mode="before")
-    @classmethod
-    def _parts(cls, value: Any) -> Any:
-        return _text_of(value)
 
 
 class LongMemEvalSample(_Model):
@@ -81,7 +79,7 @@ class JsonlLine(_Model):
     """One JSONL line: ``speaker``/``text`` (or ``role``/``content``), optional time, session, id."""
 
     speaker: str
-    text: str
+    text: Text
     time: str | int | float | None = None
     session: str | int | None = None
     id: str | int | None = None
@@ -94,23 +92,15 @@ class JsonlLine(_Model):
             obj = {**obj, "text": obj["content"]}
         return cls.model_validate(obj)
 
-    @field_validator("text", mode="before")
-    @classmethod
-    def _parts(cls, value: Any) -> Any:
-        return _text_of(value)
 
 
 class OpenAIMessage(_Model):
     """A chat message of the OpenAI API shape: role, content (string or parts), optional name."""
 
     role: str
-    content: str | None = None
+    content: Annotated[str | None, BeforeValidator(_text_of)] = None
     name: str | None = None
 
-    @field_validator("content", mode="before")
-    @classmethod
-    def _parts(cls, value: Any) -> Any:
-        return _text_of(value)
 
 
 class ChatGPTAuthor(_Model):
