@@ -529,7 +529,7 @@ with gr.Blocks(title="MemSIF inspector") as demo:
     gr.Markdown("# MemSIF inspector\nLong-term memory for LLM agents, built in the open: Topical Segments and "
                 "Event Trajectories (Structured Interaction Memory), CoreFacts and ActiveFacts (Dual-Track Fact "
                 "Memory). Build from a transcript, then chat with it and see why each answer came out.")
-    with gr.Tab("Build"):
+    with gr.Tab("Build") as build_tab:
         with gr.Row():
             upload = gr.File(label="Transcript (LoCoMo, LongMemEval, a ChatGPT or Claude export's conversations.json, "
                              "OpenAI messages, JSONL or text; ≤ 20 MB)",
@@ -559,7 +559,7 @@ with gr.Blocks(title="MemSIF inspector") as demo:
             send_btn = gr.Button("Send", variant="primary", scale=1, elem_id="send-btn")
             write = gr.Checkbox(label="write my messages into memory", value=False)
         trace = gr.JSON(label="Trace of the last answer (raw)", open=False)
-    with gr.Tab("Trajectories"):
+    with gr.Tab("Trajectories") as traj_tab:
         traj_btn = gr.Button("Refresh")
         traj_graph = gr.Plot(label="Topical Segments linked into Event Trajectories", elem_id="traj-graph")
         traj_lanes = gr.Plot(label="Event Trajectories over time", elem_id="traj-lanes")
@@ -579,7 +579,7 @@ with gr.Blocks(title="MemSIF inspector") as demo:
         fact_messages = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages of the selected fact", wrap=True)
         ops_table = gr.Dataframe(headers=OP_COLUMNS, label="Operation log (append-only)", wrap=True, max_height=400,
                                  column_widths=["4%", "8%", "27%", "7%", "42%", "12%"])
-    with gr.Tab("ActiveFacts"):
+    with gr.Tab("ActiveFacts") as active_tab:
         clusters_btn = gr.Button("Refresh")
         clusters_plot = gr.Plot(label="Candidate clusters: Score_src vs Score_qry (Eq. 4)", elem_id="clusters")
         clusters_table = gr.Dataframe(headers=CLUSTER_COLUMNS, label="Candidate clusters C_k (select one for its "
@@ -639,6 +639,12 @@ with gr.Blocks(title="MemSIF inspector") as demo:
     clusters_table.select(cluster_sources, inputs=[namespace, settings], outputs=cluster_messages, api_name=False)
     clusters_btn.click(clusters_view, inputs=[namespace, settings], outputs=[clusters_plot, clusters_table],
                        api_name="clusters")
+    # plotly sizes a figure drawn in a hidden tab at half width: draw again when the tab is shown
+    traj_tab.select(trajectories_view, inputs=[namespace, settings], outputs=[traj_graph, traj_lanes, traj_pick],
+                    api_name=False)
+    active_tab.select(clusters_view, inputs=[namespace, settings], outputs=[clusters_plot, clusters_table],
+                      api_name=False)
+    build_tab.select(timeline_view, inputs=[namespace, settings], outputs=[timeline, table], api_name=False)
     timeline_btn = gr.Button(visible=False)
     timeline_btn.click(timeline_view, inputs=[namespace, settings], outputs=[timeline, table], api_name="timeline")
     applied = apply_btn.click(apply_settings, inputs=[alpha, tau_split, tau_merge, top_k, theta_src, theta_qry, model],

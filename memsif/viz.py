@@ -20,6 +20,12 @@ OUTCOMES = {
 }
 
 
+def index_tick(n: int) -> int:
+    """A whole-number tick step for an axis of ``n`` message indexes (about ten ticks): a fractional
+    step would label 1, 1, 2, 2 on a short timeline."""
+    return max(1, round(n / 10))
+
+
 def phi_timeline(decisions: Sequence[dict[str, Any]], messages: Sequence[Message], tau_split: float,
                  tau_merge: float) -> go.Figure:
     """φ(u_t, S_i) for every message in order, with τ_split/τ_merge lines, markers by decision,
@@ -58,7 +64,8 @@ def phi_timeline(decisions: Sequence[dict[str, Any]], messages: Sequence[Message
             fig.add_vline(x=m.index - 0.5, line_dash="dot", line_color="#999", opacity=0.6)
         previous = m.session_id
     fig.update_layout(
-        xaxis={"title": "message index", "rangeslider": {"visible": True}, "tickformat": "d"},
+        xaxis={"title": "message index", "rangeslider": {"visible": True}, "tickformat": "d",
+               "dtick": index_tick(len(decisions))},
         yaxis={"title": "φ(u_t, S_i)", "range": [0, 1.02]},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
         margin={"l": 50, "r": 20, "t": 60, "b": 40}, height=420,
@@ -135,7 +142,9 @@ def trajectory_swimlanes(segments: Sequence[TopicalSegment], trajectories: Seque
             hover += [f"{sid}: {s.message_ids[0]}..{s.message_ids[-1]}"] * 3
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"width": 10}, name=t.id, hovertext=hover,
                                  hoverinfo="text"))
-    fig.update_layout(xaxis={"title": "message index"}, yaxis={"title": "trajectory", "type": "category"},
+    span = max((first_index[s.message_ids[-1]] for s in segments if s.message_ids), default=0) + 1
+    fig.update_layout(xaxis={"title": "message index", "tickformat": "d", "dtick": index_tick(span)},
+                      yaxis={"title": "trajectory", "type": "category"},
                       height=max(300, 22 * len(trajectories)), showlegend=False,
                       margin={"l": 60, "r": 20, "t": 30, "b": 40})
     return fig

@@ -46,3 +46,9 @@ def test_trajectory_and_cluster_figures(engine_factory):
     fig = cluster_scatter(clusters, 0.45, 0.45)
     assert [len(t.x) for t in fig.data] == [1, 1] and fig.data[1].name == "promoted to ActiveFact"
     assert fact_rows([]) == [] and op_rows([]) == []
+
+
+def test_message_index_axes_tick_in_whole_steps():
+    from memsif.viz import index_tick
+
+    assert [index_tick(n) for n in (1, 4, 14, 25, 419)] == [1, 1, 1, 2, 42]
