@@ -558,7 +558,8 @@ with gr.Blocks(title="MemSIF inspector") as demo:
                                   elem_id="question")
             send_btn = gr.Button("Send", variant="primary", scale=1, elem_id="send-btn")
             write = gr.Checkbox(label="write my messages into memory", value=False)
-        trace = gr.JSON(label="Trace of the last answer (raw)", open=False)
+        with gr.Accordion("Trace of the last answer (raw JSON)", open=False):
+            trace = gr.JSON(label="Trace of the last answer (raw)", open=False)
     with gr.Tab("Trajectories") as traj_tab:
         traj_btn = gr.Button("Refresh")
         traj_graph = gr.Plot(label="Topical Segments linked into Event Trajectories", elem_id="traj-graph")
