@@ -446,7 +446,7 @@ def trajectories_view(namespace: str | None, settings: dict | None = None):
     segments, trajectories = eng.segments(namespace), eng.trajectories(namespace)
     index = {m.id: m.index for m in eng.messages(namespace)}
     ids = [t.id for t in trajectories]
-    return (trajectory_graph(segments, trajectories), trajectory_swimlanes(segments, trajectories, index),
+    return (trajectory_graph(segments, trajectories, index), trajectory_swimlanes(segments, trajectories, index),
             gr.Dropdown(choices=ids, value=None))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 import plotly.graph_objects as go
@@ -93,37 +94,49 @@ def segment_rows(segments: Sequence[TopicalSegment], decisions: Sequence[dict[st
 SEGMENT_COLUMNS = ["segment", "trajectory", "messages", "first", "last", "sessions", "opened by", "key entities"]
 
 
-def trajectory_graph(segments: Sequence[TopicalSegment], trajectories: Sequence[Any]) -> go.Figure:
-    """Topical Segments as nodes, linked in time order within each Event Trajectory; layout by
-    networkx (spring layout, fixed seed); colour = trajectory."""
-    import networkx as nx
+#: Above this many segments the graph labels no nodes (hover still names them).
+LABEL_SEGMENTS_UP_TO = 60
 
-    graph = nx.Graph()
-    for s in segments:
-        graph.add_node(s.id)
-    for t in trajectories:
-        for a, b in zip(t.segment_ids, t.segment_ids[1:], strict=False):
-            graph.add_edge(a, b, trajectory=t.id)
-    pos = nx.spring_layout(graph, seed=0) if len(graph) else {}
+
+def trajectory_graph(segments: Sequence[TopicalSegment], trajectories: Sequence[Any],
+                     first_index: dict[str, int] | None = None) -> go.Figure:
+    """Topical Segments as nodes in time order (x = the segment's first message index, or its order
+    without ``first_index``), one row per Event Trajectory of two or more segments, the single-segment
+    trajectories together on the bottom row; edges link a trajectory's segments in time order; colour
+    = trajectory. Readable at 150+ segments: no node labels past ``LABEL_SEGMENTS_UP_TO`` segments."""
+    by_id = {s.id: s for s in segments}
+    x_of = {s.id: (first_index.get(s.message_ids[0], k) if first_index and s.message_ids else k)
+            for k, s in enumerate(segments)}
+    multi = [t for t in trajectories if len(t.segment_ids) > 1]
+    row = {t.id: k + 1 for k, t in enumerate(sorted(multi, key=lambda t: min(x_of[i] for i in t.segment_ids)))}
+    y_of = {s.id: row.get(s.trajectory_id or "", 0) for s in segments}
     fig = go.Figure()
     ex, ey = [], []
-    for a, b in graph.edges():
-        ex += [pos[a][0], pos[b][0], None]
-        ey += [pos[a][1], pos[b][1], None]
+    for t in multi:
+        members = sorted((i for i in t.segment_ids if i in by_id), key=x_of.get)
+        for a, b in pairwise(members):
+            ex += [x_of[a], x_of[b], None]
+            ey += [y_of[a], y_of[b], None]
     fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line={"color": "#bbb", "width": 1}, hoverinfo="skip",
                              showlegend=False))
-    traj_of = {s.id: s.trajectory_id or "-" for s in segments}
     order = {t.id: k for k, t in enumerate(trajectories)}
+    labelled = len(segments) <= LABEL_SEGMENTS_UP_TO
     fig.add_trace(go.Scatter(
-        x=[pos[s.id][0] for s in segments], y=[pos[s.id][1] for s in segments], mode="markers+text",
+        x=[x_of[s.id] for s in segments], y=[y_of[s.id] for s in segments],
+        mode="markers+text" if labelled else "markers",
         text=[s.id for s in segments], textposition="top center", textfont={"size": 9},
         marker={"size": [6 + min(len(s.message_ids), 20) for s in segments],
-                "color": [order.get(traj_of[s.id], -1) for s in segments], "colorscale": "Turbo"},
-        hovertext=[f"{s.id} in {traj_of[s.id]}: {len(s.message_ids)} messages {s.message_ids[0]}..{s.message_ids[-1]}"
-                   for s in segments], hoverinfo="text", showlegend=False))
-    fig.update_layout(xaxis={"visible": False}, yaxis={"visible": False}, height=480,
-                      margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                      title="Event Trajectories (segments linked in time order)")
+                "color": [order.get(s.trajectory_id or "", -1) for s in segments], "colorscale": "Turbo"},
+        hovertext=[f"{s.id} in {s.trajectory_id or '-'}: {len(s.message_ids)} messages "
+                   f"{s.message_ids[0]}..{s.message_ids[-1]}" for s in segments], hoverinfo="text",
+        showlegend=False))
+    ticks = [0, *row.values()]
+    names = ["single-segment", *row.keys()]
+    fig.update_layout(xaxis={"title": "message index" if first_index else "segment order", "tickformat": "d"},
+                      yaxis={"tickvals": ticks, "ticktext": names, "title": "Event Trajectory"},
+                      height=max(360, 60 + 22 * len(ticks)), margin={"l": 90, "r": 10, "t": 40, "b": 40},
+                      title=f"Event Trajectories over time: {len(multi)} link two or more of the {len(segments)} "
+                            f"segments")
     return fig
 
 

@@ -31,12 +31,13 @@ def test_trajectory_and_cluster_figures(engine_factory):
                             alpha_trajectory=1.0, trajectory_min_phi=0.0)
     engine.ingest(make_messages(["same", "opposite", "same again"]))
     segments, trajectories = engine.segments("t"), engine.trajectories("t")
-    graph = trajectory_graph(segments, trajectories)
+    index = {m.id: m.index for m in engine.messages("t")}
+    graph = trajectory_graph(segments, trajectories, index)
     nodes = graph.data[1]
     assert list(nodes.text) == [s.id for s in segments]
+    assert list(nodes.x) == [index[s.message_ids[0]] for s in segments]  # time order
     edges = [x for x in graph.data[0].x if x is not None]
     assert len(edges) == 2 * sum(len(t.segment_ids) - 1 for t in trajectories)
-    index = {m.id: m.index for m in engine.messages("t")}
     lanes = trajectory_swimlanes(segments, trajectories, index)
     assert [t.name for t in lanes.data] == [t.id for t in trajectories]
     clusters = [{"id": "C1", "subject": "mel", "score_src": 0.5, "score_qry": 0.6, "sources": ["a", "b"],
@@ -52,3 +53,19 @@ def test_message_index_axes_tick_in_whole_steps():
     from memsif.viz import index_tick
 
     assert [index_tick(n) for n in (1, 4, 14, 25, 419)] == [1, 1, 1, 2, 42]
+
+
+def test_the_trajectory_graph_stays_readable_at_150_segments():
+    from types import SimpleNamespace
+
+    from memsif.viz import trajectory_graph
+
+    segments = [SimpleNamespace(id=f"S{k}", message_ids=[f"D1:{k}"], trajectory_id=f"E{k % 7 if k < 60 else k}")
+                for k in range(1, 168)]
+    trajectories = [SimpleNamespace(id=f"E{j}", segment_ids=[s.id for s in segments if s.trajectory_id == f"E{j}"])
+                    for j in sorted({int(s.trajectory_id[1:]) for s in segments})]
+    fig = trajectory_graph(segments, trajectories, {f"D1:{k}": k for k in range(1, 168)})
+    assert fig.data[1].mode == "markers"  # no labels on 167 nodes
+    rows = list(fig.layout.yaxis.ticktext)
+    assert rows[0] == "single-segment" and len(rows) == 8  # 7 multi-segment trajectories + one shared row
+    assert "7 link two or more of the 167 segments" in fig.layout.title.text
