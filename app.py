@@ -353,7 +353,12 @@ def build_facts(namespace: str | None, settings: dict | None, progress=gr.Progre
         return eng.ingest([], namespace=namespace, core_facts=True, progress=report)
 
     def describe(state, seconds):
-        return f"Extracting CoreFacts: batch {state['done']} of {state['total'] or '?'} · {seconds:.0f} s"
+        if not state["total"]:
+            return f"Loading the model and reading the new messages for CoreFacts… {seconds:.0f} s"
+        left = (f" · about {seconds / state['done'] * (state['total'] - state['done']):.0f} s left"
+                if state["done"] else "")
+        return (f"Extracting CoreFacts: batch {state['done']} of {state['total']} (up to 12 messages each) · "
+                f"{seconds:.0f} s{left}")
 
     for kind, value in _in_background(work, progress, describe):
         if kind == "status":

@@ -344,6 +344,8 @@ class MemSIF:
         batches = [b for b in batches if b]
         trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
         ops = []
+        if progress and batches:
+            progress(0, len(batches), "core facts")
         for k, batch in enumerate(batches):
             candidates, failures = builder.extract(ns, batch, state.segment_of, trajectory_of)
             ops.extend(failures)
