@@ -347,7 +347,8 @@ class MemSIF:
         if progress and batches:
             progress(0, len(batches), "core facts")
         for k, batch in enumerate(batches):
-            candidates, failures = builder.extract(ns, batch, state.segment_of, trajectory_of)
+            candidates, failures = builder.extract(ns, batch, state.segment_of, trajectory_of,
+                                                   np.stack([state.vectors[m.id] for m in batch]))
             ops.extend(failures)
             ops.extend(builder.consolidate(fstate, cand) for cand in candidates)
             if progress:

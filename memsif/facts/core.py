@@ -98,8 +98,11 @@ class CoreFactBuilder:
 
     # ---------------------------------------------------------------- extraction
     def extract(self, namespace: str, messages: Sequence[Message], segment_of: dict[str, str],
-                trajectory_of: dict[str, str | None]) -> tuple[list[Candidate], list[FactOperation]]:
-        """Candidates from one batch of messages, or a NOOP operation recording why there are none."""
+                trajectory_of: dict[str, str | None], message_vectors: np.ndarray | None = None
+                ) -> tuple[list[Candidate], list[FactOperation]]:
+        """Candidates from one batch of messages, or a NOOP operation recording why there are none.
+        ``message_vectors`` are the messages' (n, d) embeddings when the caller has them (the
+        Structured Interaction Memory state does); otherwise they are embedded here."""
         lines = [(day_text(m.time), m.speaker, annotate_relative_dates(m.text, m.time)[0]) for m in messages]
         prompt = core_extract.build(lines, self.schema)
         ids = [m.id for m in messages]
@@ -134,7 +137,8 @@ class CoreFactBuilder:
             return [], failures
         statements = [f.statement for f in items]
         vectors = self.embedder.embed_documents(statements)
-        message_vectors = self.embedder.embed_documents([m.text for m in messages])
+        if message_vectors is None:
+            message_vectors = self.embedder.embed_documents([m.text for m in messages])
         speakers = list(dict.fromkeys(m.speaker for m in messages))
         candidates = []
         for item, vector in zip(items, vectors, strict=True):
