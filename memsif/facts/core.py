@@ -203,7 +203,9 @@ class CoreFactBuilder:
             return self._apply(state, cand, FactOp.ADD, None, "rule", "no current fact with this subject and type "
                                "is similar enough", sims | gate_scores)
         best, best_cos = max(known, key=lambda item: item[1])
-        new_values, old_values = values(cand.fact.statement), values(best.statement)
+        new_values = values(cand.fact.statement)
+        known_values = {f.id: values(f.statement) for f, _ in known}
+        old_values = known_values[best.id]
         changed = new_values.differences(old_values)
         if best_cos >= DUPLICATE_COSINE and not changed:
             return self._apply(state, cand, FactOp.MERGE, best, "rule", f"near-identical to {best.id}",
@@ -222,7 +224,7 @@ class CoreFactBuilder:
                 return self._apply(state, cand, FactOp.SUPERSEDE, best, "rule",
                                    f"same claim as {best.id}, {value_note}, newer evidence", sims | gate_scores)
         # "says the same" is false when a value differs: Merge with such a fact is not offered
-        no_merge = [k for k, (f, _) in enumerate(known) if values(f.statement).differences(new_values)]
+        no_merge = [k for k, (f, _) in enumerate(known) if known_values[f.id].differences(new_values)]
         prompt, options = core_operation.build(cand.fact, [f for f, _ in known], no_merge)
         try:
             self.llm_calls += 1
