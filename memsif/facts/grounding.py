@@ -125,12 +125,13 @@ def _loops(text: str) -> bool:
     return bool(grams) and max(grams.values()) >= LOOP_REPEATS
 
 
-def _addressed(sentence: str) -> bool:
-    return bool({w.lower for w in lexical.words(sentence)} & _SECOND_PERSON)
-
-
-def _first_person(sentence: str) -> bool:
-    return bool({w.lower for w in lexical.words(sentence)} & _FIRST_PERSON)
+def _about(sentence: str, writer_is_subject: bool, subject: str) -> bool:
+    """Whether one sentence of a message speaks of ``subject`` (see :func:`support_text`)."""
+    low = {w.lower for w in lexical.words(sentence)}
+    addressed = bool(low & _SECOND_PERSON)
+    if writer_is_subject:
+        return not addressed
+    return (addressed or _mentions(sentence, subject)) and not low & _FIRST_PERSON
 
 
 def support_text(message: Message, subject_speaker: str | None = None) -> str:
@@ -143,11 +144,8 @@ def support_text(message: Message, subject_speaker: str | None = None) -> str:
     after "Wow, Melanie!" is about the writer)."""
     sentences = [s for s in lexical.split_sentences(message.text) if not s.rstrip().endswith("?")]
     if subject_speaker is not None:
-        if message.speaker == subject_speaker:
-            sentences = [s for s in sentences if not _addressed(s)]
-        else:
-            sentences = [s for s in sentences
-                         if (_addressed(s) or _mentions(s, subject_speaker)) and not _first_person(s)]
+        own = message.speaker == subject_speaker
+        sentences = [s for s in sentences if _about(s, own, subject_speaker)]
     if not sentences:
         return ""
     text = annotate_relative_dates(" ".join(sentences), message.time)[0]
