@@ -24,8 +24,9 @@ def unsupported_mentions(answer: str, context: str) -> list[str]:
     (numbers compared as numbers: "two" matches "2"; words case-insensitively). [] for an empty answer."""
     if not answer.strip():
         return []
-    context_words = {w.lower for w in lexical.words(context)}
-    context_values = values(context)
+    tokens = lexical.words(context)
+    context_words = {w.lower for w in tokens}
+    context_values = values(context, tokens)
     flagged: list[str] = []
     for word in lexical.words(answer):
         mention = None

@@ -98,11 +98,12 @@ def _classify(word: lexical.Word) -> tuple[str, float | str] | None:
     return None
 
 
-def values(text: str) -> Values:
-    """The :class:`Values` of ``text``. "may" counts as a month only when written "May"."""
+def values(text: str, words: list[lexical.Word] | None = None) -> Values:
+    """The :class:`Values` of ``text`` (or of its ``words`` when the caller has tokenised it already).
+    "may" counts as a month only when written "May"."""
     found: dict[str, set] = {"numbers": set(), "calendar": set(), "times": set(), "units": set()}
     negated = False
-    for word in lexical.words(text):
+    for word in lexical.words(text) if words is None else words:
         kind = _classify(word)
         if kind is None or (word.lower == "may" and word.text != "May"):
             continue
