@@ -218,7 +218,7 @@ def check(subject: str, statement: str, cited: Sequence[Message], speakers: Sequ
     support_stems = {w.stem for w in support_words} | {w.lower for w in support_words}
     prefixes = {w[:PREFIX_MATCH] for w in support_stems if len(w) >= PREFIX_MATCH}
     overlap = sum(1 for c in content if _matches(c, support_stems, prefixes)) / len(content) if content else 0.0
-    stated, supported = values(statement), values(support)
+    stated, supported = values(statement, words), values(support, support_words)
     unsupported_values = sorted(
         [f"{v:g}" for v in stated.numbers - supported.numbers] + list(stated.calendar - supported.calendar))
     support_low = _norm(support)
