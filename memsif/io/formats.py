@@ -36,7 +36,7 @@ def _text_of(value: Any) -> Any:
             text = part.get("text")
             if part.get("type", "text") in _TEXT_PART_TYPES and text is not None:
                 if not isinstance(text, str):
-                    raise ValueError(f"a content part's 'text' is {_type_name(text)}, expected a string")
+                    raise ValueError(f"a content part's 'text' is {type_name(text)}, expected a string")
                 texts.append(text)
         return "\n".join(texts)
     return value
@@ -155,7 +155,7 @@ class ClaudeConversation(_Model):
     chat_messages: list[ClaudeMessage]
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
     if isinstance(value, list):
         inner = sorted({type(v).__name__ for v in value})
         return f"a list of {', '.join(inner)}" if inner else "an empty list"
@@ -183,5 +183,5 @@ def validate(model: type[BaseModel], obj: Any, *, path: str, sample: str | None 
             message = f"field '{field}': {err['msg'].removeprefix('Value error, ')}"
         else:
             expected = _EXPECTED.get(err["type"], err["msg"])
-            message = f"field '{field}' is {_type_name(err.get('input'))}, expected {expected}"
+            message = f"field '{field}' is {type_name(err.get('input'))}, expected {expected}"
         raise TranscriptError(message, path=path, sample=sample, position=position) from exc

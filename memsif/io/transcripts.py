@@ -133,7 +133,7 @@ def _detect_json(data: Any, path: str) -> str:
         raise TranscriptError("the transcript holds no messages (an empty JSON list)", path=path)
     for i, x in enumerate(items):
         if not isinstance(x, dict):
-            raise TranscriptError(f"each sample must be a JSON object, found {fm._type_name(x)}", path=path,
+            raise TranscriptError(f"each sample must be a JSON object, found {fm.type_name(x)}", path=path,
                                   position=f"item {i}")
     dicts = items
     keys = set().union(*(d.keys() for d in dicts))
@@ -176,7 +176,7 @@ def _samples(data: Any) -> list[Any]:
 
 def _require_dict(item: Any, path: str, position: str) -> dict:
     if not isinstance(item, dict):
-        raise TranscriptError(f"each sample must be a JSON object, found {fm._type_name(item)}", path=path,
+        raise TranscriptError(f"each sample must be a JSON object, found {fm.type_name(item)}", path=path,
                               position=position)
     return item
 
@@ -256,7 +256,7 @@ def _each_sample(data: Any, path: str, wanted: str | None, id_key: str, load) ->
 def _load_locomo(item: dict, path: str, i: int, sid: str) -> Transcript:
     conv = item.get("conversation")
     if not isinstance(conv, dict):
-        raise TranscriptError(f"'conversation' is {fm._type_name(conv)}, expected an object of session_<n> lists",
+        raise TranscriptError(f"'conversation' is {fm.type_name(conv)}, expected an object of session_<n> lists",
                               path=path, sample=sid)
     numbers = sorted(int(m.group(1)) for k in conv if (m := re.fullmatch(r"session_(\d+)", k)))
     if not numbers and conv:
@@ -270,13 +270,13 @@ def _load_locomo(item: dict, path: str, i: int, sid: str) -> Transcript:
         if not turns:
             continue  # LoCoMo has sessions with a date and no turns
         if not isinstance(turns, list):
-            raise TranscriptError(f"session_{n} is {fm._type_name(turns)}, expected a list of turns", path=path,
+            raise TranscriptError(f"session_{n} is {fm.type_name(turns)}, expected a list of turns", path=path,
                                   sample=sid, position=f"session_{n}")
         when = _time(conv.get(f"session_{n}_date_time"), path, sid, f"session_{n}_date_time")
         for t, raw_turn in enumerate(turns):
             where = f"session_{n} turn {t}"
             if not isinstance(raw_turn, dict):
-                raise TranscriptError(f"a turn is {fm._type_name(raw_turn)}, expected an object", path=path,
+                raise TranscriptError(f"a turn is {fm.type_name(raw_turn)}, expected an object", path=path,
                                       sample=sid, position=where)
             if "text" not in raw_turn and "blip_caption" not in raw_turn:
                 raise TranscriptError("field 'text' is missing", path=path, sample=sid, position=where)
@@ -487,7 +487,7 @@ def _load_jsonl(raw: str, path: str) -> Transcript:
         except json.JSONDecodeError as exc:
             raise TranscriptError(f"invalid JSON ({exc.msg})", path=path, position=where) from exc
         if not isinstance(obj, dict):
-            raise TranscriptError(f'a line is {fm._type_name(obj)}, expected {{"speaker": ..., "text": ..., '
+            raise TranscriptError(f'a line is {fm.type_name(obj)}, expected {{"speaker": ..., "text": ..., '
                                   '"time": ...}', path=path, position=where)
         rec = fm.validate(fm.JsonlLine, obj, path=path, position=where, build=fm.JsonlLine.from_obj)
         text = rec.text.strip()
