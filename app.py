@@ -29,6 +29,7 @@ from memsif.config import LLM_BACKENDS, MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.errors import MemSIFError
 from memsif.io import load_transcripts
+from memsif.locks import queue_position, sharing
 from memsif.records import Message
 from memsif.viz import (
     FACT_COLUMNS,
@@ -168,6 +169,15 @@ def _in_background(work: Callable[[Callable[[int, int, str], None]], Any], progr
     yield "done", out["result"]
 
 
+def _model_share(namespace: str) -> str:
+    """What this session's job waits for on the shared model, or with how many others it shares it."""
+    waiting = queue_position(namespace)
+    if waiting:
+        return f" · ⏳ {waiting}"
+    others = sharing(namespace)
+    return f" · the model is shared with {others} other job(s), call by call" if others else ""
+
+
 # --------------------------------------------------------------------------- Build
 NOTATION_TIMELINE = """
 - **φ(u_t, S_i)** (Eq. 1): how well message u_t matches the open Topical Segment S_i:
@@ -287,9 +297,9 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
 
     def describe(state, seconds):
         if state["stage"] == "starting":
-            return f"Loading models and reading {total} messages… {seconds:.0f} s"
+            return f"Loading models and reading {total} messages… {seconds:.0f} s{_model_share(namespace)}"
         return (f"Building Structured Interaction Memory: {state['stage']} — {state['done']} of "
-                f"{state['total']} new messages placed · {seconds:.0f} s")
+                f"{state['total']} new messages placed · {seconds:.0f} s{_model_share(namespace)}")
 
     for kind, value in _in_background(work, progress, describe):
         if kind == "status":
@@ -354,15 +364,22 @@ def build_facts(namespace: str | None, settings: dict | None, progress=gr.Progre
 
     def describe(state, seconds):
         if not state["total"]:
-            return f"Loading the model and reading the new messages for CoreFacts… {seconds:.0f} s"
-        left = (f" · about {seconds / state['done'] * (state['total'] - state['done']):.0f} s left"
+            return (f"Loading the model and reading the new messages for CoreFacts… {seconds:.0f} s"
+                    f"{_model_share(namespace)}")
+        left = (f" · about {seconds / state['done'] * (state['total'] - state['done']):.0f} s left at this pace"
                 if state["done"] else "")
         return (f"Extracting CoreFacts: batch {state['done']} of {state['total']} (up to 12 messages each) · "
-                f"{seconds:.0f} s{left}")
+                f"{seconds:.0f} s{left}{_model_share(namespace)}. Facts appear below as each batch is written.")
 
+    shown = -1
     for kind, value in _in_background(work, progress, describe):
         if kind == "status":
-            yield value, gr.skip(), gr.skip()
+            written = eng.store.count("memsif_fact_ops", namespace)
+            if written != shown:  # a batch was written: show its facts and operations now
+                shown = written
+                yield (value, *facts_view(namespace, None, None, settings))
+            else:
+                yield value, gr.skip(), gr.skip()
         else:
             report = value
     facts, ops = facts_view(namespace, None, None, settings)
@@ -619,22 +636,23 @@ with gr.Blocks(title="MemSIF inspector") as demo:
                               clusters_table, cluster_messages, forget_confirm, forget_btn], api_name="forget")
     upload.change(list_samples, inputs=upload, outputs=[sample, summary], api_name="samples")
     built = build_btn.click(build, inputs=[upload, sample, namespace, settings, source],
-                            outputs=[namespace, source, summary, timeline, table], api_name="build")
+                            outputs=[namespace, source, summary, timeline, table], api_name="build",
+                            show_progress_on=summary)
     built.success(trajectories_view, inputs=[namespace, settings], outputs=[traj_graph, traj_lanes, traj_pick],
                   api_name=False)
     built.success(lambda src: gr.Textbox(placeholder=(src or {}).get("hint") or "Ask this memory a question"),
                   inputs=source, outputs=question, api_name=False)
-    built.success(build_facts, inputs=[namespace, settings], outputs=[facts_status, facts_table, ops_table],
+    built.success(build_facts, inputs=[namespace, settings], outputs=[facts_status, facts_table, ops_table], show_progress_on=facts_status,
                   api_name=False)
     asked = gr.on([question.submit, send_btn.click], chat, inputs=[question, chatbot, write, namespace, settings],
                   outputs=[namespace, chatbot, question, trace, clusters_plot, clusters_table], api_name="ask")
     asked.success(facts_after_chat, inputs=[write, namespace, settings],
-                  outputs=[facts_status, facts_table, ops_table], api_name=False)
+                  outputs=[facts_status, facts_table, ops_table], show_progress_on=facts_status, api_name=False)
     traj_btn.click(trajectories_view, inputs=[namespace, settings], outputs=[traj_graph, traj_lanes, traj_pick],
                    api_name="trajectories")
     traj_pick.change(trajectory_detail, inputs=[traj_pick, namespace, settings], outputs=traj_table,
                      api_name="trajectory")
-    facts_btn.click(build_facts, inputs=[namespace, settings], outputs=[facts_status, facts_table, ops_table],
+    facts_btn.click(build_facts, inputs=[namespace, settings], outputs=[facts_status, facts_table, ops_table], show_progress_on=facts_status,
                     api_name="build_facts")
     refresh_facts.click(facts_view, inputs=[namespace, op_filter, subject_filter, settings],
                         outputs=[facts_table, ops_table], api_name="facts")
@@ -656,12 +674,13 @@ with gr.Blocks(title="MemSIF inspector") as demo:
     applied = apply_btn.click(apply_settings, inputs=[alpha, tau_split, tau_merge, top_k, theta_src, theta_qry, model],
                               outputs=[settings, settings_status], api_name="settings")
     rebuilt = applied.success(rebuild, inputs=[namespace, source, settings],
-                              outputs=[namespace, source, summary, timeline, table], api_name="rebuild")
+                              outputs=[namespace, source, summary, timeline, table], api_name="rebuild",
+                              show_progress_on=summary)
     rebuilt.success(trajectories_view, inputs=[namespace, settings], outputs=[traj_graph, traj_lanes, traj_pick],
                     api_name=False)
     rebuilt.success(lambda: "Rebuilt with these settings (messages written from Chat are not part of the "
                     "transcript and were not rebuilt).", outputs=settings_status, api_name=False)
-    rebuilt.success(build_facts, inputs=[namespace, settings], outputs=[facts_status, facts_table, ops_table],
+    rebuilt.success(build_facts, inputs=[namespace, settings], outputs=[facts_status, facts_table, ops_table], show_progress_on=facts_status,
                     api_name=False)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from memsif.config import PACKAGED_EMBEDDER
 from memsif.errors import EmbedderError
-from memsif.locks import PriorityLock
+from memsif.locks import FairLock
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class SentenceTransformerEmbedder:
         if dim is None:
             raise EmbedderError(f"Embedder {model!r} does not report its dimension.")
         self.dim = int(dim)
-        self._lock = PriorityLock()
+        self._lock = FairLock()
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

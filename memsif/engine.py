@@ -21,7 +21,7 @@ from memsif.interaction.sentences import build_sentences
 from memsif.interaction.state import InteractionState, SegmentState, TrajectoryState
 from memsif.interaction.trajectories import TrajectoryBuilder
 from memsif.llm import LLM
-from memsif.locks import interactive
+from memsif.locks import interactive, job
 from memsif.matching import SemanticMapping, UnitProfile
 from memsif.records import EventTrajectory, Message, TopicalSegment
 from memsif.store import MemoryStore, StoredMessage
@@ -224,7 +224,7 @@ class MemSIF:
         if not ns:
             raise MemSIFError("ingest needs a namespace: pass namespace=... or set Message.namespace.")
         stages: dict[str, float] = {}
-        with self._namespace_lock(ns):
+        with self._namespace_lock(ns), job(ns, "structure"):
             t = time.perf_counter()
             state = self._load_state(ns)
             stages["load_state"] = time.perf_counter() - t
@@ -306,7 +306,8 @@ class MemSIF:
             fact_summary: dict[str, Any] = {}
             if self.config.core_facts if core_facts is None else core_facts:
                 t = time.perf_counter()
-                fact_summary = self._build_core_facts(state, progress)
+                with job(ns, "facts"):
+                    fact_summary = self._build_core_facts(state, progress)
                 stages["core_facts"] = time.perf_counter() - t
 
         errors = sum(1 for d in decisions if d.get("error"))
@@ -318,7 +319,11 @@ class MemSIF:
         )
 
     def _build_core_facts(self, state: InteractionState, progress: ProgressFn | None) -> dict[str, Any]:
-        """CoreFact extraction and consolidation over every message no extraction has read yet (§3.3)."""
+        """CoreFact extraction and consolidation over every message no extraction has read yet (§3.3).
+
+        Each batch's facts, operations and segment read-marks are written as soon as the batch is
+        done, so readers (the inspector) see CoreFacts appear, and an interrupted extraction resumes
+        after the last finished batch."""
         from memsif.facts.core import BATCH_MESSAGES, CoreFactBuilder, FactState
         from memsif.facts.schema import parse_schema
 
@@ -329,41 +334,41 @@ class MemSIF:
             fstate.facts.append(fact)
             fstate.vectors[fact.id] = vector
         builder = CoreFactBuilder(self.llm, self.embedder, parse_schema(self.config.core_schema))
-        batches: list[list[Message]] = [[]]
-        touched_segments: set[str] = set()
+        # each batch: its messages and, per segment, how far extraction has read once it is done
+        batches: list[tuple[list[Message], dict[str, int]]] = [([], {})]
         for seg in state.segments:
             rec = seg.record
-            if rec.facts_extracted_upto >= len(rec.message_ids):
-                continue
-            for mid in rec.message_ids[rec.facts_extracted_upto:]:
-                if len(batches[-1]) >= BATCH_MESSAGES:
-                    batches.append([])
-                batches[-1].append(state.messages[mid])
-            rec.facts_extracted_upto = len(rec.message_ids)
-            touched_segments.add(rec.id)
-        batches = [b for b in batches if b]
+            for pos in range(rec.facts_extracted_upto, len(rec.message_ids)):
+                if len(batches[-1][0]) >= BATCH_MESSAGES:
+                    batches.append(([], {}))
+                batches[-1][0].append(state.messages[rec.message_ids[pos]])
+                batches[-1][1][rec.id] = pos + 1
+        batches = [b for b in batches if b[0]]
         trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
-        ops = []
+        counts: dict[str, int] = {}
+        errors = 0
+        seq = store.count("memsif_fact_ops", ns)
         if progress and batches:
             progress(0, len(batches), "core facts")
-        for k, batch in enumerate(batches):
-            candidates, failures = builder.extract(ns, batch, state.segment_of, trajectory_of,
-                                                   np.stack([state.vectors[m.id] for m in batch]))
-            ops.extend(failures)
+        for k, (batch, read_upto) in enumerate(batches):
+            candidates, ops = builder.extract(ns, batch, state.segment_of, trajectory_of,
+                                              np.stack([state.vectors[m.id] for m in batch]))
             ops.extend(builder.consolidate(fstate, cand) for cand in candidates)
+            changed = {fid for op in ops for fid in op.fact_ids}
+            store.put_facts(ns, [(f, fstate.vectors[f.id]) for f in fstate.facts if f.id in changed])
+            store.put_decisions(ns, [op.model_dump(mode="json") for op in ops], seq, collection="memsif_fact_ops")
+            seq += len(ops)
+            for sid, upto in read_upto.items():
+                state.segment(sid).record.facts_extracted_upto = upto
+            store.put_segments(ns, [(state.segment(sid).record, state.segment(sid).profile.mean)
+                                    for sid in sorted(read_upto, key=lambda s: int(s[1:]))])
+            for op in ops:
+                counts[op.op.value] = counts.get(op.op.value, 0) + 1
+            errors += sum(1 for op in ops if op.error)
             if progress:
                 progress(k + 1, len(batches), "core facts")
-        changed = {fid for op in ops for fid in op.fact_ids}
-        store.put_facts(ns, [(f, fstate.vectors[f.id]) for f in fstate.facts if f.id in changed])
-        start = store.count("memsif_fact_ops", ns)
-        store.put_decisions(ns, [op.model_dump(mode="json") for op in ops], start, collection="memsif_fact_ops")
-        store.put_segments(ns, [(state.segment(sid).record, state.segment(sid).profile.mean)
-                                for sid in sorted(touched_segments, key=lambda s: int(s[1:]))])
-        counts: dict[str, int] = {}
-        for op in ops:
-            counts[op.op.value] = counts.get(op.op.value, 0) + 1
         return {"core_facts": len(fstate.current()), "fact_ops": counts, "fact_llm_calls": builder.llm_calls,
-                "fact_errors": sum(1 for op in ops if op.error)}
+                "fact_errors": errors}
 
     def _load_state(self, namespace: str) -> InteractionState:
         """Rebuild the namespace's working state from the store (profiles re-pooled from messages),

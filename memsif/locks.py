@@ -1,19 +1,58 @@
-"""A lock that lets interactive work (a person waiting for a chat answer) go before background
-work (ingest, CoreFact extraction) on a shared model.
+"""Fair sharing of one model between the jobs of several sessions.
 
 The inspector serves every session from one engine; the LLM and the embedder run one call at a
-time. With a plain lock, a question asked while another session's CoreFacts are being extracted
-competes with every extraction call; with this one it waits for at most the call in flight.
+time. A plain lock serves whoever grabs it first, and the thread that just released it usually
+wins again: one session's CoreFact extraction could hold the model for half an hour while another
+session's build waited. A :class:`FairLock` hands the model over call by call:
+
+- by **class** first: interactive work (a person waiting for a chat answer) before Structured
+  Interaction Memory builds, and those before CoreFact extraction;
+- within a class **round-robin over jobs**: the job served longest ago goes next, so two sessions'
+  builds interleave call by call and each runs at about half speed instead of one waiting for
+  the other to finish.
+
+A job is named by the code that does the work (the engine names it after its namespace and kind)
+with :func:`job`; :func:`interactive` marks a chat answer. :func:`queue_position` tells a waiting
+job its place in line, for progress displays.
 """
 
 from __future__ import annotations
 
 import contextvars
+import itertools
 import threading
+import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
+#: Classes of work, most urgent first.
+INTERACTIVE, STRUCTURE, FACTS = 0, 1, 2
+KINDS = {"interactive": INTERACTIVE, "structure": STRUCTURE, "facts": FACTS}
+#: What a class is called in a progress display.
+KIND_NAMES = {INTERACTIVE: "a chat answer", STRUCTURE: "a memory build", FACTS: "a CoreFact extraction"}
+
+_job: contextvars.ContextVar[tuple[str, int] | None] = contextvars.ContextVar("memsif_job", default=None)
 _interactive = contextvars.ContextVar("memsif_interactive", default=False)
+_locks: weakref.WeakSet[FairLock] = weakref.WeakSet()
+
+
+@contextmanager
+def job(name: str, kind: str = "structure") -> Iterator[None]:
+    """Model calls made inside this block (in this thread) belong to job ``name`` of ``kind``
+    ("interactive", "structure" or "facts").
+
+    Raises:
+        ValueError: an unknown kind.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown job kind {kind!r}; use one of {', '.join(KINDS)}")
+    token = _job.set((name, KINDS[kind]))
+    try:
+        yield
+    finally:
+        _job.reset(token)
 
 
 @contextmanager
@@ -26,44 +65,135 @@ def interactive() -> Iterator[None]:
         _interactive.reset(token)
 
 
-class PriorityLock:
-    """Mutual exclusion where waiting interactive callers are served before background callers.
-    Not re-entrant."""
+def _current() -> tuple[str, int]:
+    named = _job.get()
+    name = named[0] if named else f"thread-{threading.get_ident()}"
+    if _interactive.get():
+        return name, INTERACTIVE
+    return (name, named[1]) if named else (name, STRUCTURE)
+
+
+@dataclass
+class _Ticket:
+    job: str
+    cls: int
+    arrival: int
+    since: float = field(default_factory=time.monotonic)
+
+
+class FairLock:
+    """Mutual exclusion served by class, then round-robin over jobs, then arrival (module
+    docstring). Not re-entrant. ``mean_hold_s`` is a running mean of how long one call holds it."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._held = False
-        self._urgent_waiting = 0
+        self._holder: _Ticket | None = None
+        self._waiting: list[_Ticket] = []
+        self._served: dict[str, int] = {}
+        self._last_seen: dict[str, float] = {}
+        self._arrivals = itertools.count()
+        self._rounds = itertools.count()
+        self._acquired_at = 0.0
+        self.mean_hold_s = 0.0
+        _locks.add(self)
 
-    def __enter__(self) -> PriorityLock:
-        urgent = _interactive.get()
+    def _order_key(self, t: _Ticket) -> tuple[int, int, int]:
+        return t.cls, self._served.get(t.job, -1), t.arrival
+
+    def _next(self) -> _Ticket:
+        return min(self._waiting, key=self._order_key)
+
+    def __enter__(self) -> FairLock:
+        name, cls = _current()
+        ticket = _Ticket(name, cls, next(self._arrivals))
         with self._cond:
-            if urgent:
-                self._urgent_waiting += 1
+            self._waiting.append(ticket)
             try:
-                while self._held or (not urgent and self._urgent_waiting):
+                while self._holder is not None or self._next() is not ticket:
                     self._cond.wait()
             finally:
-                if urgent:
-                    self._urgent_waiting -= 1
-            self._held = True
+                self._waiting.remove(ticket)
+            self._take(ticket)
         return self
 
-    def yield_to_urgent(self) -> None:
-        """Called by the holder between two steps of long work: if interactive callers are waiting,
-        let them run, then take the lock back (interactive holders never give it up here)."""
-        if _interactive.get() or not self._urgent_waiting:  # called per token: no lock when nobody waits
-            return
-        with self._cond:
-            if not self._urgent_waiting:
-                return
-            self._held = False
-            self._cond.notify_all()
-            while self._held or self._urgent_waiting:
-                self._cond.wait()
-            self._held = True
+    def _take(self, ticket: _Ticket) -> None:
+        self._holder = ticket
+        self._served[ticket.job] = next(self._rounds)
+        self._acquired_at = self._last_seen[ticket.job] = time.monotonic()
+
+    def _release(self) -> None:
+        held = time.monotonic() - self._acquired_at
+        self.mean_hold_s = held if not self.mean_hold_s else 0.9 * self.mean_hold_s + 0.1 * held
+        self._holder = None
+        self._cond.notify_all()
 
     def __exit__(self, *exc: object) -> None:
         with self._cond:
-            self._held = False
-            self._cond.notify_all()
+            self._release()
+
+    def yield_to_urgent(self) -> None:
+        """Called by the holder between two steps of long work (per generated token): if a caller
+        of a more urgent class waits, let it run, then take the lock back. Costs nothing when
+        nobody waits."""
+        if not self._waiting:
+            return
+        with self._cond:
+            holder = self._holder
+            if holder is None or not self._waiting or self._next().cls >= holder.cls:
+                return
+            self._release()
+            self._waiting.append(holder)
+            try:
+                while self._holder is not None or self._next() is not holder:
+                    self._cond.wait()
+            finally:
+                self._waiting.remove(holder)
+            self._take(holder)
+
+    def position(self, name: str) -> tuple[int, list[int]] | None:
+        """(place in line, classes of the jobs ahead) of job ``name`` if it waits here, else None.
+        Place 1 = next; the holder counts as ahead."""
+        with self._cond:
+            mine = [t for t in self._waiting if t.job == name]
+            if not mine:
+                return None
+            key = self._order_key(mine[0])
+            ahead = [t.cls for t in self._waiting if t.job != name and self._order_key(t) < key]
+            if self._holder is not None and self._holder.job != name:
+                ahead.insert(0, self._holder.cls)
+            return len(ahead) + 1, ahead
+
+    def jobs(self, within_s: float = 10.0) -> set[str]:
+        """Names of the jobs waiting for this lock, holding it, or served in the last ``within_s``
+        seconds (a job between two calls still shares the model)."""
+        with self._cond:
+            recent = time.monotonic() - within_s
+            return ({t.job for t in self._waiting} | ({self._holder.job} if self._holder else set())
+                    | {j for j, at in self._last_seen.items() if at >= recent})
+
+
+def queue_position(name: str) -> str | None:
+    """A sentence for a progress display when job ``name`` waits for a shared model, e.g. "waiting
+    for the model: 2nd in line, behind a chat answer and a memory build (about 3 s per call)"; None
+    when it does not wait. Names of other jobs (other sessions' namespaces) are never shown."""
+    for lock in list(_locks):
+        pos = lock.position(name)
+        if pos is None:
+            continue
+        place, ahead = pos
+        behind = ", ".join(KIND_NAMES.get(c, "another job") for c in ahead) or "nobody"
+        per_call = f" (about {lock.mean_hold_s:.1f} s per call)" if lock.mean_hold_s else ""
+        return f"waiting for the model: place {place} in line, behind {behind}{per_call}"
+    return None
+
+
+def sharing(name: str) -> int:
+    """How many other jobs use a model that job ``name`` uses now (served or waiting in the last
+    10 s)."""
+    others: set[str] = set()
+    for lock in list(_locks):
+        jobs = lock.jobs()
+        if name in jobs:
+            others |= jobs - {name}
+    return len(others)
+

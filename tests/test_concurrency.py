@@ -1,5 +1,6 @@
 """Several sessions on one engine (the inspector's case): per-namespace locks, derived settings."""
 
+import itertools
 import json
 import threading
 import time
@@ -106,9 +107,9 @@ def test_with_config_shares_store_and_llm_but_not_settings(engine_factory):
 
 
 def test_priority_lock_serves_a_waiting_interactive_caller_before_background_ones():
-    from memsif.locks import PriorityLock, interactive
+    from memsif.locks import FairLock, interactive
 
-    lock, order = PriorityLock(), []
+    lock, order = FairLock(), []
     started = threading.Event()
 
     def background(name):
@@ -134,9 +135,9 @@ def test_priority_lock_serves_a_waiting_interactive_caller_before_background_one
 
 
 def test_a_long_background_call_yields_to_an_interactive_one_between_steps():
-    from memsif.locks import PriorityLock, interactive
+    from memsif.locks import FairLock, interactive
 
-    lock, events = PriorityLock(), []
+    lock, events = FairLock(), []
     holding = threading.Event()
 
     def long_background_generation():
@@ -155,3 +156,99 @@ def test_a_long_background_call_yields_to_an_interactive_one_between_steps():
     worker.join(5)
     assert "chat" in events and events.index("chat") < len(events) - 1, "the chat waited for the whole generation"
     assert events[-1] == "step49"
+
+
+def _hold_then_release_waiters(lock, workers, settle=0.3):
+    """Start ``workers`` while the lock is held, wait until all queue, release, join."""
+    with lock:
+        for t in workers:
+            t.start()
+        time.sleep(settle)
+    for t in workers:
+        t.join(10)
+
+
+def test_two_sessions_builds_interleave_call_by_call_instead_of_one_waiting_for_the_other():
+    from memsif.locks import FairLock, job
+
+    lock, order = FairLock(), []
+
+    def build(name):
+        with job(name, "structure"):
+            for _ in range(4):
+                with lock:
+                    order.append(name)
+                    time.sleep(0.01)  # the thread that just released is the first to ask again
+
+    _hold_then_release_waiters(lock, [threading.Thread(target=build, args=(n,)) for n in ("a", "b")])
+    assert sorted(order) == ["a"] * 4 + ["b"] * 4
+    assert all(x != y for x, y in itertools.pairwise(order)), f"not round-robin: {order}"
+
+
+def test_a_memory_build_goes_ahead_of_corefact_extraction_and_a_chat_ahead_of_both():
+    from memsif.locks import FairLock, interactive, job
+
+    lock, order = FairLock(), []
+    start = threading.Event()
+
+    def work(name, kind):
+        start.wait(5)
+        with job(name, kind), lock:
+            order.append(kind)
+
+    def chat():
+        start.wait(5)
+        with interactive(), lock:
+            order.append("chat")
+
+    workers = [threading.Thread(target=work, args=("s1", "facts")),
+               threading.Thread(target=work, args=("s2", "structure")), threading.Thread(target=chat)]
+    with lock:
+        for t in workers:
+            t.start()
+        start.set()
+        time.sleep(0.3)
+    for t in workers:
+        t.join(10)
+    assert order == ["chat", "structure", "facts"]
+
+
+def test_a_waiting_job_is_told_its_place_without_other_sessions_names():
+    from memsif.locks import FairLock, job, queue_position
+
+    lock = FairLock()
+    queued = threading.Event()
+
+    def extraction():
+        with job("ui-secret", "facts"), lock:
+            pass
+
+    def build():
+        queued.wait(5)
+        with job("ui-mine", "structure"), lock:
+            pass
+
+    holder_in = threading.Event()
+    release = threading.Event()
+
+    def holder():
+        with job("ui-other", "facts"), lock:
+            holder_in.set()
+            release.wait(5)
+
+    h = threading.Thread(target=holder)
+    h.start()
+    assert holder_in.wait(5)
+    workers = [threading.Thread(target=extraction), threading.Thread(target=build)]
+    for t in workers:
+        t.start()
+    queued.set()
+    time.sleep(0.3)
+    said = queue_position("ui-mine")
+    assert said is not None and "place 2 in line" in said and "CoreFact extraction" in said
+    assert "ui-other" not in said and "ui-secret" not in said
+    assert queue_position("ui-nobody") is None
+    release.set()
+    for t in [h, *workers]:
+        t.join(5)
+    assert queue_position("ui-mine") is None

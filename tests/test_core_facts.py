@@ -161,3 +161,42 @@ def test_json_debris_in_a_subject_is_dropped_with_a_recorded_error(engine_factor
     assert [f.subject for f in engine.facts("t")] == ["Ben"]
     errors = [r for r in engine.fact_log("t") if r.get("error")]
     assert len(errors) == 1 and "malformed subject" in errors[0]["error"] and errors[0]["op"] == "NOOP"
+
+
+def test_corefacts_are_readable_batch_by_batch_and_an_interrupted_extraction_resumes(engine_factory):
+    from memsif.facts.core import BATCH_MESSAGES
+
+    hobbies = [f"hobby{k}" for k in range(3)]
+    facts = {h: [{"subject": "Melanie", "type": "Preference", "statement": f"Melanie likes {h}.", "sources": [1]}]
+             for h in hobbies}
+    seen_while_extracting: list[list[str]] = []
+    engine = None
+
+    class Crash(BaseException):
+        pass
+
+    def reply(prompt):
+        seen_while_extracting.append(sorted(f.statement for f in engine.facts("t")))
+        if len(seen_while_extracting) == 3 and crash:
+            raise Crash  # the process dies in the third batch
+        return extraction(facts)(prompt)
+
+    # one batch per hobby: the hobby is the first message, then filler
+    messages = []
+    for k, h in enumerate(hobbies):
+        messages += [msg(f"D1:{k * BATCH_MESSAGES + 1}", f"I like {h}.", MAY)]
+        messages += [msg(f"D1:{k * BATCH_MESSAGES + j}", f"Filler {k} {j}.", MAY) for j in range(2, BATCH_MESSAGES + 1)]
+    crash = True
+    engine = engine_factory(llm=FakeLLM({"core_extract": reply, "core_operation": "A"}),
+                            embedder=KeywordEmbedder({h: i for i, h in enumerate(hobbies)}), **CFG)
+    engine.ingest(messages, core_facts=False)
+    with pytest.raises(Crash):
+        engine.ingest([], namespace="t", core_facts=True)
+    # what a reader saw before each batch: the facts of every finished batch
+    assert seen_while_extracting == [[], ["Melanie likes hobby0."], ["Melanie likes hobby0.", "Melanie likes hobby1."]]
+    crash = False
+    report = engine.ingest([], namespace="t", core_facts=True)
+    assert len(seen_while_extracting) == 4, "finished batches were read again after the interruption"
+    assert report.fact_ops == {"ADD": 1}
+    assert sorted(f.statement for f in engine.facts("t")) == [f"Melanie likes {h}." for h in hobbies]
+    assert [r["op"] for r in engine.fact_log("t")] == ["ADD", "ADD", "ADD"]

@@ -19,7 +19,7 @@ import numpy as np
 from memsif.config import PACKAGED_LLM, MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
 from memsif.llm import NO_WORDS, YES_WORDS, Generation, packaged_gguf
-from memsif.locks import PriorityLock
+from memsif.locks import FairLock
 from memsif.prompts import Prompt
 
 
@@ -47,7 +47,7 @@ class LlamaCppLLM:
         self._format = Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos) if template else None
         self._yes = self._first_tokens(YES_WORDS)
         self._no = self._first_tokens(NO_WORDS)
-        self._lock = PriorityLock()
+        self._lock = FairLock()
 
     @classmethod
     def from_config(cls, config: MemSIFConfig) -> LlamaCppLLM:

@@ -16,7 +16,7 @@ from pathlib import Path
 from memsif.config import PACKAGED_LLM, MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
 from memsif.llm import NO_WORDS, YES_WORDS, Generation, packaged_gguf
-from memsif.locks import PriorityLock
+from memsif.locks import FairLock
 from memsif.prompts import Prompt
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ class TransformersLLM:
         self._device = device
         self._yes = _answer_token_ids(tokenizer, YES_WORDS)
         self._no = _answer_token_ids(tokenizer, NO_WORDS)
-        self._lock = PriorityLock()
+        self._lock = FairLock()
         self._json = None
         #: tokens the model attends to (prompt + answer)
         self.context_window = int(getattr(model.config, "max_position_embeddings", 0) or 4096)
@@ -185,11 +185,12 @@ class TransformersLLM:
 
 
 class _YieldToInteractive:
-    """Never stops generation; between two tokens of a background generation (e.g. CoreFact
-    extraction) it lets waiting interactive calls (a chat answer) use the model, then continues.
+    """Never stops generation; between two tokens of a generation it lets waiting calls of a more
+    urgent class use the model (a chat answer during a build; a build during CoreFact extraction;
+    ``memsif.locks``), then continues.
     The generation's own state (KV cache, tokens so far) is local to it, so nothing is disturbed."""
 
-    def __init__(self, lock: PriorityLock) -> None:
+    def __init__(self, lock: FairLock) -> None:
         self.lock = lock
 
     def __call__(self, input_ids, scores, **kwargs):
