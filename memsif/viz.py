@@ -187,6 +187,49 @@ FACT_COLUMNS = ["fact", "type", "subject", "statement", "event date", "sources",
 OP_COLUMNS = ["#", "operation", "facts", "decided by", "reason", "error"]
 
 
+#: Colour per path that brought a gold turn into MemSIF's context (evidence lens).
+LENS_PATHS = {"search": "#1f77b4", "trajectory": "#d62728", "fact": "#2ca02c"}
+
+
+def evidence_lens(rows: Sequence[dict[str, Any]], nce_only: bool = True, nce_ted: float = 0.3) -> go.Figure:
+    """Gold evidence turns per question on the message-index axis (one row per question, most
+    spread-out first): filled markers coloured by the path that brought a turn into MemSIF's context
+    (search, Event Trajectory, fact), open grey circles for turns MemSIF missed, a black cross where
+    Hybrid RAG's context holds the turn. ``rows`` as the Evaluate tab makes them (``question``,
+    ``ted``, ``gold``, ``gold_index``, ``found`` per system, ``how``)."""
+    chosen = [r for r in rows if not nce_only or (r["ted"] is not None and r["ted"] >= nce_ted)]
+    chosen = sorted(chosen, key=lambda r: (r["ted"] or 0.0))  # most spread-out at the top
+    labels = [f"{k + 1}. {r['question'][:60]}" for k, r in enumerate(chosen)]
+    points: dict[str, tuple[list, list, list]] = {name: ([], [], []) for name in (*LENS_PATHS, "missed", "hybrid")}
+    fig = go.Figure()
+    for label, r in zip(labels, chosen, strict=True):
+        xs = r["gold_index"]
+        if len(xs) > 1:
+            fig.add_trace(go.Scatter(x=[min(xs), max(xs)], y=[label, label], mode="lines", showlegend=False,
+                                     line={"color": "#ccc", "width": 1}, hoverinfo="skip"))
+        for gid, x in zip(r["gold"], xs, strict=True):
+            how = r["how"].get(gid)
+            key = "missed" if how is None else how.split()[0]
+            text = f"{gid}: {how or 'missed by MemSIF'}<br>{r['question']}"
+            for name in (key, "hybrid") if gid in r["found"].get("Hybrid RAG", []) else (key,):
+                points[name][0].append(x)
+                points[name][1].append(label)
+                points[name][2].append(text)
+    styles = {**{k: ({"color": c, "size": 11}, f"MemSIF: {k}") for k, c in LENS_PATHS.items()},
+              "missed": ({"color": "#999", "size": 11, "symbol": "circle-open"}, "MemSIF missed"),
+              "hybrid": ({"color": "black", "size": 7, "symbol": "x-thin", "line": {"width": 2}},
+                         "in Hybrid RAG's context")}
+    for name, (xs, ys, texts) in points.items():
+        marker, legend = styles[name]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=legend, marker=marker, text=texts,
+                                 hovertemplate="%{text}<extra></extra>"))
+    fig.update_layout(height=min(1600, 160 + 22 * len(chosen)), margin={"l": 10, "r": 10, "t": 30, "b": 40},
+                      xaxis={"title": "message index", "tickformat": "d"},
+                      yaxis={"categoryorder": "array", "categoryarray": labels, "automargin": True},
+                      legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
+    return fig
+
+
 def fact_rows(facts: Sequence[Any]) -> list[list[Any]]:
     return [[f.id, f.type, f.subject, f.statement, f.event_time.date().isoformat() if f.event_time else "",
              ", ".join(f.source_message_ids),

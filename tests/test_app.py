@@ -25,17 +25,18 @@ FACTS = grounded_extraction({"counseling and mental health as a career": {
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
     import app
+    from memsif.inspector import common
 
     llm = FakeLLM({"segment_judge": 0.3, "trajectory_judge": 0.6, "core_extract": FACTS,
                    "core_operation": "A", "sufficiency": 0.2, "answer": "She researched adoption agencies."})
     cfg = MemSIFConfig(data_dir=str(tmp_path_factory.mktemp("app")))
-    app._engine = MemSIF(cfg, llm=llm, embedder=HashEmbedder(), entities=TableEntities(),
-                         store=MemoryStore(in_memory=True))
+    common.set_engine(MemSIF(cfg, llm=llm, embedder=HashEmbedder(), entities=TableEntities(),
+                         store=MemoryStore(in_memory=True)))
     app.demo.queue(default_concurrency_limit=4)
     _, url, _ = app.demo.launch(prevent_thread_lock=True, quiet=True)
     yield url
     app.demo.close()
-    app._engine = None
+    common.set_engine(None)
 
 
 def test_a_client_builds_the_example_asks_and_reads_every_view(app_url):
@@ -52,8 +53,8 @@ def test_a_client_builds_the_example_asks_and_reads_every_view(app_url):
     assert any(row[3] == "Caroline is looking into counseling and mental health as a career." for row in facts["data"])
     assert any(row[1] == "ADD" for row in ops["data"])
 
-    history, _, trace, cluster_plot, clusters = client.predict("What did Caroline research?", [], False,
-                                                               api_name="/ask")
+    history, _, trace, cluster_plot, clusters, picker = client.predict("What did Caroline research?", [], False,
+                                                                       api_name="/ask")
     answer = _text(history[-2])
     assert answer.startswith("She researched adoption agencies.") and "Answered by fake-llm" in answer
     assert "**Best supporting messages**" in answer and "`D" in answer  # shown above the trace
@@ -61,6 +62,16 @@ def test_a_client_builds_the_example_asks_and_reads_every_view(app_url):
     assert history[-1]["metadata"]["title"].startswith("Trace · insufficient (P=0.20)")
     assert trace["traced_back"] and trace["evidence_used"], "an insufficient answer must trace back"
     assert cluster_plot is not None and clusters["data"], "the question fed no ActiveFact cluster"
+    # every message the answer rests on opens in context: its segment, trajectory and timeline place
+    best = max(trace["evidence_used"], key=lambda e: e["scores"]["priority"])["source_message_ids"][0]
+    assert picker["choices"][0][0] == best
+    context, context_plot = client.predict(best, api_name="/message")
+    assert f"**→ `{best}`" in context and "Topical Segment **S" in context and "Event Trajectory **E" in context
+    marks = [shape for shape in context_plot["plot"] and __import__("json").loads(context_plot["plot"])["layout"]
+             .get("annotations", []) if shape.get("text") == best]
+    assert marks, "the message is not marked on the timeline"
+    unknown, _ = client.predict("D999:1", api_name="/message")
+    assert unknown == "Message `D999:1` is not in this session's memory."
 
     figure, again = client.predict(api_name="/timeline")
     assert figure is not None
@@ -96,11 +107,11 @@ def test_sessions_see_nothing_of_each_other(app_url):
 
 
 def test_settings_rebuild_with_new_thresholds_and_reject_bad_ones(app_url):
-    import app
+    from memsif.inspector import common
 
     client = gradio_client.Client(app_url, verbose=False)
     _, _, default_rows = client.predict(None, None, api_name="/build")
-    model = app.model_choices()[0]
+    model = common.model_choices()[0]
     status = client.predict(0.8, 0.05, 0.1, 3, 0.45, 0.45, model, api_name="/settings")
     assert "τ_split=0.05" in status
     summary, _, rows = client.predict(api_name="/rebuild")
@@ -132,7 +143,7 @@ def test_two_builds_and_a_chat_at_once_give_exact_counts_and_no_cross_talk(app_u
     assert "419 messages" in summary_a and "3 messages" in summary_b
     assert sum(r[2] for r in rows_a["data"]) == 419 and sum(r[2] for r in rows_b["data"]) == 3
     assert all(r[3].startswith("D") for r in rows_b["data"]) and rows_b["data"][0][3] == "D1:1"
-    for _history, _, trace, _, _ in answers:
+    for _history, _, trace, *_ in answers:
         speakers = {e["subject"] for e in trace["evidence_used"]} | {f["subject"] for f in trace["facts_used"]}
         assert trace["evidence_used"] and speakers <= {"Ana", "Ben"}, f"the chat saw another session: {speakers}"
     _, ops = first.predict(None, None, api_name="/facts")  # readable while others write
@@ -150,7 +161,7 @@ def test_building_another_transcript_replaces_the_sessions_memory(app_url, tmp_p
     summary, _, rows = client.predict(gradio_client.handle_file(str(second)), None, api_name="/build")
     assert sum(r[2] for r in rows["data"]) == 3
     assert "3 messages" in summary and "replaced the memory of `bike.txt`" in summary
-    _, _, trace, _, _ = client.predict("Where does Mia fly?", [], False, api_name="/ask")
+    _, _, trace, *_ = client.predict("Where does Mia fly?", [], False, api_name="/ask")
     assert trace["evidence_used"] and all("bike" not in e["statement"] for e in trace["evidence_used"])
     again, _, _ = client.predict(gradio_client.handle_file(str(second)), None, api_name="/build")
     assert "3 messages" in again and "replaced" not in again, "the same transcript again adds nothing"
@@ -159,13 +170,13 @@ def test_building_another_transcript_replaces_the_sessions_memory(app_url, tmp_p
 def test_uploads_over_the_size_limit_are_refused_before_parsing(tmp_path):
     import gradio as gr
 
-    import app
+    from memsif.inspector import build
 
     big = tmp_path / "big.json"
     with big.open("wb") as f:
-        f.truncate(app.MAX_UPLOAD_BYTES + 1)
+        f.truncate(build.MAX_UPLOAD_BYTES + 1)
     with pytest.raises(gr.Error, match="larger than 20 MB"):
-        app._checked_path(str(big))
+        build.checked_path(str(big))
 
 
 def test_a_chatgpt_export_builds_and_its_warnings_show(app_url):
@@ -190,15 +201,39 @@ def test_a_bad_upload_gets_one_message_in_the_page_and_the_memory_stays(app_url,
         assert text.count("was not loaded") == 1 and "**photo.json**" in text
         assert "looks like Portable Network Graphics" in text and "Accepted: LoCoMo" in text
         assert "/tmp/gradio" not in text and "Nothing was changed" in text
-    _, _, trace, _, _ = client.predict("What colour is Mia's bike?", [], False, api_name="/ask")
+    _, _, trace, *_ = client.predict("What colour is Mia's bike?", [], False, api_name="/ask")
     assert trace["evidence_used"], "the session's memory must survive a bad upload"
 
 
 def test_the_chat_has_a_send_button_and_a_placeholder_from_the_loaded_transcript(tmp_path):
     import app
+    from memsif.inspector import build
 
-    assert app.question_hint(app.load_transcripts(app.EXAMPLE)) == "When did Caroline go to the LGBTQ support group?"
+    example = build.load_transcripts(build.EXAMPLE)
+    assert build.question_hint(example) == "When did Caroline go to the LGBTQ support group?"
     chat = tmp_path / "bike.txt"
     chat.write_text("## 1 June 2024\nMia: My bike is red.\nTom: Nice bike!\nMia: Thanks.\n")
-    assert app.question_hint(app.load_transcripts(chat)) == "What did Mia talk about?"
+    assert build.question_hint(build.load_transcripts(chat)) == "What did Mia talk about?"
     assert any(getattr(b, "elem_id", None) == "send-btn" for b in app.demo.blocks.values())
+
+
+def test_the_evaluate_lens_compares_memsif_with_flat_baselines_on_the_files_own_questions(app_url):
+    client = gradio_client.Client(app_url, verbose=False)
+    summary, _, _ = client.predict(api_name="/evaluate")
+    assert summary.startswith("No memory yet")
+    client.predict(None, None, api_name="/build")
+    summary, plot, table = client.predict(api_name="/evaluate")
+    assert "questions** (" in summary and "NCE" in summary
+    for system in ("| MemSIF |", "| Hybrid RAG |", "| Naive RAG |"):
+        assert system in summary
+    rows = table["data"]
+    assert len(rows) > 100, "the bundled conv-26 carries more than a hundred scored questions"
+    first = rows[0]  # most spread-out evidence first
+    assert first[2] >= 0.3 and "," in first[3], "an NCE question has several gold turns"
+    assert all(f"{g}: " in first[7] for g in first[3].split(", ")), "each gold turn says how it was found"
+    assert plot is not None
+    client.predict("What did Caroline research?", [], False, api_name="/ask")
+    clusters = client.predict(api_name="/clusters")[1]
+    queries = " | ".join(row[6] for row in clusters["data"])
+    assert "When did Caroline go to the LGBTQ support group?" not in queries, \
+        "the evaluation's questions leaked into the session's own ActiveFact clusters"

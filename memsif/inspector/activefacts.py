@@ -1,0 +1,62 @@
+"""ActiveFacts tab: the candidate clusters C_k that questions accumulate, as points (Score_src,
+Score_qry) against θ_s / θ_q, their table, and the source messages R_k of a selected cluster (§3.4)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import gradio as gr
+
+from memsif.inspector.common import MESSAGE_COLUMNS, engine_for, guard
+from memsif.viz import cluster_scatter, message_rows
+
+CLUSTER_COLUMNS = ["cluster", "subject (speaker: topic)", "statement", "Score_src", "Score_qry", "|R|", "queries",
+                   "ActiveFact", "sources"]
+
+NOTATION_ACTIVE = """
+- A **candidate cluster C_k** gathers the evidence statements (X_k) that answered questions (Q_k) about one
+  speaker's topic (**subject** = speaker: its two most frequent key entities); **|R|** counts the distinct source
+  messages R_k of those statements.
+- **Score_src** (Eq. 2) = (1 − 1/|R|) · coherence of X_k: supported by several sources that agree.
+  **Score_qry** (Eq. 3) = (1 − 1/|Q|) · coherence of Q_k: asked for repeatedly.
+- A cluster past **θ_s** (vertical line) and **θ_q** (horizontal line) is promoted to an **ActiveFact** (a star);
+  its statement is the most central of X_k and stays until another is clearly more central.
+"""
+
+
+@guard
+def clusters_view(namespace: str | None, settings: dict | None = None):
+    """ActiveFact candidate clusters as points (Score_src, Score_qry) against θ_s / θ_q, and their table."""
+    eng = engine_for(settings)
+    clusters = eng.clusters(namespace) if namespace and eng.has_memory(namespace) else []
+    rows = []
+    for c in clusters:
+        statement = c.get("statement") or c.get("central_statement") or ""
+        rows.append([c["id"], c.get("label") or c["subject"], statement, round(c["score_src"], 3),
+                     round(c["score_qry"], 3), len(c["sources"]), " | ".join(c["queries"]),
+                     c.get("active_fact_id") or "not promoted", ", ".join(c["sources"])])
+    return cluster_scatter(clusters, eng.config.theta_src, eng.config.theta_qry), rows
+
+
+def cluster_sources(namespace: str | None, settings: dict | None, evt: gr.SelectData):
+    """The source messages R_k of the selected candidate cluster."""
+    eng = engine_for(settings)
+    row = evt.row_value if getattr(evt, "row_value", None) else None
+    if not namespace or not eng.has_memory(namespace) or not row:
+        return []
+    ids = [i.strip() for i in str(row[CLUSTER_COLUMNS.index("sources")]).split(",") if i.strip()]
+    return message_rows(ids, eng.messages(namespace))
+
+
+def layout() -> SimpleNamespace:
+    """The ActiveFacts tab's components."""
+    ui = SimpleNamespace()
+    ui.refresh_btn = gr.Button("Refresh")
+    ui.plot = gr.Plot(label="Candidate clusters: Score_src vs Score_qry (Eq. 4)", elem_id="clusters")
+    ui.table = gr.Dataframe(headers=CLUSTER_COLUMNS, label="Candidate clusters C_k (select one for its source "
+                            "messages R_k)", wrap=True, elem_id="clusters-table",
+                            column_widths=["6%", "12%", "25%", "7%", "7%", "4%", "22%", "8%", "9%"])
+    ui.sources = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages R_k of the selected cluster", wrap=True)
+    with gr.Accordion("What the scores mean", open=False):
+        gr.Markdown(NOTATION_ACTIVE)
+    return ui

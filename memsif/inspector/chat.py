@@ -1,0 +1,138 @@
+"""Chat tab: ask this session's memory; each answer comes first, with the demo-model warning and its
+best supporting messages, its trace folded below (§3.5); any message the answer rests on opens in
+context — its Topical Segment, its Event Trajectory and its place on the φ timeline. Turns can be
+written into memory."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from types import SimpleNamespace
+from typing import Any
+
+import gradio as gr
+
+from memsif.inspector.activefacts import clusters_view
+from memsif.inspector.common import engine_for, guard, new_session
+from memsif.inspector.corefacts import build_facts
+from memsif.records import Message
+from memsif.timeparse import day_text
+from memsif.viz import answer_markdown, phi_timeline, trace_markdown
+
+#: Messages shown on each side of an opened message, within its Topical Segment.
+CONTEXT_MESSAGES = 4
+
+
+def answer_sources(trace: dict[str, Any] | None) -> list[str]:
+    """Message ids an answer rests on, best evidence first, then the facts' sources (no repeats)."""
+    if not trace:
+        return []
+    evidence = sorted(trace.get("evidence_used", []), key=lambda e: -(e.get("scores", {}).get("priority") or 0.0))
+    ids = [i for e in evidence for i in e.get("source_message_ids", [])]
+    ids += [i for f in trace.get("facts_used", []) for i in f.get("source_message_ids", [])]
+    return list(dict.fromkeys(ids))
+
+
+@guard
+def chat(question: str, history: list | None, write: bool, namespace: str | None, settings: dict | None):
+    """Ask this session's memory. The answer comes with a collapsible trace (facts and evidence with
+    source ids, sufficiency probability, traced back or not, tokens, seconds). With ``write`` the
+    user's message is then written into memory as a new turn (CoreFacts follow in ``build_facts``);
+    the model's answers are not, so a wrong answer never becomes memory. Returns (namespace, chat
+    history, cleared question box, trace dict, cluster figure, cluster rows, the picker of the
+    answer's source messages)."""
+    if not question or not question.strip():
+        gr.Warning("Type a question first.")
+        return (gr.skip(),) * 7
+    namespace = namespace or new_session()
+    eng = engine_for(settings)
+    history = [*(history or []), {"role": "user", "content": question}]
+    trace: dict[str, Any] = {}
+    if eng.has_memory(namespace):
+        result = eng.ask(question, namespace=namespace)
+        trace = result.to_dict()
+        title, body = trace_markdown(trace)
+        history += [{"role": "assistant", "content": answer_markdown(trace)},
+                    {"role": "assistant", "content": body, "metadata": {"title": title, "status": "done"}}]
+    else:
+        history.append({"role": "assistant", "content": "No memory yet (or it is still being built): build it in "
+                        "the Build tab, or tick “write my messages into memory” and tell me something."})
+    if write:
+        now = datetime.now().replace(microsecond=0)
+        turn = uuid.uuid4().hex[:8]
+        turns = [Message(id=f"chat:{turn}:q", namespace=namespace, speaker="user", text=question.strip(), time=now,
+                         session_id=f"chat {now.date().isoformat()}")]
+        eng.ingest(turns, namespace=namespace, core_facts=False)
+    sources = answer_sources(trace)
+    picker = gr.Dropdown(choices=sources, value=None, interactive=bool(sources))
+    return (namespace, history, "", trace, *clusters_view(namespace, settings), picker)
+
+
+def facts_after_chat(write: bool, namespace: str | None, settings: dict | None,
+                     progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+    """After a chat turn written into memory, read it for CoreFacts too."""
+    if not write:
+        yield gr.skip(), gr.skip(), gr.skip()
+        return
+    yield from build_facts(namespace, settings, progress)
+
+
+@guard
+def message_context(message_id: str | None, namespace: str | None, settings: dict | None = None):
+    """One message in context: its Topical Segment (up to four messages on each side, the message in
+    bold), the segment's Event Trajectory and its other segments, and the φ timeline with the message
+    marked. Returns (markdown, timeline figure); ("", None) without a message or memory."""
+    eng = engine_for(settings)
+    if not message_id or not namespace or not eng.has_memory(namespace):
+        return "", None
+    messages = eng.messages(namespace)
+    by_id = {m.id: m for m in messages}
+    target = by_id.get(message_id)
+    if target is None:
+        return f"Message `{message_id}` is not in this session's memory.", None
+    segments = eng.segments(namespace)
+    segment = next((s for s in segments if message_id in s.message_ids), None)
+    lines = [f"**`{message_id}`** — {target.speaker}, {day_text(target.time)}, message {target.index + 1} of "
+             f"{len(messages)}"]
+    if segment is not None:
+        k = segment.message_ids.index(message_id)
+        window = segment.message_ids[max(0, k - CONTEXT_MESSAGES):k + CONTEXT_MESSAGES + 1]
+        lines.append(f"\nTopical Segment **{segment.id}** ({len(segment.message_ids)} messages, key entities: "
+                     f"{', '.join(sorted(segment.entities)[:8]) or '–'}):\n")
+        if window[0] != segment.message_ids[0]:
+            lines.append("- …")
+        for mid in window:
+            m = by_id[mid]
+            text = f"`{mid}` {m.speaker}: {m.text}"
+            lines.append(f"- **→ {text}**" if mid == message_id else f"- {text}")
+        if window[-1] != segment.message_ids[-1]:
+            lines.append("- …")
+        if segment.trajectory_id:
+            others = [s for s in segments if s.trajectory_id == segment.trajectory_id and s.id != segment.id]
+            spans = ", ".join(f"{s.id} ({day_text(s.start_time)})" for s in others[:12]) or "none: it stands alone"
+            lines.append(f"\nEvent Trajectory **{segment.trajectory_id}**; its other segments: {spans}"
+                         f"{' …' if len(others) > 12 else ''}")
+    fig = phi_timeline(eng.decisions(namespace, "segment"), messages, eng.config.tau_split, eng.config.tau_merge)
+    fig.add_vline(x=target.index, line_color="#d62728", line_width=2, annotation_text=message_id,
+                  annotation_position="top")
+    return "\n".join(lines), fig
+
+
+def layout() -> SimpleNamespace:
+    """The Chat tab's components."""
+    ui = SimpleNamespace()
+    ui.chatbot = gr.Chatbot(label="Chat with this memory (each answer comes with its best supporting messages; its "
+                            "trace folds open below it)", height=480)
+    with gr.Row():
+        ui.question = gr.Textbox(label="Question", placeholder="What did Caroline research?", scale=4,
+                                 elem_id="question")
+        ui.send_btn = gr.Button("Send", variant="primary", scale=1, elem_id="send-btn")
+        ui.write = gr.Checkbox(label="write my messages into memory", value=False)
+    ui.pick = gr.Dropdown(label="Open a message of the last answer in context (its segment, trajectory and place on "
+                          "the timeline)", choices=[], interactive=False, allow_custom_value=True,
+                          elem_id="context-pick")
+    ui.context = gr.Markdown(elem_id="message-context")
+    ui.context_plot = gr.Plot(label="Where it sits on the φ timeline", elem_id="context-plot")
+    with gr.Accordion("Trace of the last answer (raw JSON)", open=False):
+        ui.trace = gr.JSON(label="Trace of the last answer (raw)", open=False)
+    return ui

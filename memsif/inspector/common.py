@@ -1,0 +1,174 @@
+"""What every tab of the inspector shares: the process's one engine, per-session settings and
+namespaces, error handling, and background work with progress that says where the job stands on
+the shared model (``memsif.locks``)."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import gradio as gr
+
+from memsif.config import LLM_BACKENDS, MemSIFConfig
+from memsif.engine import MemSIF
+from memsif.errors import MemSIFError
+from memsif.locks import queue_position, sharing
+
+_engine: MemSIF | None = None
+_engine_lock = threading.Lock()
+_derived: dict[tuple, MemSIF] = {}
+
+
+def engine() -> MemSIF:
+    """The process's one engine (embedded Qdrant locks its folder), created on first use."""
+    global _engine
+    with _engine_lock:
+        if _engine is None:
+            _engine = MemSIF(MemSIFConfig.from_env())
+            _engine.load_models()
+        return _engine
+
+
+def set_engine(eng: MemSIF | None) -> None:
+    """Serve ``eng`` (tests: an engine with fakes), or None to create the default one on next use."""
+    global _engine
+    with _engine_lock:
+        _engine = eng
+        _derived.clear()
+
+
+def model_choices() -> list[str]:
+    """"backend:model" entries the Settings tab offers: the configured model, plus MEMSIF_APP_MODELS
+    (comma-separated, e.g. ``transformers:Qwen/Qwen3-4B,openai:qwen3``)."""
+    cfg = MemSIFConfig.from_env()
+    extra = [m.strip() for m in os.environ.get("MEMSIF_APP_MODELS", "").split(",") if m.strip()]
+    return list(dict.fromkeys([f"{cfg.llm_backend}:{cfg.llm_model}", *extra]))
+
+
+def settings_config(base: MemSIFConfig, settings: dict[str, Any]) -> MemSIFConfig:
+    """``base`` with a session's Settings applied (one α for segments and trajectories).
+
+    Raises:
+        gr.Error: a model choice that is not "backend:model".
+        ConfigError: a value out of range.
+    """
+    changes = {k: v for k, v in settings.items() if k != "model"}
+    if "alpha" in changes:  # one α for segments and trajectories, as in the paper (Table 13)
+        alpha = changes.pop("alpha")
+        changes.update(alpha_segment=alpha, alpha_trajectory=alpha)
+    if settings.get("model"):
+        backend, _, model = settings["model"].partition(":")
+        if backend not in LLM_BACKENDS or not model:
+            raise gr.Error(f"Model choice {settings['model']!r} is not 'backend:model' with backend in {LLM_BACKENDS}.")
+        if backend != base.llm_backend or model != base.llm_model:
+            changes.update(llm_backend=backend, llm_model=model, llm_gguf_file="")
+    return base.replace(**changes)
+
+
+def engine_for(settings: dict[str, Any] | None) -> MemSIF:
+    """The engine with this session's settings: the shared one, or a derived one over the same store."""
+    base = engine()
+    if not settings:
+        return base
+    key = tuple(sorted(settings.items()))
+    with _engine_lock:
+        if key not in _derived:
+            try:
+                _derived[key] = base.with_config(settings_config(base.config, settings))
+            except MemSIFError as exc:
+                raise gr.Error(str(exc)) from exc
+        return _derived[key]
+
+
+def new_session() -> str:
+    """A namespace for this browser session, made on the server (never taken from the client)."""
+    return "ui-" + uuid.uuid4().hex[:12]
+
+
+def eval_namespace(namespace: str) -> str:
+    """The copy of a session's memory the Evaluate tab asks its questions of."""
+    return f"{namespace}-eval"
+
+
+def delete_memory(eng: MemSIF, namespace: str) -> None:
+    """Delete a session's memory and the Evaluate tab's copy of it."""
+    eng.delete_namespace(namespace)
+    eng.delete_namespace(eval_namespace(namespace))
+
+
+def forget_session(namespace: str | None) -> None:
+    """Delete a closed browser session's memory (``MEMSIF_APP_FORGET_SESSIONS=1``)."""
+    if namespace and _engine is not None:
+        delete_memory(_engine, namespace)
+
+
+def has_memory(namespace: str | None, settings: dict | None = None) -> bool:
+    """Whether this session's namespace holds a memory yet."""
+    return bool(namespace) and engine_for(settings).has_memory(namespace)
+
+
+def guard(fn):
+    """Engine errors become a visible Gradio error that says what to do."""
+    def wrapped(*args, **kwargs):  # for generator handlers (streaming)
+        try:
+            return (yield from fn(*args, **kwargs))
+        except MemSIFError as exc:
+            raise gr.Error(str(exc)) from exc
+
+    def plain(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except MemSIFError as exc:
+            raise gr.Error(str(exc)) from exc
+
+    chosen = wrapped if inspect.isgeneratorfunction(fn) else plain
+    chosen.__name__, chosen.__doc__ = fn.__name__, fn.__doc__
+    chosen.__signature__ = inspect.signature(fn)  # Gradio reads gr.Progress defaults from it
+    return chosen
+
+
+def in_background(work: Callable[[Callable[[int, int, str], None]], Any], progress: gr.Progress,
+                  describe: Callable[[dict[str, Any], float], str]) -> Iterator[tuple[str, Any]]:
+    """Run ``work(progress_callback)`` in a thread; yield ("status", text) every half second while it
+    runs, then ("done", result). Engine errors are raised here, in the caller's thread."""
+    state: dict[str, Any] = {"done": 0, "total": 0, "stage": "starting"}
+    out: dict[str, Any] = {}
+
+    def report(done: int, total: int, stage: str) -> None:
+        state.update(done=done, total=total, stage=stage)
+
+    def run() -> None:
+        try:
+            out["result"] = work(report)
+        except BaseException as exc:  # re-raised in the caller's thread
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    start = time.perf_counter()
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.5)
+        total = state["total"] or 1
+        progress(state["done"] / total, desc=f"{state['stage']} {state['done']}/{state['total']}")
+        yield "status", describe(state, time.perf_counter() - start)
+    if "error" in out:
+        raise out["error"]
+    yield "done", out["result"]
+
+
+def model_share(namespace: str) -> str:
+    """What this session's job waits for on the shared model, or with how many others it shares it."""
+    waiting = queue_position(namespace)
+    if waiting:
+        return f" · ⏳ {waiting}"
+    others = sharing(namespace)
+    return f" · the model is shared with {others} other job(s), call by call" if others else ""
+
+
+#: Columns of the message tables (sources of a fact or a cluster).
+MESSAGE_COLUMNS = ["message", "session", "time", "speaker", "text"]

@@ -1,0 +1,98 @@
+"""CoreFacts tab: schema-guided CoreFacts by type and subject with their superseded history, the
+append-only operation log (Add / Update / Merge / Supersede / Reject / Noop), and the source
+messages of a selected fact (§3.3). Facts appear batch by batch while they are extracted."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import gradio as gr
+
+from memsif.inspector.common import MESSAGE_COLUMNS, engine_for, guard, in_background, model_share
+from memsif.viz import FACT_COLUMNS, OP_COLUMNS, fact_rows, message_rows, op_rows
+
+EMPTY_STATUS = "CoreFacts are extracted after Structured Interaction Memory is built."
+
+
+@guard
+def build_facts(namespace: str | None, settings: dict | None, progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+    """CoreFact extraction and consolidation over every message no extraction has read yet (§3.3);
+    minutes on the 135M model. Yields (status, fact rows, operation rows), the rows again after
+    every written batch."""
+    eng = engine_for(settings)
+    if not namespace or not eng.has_memory(namespace):
+        yield "No memory yet: build it first.", [], []
+        return
+
+    def work(report):
+        return eng.ingest([], namespace=namespace, core_facts=True, progress=report)
+
+    def describe(state, seconds):
+        if not state["total"]:
+            return (f"Loading the model and reading the new messages for CoreFacts… {seconds:.0f} s"
+                    f"{model_share(namespace)}")
+        left = (f" · about {seconds / state['done'] * (state['total'] - state['done']):.0f} s left at this pace"
+                if state["done"] else "")
+        return (f"Extracting CoreFacts: batch {state['done']} of {state['total']} (up to 12 messages each) · "
+                f"{seconds:.0f} s{left}{model_share(namespace)}. Facts appear below as each batch is written.")
+
+    shown = -1
+    for kind, value in in_background(work, progress, describe):
+        if kind == "status":
+            written = len(eng.fact_log(namespace))
+            if written != shown:  # a batch was written: show its facts and operations now
+                shown = written
+                yield (value, *facts_view(namespace, None, None, settings))
+            else:
+                yield value, gr.skip(), gr.skip()
+        else:
+            report = value
+    facts, ops = facts_view(namespace, None, None, settings)
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(report.fact_ops.items())) or "no new operations"
+    if report.fact_ops.get("REJECT"):
+        counts += (" (REJECT: candidates the grounding gate turned away, as not said by the messages they cite; "
+                   "filter the log by REJECT for the reasons)")
+    yield (f"**{report.core_facts} current CoreFacts**; this pass: {counts}; {report.fact_llm_calls} LLM calls, "
+           f"{report.fact_errors} errors (see the log)."), facts, ops
+
+
+@guard
+def facts_view(namespace: str | None, op: str | None, subject: str | None, settings: dict | None = None):
+    """CoreFacts by type and subject (with superseded history) and the operation log, filtered by
+    operation and subject. Returns (fact rows, operation rows)."""
+    eng = engine_for(settings)
+    if not namespace or not eng.has_memory(namespace):
+        return [], []
+    facts = sorted(eng.facts(namespace, history=True), key=lambda f: (f.type, f.subject.lower(), int(f.id[1:])))
+    if subject:
+        facts = [f for f in facts if f.subject.lower() == subject.strip().lower()]
+    return fact_rows(facts), op_rows(eng.fact_log(namespace, op=op or None, subject=subject or None))
+
+
+def fact_sources(namespace: str | None, settings: dict | None, evt: gr.SelectData):
+    """The source messages of the CoreFact in the selected row (provenance)."""
+    eng = engine_for(settings)
+    if not namespace or not eng.has_memory(namespace) or evt.index is None:
+        return []
+    row = evt.row_value if getattr(evt, "row_value", None) else None
+    if not row:
+        return []
+    ids = [i.strip() for i in str(row[FACT_COLUMNS.index("sources")]).split(",") if i.strip()]
+    return message_rows(ids, eng.messages(namespace))
+
+
+def layout() -> SimpleNamespace:
+    """The CoreFacts tab's components."""
+    ui = SimpleNamespace()
+    ui.status = gr.Markdown(EMPTY_STATUS)
+    with gr.Row():
+        ui.extract_btn = gr.Button("Extract CoreFacts now")
+        ui.refresh_btn = gr.Button("Refresh")
+        ui.op_filter = gr.Dropdown(["", "ADD", "UPDATE", "MERGE", "SUPERSEDE", "REJECT", "NOOP"], label="Operation")
+        ui.subject_filter = gr.Textbox(label="Subject")
+    ui.facts = gr.Dataframe(headers=FACT_COLUMNS, label="CoreFacts by type and subject (select one for its sources)",
+                            wrap=True, max_height=400, column_widths=["7%", "10%", "14%", "41%", "11%", "9%", "8%"])
+    ui.sources = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages of the selected fact", wrap=True)
+    ui.ops = gr.Dataframe(headers=OP_COLUMNS, label="Operation log (append-only)", wrap=True, max_height=400,
+                          column_widths=["4%", "8%", "27%", "7%", "42%", "12%"])
+    return ui

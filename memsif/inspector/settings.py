@@ -1,0 +1,59 @@
+"""Settings tab: this session's method settings (α, τ_split, τ_merge, Top-K, θ_s, θ_q, model;
+defaults from the paper's Table 13); applying them rebuilds the session's memory."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import gradio as gr
+
+from memsif.config import MemSIFConfig
+from memsif.errors import MemSIFError
+from memsif.inspector.build import build
+from memsif.inspector.common import delete_memory, engine, guard, model_choices, settings_config
+
+
+def apply_settings(alpha: float, tau_split: float, tau_merge: float, top_k: float, theta_src: float,
+                   theta_qry: float, model: str):
+    """Validate and keep this session's method settings. Returns (settings, status)."""
+    settings = {"alpha": float(alpha), "tau_split": float(tau_split), "tau_merge": float(tau_merge),
+                "top_k": int(top_k), "theta_src": float(theta_src), "theta_qry": float(theta_qry),
+                "model": model}
+    try:
+        settings_config(MemSIFConfig.from_env(), settings)
+    except MemSIFError as exc:
+        raise gr.Error(str(exc)) from exc
+    return settings, (f"Settings applied: α={alpha}, τ_split={tau_split}, τ_merge={tau_merge}, Top-K={int(top_k)}, "
+                      f"θ_s={theta_src}, θ_q={theta_qry}, model `{model}`. Rebuilding…")
+
+
+@guard
+def rebuild(namespace: str | None, source: dict | None, settings: dict | None,
+            progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+    """Delete this session's memory and build it again from the last transcript with the new settings."""
+    if not source:
+        yield namespace, source, "Nothing to rebuild yet: build memory in the Build tab.", gr.skip(), gr.skip()
+        return
+    if namespace:
+        delete_memory(engine(), namespace)
+    yield from build(source["path"], source["sample"], namespace, settings, None, progress)
+
+
+def layout(config: MemSIFConfig) -> SimpleNamespace:
+    """The Settings tab's components, starting from ``config``'s values."""
+    ui = SimpleNamespace()
+    gr.Markdown("Method settings for this session (defaults: the paper's Table 13). Applying them rebuilds "
+                "this session's memory from the last transcript.")
+    with gr.Row():
+        ui.alpha = gr.Slider(0, 1, value=config.alpha_segment, step=0.05, label="α (semantic weight in φ, Eq. 1)")
+        ui.tau_split = gr.Slider(0, 1, value=config.tau_split, step=0.005, label="τ_split")
+        ui.tau_merge = gr.Slider(0, 1, value=config.tau_merge, step=0.005, label="τ_merge")
+        ui.top_k = gr.Slider(1, 10, value=config.top_k, step=1, label="Top-K trajectories")
+    with gr.Row():
+        ui.theta_src = gr.Slider(0, 1, value=config.theta_src, step=0.05, label="θ_s")
+        ui.theta_qry = gr.Slider(0, 1, value=config.theta_qry, step=0.05, label="θ_q")
+        choices = model_choices()
+        ui.model = gr.Dropdown(choices, value=choices[0], label="LLM (backend:model)")
+    ui.apply_btn = gr.Button("Apply and rebuild", variant="primary")
+    ui.status = gr.Markdown()
+    return ui
