@@ -26,16 +26,16 @@ import sys
 from memsif.inspector import build_demo
 from memsif.inspector.build import MAX_UPLOAD_BYTES
 
-demo = build_demo(forget_sessions=os.environ.get("MEMSIF_APP_FORGET_SESSIONS", "0") == "1")
+#: Serve MCP too (``--mcp`` or ``MEMSIF_APP_MCP=1``): the tools memory_ingest, memory_ask, memory_facts.
+MCP = "--mcp" in sys.argv[1:] or os.environ.get("MEMSIF_APP_MCP", "0") == "1"
+demo = build_demo(forget_sessions=os.environ.get("MEMSIF_APP_FORGET_SESSIONS", "0") == "1", mcp=MCP)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Serve the inspector (configuration from the environment; ``--mcp`` also serves MCP)."""
-    args = sys.argv[1:] if argv is None else argv
-    mcp = "--mcp" in args or os.environ.get("MEMSIF_APP_MCP", "0") == "1"
+def main() -> None:
+    """Serve the inspector (configuration from the environment)."""
     demo.queue(default_concurrency_limit=4).launch(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), show_error=True,
-        max_file_size=MAX_UPLOAD_BYTES, mcp_server=mcp)
+        max_file_size=MAX_UPLOAD_BYTES, mcp_server=MCP)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ the shared model (``memsif.locks``)."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import threading
@@ -113,23 +114,25 @@ def has_memory(namespace: str | None, settings: dict | None = None) -> bool:
 
 
 def guard(fn):
-    """Engine errors become a visible Gradio error that says what to do."""
-    def wrapped(*args, **kwargs):  # for generator handlers (streaming)
-        try:
-            return (yield from fn(*args, **kwargs))
-        except MemSIFError as exc:
-            raise gr.Error(str(exc)) from exc
+    """Engine errors become a visible Gradio error that says what to do. The wrapper keeps ``fn``'s
+    name, docstring, signature and type hints (Gradio reads gr.Progress defaults and API/MCP
+    descriptions from them)."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):  # for generator handlers (streaming)
+            try:
+                return (yield from fn(*args, **kwargs))
+            except MemSIFError as exc:
+                raise gr.Error(str(exc)) from exc
+        return wrapped
 
+    @functools.wraps(fn)
     def plain(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except MemSIFError as exc:
             raise gr.Error(str(exc)) from exc
-
-    chosen = wrapped if inspect.isgeneratorfunction(fn) else plain
-    chosen.__name__, chosen.__doc__ = fn.__name__, fn.__doc__
-    chosen.__signature__ = inspect.signature(fn)  # Gradio reads gr.Progress defaults from it
-    return chosen
+    return plain
 
 
 def in_background(work: Callable[[Callable[[int, int, str], None]], Any], progress: gr.Progress,

@@ -8,7 +8,7 @@ import gradio as gr
 
 from memsif.config import MemSIFConfig
 from memsif.errors import MemSIFError
-from memsif.inspector import activefacts, build, chat, corefacts, evaluate, settings, trajectories
+from memsif.inspector import activefacts, build, chat, corefacts, evaluate, settings, tools, trajectories
 from memsif.inspector.common import engine, forget_session, new_session
 
 
@@ -20,10 +20,13 @@ def _preload() -> None:
         print(f"MemSIF: could not load the models: {exc}")
 
 
-def build_demo(config: MemSIFConfig | None = None, forget_sessions: bool = False) -> gr.Blocks:
-    """The inspector as a ``gr.Blocks``; every view is a named API endpoint (and an MCP tool when
-    launched with ``mcp_server=True``). ``config`` sets the Settings tab's starting values;
-    ``forget_sessions`` deletes a session's memory when its browser tab closes (public Spaces)."""
+def build_demo(config: MemSIFConfig | None = None, forget_sessions: bool = False, mcp: bool = False) -> gr.Blocks:
+    """The inspector as a ``gr.Blocks``: every view is a named API endpoint, and the agent tools of
+    ``memsif.inspector.tools`` (``/memory_ingest``, ``/memory_ask``, ``/memory_facts``) sit beside
+    them. ``config`` sets the Settings tab's starting values; ``forget_sessions`` deletes a session's
+    memory when its browser tab closes (public Spaces); with ``mcp`` (launch with ``mcp_server=True``)
+    the page's per-session endpoints stay callable but are left out of the API docs and of MCP, so an
+    agent sees only the tools that take a namespace."""
     cfg = config or MemSIFConfig.from_env()
     with gr.Blocks(title="MemSIF inspector") as demo:
         namespace = gr.State(delete_callback=forget_session if forget_sessions else None)
@@ -124,4 +127,10 @@ def build_demo(config: MemSIFConfig | None = None, forget_sessions: bool = False
                         "transcript and were not rebuilt).", outputs=s.status, api_name=False)
         rebuilt.success(corefacts.build_facts, inputs=per_session, outputs=fact_views, show_progress_on=f.status,
                         api_name=False)
+
+        if mcp:  # per-session page endpoints mean nothing to an agent: keep them out of MCP's tool list
+            for fn in demo.fns.values():
+                if fn.api_visibility == "public":
+                    fn.api_visibility = "undocumented"
+        tools.register()
     return demo

@@ -1,0 +1,141 @@
+"""Memory tools for agents: ingest, ask, facts — each on a namespace the caller names.
+
+The inspector's own endpoints keep their memory per browser session; an agent (any MCP client,
+``gradio_client`` or plain HTTP) needs one it can name and come back to. These functions are
+registered with ``gr.api`` and, when the app runs with ``MEMSIF_APP_MCP=1`` (or ``--mcp``), they
+are the MCP server's tools (``/gradio_api/mcp/``); the page's endpoints are then left out of MCP.
+Namespaces starting with ``ui-`` belong to browser sessions and are refused here.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from memsif.inspector.common import engine, guard
+from memsif.io import load_transcripts
+
+
+def _json(value: dict[str, Any]) -> str:
+    """Tool results are JSON text: every MCP client and language reads it."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _namespace(namespace: str) -> str:
+    name = (namespace or "").strip()
+    if not name:
+        raise gr.Error("namespace is empty: name the memory to use, e.g. 'alice-assistant'.")
+    if name.startswith("ui-"):
+        raise gr.Error(f"namespace {name!r} starts with 'ui-', which belongs to a browser session of the inspector; "
+                       "choose another name.")
+    return name
+
+
+@guard
+def memory_ingest(namespace: str, transcript: str, format: str = "auto", sample: str = "",
+                  core_facts: bool = False) -> str:
+    """Add a conversation to a named memory and build its Structured Interaction Memory (Topical
+    Segments, Event Trajectories); optionally extract CoreFacts too (minutes on the small default
+    model). Ingesting the same messages again adds nothing.
+
+    Args:
+        namespace: the memory to write to (created on first use); not starting with 'ui-'.
+        transcript: the conversation's text: 'Speaker: text' lines with '## <date>' session headers,
+            JSONL ({"speaker", "text", "time"} per line), or a LoCoMo / LongMemEval / ChatGPT / Claude /
+            OpenAI-messages JSON document.
+        format: 'auto' (detect) or one of locomo, longmemeval, chatgpt, claude, openai, jsonl, text.
+        sample: which conversation of a file that holds several (LoCoMo, LongMemEval); empty for all.
+        core_facts: also extract and consolidate CoreFacts now.
+
+    Returns:
+        JSON: namespace, messages added, messages in memory, Topical Segments, Event Trajectories, CoreFact
+        operations by kind, load warnings, seconds.
+    """
+    ns = _namespace(namespace)
+    if not transcript or not transcript.strip():
+        raise gr.Error("transcript is empty: pass the conversation's text.")
+    suffix = ".json" if transcript.lstrip()[:1] in "{[" else ".txt"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"transcript{suffix}"
+        path.write_text(transcript, encoding="utf-8")
+        transcripts = load_transcripts(path, sample=sample or None, format=format)
+    eng = engine()
+    reports = [eng.ingest(t.messages, namespace=ns, core_facts=core_facts) for t in transcripts]
+    ops: dict[str, int] = {}
+    for r in reports:
+        for k, v in r.fact_ops.items():
+            ops[k] = ops.get(k, 0) + v
+    last = reports[-1]
+    return _json({"namespace": ns, "messages_added": sum(r.messages for r in reports),
+            "messages_in_memory": last.total_messages, "topical_segments": last.segments,
+            "event_trajectories": last.trajectories, "core_fact_operations": ops,
+            "warnings": [w for t in transcripts for w in t.warnings] + [w for r in reports for w in r.warnings],
+            "seconds": round(sum(r.seconds for r in reports), 2)})
+
+
+@guard
+def memory_ask(namespace: str, question: str, question_date: str = "") -> str:
+    """Answer a question from a named memory, with the evidence it rests on.
+
+    Args:
+        namespace: the memory to read (as given to memory_ingest).
+        question: the question.
+        question_date: when the question is asked (e.g. '2023-06-01'), for relative dates; empty for none.
+
+    Returns:
+        JSON: answer; the facts and evidence used, each with the message ids it comes from; whether the
+        facts alone were judged sufficient; unsupported mentions (names, numbers, dates of the answer
+        not in its context); the model, and whether it is the packaged demo model.
+    """
+    ns = _namespace(namespace)
+    if not question or not question.strip():
+        raise gr.Error("question is empty.")
+    eng = engine()
+    if not eng.has_memory(ns):
+        raise gr.Error(f"namespace {ns!r} holds no memory yet: call memory_ingest first.")
+    a = eng.ask(question, namespace=ns, question_date=question_date or None)
+    return _json({
+            "answer": a.answer, "sufficient": a.sufficient, "model": a.model, "model_at_chance": a.model_at_chance,
+            "unsupported_mentions": a.unsupported_mentions,
+            "facts": [{k: f.get(k) for k in ("id", "kind", "type", "subject", "statement", "source_message_ids")}
+                      for f in a.facts_used],
+            "evidence": [{"message_ids": e.get("source_message_ids"), "speaker": e.get("subject"),
+                          "time": e.get("time"), "statement": e.get("statement"), "found_by": e.get("found_by")}
+                         for e in a.evidence_used],
+            "seconds": round(a.seconds, 2)})
+
+
+@guard
+def memory_facts(namespace: str, subject: str = "") -> str:
+    """The current CoreFacts (schema-guided, consolidated) and promoted ActiveFacts (query-driven) of a
+    named memory, each with the message ids it comes from.
+
+    Args:
+        namespace: the memory to read.
+        subject: only facts about this subject (case-insensitive); empty for all.
+
+    Returns:
+        JSON: core_facts and active_facts, each with id, subject, statement and source_message_ids.
+    """
+    ns = _namespace(namespace)
+    eng = engine()
+    if not eng.has_memory(ns):
+        raise gr.Error(f"namespace {ns!r} holds no memory yet: call memory_ingest first.")
+    wanted = subject.strip().lower()
+    core = [{"id": f.id, "type": f.type, "subject": f.subject, "statement": f.statement,
+             "source_message_ids": f.source_message_ids,
+             "valid_from": f.valid_from.isoformat() if f.valid_from else None}
+            for f in eng.facts(ns) if not wanted or f.subject.lower() == wanted]
+    active = [{k: a.get(k) for k in ("id", "subject", "statement", "source_message_ids")}
+              for a in eng.active_facts(ns) if not wanted or wanted in str(a.get("subject", "")).lower()]
+    return _json({"namespace": ns, "core_facts": core, "active_facts": active})
+
+
+def register() -> None:
+    """Register the tools as API endpoints (and MCP tools) of the Blocks being built."""
+    for fn in (memory_ingest, memory_ask, memory_facts):
+        gr.api(fn, api_name=fn.__name__)

@@ -1,0 +1,98 @@
+"""The memory tools an agent uses over MCP (Gradio's MCP server): listed, called, and refused with
+a reason; the page's per-session endpoints are not among them. Fakes for the models."""
+
+import asyncio
+import json
+
+import pytest
+
+from memsif.config import MemSIFConfig
+from memsif.engine import MemSIF
+from memsif.store import MemoryStore
+from tests.fakes import FakeLLM, HashEmbedder, TableEntities, grounded_extraction
+
+mcp = pytest.importorskip("mcp")
+from mcp.client.streamable_http import streamablehttp_client  # noqa: E402
+
+TRANSCRIPT = """## 3 March 2024
+Alice: My rent is 1,200 euros a month.
+Bob: That's a lot for Lisbon.
+Alice: I also started learning the cello last week.
+"""
+
+
+@pytest.fixture(scope="module")
+def mcp_url(tmp_path_factory):
+    from memsif.inspector import build_demo, common
+
+    facts = grounded_extraction({"cello": {"subject": "Alice", "type": "Event",
+                                           "statement": "Alice started learning the cello."}})
+    llm = FakeLLM({"segment_judge": 0.3, "trajectory_judge": 0.6, "core_extract": facts, "core_operation": "A",
+                   "sufficiency": 0.2, "answer": "The cello."})
+    common.set_engine(MemSIF(MemSIFConfig(data_dir=str(tmp_path_factory.mktemp("mcp"))), llm=llm,
+                             embedder=HashEmbedder(), entities=TableEntities(), store=MemoryStore(in_memory=True)))
+    demo = build_demo(mcp=True)
+    demo.queue()
+    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, mcp_server=True)
+    yield url + "gradio_api/mcp/"
+    demo.close()
+    common.set_engine(None)
+
+
+async def _session(url, work):
+    async with streamablehttp_client(url) as (read, write, _), mcp.ClientSession(read, write) as session:
+        await session.initialize()
+        return await work(session)
+
+
+def _call(url, name, args):
+    async def work(session):
+        result = await session.call_tool(name, args)
+        text = "".join(getattr(c, "text", "") for c in result.content)
+        return result.isError, text
+    return asyncio.run(_session(url, work))
+
+
+def test_an_agent_sees_only_the_memory_tools_with_their_arguments(mcp_url):
+    async def work(session):
+        return (await session.list_tools()).tools
+    tools = {t.name: t for t in asyncio.run(_session(mcp_url, work))}
+    assert set(tools) == {"memory_ingest", "memory_ask", "memory_facts"}
+    ingest = tools["memory_ingest"]
+    assert set(ingest.inputSchema["required"]) == {"namespace", "transcript"}
+    assert "Speaker: text" in ingest.inputSchema["properties"]["transcript"]["description"]
+    assert "Structured Interaction Memory" in ingest.description
+
+
+def test_an_agent_ingests_asks_and_reads_facts_in_its_own_namespace(mcp_url):
+    failed, text = _call(mcp_url, "memory_ingest", {"namespace": "alice-agent", "transcript": TRANSCRIPT,
+                                                   "core_facts": True})
+    assert not failed, text
+    report = json.loads(text)
+    assert report["messages_added"] == 3 and report["topical_segments"] >= 1
+    assert report["core_fact_operations"].get("ADD") == 1
+    failed, text = _call(mcp_url, "memory_ingest", {"namespace": "alice-agent", "transcript": TRANSCRIPT})
+    assert json.loads(text)["messages_added"] == 0, "the same messages again must add nothing"
+
+    failed, text = _call(mcp_url, "memory_ask", {"namespace": "alice-agent", "question": "What is Alice learning?"})
+    assert not failed, text
+    answer = json.loads(text)
+    assert answer["answer"] == "The cello." and answer["model"] == "fake-llm"
+    assert any("D1:3" in e["message_ids"] for e in answer["evidence"]), answer["evidence"]
+
+    failed, text = _call(mcp_url, "memory_facts", {"namespace": "alice-agent", "subject": "alice"})
+    facts = json.loads(text)
+    assert [f["statement"] for f in facts["core_facts"]] == ["Alice started learning the cello."]
+    assert facts["core_facts"][0]["source_message_ids"] == ["D1:3"]
+
+
+@pytest.mark.parametrize(("tool", "args", "said"), [
+    ("memory_ask", {"namespace": "nobody", "question": "Anything?"}, "holds no memory yet: call memory_ingest first"),
+    ("memory_ask", {"namespace": "ui-0123456789ab", "question": "Anything?"}, "belongs to a browser session"),
+    ("memory_ingest", {"namespace": " ", "transcript": TRANSCRIPT}, "namespace is empty"),
+    ("memory_ingest", {"namespace": "x", "transcript": "{\"chats\": []}"}, "unknown JSON layout"),
+    ("memory_facts", {"namespace": "nobody"}, "holds no memory yet"),
+])
+def test_bad_calls_are_refused_with_what_to_do(mcp_url, tool, args, said):
+    failed, text = _call(mcp_url, tool, args)
+    assert failed and said in text, text
