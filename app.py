@@ -23,19 +23,20 @@ from __future__ import annotations
 import os
 import sys
 
+from memsif.config import MemSIFConfig
 from memsif.inspector import build_demo
 from memsif.inspector.build import MAX_UPLOAD_BYTES
 
-#: Serve MCP too (``--mcp`` or ``MEMSIF_APP_MCP=1``): the tools memory_ingest, memory_ask, memory_facts.
-MCP = "--mcp" in sys.argv[1:] or os.environ.get("MEMSIF_APP_MCP", "0") == "1"
-demo = build_demo(forget_sessions=os.environ.get("MEMSIF_APP_FORGET_SESSIONS", "0") == "1", mcp=MCP)
 
-
-def main() -> None:
-    """Serve the inspector (configuration from the environment)."""
+def main(argv: list[str] | None = None) -> None:
+    """Read the configuration (environment, ``--mcp``), build the page and serve it."""
+    args = sys.argv[1:] if argv is None else argv
+    mcp = "--mcp" in args or os.environ.get("MEMSIF_APP_MCP", "0") == "1"
+    demo = build_demo(MemSIFConfig.from_env(), mcp=mcp,
+                      forget_sessions=os.environ.get("MEMSIF_APP_FORGET_SESSIONS", "0") == "1")
     demo.queue(default_concurrency_limit=4).launch(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), show_error=True,
-        max_file_size=MAX_UPLOAD_BYTES, mcp_server=MCP)
+        max_file_size=MAX_UPLOAD_BYTES, mcp_server=mcp)
 
 
 if __name__ == "__main__":

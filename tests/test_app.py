@@ -24,18 +24,18 @@ FACTS = grounded_extraction({"counseling and mental health as a career": {
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
-    import app
-    from memsif.inspector import common
+    from memsif.inspector import build_demo, common
 
     llm = FakeLLM({"segment_judge": 0.3, "trajectory_judge": 0.6, "core_extract": FACTS,
                    "core_operation": "A", "sufficiency": 0.2, "answer": "She researched adoption agencies."})
     cfg = MemSIFConfig(data_dir=str(tmp_path_factory.mktemp("app")))
     common.set_engine(MemSIF(cfg, llm=llm, embedder=HashEmbedder(), entities=TableEntities(),
                          store=MemoryStore(in_memory=True)))
-    app.demo.queue(default_concurrency_limit=4)
-    _, url, _ = app.demo.launch(prevent_thread_lock=True, quiet=True)
+    demo = build_demo()
+    demo.queue(default_concurrency_limit=4)
+    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True)
     yield url
-    app.demo.close()
+    demo.close()
     common.set_engine(None)
 
 
@@ -206,15 +206,14 @@ def test_a_bad_upload_gets_one_message_in_the_page_and_the_memory_stays(app_url,
 
 
 def test_the_chat_has_a_send_button_and_a_placeholder_from_the_loaded_transcript(tmp_path):
-    import app
-    from memsif.inspector import build
+    from memsif.inspector import build, build_demo
 
     example = build.load_transcripts(build.EXAMPLE)
     assert build.question_hint(example) == "When did Caroline go to the LGBTQ support group?"
     chat = tmp_path / "bike.txt"
     chat.write_text("## 1 June 2024\nMia: My bike is red.\nTom: Nice bike!\nMia: Thanks.\n")
     assert build.question_hint(build.load_transcripts(chat)) == "What did Mia talk about?"
-    assert any(getattr(b, "elem_id", None) == "send-btn" for b in app.demo.blocks.values())
+    assert any(getattr(b, "elem_id", None) == "send-btn" for b in build_demo().blocks.values())
 
 
 def test_the_evaluate_lens_compares_memsif_with_flat_baselines_on_the_files_own_questions(app_url):

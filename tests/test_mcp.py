@@ -12,7 +12,7 @@ from memsif.store import MemoryStore
 from tests.fakes import FakeLLM, HashEmbedder, TableEntities, grounded_extraction
 
 mcp = pytest.importorskip("mcp")
-from mcp.client.streamable_http import streamablehttp_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 TRANSCRIPT = """## 3 March 2024
 Alice: My rent is 1,200 euros a month.
@@ -40,7 +40,7 @@ def mcp_url(tmp_path_factory):
 
 
 async def _session(url, work):
-    async with streamablehttp_client(url) as (read, write, _), mcp.ClientSession(read, write) as session:
+    async with streamable_http_client(url) as (read, write, _), mcp.ClientSession(read, write) as session:
         await session.initialize()
         return await work(session)
 

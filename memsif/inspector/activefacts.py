@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.inspector.common import MESSAGE_COLUMNS, engine_for, guard
+from memsif.inspector.common import MESSAGE_COLUMNS, engine_for, guard, session_engine
 from memsif.viz import cluster_scatter, message_rows
 
 CLUSTER_COLUMNS = ["cluster", "subject (speaker: topic)", "statement", "Score_src", "Score_qry", "|R|", "queries",
@@ -27,8 +27,9 @@ NOTATION_ACTIVE = """
 @guard
 def clusters_view(namespace: str | None, settings: dict | None = None):
     """ActiveFact candidate clusters as points (Score_src, Score_qry) against θ_s / θ_q, and their table."""
-    eng = engine_for(settings)
-    clusters = eng.clusters(namespace) if namespace and eng.has_memory(namespace) else []
+    eng = session_engine(namespace, settings)
+    clusters = eng.clusters(namespace) if eng else []
+    eng = eng or engine_for(settings)
     rows = []
     for c in clusters:
         statement = c.get("statement") or c.get("central_statement") or ""
@@ -40,9 +41,9 @@ def clusters_view(namespace: str | None, settings: dict | None = None):
 
 def cluster_sources(namespace: str | None, settings: dict | None, evt: gr.SelectData):
     """The source messages R_k of the selected candidate cluster."""
-    eng = engine_for(settings)
+    eng = session_engine(namespace, settings)
     row = evt.row_value if getattr(evt, "row_value", None) else None
-    if not namespace or not eng.has_memory(namespace) or not row:
+    if eng is None or not row:
         return []
     ids = [i.strip() for i in str(row[CLUSTER_COLUMNS.index("sources")]).split(",") if i.strip()]
     return message_rows(ids, eng.messages(namespace))

@@ -20,6 +20,7 @@ from memsif.inspector.common import (
     in_background,
     model_share,
     new_session,
+    session_engine,
 )
 from memsif.io import load_transcripts
 from memsif.viz import SEGMENT_COLUMNS, phi_timeline, segment_rows
@@ -83,8 +84,8 @@ def list_samples(file):
 
 def timeline_view(namespace: str | None, settings: dict | None = None):
     """φ timeline figure and the Topical Segment table of this session's memory."""
-    eng = engine_for(settings)
-    if not namespace or not eng.has_memory(namespace):
+    eng = session_engine(namespace, settings)
+    if eng is None:
         return None, []
     decisions = eng.decisions(namespace, "segment")
     messages = eng.messages(namespace)

@@ -13,7 +13,7 @@ from typing import Any
 import gradio as gr
 
 from memsif.inspector.activefacts import clusters_view
-from memsif.inspector.common import engine_for, guard, new_session
+from memsif.inspector.common import engine_for, guard, new_session, session_engine
 from memsif.inspector.corefacts import build_facts
 from memsif.records import Message
 from memsif.timeparse import day_text
@@ -82,8 +82,8 @@ def message_context(message_id: str | None, namespace: str | None, settings: dic
     """One message in context: its Topical Segment (up to four messages on each side, the message in
     bold), the segment's Event Trajectory and its other segments, and the φ timeline with the message
     marked. Returns (markdown, timeline figure); ("", None) without a message or memory."""
-    eng = engine_for(settings)
-    if not message_id or not namespace or not eng.has_memory(namespace):
+    eng = session_engine(namespace, settings)
+    if not message_id or eng is None:
         return "", None
     messages = eng.messages(namespace)
     by_id = {m.id: m for m in messages}

@@ -108,9 +108,13 @@ def forget_session(namespace: str | None) -> None:
         delete_memory(_engine, namespace)
 
 
-def has_memory(namespace: str | None, settings: dict | None = None) -> bool:
-    """Whether this session's namespace holds a memory yet."""
-    return bool(namespace) and engine_for(settings).has_memory(namespace)
+def session_engine(namespace: str | None, settings: dict | None = None) -> MemSIF | None:
+    """The engine with this session's settings when the session holds a memory, else None (the
+    views then show nothing)."""
+    if not namespace:
+        return None
+    eng = engine_for(settings)
+    return eng if eng.has_memory(namespace) else None
 
 
 def guard(fn):

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.inspector.common import MESSAGE_COLUMNS, engine_for, guard, in_background, model_share
+from memsif.inspector.common import MESSAGE_COLUMNS, guard, in_background, model_share, session_engine
 from memsif.viz import FACT_COLUMNS, OP_COLUMNS, fact_rows, message_rows, op_rows
 
 EMPTY_STATUS = "CoreFacts are extracted after Structured Interaction Memory is built."
@@ -19,8 +19,8 @@ def build_facts(namespace: str | None, settings: dict | None, progress=gr.Progre
     """CoreFact extraction and consolidation over every message no extraction has read yet (§3.3);
     minutes on the 135M model. Yields (status, fact rows, operation rows), the rows again after
     every written batch."""
-    eng = engine_for(settings)
-    if not namespace or not eng.has_memory(namespace):
+    eng = session_engine(namespace, settings)
+    if eng is None:
         yield "No memory yet: build it first.", [], []
         return
 
@@ -60,8 +60,8 @@ def build_facts(namespace: str | None, settings: dict | None, progress=gr.Progre
 def facts_view(namespace: str | None, op: str | None, subject: str | None, settings: dict | None = None):
     """CoreFacts by type and subject (with superseded history) and the operation log, filtered by
     operation and subject. Returns (fact rows, operation rows)."""
-    eng = engine_for(settings)
-    if not namespace or not eng.has_memory(namespace):
+    eng = session_engine(namespace, settings)
+    if eng is None:
         return [], []
     facts = sorted(eng.facts(namespace, history=True), key=lambda f: (f.type, f.subject.lower(), int(f.id[1:])))
     if subject:
@@ -71,8 +71,8 @@ def facts_view(namespace: str | None, op: str | None, subject: str | None, setti
 
 def fact_sources(namespace: str | None, settings: dict | None, evt: gr.SelectData):
     """The source messages of the CoreFact in the selected row (provenance)."""
-    eng = engine_for(settings)
-    if not namespace or not eng.has_memory(namespace) or evt.index is None:
+    eng = session_engine(namespace, settings)
+    if eng is None or evt.index is None:
         return []
     row = evt.row_value if getattr(evt, "row_value", None) else None
     if not row:
@@ -84,7 +84,7 @@ def fact_sources(namespace: str | None, settings: dict | None, evt: gr.SelectDat
 def layout() -> SimpleNamespace:
     """The CoreFacts tab's components."""
     ui = SimpleNamespace()
-    ui.status = gr.Markdown(EMPTY_STATUS)
+    ui.status = gr.Markdown(EMPTY_STATUS, elem_id="corefacts-status")
     with gr.Row():
         ui.extract_btn = gr.Button("Extract CoreFacts now")
         ui.refresh_btn = gr.Button("Refresh")
@@ -94,5 +94,6 @@ def layout() -> SimpleNamespace:
                             wrap=True, max_height=400, column_widths=["7%", "10%", "14%", "41%", "11%", "9%", "8%"])
     ui.sources = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages of the selected fact", wrap=True)
     ui.ops = gr.Dataframe(headers=OP_COLUMNS, label="Operation log (append-only)", wrap=True, max_height=400,
+                          elem_id="fact-ops",
                           column_widths=["4%", "8%", "27%", "7%", "42%", "12%"])
     return ui

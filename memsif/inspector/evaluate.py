@@ -23,7 +23,7 @@ from memsif.eval.data import load_locomo, load_longmemeval
 from memsif.eval.metrics import evidence_recall, ted
 from memsif.eval.runner import NCE_TED
 from memsif.eval.systems import CountingLLM, HybridRAGSystem, NaiveRAGSystem
-from memsif.inspector.common import engine_for, eval_namespace, guard, in_background, model_share
+from memsif.inspector.common import eval_namespace, guard, in_background, model_share, session_engine
 from memsif.viz import evidence_lens
 
 EVAL_COLUMNS = ["question", "category", "TED", "gold evidence", "MemSIF", "Hybrid RAG", "Naive RAG",
@@ -67,8 +67,8 @@ def evaluate(namespace: str | None, source: dict | None, settings: dict | None,
     """Ask every scored question of the built file retrieval-only of MemSIF, Hybrid RAG and Naive
     RAG at MemSIF's token budget (a few minutes for a LoCoMo conversation). Yields (summary markdown,
     evidence figure, rows of ``EVAL_COLUMNS``, rows kept for redrawing)."""
-    eng = engine_for(settings)
-    if not namespace or not eng.has_memory(namespace) or not source:
+    eng = session_engine(namespace, settings)
+    if eng is None or not source:
         yield "No memory yet: build it first (Build tab).", None, [], []
         return
     samples = _samples(source)

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.inspector.common import engine_for, guard
+from memsif.inspector.common import guard, session_engine
 from memsif.viz import (
     TRAJECTORY_DETAIL_COLUMNS,
     trajectory_detail_rows,
@@ -19,8 +19,8 @@ from memsif.viz import (
 @guard
 def trajectories_view(namespace: str | None, settings: dict | None = None):
     """Trajectory graph, swimlanes and the trajectory ids of this session's memory."""
-    eng = engine_for(settings)
-    if not namespace or not eng.has_memory(namespace):
+    eng = session_engine(namespace, settings)
+    if eng is None:
         return None, None, gr.Dropdown(choices=[], value=None)
     segments, trajectories = eng.segments(namespace), eng.trajectories(namespace)
     index = {m.id: m.index for m in eng.messages(namespace)}
@@ -32,8 +32,8 @@ def trajectories_view(namespace: str | None, settings: dict | None = None):
 @guard
 def trajectory_detail(trajectory_id: str | None, namespace: str | None, settings: dict | None = None):
     """The segments and messages of one Event Trajectory, in time order."""
-    eng = engine_for(settings)
-    if not trajectory_id or not namespace or not eng.has_memory(namespace):
+    eng = session_engine(namespace, settings)
+    if not trajectory_id or eng is None:
         return []
     return trajectory_detail_rows(trajectory_id, eng.segments(namespace), eng.trajectories(namespace),
                                   eng.messages(namespace))
