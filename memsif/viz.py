@@ -217,16 +217,16 @@ def evidence_lens(rows: Sequence[dict[str, Any]], nce_only: bool = True, nce_ted
                 points[name][2].append(text)
     styles = {**{k: ({"color": c, "size": 11}, f"MemSIF: {k}") for k, c in LENS_PATHS.items()},
               "missed": ({"color": "#999", "size": 11, "symbol": "circle-open"}, "MemSIF missed"),
-              "hybrid": ({"color": "black", "size": 7, "symbol": "x-thin", "line": {"width": 2}},
+              "hybrid": ({"color": "black", "size": 8, "symbol": "x-thin", "line": {"width": 2, "color": "black"}},
                          "in Hybrid RAG's context")}
     for name, (xs, ys, texts) in points.items():
         marker, legend = styles[name]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=legend, marker=marker, text=texts,
                                  hovertemplate="%{text}<extra></extra>"))
-    fig.update_layout(height=min(1600, 160 + 22 * len(chosen)), margin={"l": 10, "r": 10, "t": 30, "b": 40},
+    fig.update_layout(height=min(1600, 200 + 22 * len(chosen)), margin={"l": 10, "r": 10, "t": 70, "b": 40},
                       xaxis={"title": "message index", "tickformat": "d"},
                       yaxis={"categoryorder": "array", "categoryarray": labels, "automargin": True},
-                      legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
+                      legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.0, "yanchor": "bottom"})
     return fig
 
 

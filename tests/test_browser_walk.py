@@ -44,8 +44,9 @@ def _text(driver, elem_id: str) -> str:
 def _pick_first(driver, elem_id: str) -> str:
     """Open a Gradio dropdown and choose its first option; returns the option's text."""
     driver.find_element(By.CSS_SELECTOR, f"#{elem_id} input").click()
-    option = WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "ul.options li"))[0]
-    chosen = option.text.strip()
+    option = WebDriverWait(driver, 10).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, f"#{elem_id} li[data-testid='dropdown-option']"))[0]
+    chosen = option.get_attribute("aria-label")
     option.click()
     return chosen
 
@@ -74,12 +75,14 @@ def test_a_first_visit_walks_every_view(app_url, tmp_path):  # noqa: F811 (the f
 
         # 2. CoreFacts appear while they are written, under one progress display
         _tab(d, "CoreFacts")
-        first_rows_during = None
+        first_rows_during, seen = None, []
         deadline = time.time() + 600
         while time.time() < deadline:
             status = _text(d, "corefacts-status")
             rows = d.find_elements(By.CSS_SELECTOR, "#fact-ops tbody tr")
-            if first_rows_during is None and rows and rows[0].text.strip() and "current CoreFacts" not in status:
+            seen.append((status[:80], len(rows)))
+            filled = [r for r in rows if (r.get_attribute("textContent") or "").strip()]
+            if first_rows_during is None and filled and "current CoreFacts" not in status:
                 first_rows_during = status
                 d.save_screenshot(str(shots / "walk-corefacts-while-written.png"))
             if "current CoreFacts" in status:
@@ -88,11 +91,13 @@ def test_a_first_visit_walks_every_view(app_url, tmp_path):  # noqa: F811 (the f
         else:
             pytest.fail("CoreFact extraction did not finish in 10 minutes")
         assert first_rows_during and "Extracting CoreFacts: batch" in first_rows_during, \
-            "no operation was shown before the extraction finished"
+            f"no operation was shown before the extraction finished: {seen[::4]}"
         assert len(d.find_elements(By.CSS_SELECTOR, ".progress-text, .eta-bar")) <= 1
 
         # 3. a bad upload: one message in the page; the views stay
         _tab(d, "Build")
+        next(b for b in d.find_elements(By.CSS_SELECTOR, "button[aria-label='Clear']") if b.is_displayed()).click()
+        time.sleep(1)  # the file box is empty again (the views stay)
         d.find_element(By.CSS_SELECTOR, "input[type='file']").send_keys(str(bad))
         WebDriverWait(d, 30).until(lambda d: "was not loaded" in _text(d, "build-summary"))
         page = d.find_element(By.TAG_NAME, "body").text
@@ -109,7 +114,8 @@ def test_a_first_visit_walks_every_view(app_url, tmp_path):  # noqa: F811 (the f
         assert "evidence_used" not in body, "the raw JSON is open"
         WebDriverWait(d, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, "#context-pick input").is_enabled())
         chosen = _pick_first(d, "context-pick")
-        WebDriverWait(d, 60).until(lambda d: f"→ {chosen}" in _text(d, "message-context"))
+        WebDriverWait(d, 60).until(lambda d: chosen in _text(d, "message-context")
+                                   and "→" in _text(d, "message-context"))
         assert "Topical Segment" in _text(d, "message-context")
         WebDriverWait(d, 30).until(lambda d: _plot_drawn(d, "context-plot"))
         d.save_screenshot(str(shots / "walk-message-context.png"))
@@ -145,7 +151,11 @@ def test_a_first_visit_walks_every_view(app_url, tmp_path):  # noqa: F811 (the f
         WebDriverWait(d, 30).until(lambda d: "memory was deleted" in _text(d, "build-summary"))
         assert not _plot_drawn(d, "timeline")
         _tab(d, "CoreFacts")
-        assert not [r for r in d.find_elements(By.CSS_SELECTOR, "#fact-ops tbody tr") if r.text.strip()]
+        assert not [r for r in d.find_elements(By.CSS_SELECTOR, "#fact-ops tbody tr")
+                    if (r.get_attribute("textContent") or "").strip()], "the operation log still shows deleted memory"
         d.save_screenshot(str(shots / "walk-deleted.png"))
+    except BaseException:
+        d.save_screenshot(str(shots / "walk-failed.png"))
+        raise
     finally:
         d.quit()

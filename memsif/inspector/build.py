@@ -57,7 +57,7 @@ def load_upload(path: str, sample: str | None = None) -> list:
     try:
         return load_transcripts(path, sample=sample or None)
     except MemSIFError as exc:
-        said = str(exc).replace(str(Path(path).parent) + "/", "")
+        said = str(exc).replace(str(Path(path).parent) + "/", "").replace(f"file {Path(path).name}: ", "", 1)
         raise UploadRefused(f"⚠️ **{Path(path).name}** was not loaded: {said}\n\n{ACCEPTED} Nothing was changed: "
                             "this session's memory and views are as they were.") from exc
 
@@ -215,7 +215,8 @@ def layout() -> SimpleNamespace:
     ui.timeline = gr.Plot(label="φ(u_t, S_i) per message against τ_split and τ_merge", elem_id="timeline")
     with gr.Accordion("What the timeline shows", open=False):
         gr.Markdown(NOTATION_TIMELINE)
-    ui.table = gr.Dataframe(headers=SEGMENT_COLUMNS, label="Topical Segments", wrap=True, max_height=400)
+    ui.table = gr.Dataframe(headers=SEGMENT_COLUMNS, label="Topical Segments", wrap=True, max_height=400,
+                            column_widths=["8%", "9%", "9%", "7%", "7%", "12%", "18%", "30%"])
     with gr.Accordion("Delete this session's memory", open=False):
         gr.Markdown("Deletes every message, segment, trajectory, fact, cluster and log of this session. "
                     "It cannot be undone.")

@@ -97,7 +97,8 @@ def message_context(message_id: str | None, namespace: str | None, settings: dic
     if segment is not None:
         k = segment.message_ids.index(message_id)
         window = segment.message_ids[max(0, k - CONTEXT_MESSAGES):k + CONTEXT_MESSAGES + 1]
-        lines.append(f"\nTopical Segment **{segment.id}** ({len(segment.message_ids)} messages, key entities: "
+        size = len(segment.message_ids)
+        lines.append(f"\nTopical Segment **{segment.id}** ({size} message{'s' if size != 1 else ''}, key entities: "
                      f"{', '.join(sorted(segment.entities)[:8]) or '–'}):\n")
         if window[0] != segment.message_ids[0]:
             lines.append("- …")
