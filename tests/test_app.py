@@ -236,3 +236,13 @@ def test_the_evaluate_lens_compares_memsif_with_flat_baselines_on_the_files_own_
     queries = " | ".join(row[6] for row in clusters["data"])
     assert "When did Caroline go to the LGBTQ support group?" not in queries, \
         "the evaluation's questions leaked into the session's own ActiveFact clusters"
+
+
+def test_a_client_build_streams_its_progress(app_url):
+    client = gradio_client.Client(app_url, verbose=False)
+    job = client.submit(None, None, api_name="/build")
+    job.result(timeout=300)
+    summaries = [out[0] for out in job.outputs()]
+    assert len(summaries) >= 2, "the build reported nothing before its result"
+    assert any(s.startswith(("Building Structured Interaction Memory", "Loading models")) for s in summaries[:-1])
+    assert "Topical Segments" in summaries[-1]

@@ -181,6 +181,6 @@ def layout() -> SimpleNamespace:
     ui.plot = gr.Plot(label="Gold evidence per question on the timeline: found by MemSIF (by path), by Hybrid RAG, "
                       "missed", elem_id="eval-plot")
     ui.table = gr.Dataframe(headers=EVAL_COLUMNS, label="Per question (most spread-out evidence first)", wrap=True,
-                            max_height=500)
+                            max_height=500, column_widths=["26%", "9%", "6%", "12%", "8%", "8%", "8%", "23%"])
     ui.rows = gr.State()
     return ui
