@@ -2,6 +2,7 @@
 
 import json
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -345,3 +346,16 @@ def test_compare_names_missing_labels_leaves_out_undefined_values_and_warns_on_o
     result = json.loads(capsys.readouterr().out)
     assert result["questions"] == 2 and result["undefined_left_out"] == 1 and result["diff"] == 0.25
     assert "zero width" in result["note"]
+
+
+def test_synthetic_histories_for_the_scale_benchmark_are_long_ordered_and_unique():
+    from memsif.eval.scale import growth, synthetic_history
+
+    example = Path(__file__).resolve().parents[1] / "assets" / "locomo-conv-26.json"
+    messages, questions = synthetic_history(1000, [str(example)])
+    assert len(messages) == 1000 and len({m.id for m in messages}) == 1000
+    times = [m.time for m in messages if m.time]
+    assert times == sorted(times), "a copy's dates must follow the previous copy's"
+    assert messages[419].id == "c1.D1:1" and questions
+    rows = [{"messages": 1000, "x": 10.0}, {"messages": 2000, "x": 20.0}, {"messages": 4000, "x": 80.0}]
+    assert growth(rows, "x") == ["1.00", "2.00"]

@@ -86,3 +86,26 @@ def test_llamacpp_backend_scores_or_explains_why_it_cannot():
     probs = llm.yes_probability([Prompt("x", "v", "Is Paris in France?"), Prompt("x", "v", "Is the sky green?")])
     assert all(0.0 < p < 1.0 for p in probs)
     assert llm.generate(Prompt("x", "v", "Say hi."), max_new_tokens=5).tokens_out >= 1
+
+
+def test_auto_dtype_is_the_faster_one_measured_on_this_cpu_and_cached(tmp_path):
+    torch = pytest.importorskip("torch")
+    from memsif.llm.transformers_backend import measured_cpu_dtype
+
+    model = torch.nn.Linear(4, 4)
+    timings = {torch.float32: 2.0, torch.bfloat16: 1.0}
+    calls = []
+
+    def timer(m):
+        dtype = next(m.parameters()).dtype
+        calls.append(dtype)
+        return timings[dtype]
+
+    assert measured_cpu_dtype(model, tmp_path, "m", timer=timer) == torch.bfloat16
+    assert next(model.parameters()).dtype == torch.float32, "the measurement changed the model's weights"
+    assert calls == [torch.float32, torch.bfloat16]
+    choice = json.loads((tmp_path / "dtype-choice.json").read_text())
+    assert [v["dtype"] for v in choice.values()] == ["bfloat16"]
+    timings[torch.bfloat16] = 3.0  # cached: not measured again
+    assert measured_cpu_dtype(model, tmp_path, "m", timer=timer) == torch.bfloat16 and len(calls) == 2
+    assert measured_cpu_dtype(model, tmp_path, "other", timer=timer) == torch.float32 and len(calls) == 4

@@ -167,7 +167,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    """Figures for the default models: ingest speed, judge-call share, query latency, tokens, memory."""
+    """Figures for the default models: ingest speed, judge-call share, query latency, tokens, memory;
+    with ``--scale``, how they grow with the history (``memsif.eval.scale``)."""
+    if args.scale or args.scale_one:
+        from memsif.eval import scale
+
+        paths = args.scale_data or [str(DEFAULT_BENCH)]
+        if args.scale_one:
+            print(json.dumps(scale.measure_one(args.scale_one, paths, args.fact_batches, args.questions)))
+        else:
+            sizes = [int(x) for x in args.sizes.split(",")]
+            print(scale.run(sizes, paths, args.fact_batches, args.questions))
+        return 0
     from memsif.engine import MemSIF
     from memsif.eval.systems import CountingLLM
     from memsif.io import load_transcripts
@@ -279,4 +290,11 @@ def add_parsers(sub) -> None:
     b.add_argument("--facts", action="store_true", help="include CoreFact extraction in the ingest (minutes)")
     b.add_argument("--data-dir", help="memory folder (default: a temporary one, removed after)")
     b.add_argument("--json", action="store_true")
+    b.add_argument("--scale", action="store_true", help="how build, query and store costs grow: synthetic "
+                   "histories of --sizes messages (LoCoMo conversations end to end)")
+    b.add_argument("--sizes", default="1000,2000,5000,10000", help="history lengths for --scale")
+    b.add_argument("--scale-data", action="append", help="LoCoMo file(s) to concatenate (default: the bundled "
+                   "conv-26); repeat for several")
+    b.add_argument("--fact-batches", type=int, default=3, help="CoreFact batches timed per size (extrapolated)")
+    b.add_argument("--scale-one", type=int, help=argparse.SUPPRESS)  # one size, in its own process
     b.set_defaults(func=cmd_bench)

@@ -7,9 +7,11 @@ saved once under ``<cache_dir>/transformers/`` as safetensors and loaded from th
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shutil
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -94,7 +96,10 @@ class TransformersLLM:
         except (OSError, ValueError) as exc:
             raise LLMError(f"Could not load LLM {source!r} ({exc}). Set MEMSIF_LLM_MODEL to a local folder "
                            "or a hub id reachable from here, or use MEMSIF_LLM_BACKEND=openai.") from exc
-        dtype = _resolve_dtype(config.llm_dtype, device)
+        if config.llm_dtype == "auto" and device == "cpu":
+            dtype = measured_cpu_dtype(model, config.resolved_cache_dir, name)
+        else:
+            dtype = _resolve_dtype(config.llm_dtype, device)
         if dtype is not None:
             model = model.to(dtype)
         return cls(model.to(device), tokenizer, name, device)
@@ -218,6 +223,77 @@ class _LoopStop:
             earlier = {tuple(row[i:i + self.n]) for i in range(0, len(row) - self.n)}
             done.append(len(row) > self.n and tail in earlier)
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+
+#: Above this many parameters the dtype is chosen by the CPU's flags: measuring would copy the model.
+MEASURE_DTYPE_MAX_PARAMS = 1_000_000_000
+
+
+def _cpu_name() -> str:
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _time_forward(model, steps: int = 3, prompt_tokens: int = 192, decode_tokens: int = 8) -> float:
+    """Seconds of the fastest of ``steps`` runs of a prompt forward plus single-token decode steps
+    (what a judge call and a generation do), after one warm-up run."""
+    import torch
+
+    ids = torch.randint(100, 1000, (1, prompt_tokens))
+    best = float("inf")
+    with torch.inference_mode():
+        for k in range(steps + 1):
+            start = time.perf_counter()
+            out = model(input_ids=ids, use_cache=True)
+            past = out.past_key_values
+            for _ in range(decode_tokens):
+                out = model(input_ids=ids[:, -1:], past_key_values=past, use_cache=True)
+                past = out.past_key_values
+            if k:  # the first run warms up
+                best = min(best, time.perf_counter() - start)
+    return best
+
+
+def measured_cpu_dtype(model, cache_root: Path, name: str, timer=_time_forward):
+    """float32 or bfloat16, whichever runs ``model`` faster on this CPU (``llm_dtype=auto``): a prompt
+    forward and eight decode steps timed in both (on a bfloat16 copy, so the float32 weights stay
+    exact). The choice is cached in ``cache_root/dtype-choice.json`` per CPU model, torch version and
+    model; models over 1B parameters fall back to the CPU flags (AVX512-BF16 or AMX → bfloat16).
+    Returns a torch dtype."""
+    import copy
+
+    import torch
+
+    key = f"{_cpu_name()}|torch {torch.__version__}|{name}"
+    cache = cache_root / "dtype-choice.json"
+    try:
+        known = json.loads(cache.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if key in known:
+        return {"float32": torch.float32, "bfloat16": torch.bfloat16}[known[key]["dtype"]]
+    if sum(p.numel() for p in model.parameters()) > MEASURE_DTYPE_MAX_PARAMS:
+        return _resolve_dtype("auto", "cpu")
+    fp32 = timer(model)
+    bf16 = timer(copy.deepcopy(model).to(torch.bfloat16))
+    chosen = "bfloat16" if bf16 < fp32 else "float32"
+    log.info("llm_dtype auto on %s: float32 %.3f s, bfloat16 %.3f s per probe → %s", key, fp32, bf16, chosen)
+    known[key] = {"dtype": chosen, "float32_s": round(fp32, 4), "bfloat16_s": round(bf16, 4)}
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(known, indent=1))
+        tmp.replace(cache)
+    except OSError as exc:  # a read-only cache costs a measurement next time, nothing else
+        log.warning("could not cache the dtype choice in %s: %s", cache, exc)
+    return torch.bfloat16 if chosen == "bfloat16" else torch.float32
 
 
 def _resolve_dtype(setting: str, device: str):

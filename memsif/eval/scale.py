@@ -1,0 +1,144 @@
+"""``python -m memsif bench --scale``: how the cost of a memory grows with the history's length.
+
+Synthetic histories of 1k, 2k, 5k and 10k messages are made by concatenating LoCoMo conversations
+(each copy's dates shifted to start a week after the previous copy ends; ids prefixed by the copy).
+Each size is built in a fresh process (so peak memory is per size) and reports: Structured
+Interaction Memory build seconds, CoreFact seconds on a fixed sample of batches extrapolated to the
+whole history (labelled so), retrieval p50 / p95 and answer p50 / p95 over a fixed set of questions,
+the store's size on disk, and peak RSS. Then the fitted growth: the exponent b of seconds ≈ a·n^b
+between sizes (b ≈ 1 is linear).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+
+from memsif.config import MemSIFConfig
+from memsif.records import Message
+
+
+def synthetic_history(n: int, paths: list[str]) -> tuple[list[Message], list[str]]:
+    """The first ``n`` messages of LoCoMo conversations from ``paths`` repeated end to end, with
+    shifted dates and ids prefixed by the copy ("c2.D3:7"); and their questions (category 1–4).
+
+    Raises:
+        MemSIFError: a file that is not LoCoMo.
+    """
+    from memsif.eval.data import load_locomo
+
+    samples = [s for p in paths for s in load_locomo(p)]
+    out: list[Message] = []
+    questions: list[str] = [q.question for s in samples for q in s.questions]
+    end = None
+    copy = 0
+    while len(out) < n:
+        sample = samples[copy % len(samples)]
+        times = [m.time for m in sample.messages if m.time]
+        shift = timedelta(0) if end is None or not times else (end - min(times)) + timedelta(days=7)
+        for m in sample.messages:
+            if len(out) >= n:
+                break
+            when = m.time + shift if m.time else None
+            out.append(m.model_copy(update={"id": f"c{copy}.{m.id}", "time": when,
+                                            "session_id": f"c{copy}.{m.session_id}", "namespace": "scale"}))
+        end = max((m.time for m in out if m.time), default=end)
+        copy += 1
+    return out, questions
+
+
+def _disk_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+
+def measure_one(n: int, paths: list[str], fact_batches: int, questions: int) -> dict:
+    """Build one size in this process and return its figures."""
+    from memsif.engine import MemSIF
+    from memsif.facts.core import BATCH_MESSAGES
+
+    messages, qs = synthetic_history(n, paths)
+    data_dir = Path(tempfile.mkdtemp(prefix="memsif-scale-"))
+    try:
+        engine = MemSIF(MemSIFConfig.from_env(data_dir=str(data_dir)))
+        engine.load_models()
+        start = time.perf_counter()
+        report = engine.ingest(messages, namespace="scale", core_facts=False)
+        sim_s = time.perf_counter() - start
+        # CoreFacts on a fixed sample: the last ``fact_batches`` batches' messages in a second namespace
+        # holding the whole structure would cost the whole build again; instead extract over the first
+        # batches of this memory's unread messages and stop there.
+        sample_messages = fact_batches * BATCH_MESSAGES
+        start = time.perf_counter()
+        engine.ingest(messages[:sample_messages], namespace="scale-facts", core_facts=False)
+        engine.ingest([], namespace="scale-facts", core_facts=True)
+        facts_s = time.perf_counter() - start
+        retrieval, answer = [], []
+        for q in qs[:questions]:
+            t = time.perf_counter()
+            engine.ask(q, "scale", generate=False)
+            retrieval.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            engine.ask(q, "scale")
+            answer.append(time.perf_counter() - t)
+        engine.close()
+        return {"messages": len(messages), "segments": report.segments, "trajectories": report.trajectories,
+                "sim_s": round(sim_s, 1), "core_facts_sample_s": round(facts_s, 1),
+                "core_facts_extrapolated_s": round(facts_s * len(messages) / sample_messages, 1),
+                "retrieval_p50_s": round(float(np.percentile(retrieval, 50)), 2),
+                "retrieval_p95_s": round(float(np.percentile(retrieval, 95)), 2),
+                "answer_p50_s": round(float(np.percentile(answer, 50)), 2),
+                "answer_p95_s": round(float(np.percentile(answer, 95)), 2),
+                "store_mb": round(_disk_mb(data_dir), 1),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def growth(rows: list[dict], key: str) -> list[str]:
+    """Exponent b of ``key`` ≈ a·n^b between consecutive sizes, as text ("1.02")."""
+    out = []
+    for a, b in itertools.pairwise(rows):
+        if a[key] > 0 and b[key] > 0:
+            out.append(f"{math.log(b[key] / a[key]) / math.log(b['messages'] / a['messages']):.2f}")
+        else:
+            out.append("–")
+    return out
+
+
+def run(sizes: list[int], paths: list[str], fact_batches: int, questions: int) -> str:
+    """Every size in its own process; returns the markdown report."""
+    rows = []
+    for n in sizes:
+        cmd = [sys.executable, "-m", "memsif", "bench", "--scale-one", str(n), "--fact-batches", str(fact_batches),
+               "--questions", str(questions), "--json", *[a for p in paths for a in ("--scale-data", p)]]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"size {n} failed:\n{done.stderr[-2000:]}")
+        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        print(f"size {n}: {rows[-1]}", file=sys.stderr)
+    lines = ["| messages | segments | trajectories | SIM build s | CoreFacts s (extrapolated from "
+             f"{fact_batches} batches) | retrieval p50 / p95 s | answer p50 / p95 s | store MB | peak RSS MB |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['messages']} | {r['segments']} | {r['trajectories']} | {r['sim_s']} | "
+                     f"{r['core_facts_extrapolated_s']} | {r['retrieval_p50_s']} / {r['retrieval_p95_s']} | "
+                     f"{r['answer_p50_s']} / {r['answer_p95_s']} | {r['store_mb']} | {r['peak_rss_mb']} |")
+    if len(rows) > 1:
+        lines += ["", "Growth exponent b (cost ≈ a·n^b) between consecutive sizes; 1 = linear:", "",
+                  "| between | SIM build | retrieval p50 | store | peak RSS |", "|---|---|---|---|---|"]
+        steps = [f"{a['messages']}→{b['messages']}" for a, b in itertools.pairwise(rows)]
+        cols = [growth(rows, k) for k in ("sim_s", "retrieval_p50_s", "store_mb", "peak_rss_mb")]
+        for k, step in enumerate(steps):
+            lines.append(f"| {step} | " + " | ".join(c[k] for c in cols) + " |")
+    return "\n".join(lines)
