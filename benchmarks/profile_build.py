@@ -53,7 +53,7 @@ def stage(label: str):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--messages", type=int, default=419)
-    ap.add_argument("--batches", type=int, default=4)
+    ap.add_argument("--batches", type=int, default=8)
     args = ap.parse_args()
     transcript = load_transcripts(ROOT / "assets" / "locomo-conv-26.json")[0]
     with tempfile.TemporaryDirectory() as data_dir:
@@ -99,6 +99,7 @@ def main() -> None:
             return call
         structured.JsonSchemaLogits.processor = processor
         timed(llm, "generate", "generate, total")
+        timed(llm, "generate_batch", "generate, total")
         from memsif.facts import core
         batches_messages = core.BATCH_MESSAGES * args.batches
         # extract over the first batches only: a memory of just those messages
@@ -124,13 +125,14 @@ def main() -> None:
     rest = total - sum(parts.values())
     print(f"| the rest (φ, profiles, sentence index, store) | {rest:.1f} | {rest / total:.0%} | |")
     print(f"| **total** | **{total:.1f}** | | |")
-    n = max(len(prefill), 1)
     total = SECONDS["CoreFact extraction, total"]
     gen = SECONDS["generate, total"]
     mask = SECONDS["JSON schema mask (lm-format-enforcer)"]
-    print(f"\nCoreFact extraction, {len(prefill)} batches ({facts.fact_ops}); per batch: "
-          f"{sum(prompt_tokens) / n:.0f} prompt tokens, {len(decode) / n:.0f} generated tokens\n")
-    print("| part | seconds | share | per batch | per generated token |\n|---|---|---|---|---|")
+    n = facts.fact_llm_calls or 1
+    print(f"\nCoreFact extraction, {n} batches, fact_parallel {engine.config.fact_parallel} "
+          f"({facts.fact_ops}); {len(prefill)} prompt forwards of {sum(prompt_tokens) / max(len(prefill), 1):.0f} "
+          f"tokens, {len(decode)} decode steps\n")
+    print("| part | seconds | share | per batch | per decode step |\n|---|---|---|---|---|")
     rows = [("prompt forward (prefill; also the operation choices)", sum(prefill)),
             ("per-token forward (decode)", sum(decode)),
             ("JSON schema mask (lm-format-enforcer)", mask),

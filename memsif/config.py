@@ -70,6 +70,10 @@ class MemSIFConfig:
     core_facts: bool = True
     #: Fact types "Name:description;Name:description"; empty = Identity, Event, Preference, Relation.
     core_schema: str = ""
+    #: Extraction batches generated together as one padded batch (consolidation stays in order); on
+    #: 2 CPU cores 8 batches decode in ~1.5× the per-token time of one (benchmarks/profile_build.py).
+    #: 1 = one at a time.
+    fact_parallel: int = 8
     # --- ActiveFact promotion (§3.4, Eq. 4) ---
     theta_src: float = 0.45
     theta_qry: float = 0.45
@@ -121,8 +125,9 @@ class MemSIFConfig:
     llm_base_url: str = ""
     llm_api_key: str = ""
     llm_device: str = "cpu"
-    #: "auto": bfloat16 on CPUs with AVX512-BF16/AMX (≈35% faster here), float32 on other CPUs,
-    #: the checkpoint's dtype on GPUs; or "float32" / "bfloat16" / "float16".
+    #: "auto": on CPU the faster of float32 and bfloat16, measured once on this CPU and cached
+    #: (transformers_backend.measured_cpu_dtype); the checkpoint's dtype on GPUs; or "float32" /
+    #: "bfloat16" / "float16".
     llm_dtype: str = "auto"
     llm_threads: int = 0
     embedder_model: str = PACKAGED_EMBEDDER
@@ -147,7 +152,8 @@ class MemSIFConfig:
             )
         if self.sufficiency_gate not in SUFFICIENCY_GATES:
             raise ConfigError(f"sufficiency_gate must be one of {SUFFICIENCY_GATES}, got {self.sufficiency_gate!r}.")
-        for name in ("context_tokens", "evidence_candidates", "segment_members", "trajectory_anchor_hits"):
+        for name in ("context_tokens", "evidence_candidates", "segment_members", "trajectory_anchor_hits",
+                     "fact_parallel"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}; fix MEMSIF_{name.upper()}.")
         for name in ("fact_top_k", "trajectory_top_k", "trajectory_evidence", "speaker_boost", "segment_weight",

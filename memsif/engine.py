@@ -350,9 +350,15 @@ class MemSIF:
         seq = store.count("memsif_fact_ops", ns)
         if progress and batches:
             progress(0, len(batches), "core facts")
-        for k, (batch, read_upto) in enumerate(batches):
-            candidates, ops = builder.extract(ns, batch, state.segment_of, trajectory_of,
-                                              np.stack([state.vectors[m.id] for m in batch]))
+        group = self.config.fact_parallel
+        extracted: list[tuple[list, list]] = []
+        for k, (_, read_upto) in enumerate(batches):
+            if k % group == 0:  # extract the next group of batches together; consolidate one by one
+                extracted = builder.extract_many(ns, [b for b, _ in batches[k:k + group]], state.segment_of,
+                                                 trajectory_of, [np.stack([state.vectors[m.id] for m in b])
+                                                                 for b, _ in batches[k:k + group]])
+            candidates, ops = extracted[k % group]
+            ops = list(ops)
             ops.extend(builder.consolidate(fstate, cand) for cand in candidates)
             changed = {fid for op in ops for fid in op.fact_ids}
             store.put_facts(ns, [(f, fstate.vectors[f.id]) for f in fstate.facts if f.id in changed])

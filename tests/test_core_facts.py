@@ -188,7 +188,7 @@ def test_corefacts_are_readable_batch_by_batch_and_an_interrupted_extraction_res
         messages += [msg(f"D1:{k * BATCH_MESSAGES + j}", f"Filler {k} {j}.", MAY) for j in range(2, BATCH_MESSAGES + 1)]
     crash = True
     engine = engine_factory(llm=FakeLLM({"core_extract": reply, "core_operation": "A"}),
-                            embedder=KeywordEmbedder({h: i for i, h in enumerate(hobbies)}), **CFG)
+                            embedder=KeywordEmbedder({h: i for i, h in enumerate(hobbies)}), **CFG, fact_parallel=1)
     engine.ingest(messages, core_facts=False)
     with pytest.raises(Crash):
         engine.ingest([], namespace="t", core_facts=True)
@@ -200,3 +200,24 @@ def test_corefacts_are_readable_batch_by_batch_and_an_interrupted_extraction_res
     assert report.fact_ops == {"ADD": 1}
     assert sorted(f.statement for f in engine.facts("t")) == [f"Melanie likes {h}." for h in hobbies]
     assert [r["op"] for r in engine.fact_log("t")] == ["ADD", "ADD", "ADD"]
+
+
+@pytest.mark.parametrize("parallel", [2, 3, 5])
+def test_batches_extracted_together_give_the_same_facts_and_log_as_one_by_one(engine_factory, parallel):
+    from memsif.facts.core import BATCH_MESSAGES
+
+    phrases = {f"sport{k}": [{"subject": "Melanie", "type": "Preference", "statement": f"Melanie likes sport{k}.",
+                              "sources": [1]}] for k in range(5)}
+    messages = []
+    for k in range(5):
+        messages += [msg(f"D1:{k * BATCH_MESSAGES + 1}", f"I like sport{k}.", MAY)]
+        messages += [msg(f"D1:{k * BATCH_MESSAGES + j}", f"Filler {k} {j}.", MAY) for j in range(2, BATCH_MESSAGES + 1)]
+    logs = {}
+    for p in (1, parallel):
+        engine = engine_factory(llm=FakeLLM({"core_extract": extraction(phrases), "core_operation": "A"}),
+                                embedder=KeywordEmbedder({f"sport{k}": k for k in range(5)}), **CFG, fact_parallel=p)
+        report = engine.ingest(messages)
+        logs[p] = ([(r["op"], r["fact_ids"], r["reason"]) for r in engine.fact_log("t")],
+                   sorted(f.statement for f in engine.facts("t")), report.fact_llm_calls)
+    assert logs[1] == logs[parallel]
+    assert logs[1][2] == 5 and len(logs[1][1]) == 5

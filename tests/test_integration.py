@@ -122,3 +122,25 @@ def test_a_rent_that_went_up_supersedes_with_the_real_embedder():
     op = engine.fact_log("rent", op="supersede")[0]
     assert op["rule"] == "rule" and "numbers changed (numbers 1200" in op["reason"]
     engine.close()
+
+
+def test_extraction_prompts_generated_as_one_batch_give_valid_json_per_prompt(built):
+    """The real model, left-padded batch with the JSON schema mask: every row is parseable JSON of
+    the schema, and a row that finishes early only pads (its text ends with the JSON)."""
+    from memsif.facts.core import EXTRACT_MAX_TOKENS, CoreFactBuilder
+    from memsif.facts.schema import parse_schema
+    from memsif.llm.structured import parse_json_reply
+    from memsif.prompts import core_extract
+
+    engine, _, messages = built
+    builder = CoreFactBuilder(engine.llm, engine.embedder, parse_schema(""))
+    batches = [messages[0:12], messages[12:15], messages[15:27]]  # different prompt lengths
+    prompts = [core_extract.build([("", m.speaker, m.text) for m in b], builder.schema) for b in batches]
+    schema = builder.response_model.model_json_schema()
+    together = engine.llm.generate_batch(prompts, max_new_tokens=EXTRACT_MAX_TOKENS, temperature=0.0,
+                                         json_schema=schema)
+    assert len(together) == 3
+    for gen in together:
+        if gen.tokens_out < EXTRACT_MAX_TOKENS:  # finished: whole JSON of the schema
+            parse_json_reply(gen.text, builder.response_model)
+        assert gen.tokens_in > 0

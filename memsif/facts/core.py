@@ -30,7 +30,7 @@ from memsif.facts import grounding
 from memsif.facts.active import normalise_subject
 from memsif.facts.schema import FactType
 from memsif.facts.values import mask, values
-from memsif.llm import LLM
+from memsif.llm import LLM, Generation, generate_many
 from memsif.llm.structured import parse_json_reply, salvage_items
 from memsif.prompts import core_extract, core_operation
 from memsif.records import CoreFact, FactOp, FactOperation, Message
@@ -103,19 +103,38 @@ class CoreFactBuilder:
         """Candidates from one batch of messages, or a NOOP operation recording why there are none.
         ``message_vectors`` are the messages' (n, d) embeddings when the caller has them (the
         Structured Interaction Memory state does); otherwise they are embedded here."""
-        lines = [(day_text(m.time), m.speaker, annotate_relative_dates(m.text, m.time)[0]) for m in messages]
-        prompt = core_extract.build(lines, self.schema)
+        return self.extract_many(namespace, [messages], segment_of, trajectory_of, [message_vectors])[0]
+
+    def extract_many(self, namespace: str, batches: Sequence[Sequence[Message]], segment_of: dict[str, str],
+                     trajectory_of: dict[str, str | None],
+                     message_vectors: Sequence[np.ndarray | None] | None = None,
+                     ) -> list[tuple[list[Candidate], list[FactOperation]]]:
+        """``extract`` for several batches, their prompts generated together (one padded batch where
+        the back-end allows: ``memsif.llm.generate_many``); one (candidates, operations) per batch, in
+        order. Extraction reads no fact state, so batches can be extracted ahead of consolidation."""
+        prompts = [core_extract.build([(day_text(m.time), m.speaker, annotate_relative_dates(m.text, m.time)[0])
+                                       for m in batch], self.schema) for batch in batches]
+        self.llm_calls += len(prompts)
+        replies = generate_many(self.llm, prompts, max_new_tokens=EXTRACT_MAX_TOKENS, temperature=0.0,
+                                json_schema=self.response_model.model_json_schema())
+        vectors = list(message_vectors) if message_vectors is not None else [None] * len(batches)
+        return [self._read(namespace, batch, prompt, reply, segment_of, trajectory_of, vecs)
+                for batch, prompt, reply, vecs in zip(batches, prompts, replies, vectors, strict=True)]
+
+    def _read(self, namespace: str, messages: Sequence[Message], prompt, reply: Generation | Exception,
+              segment_of: dict[str, str], trajectory_of: dict[str, str | None],
+              message_vectors: np.ndarray | None) -> tuple[list[Candidate], list[FactOperation]]:
+        """Candidates from one batch's reply (see ``extract``)."""
         ids = [m.id for m in messages]
         salvage_note = ""
         try:
-            self.llm_calls += 1
-            gen = self.llm.generate(prompt, max_new_tokens=EXTRACT_MAX_TOKENS, temperature=0.0,
-                                    json_schema=self.response_model.model_json_schema())
+            if isinstance(reply, Exception):
+                raise reply
             try:
-                items = parse_json_reply(gen.text, self.response_model).facts
+                items = parse_json_reply(reply.text, self.response_model).facts
             except LLMOutputError as exc:
                 item_model = self.response_model.model_fields["facts"].annotation.__args__[0]
-                items = salvage_items(gen.text, item_model)
+                items = salvage_items(reply.text, item_model)
                 if not items:
                     raise
                 salvage_note = f"recovered {len(items)} complete fact(s) from a cut-off reply ({exc}); "

@@ -66,6 +66,29 @@ class LLM(Protocol):
         ...
 
 
+def generate_many(llm: LLM, prompts: Sequence[Prompt], max_new_tokens: int = 512, temperature: float = 0.1,
+                  json_schema: dict | None = None) -> list[Generation | Exception]:
+    """``llm.generate`` for several independent prompts: one padded batch where the back-end offers
+    ``generate_batch`` (transformers: on CPU a batch of 4 costs about 1.4× one prompt's per-token
+    time), else one after the other. One result per prompt, in order: a ``Generation``, or the
+    ``LLMError`` that prompt raised (the others still count)."""
+    batch = getattr(llm, "generate_batch", None)
+    if batch is not None and len(prompts) > 1:
+        try:
+            return list(batch(prompts, max_new_tokens=max_new_tokens, temperature=temperature,
+                              json_schema=json_schema))
+        except LLMError:
+            pass  # the batch failed as a whole: each prompt alone says which one fails
+    out: list[Generation | Exception] = []
+    for prompt in prompts:
+        try:
+            out.append(llm.generate(prompt, max_new_tokens=max_new_tokens, temperature=temperature,
+                                    json_schema=json_schema))
+        except LLMError as exc:
+            out.append(exc)
+    return out
+
+
 def context_window(llm: LLM) -> int:
     """Tokens ``llm`` attends to (prompt + answer); 4096 when the back-end does not say."""
     return int(getattr(llm, "context_window", 0) or 4096)

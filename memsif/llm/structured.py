@@ -127,14 +127,17 @@ class JsonSchemaLogits:
         config = CharacterLevelParserConfig(max_consecutive_whitespaces=1, force_json_field_order=True)
         enforcer = TokenEnforcer(self._tokenizer_data(), JsonSchemaParser(schema, config=config))
         layout = torch.tensor(self._layout_tokens, dtype=torch.long)
+        end = self._tokenizer.eos_token_id
 
         class _Mask(LogitsProcessor):
             def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
                 mask = torch.full_like(scores, float("-inf"))
                 for row in range(input_ids.shape[0]):
-                    allowed = torch.tensor(
-                        enforcer.get_allowed_tokens(input_ids[row, prompt_length:].tolist()).allowed_tokens,
-                        dtype=torch.long)
+                    reply = input_ids[row, prompt_length:].tolist()
+                    if end in reply:  # a finished row of a batch: it only pads from here
+                        mask[row, end] = 0.0
+                        continue
+                    allowed = torch.tensor(enforcer.get_allowed_tokens(reply).allowed_tokens, dtype=torch.long)
                     compact = allowed[~torch.isin(allowed, layout)]
                     mask[row, compact if len(compact) else allowed] = 0.0  # never leave nothing allowed
                 return scores + mask
