@@ -359,3 +359,29 @@ def test_synthetic_histories_for_the_scale_benchmark_are_long_ordered_and_unique
     assert messages[419].id == "c1.D1:1" and questions
     rows = [{"messages": 1000, "x": 10.0}, {"messages": 2000, "x": 20.0}, {"messages": 4000, "x": 80.0}]
     assert growth(rows, "x") == ["1.00", "2.00"]
+
+
+def test_the_counting_wrapper_keeps_the_back_ends_batched_generation():
+    from memsif.eval.systems import CountingLLM
+    from memsif.llm import Generation, generate_many
+    from memsif.prompts import Prompt
+
+    class Batched:
+        name = "batched"
+        batches: list[int] = []
+
+        def generate(self, prompt, **kw):
+            raise AssertionError("one by one although the back-end batches")
+
+        def generate_batch(self, prompts, **kw):
+            self.batches.append(len(prompts))
+            return [Generation("{}", 10, 2) for _ in prompts]
+
+        def count_tokens(self, text):
+            return 1
+
+    inner = Batched()
+    counting = CountingLLM(inner)
+    out = generate_many(counting, [Prompt("p", "p/1", "a"), Prompt("p", "p/1", "b")], json_schema={})
+    assert [g.text for g in out] == ["{}", "{}"] and inner.batches == [2]
+    assert counting.calls == 2 and counting.tokens == 24

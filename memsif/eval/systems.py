@@ -69,6 +69,20 @@ class CountingLLM:
         self.tokens += gen.tokens_in + gen.tokens_out
         return gen
 
+    def generate_batch(self, prompts: Sequence[Prompt], max_new_tokens: int = 512, temperature: float = 0.1,
+                       json_schema: dict | None = None) -> list[Generation | Exception]:
+        """The inner back-end's padded batch where it has one (else one by one), counted per prompt;
+        a prompt that failed is its exception in the list, as ``memsif.llm.generate_many`` gives."""
+        from memsif.llm import generate_many
+
+        results = generate_many(self.inner, prompts, max_new_tokens=max_new_tokens, temperature=temperature,
+                                json_schema=json_schema)
+        for r in results:
+            if not isinstance(r, Exception):
+                self.calls += 1
+                self.tokens += r.tokens_in + r.tokens_out
+        return results
+
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
 
