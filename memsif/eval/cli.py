@@ -295,6 +295,7 @@ def add_parsers(sub) -> None:
     b.add_argument("--sizes", default="1000,2000,5000,10000", help="history lengths for --scale")
     b.add_argument("--scale-data", action="append", help="LoCoMo file(s) to concatenate (default: the bundled "
                    "conv-26); repeat for several")
-    b.add_argument("--fact-batches", type=int, default=3, help="CoreFact batches timed per size (extrapolated)")
+    b.add_argument("--fact-batches", type=int, default=8, help="CoreFact batches timed per size (one group of "
+                   "MEMSIF_FACT_PARALLEL by default), extrapolated to the whole history")
     b.add_argument("--scale-one", type=int, help=argparse.SUPPRESS)  # one size, in its own process
     b.set_defaults(func=cmd_bench)
