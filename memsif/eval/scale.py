@@ -82,7 +82,8 @@ def measure_one(n: int, paths: list[str], fact_batches: int, questions: int) -> 
         engine.ingest(messages[:sample_messages], namespace="scale-facts", core_facts=False)
         start = time.perf_counter()
         engine.ingest([], namespace="scale-facts", core_facts=True)
-        per_batch = (time.perf_counter() - start) / fact_batches  # batches fill to 12 messages across segments
+        facts_s = time.perf_counter() - start
+        per_batch = facts_s / fact_batches  # batches fill to 12 messages across segments
         retrieval, answer = [], []
         for q in qs[:questions]:
             t = time.perf_counter()
