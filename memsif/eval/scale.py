@@ -129,6 +129,11 @@ def run(sizes: list[int], paths: list[str], fact_batches: int, questions: int) -
             raise SystemExit(f"size {n} failed:\n{done.stderr[-2000:]}")
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
         print(f"size {n}: {rows[-1]}", file=sys.stderr)
+    return report(rows, fact_batches)
+
+
+def report(rows: list[dict], fact_batches: int) -> str:
+    """The markdown table of ``measure_one`` rows, with growth exponents between consecutive sizes."""
     lines = ["| messages | segments | trajectories | SIM build s | CoreFacts s (extrapolated: s per batch of a "
              f"{fact_batches}-batch sample × batches) | retrieval p50 / p95 s | answer p50 / p95 s | store MB | "
              "peak RSS MB |",
