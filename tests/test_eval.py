@@ -368,7 +368,9 @@ def test_the_counting_wrapper_keeps_the_back_ends_batched_generation():
 
     class Batched:
         name = "batched"
-        batches: list[int] = []
+
+        def __init__(self):
+            self.batches: list[int] = []
 
         def generate(self, prompt, **kw):
             raise AssertionError("one by one although the back-end batches")
