@@ -36,11 +36,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
+def start_app(tmp_path_factory, **env_extra):
+    """Start ``python app.py`` on a free port with its own data folder; yields its URL, then stops it."""
     port = _free_port()
     env = {**os.environ, "MEMSIF_DATA_DIR": str(tmp_path_factory.mktemp("browser-data")),
-           "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"}
+           "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False", **env_extra}
     log = tmp_path_factory.mktemp("browser-log") / "app.log"
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -60,6 +60,11 @@ def app_url(tmp_path_factory):
     yield url
     proc.terminate()
     proc.wait(20)
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    yield from start_app(tmp_path_factory)
 
 
 def _browser():

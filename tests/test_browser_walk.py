@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_browser import CHROMEDRIVER, CHROMIUM, ROOT, _browser, _plot_drawn, _tab, app_url  # noqa: F401
+from tests.test_browser import CHROMEDRIVER, CHROMIUM, ROOT, _browser, _plot_drawn, _tab, start_app
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -24,6 +24,13 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
                                  reason="needs Debian's chromium and chromium-driver (apt-get install ...)")]
+
+
+@pytest.fixture(scope="module")
+def walk_url(tmp_path_factory):
+    """The app extracting one CoreFact batch at a time (the small file has three batches; by default
+    they would be generated together and written within a second of each other)."""
+    yield from start_app(tmp_path_factory, MEMSIF_FACT_PARALLEL="1")
 
 
 def _mini_locomo(path: Path) -> Path:
@@ -51,7 +58,7 @@ def _pick_first(driver, elem_id: str) -> str:
     return chosen
 
 
-def test_a_first_visit_walks_every_view(app_url, tmp_path):  # noqa: F811 (the fixture)
+def test_a_first_visit_walks_every_view(walk_url, tmp_path):
     shots = Path(os.environ.get("MEMSIF_SCREENSHOT_DIR", tmp_path))
     shots.mkdir(parents=True, exist_ok=True)
     mini = _mini_locomo(tmp_path / "conv-26-mini.json")
@@ -59,7 +66,7 @@ def test_a_first_visit_walks_every_view(app_url, tmp_path):  # noqa: F811 (the f
     bad.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
     d = _browser()
     try:
-        d.get(app_url)
+        d.get(walk_url)
         WebDriverWait(d, 30).until(lambda d: d.find_elements(By.ID, "build-btn"))
         d.find_element(By.CSS_SELECTOR, "input[type='file']").send_keys(str(mini))
         time.sleep(2)
