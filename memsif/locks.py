@@ -107,14 +107,18 @@ class FairLock:
         name, cls = _current()
         ticket = _Ticket(name, cls, next(self._arrivals))
         with self._cond:
-            self._waiting.append(ticket)
-            try:
-                while self._holder is not None or self._next() is not ticket:
-                    self._cond.wait()
-            finally:
-                self._waiting.remove(ticket)
-            self._take(ticket)
+            self._queue_and_take(ticket)
         return self
+
+    def _queue_and_take(self, ticket: _Ticket) -> None:
+        """Wait (holding ``_cond``) until ``ticket`` is next and the lock is free, then take it."""
+        self._waiting.append(ticket)
+        try:
+            while self._holder is not None or self._next() is not ticket:
+                self._cond.wait()
+        finally:
+            self._waiting.remove(ticket)
+        self._take(ticket)
 
     def _take(self, ticket: _Ticket) -> None:
         self._holder = ticket
@@ -142,13 +146,7 @@ class FairLock:
             if holder is None or not self._waiting or self._next().cls >= holder.cls:
                 return
             self._release()
-            self._waiting.append(holder)
-            try:
-                while self._holder is not None or self._next() is not holder:
-                    self._cond.wait()
-            finally:
-                self._waiting.remove(holder)
-            self._take(holder)
+            self._queue_and_take(holder)
 
     def position(self, name: str) -> tuple[int, list[int]] | None:
         """(place in line, classes of the jobs ahead) of job ``name`` if it waits here, else None.
