@@ -73,6 +73,34 @@ def test_transformers_class_loads_a_local_folder():
 
 
 @pytest.mark.integration
+def test_prefix_reuse_gives_the_full_pass_probabilities():
+    """Scored calls compute a shared prefix once (within a batch, and with the previous call's
+    prompt); in float32 the next-token distribution equals one full forward pass per prompt."""
+    torch = pytest.importorskip("torch")
+    from memsif.llm import load_llm
+
+    llm = load_llm(MemSIFConfig.from_env().replace(llm_dtype="float32"))
+
+    def full_pass(prompt):
+        ids = llm._tok(llm._render(prompt), return_tensors="pt", add_special_tokens=False)["input_ids"]
+        with torch.inference_mode():
+            logits = llm._model(input_ids=ids, use_cache=False, logits_to_keep=1).logits[0, -1].float()
+        return torch.softmax(logits, -1)
+
+    new = "Later conversation:\nA: I went hiking with my dog last weekend.\n\nEarlier conversation:\n"
+    candidates = [Prompt("t", "v", new + f"B: {text}\n\nSame event?")
+                  for text in ("I adopted a dog.", "My car broke down and a tow truck came an hour later.", "hi")]
+    follow = [Prompt("s", "v", "Chat so far:\nA: hello there\n\nNext message:\nB: cats?\n\nSame topic?")]
+    other = [Prompt("s", "v", "Chat so far:\nA: Paris, mostly\n\nNext message:\nB: and trains\n\nSame topic?")]
+    for batch in (candidates, follow, other, candidates, candidates[1:2], follow):
+        got = llm._last_token_probs(batch)
+        want = torch.stack([full_pass(p) for p in batch])
+        assert got.shape == want.shape
+        assert float((got - want).abs().max()) < 1e-4
+    assert len(llm._kv_ids) > 10  # the last prompt is kept for the next call
+
+
+@pytest.mark.integration
 def test_llamacpp_backend_scores_or_explains_why_it_cannot():
     """llama.cpp either scores the packaged GGUF, or (a native build on a CPU that forbids some of
     its instructions) raises an LLMError that says how to rebuild it; it never kills the process."""

@@ -52,6 +52,8 @@ class TransformersLLM:
         self._no = _answer_token_ids(tokenizer, NO_WORDS)
         self._lock = FairLock()
         self._json = None
+        self._kv_ids: list[int] = []  # the stored prompt prefix of scored calls and its key/value tensors
+        self._kv: list = []
         #: tokens the model attends to (prompt + answer)
         self.context_window = int(getattr(model.config, "max_position_embeddings", 0) or 4096)
 
@@ -111,17 +113,61 @@ class TransformersLLM:
         return f"{prompt.system}\n\n{prompt.text}\n\nAnswer:"
 
     def _last_token_probs(self, prompts: Sequence[Prompt]):
-        """(n, vocab) softmax of the next-token logits after each rendered prompt; one forward pass."""
+        """(n, vocab) softmax of the next-token logits after each rendered prompt.
+
+        Scored decisions are mostly prompt tokens, so tokens are computed once where they can be: the
+        longest prefix the prompts share with each other (a trajectory judge's new segment before its
+        K candidates) is run once and its key/value cache repeated across the batch, and the prefix a
+        call shares with the previous call's (the template's opening) is taken from the stored cache.
+        The rest of each prompt runs as one right-padded batch. Same logits as one full forward pass
+        per prompt, up to float rounding (test ``test_prefix_reuse_gives_the_full_pass_probabilities``).
+        """
         torch = self._torch
-        texts = [self._render(p) for p in prompts]
+        rows = [self._tok(self._render(p), add_special_tokens=False)["input_ids"] for p in prompts]
         with self._lock, torch.inference_mode():
-            batch = self._tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-            batch = {k: v.to(self._device) for k, v in batch.items()}
-            mask = batch["attention_mask"]
-            position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
-            out = self._model(input_ids=batch["input_ids"], attention_mask=mask,
-                              position_ids=position_ids, use_cache=False, logits_to_keep=1)
-            return torch.softmax(out.logits[:, -1, :].float(), dim=-1)
+            shortest = min(len(r) for r in rows)
+            reuse = min(_common_length([self._kv_ids, *rows]), shortest - 1)
+            cache = self._stored_cache(reuse)
+            start = reuse
+            if len(rows) > 1:
+                shared = min(_common_length(rows), shortest - 1)
+                if shared > reuse:
+                    ids = torch.tensor([rows[0][reuse:shared]], device=self._device)
+                    self._model(input_ids=ids, cache=cache, use_cache=True,
+                                position_ids=torch.arange(reuse, shared, device=self._device)[None], logits_to_keep=1)
+                    start = shared
+                self._store_cache(rows[0][:start], cache)
+                cache.batch_repeat_interleave(len(rows))
+            tails = [r[start:] for r in rows]
+            width = max(len(t) for t in tails)
+            pad = self._tok.pad_token_id
+            ids = torch.tensor([t + [pad] * (width - len(t)) for t in tails], device=self._device)
+            mask = torch.tensor([[1] * (start + len(t)) + [0] * (width - len(t)) for t in tails], device=self._device)
+            positions = torch.arange(start, start + width, device=self._device).expand(len(rows), -1)
+            last = torch.tensor([len(t) - 1 for t in tails], device=self._device)
+            keep = torch.unique(last)
+            out = self._model(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache,
+                              use_cache=True, logits_to_keep=keep)
+            if len(rows) == 1:
+                self._store_cache(rows[0], out.cache)
+            logits = out.logits[torch.arange(len(rows)), torch.searchsorted(keep, last)]
+            return torch.softmax(logits.float(), dim=-1)
+
+    def _stored_cache(self, length: int):
+        """A fresh cache holding the first ``length`` tokens of the stored prefix (None for 0)."""
+        from transformers import DynamicCache
+
+        if length <= 0:
+            return DynamicCache()
+        cache = DynamicCache()
+        for layer, (keys, values) in enumerate(self._kv):
+            cache.update(keys[:, :, :length].clone(), values[:, :, :length].clone(), layer)
+        return cache
+
+    def _store_cache(self, ids: Sequence[int], cache) -> None:
+        """Keep ``cache`` (batch of one, covering ``ids``) for the next scored call's shared prefix."""
+        self._kv_ids = list(ids)
+        self._kv = [(layer.keys, layer.values) for layer in cache.layers] if ids else []
 
     def yes_probability(self, prompts: Sequence[Prompt]) -> list[float]:
         if not prompts:
@@ -204,6 +250,16 @@ class TransformersLLM:
         return len(self._tok.encode(text, add_special_tokens=False))
 
 
+def _common_length(rows: Sequence[Sequence[int]]) -> int:
+    """Length of the longest prefix all ``rows`` share."""
+    n = min(len(r) for r in rows)
+    for i in range(n):
+        first = rows[0][i]
+        if any(r[i] != first for r in rows[1:]):
+            return i
+    return n
+
+
 class _YieldToInteractive:
     """Never stops generation; between two tokens of a generation it lets waiting calls of a more
     urgent class use the model (a chat answer during a build; a build during CoreFact extraction;
@@ -267,10 +323,8 @@ def _time_forward(model, steps: int = 3, prompt_tokens: int = 192, decode_tokens
         for k in range(steps + 1):
             start = time.perf_counter()
             out = model(input_ids=ids, use_cache=True)
-            past = out.past_key_values
             for _ in range(decode_tokens):
-                out = model(input_ids=ids[:, -1:], past_key_values=past, use_cache=True)
-                past = out.past_key_values
+                out = model(input_ids=ids[:, -1:], cache=out.cache, use_cache=True)
             if k:  # the first run warms up
                 best = min(best, time.perf_counter() - start)
     return best

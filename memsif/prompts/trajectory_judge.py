@@ -1,7 +1,8 @@
 """Event Trajectory judge (§3.2): is segment S_i part of the same evolving event or task as E_j?
 
 The question names the paper's three criteria: event identity, task continuity, state consistency.
-Yes/no, scored.
+Yes/no, scored. The new segment comes first: the K candidate prompts of one segment then share their
+opening, which the transformers back-end computes once (version 2 put it last).
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from memsif.prompts import Prompt, clip
 from memsif.records import Message
 
 NAME = "trajectory_judge"
-VERSION = "trajectory_judge/2"
+VERSION = "trajectory_judge/3"
 
 
 def _render(earlier: Sequence[str], later: Sequence[str]) -> str:
-    return ("Earlier conversation:\n" + "\n".join(earlier) + "\n\nLater conversation:\n" + "\n".join(later) +
+    return ("Later conversation:\n" + "\n".join(later) + "\n\nEarlier conversation:\n" + "\n".join(earlier) +
             "\n\nIs the later conversation about the same event or task as the earlier one "
             "(same event, continued task, or updated situation)?")
 
