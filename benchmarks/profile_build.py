@@ -100,8 +100,7 @@ def main() -> None:
         structured.JsonSchemaLogits.processor = processor
         timed(llm, "generate", "generate, total")
         timed(llm, "generate_batch", "generate, total")
-        from memsif.facts import core
-        batches_messages = core.BATCH_MESSAGES * args.batches
+        batches_messages = engine.config.fact_batch_messages * args.batches
         # extract over the first batches only: a memory of just those messages
         engine.delete_namespace("f")
         engine.ingest(transcript.messages[:batches_messages], namespace="f", core_facts=False)
@@ -109,7 +108,7 @@ def main() -> None:
         COUNTS.clear()
         forward_calls.clear()
         with stage("CoreFact extraction, total"):
-            facts = engine.ingest([], namespace="f", core_facts=True)
+            facts = engine.build_core_facts("f")
         engine.close()
 
     prefill = [t for n, t in forward_calls if n > 1]

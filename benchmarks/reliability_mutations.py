@@ -20,8 +20,8 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 MUTATIONS = [
     (
         "empty/blank input",
-        "memsif/engine.py",
-        "if blank and len(blank) == len(messages):",
+        "memsif/ingest.py",
+        "if messages and not with_text:",
         "if False:",
         "tests/test_bad_input.py::test_a_transcript_without_text_creates_no_memory_and_says_so",
     ),
@@ -62,23 +62,24 @@ MUTATIONS = [
     ),
     (
         "kill -9 repair",
-        "memsif/engine.py",
-        "segments, trajectories = self._repair(state)",
-        "segments, trajectories = self.store.segments(namespace), self.store.trajectories(namespace)",
+        "memsif/ingest.py",
+        "        if repair.needed:\n            self._write_repair(state, repair)\n"
+        "        restore(state, repair.segments, repair.trajectories)",
+        "        restore(state, store.segments(ns), store.trajectories(ns))",
         "tests/test_crash.py",
     ),
     (
         "re-ingest with other text",
-        "memsif/engine.py",
-        "            if conflicts:\n",
-        "            if False:\n",
+        "memsif/ingest.py",
+        "        if conflicts:\n",
+        "        if False:\n",
         "tests/test_store.py::test_another_transcript_with_the_same_ids_is_refused_not_silently_skipped",
     ),
     (
         "re-ingest idempotent",
-        "memsif/engine.py",
-        "                if m.id in seen:\n                    continue",
-        "                pass",
+        "memsif/ingest.py",
+        "        seen = set(state.messages)\n",
+        "        seen = set()\n",
         "tests/test_store.py::test_second_ingest_continues_and_is_idempotent",
     ),
     (
@@ -147,8 +148,10 @@ MUTATIONS = [
     (
         "operation log readable while written",
         "memsif/engine.py",
-        "        self._require(namespace)\n        rows = self.store.fact_ops(namespace)",
-        "        with self._namespace_lock(namespace):\n            rows = self.store.fact_ops(namespace)",
+        "        self._require(namespace)\n"
+        "        return select_operations(self.store.fact_ops(namespace), op, subject)",
+        "        with self._namespace_lock(namespace):\n"
+        "            return select_operations(self.store.fact_ops(namespace), op, subject)",
         "tests/test_concurrency.py::test_a_chat_in_the_same_namespace_does_not_wait_for_its_core_facts",
     ),
 ]

@@ -9,11 +9,14 @@ import resource
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memsif.config import MemSIFConfig
 from memsif.errors import MemSIFError
 from memsif.io.transcripts import FORMATS as TRANSCRIPT_FORMATS
+
+if TYPE_CHECKING:
+    from memsif.records import SegmentDecision
 
 
 def _peak_rss_mb() -> float:
@@ -158,12 +161,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
           f"Memory: {result.traced_back}; tokens {result.tokens_in} in / {result.tokens_out} out; "
           f"{result.seconds:.1f} s")
     for f in result.facts_used:
-        print(f"  fact {f['id']} [{f['kind']}] {f['subject']}: {f['statement']} ({', '.join(f['source_message_ids'])})")
+        print(f"  fact {f.id} [{f.kind}] {f.subject}: {f.statement} ({', '.join(f.source_message_ids)})")
     if result.gate_rule:
         print(f"  sufficiency gate: {result.gate_rule}")
     for e in result.evidence_used:
-        print(f"  evidence {', '.join(e['source_message_ids'])} [{evidence_how(e)}] "
-              f"{e['subject']}: {e['statement'][:160]}")
+        print(f"  evidence {', '.join(e.source_message_ids)} [{evidence_how(e)}] "
+              f"{e.subject}: {e.statement[:160]}")
     for err in result.errors:
         print(f"  error: {err}")
     return 0
@@ -175,7 +178,8 @@ def cmd_facts(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"namespace": args.namespace,
                           "facts": [f.model_dump(mode="json") for f in facts],
-                          "operations": engine.fact_log(args.namespace) if args.log else None}))
+                          "operations": [op.model_dump(mode="json") for op in engine.fact_log(args.namespace)]
+                          if args.log else None}))
         return 0
     print(f"namespace {args.namespace}: {len(facts)} CoreFacts" + (" (with history)" if args.history else ""))
     for f in facts:
@@ -185,8 +189,8 @@ def cmd_facts(args: argparse.Namespace) -> int:
               f"{status}")
     if args.log:
         for op in engine.fact_log(args.namespace):
-            print(f"  #{op['seq']:<4} {op['op']:<9} {','.join(op['fact_ids']) or '-':<8} {op['rule']:<4} "
-                  f"{op['reason']}{'  ERROR ' + op['error'] if op.get('error') else ''}")
+            print(f"  #{op.seq:<4} {op.op:<9} {','.join(op.fact_ids) or '-':<8} {op.rule:<4} "
+                  f"{op.reason}{'  ERROR ' + op.error if op.error else ''}")
     return 0
 
 
@@ -195,24 +199,24 @@ def cmd_show(args: argparse.Namespace) -> int:
     ns = args.namespace
     segments = engine.segments(ns)
     trajectories = engine.trajectories(ns)
-    decisions = {d["message_id"]: d for d in engine.decisions(ns, "segment")}
+    decisions = {d.message_id: d for d in engine.decisions(ns, "segment")}
     if args.json:
+        boundaries = {mid: d.model_dump(mode="json") for mid, d in decisions.items()}
         print(json.dumps({
             "namespace": ns,
             "segments": [{**s.model_dump(mode="json"),
-                          "boundary": decisions.get(s.message_ids[0])} for s in segments],
+                          "boundary": boundaries.get(s.message_ids[0])} for s in segments],
             "trajectories": [t.model_dump(mode="json") for t in trajectories],
         }))
         return 0
     print(f"namespace {ns}: {len(segments)} Topical Segments, {len(trajectories)} Event Trajectories")
     for s in segments:
-        d = decisions.get(s.message_ids[0]) or {}
-        score = d.get("score") or {}
-        how = d.get("rule", "?")
-        if d.get("judge_prob") is not None:
-            how += f" p(continue)={d['judge_prob']:.2f}"
-        if score:
-            how += f" φ={score['phi']:.3f}"
+        d = decisions.get(s.message_ids[0])
+        how = str(d.rule) if d else "?"
+        if d and d.judge_prob is not None:
+            how += f" p(continue)={d.judge_prob:.2f}"
+        if d and d.score:
+            how += f" φ={d.score.phi:.3f}"
         ids = s.message_ids
         span = f"{ids[0]}..{ids[-1]}" if len(ids) > 1 else ids[0]
         print(f"  {s.id:>5} [{s.trajectory_id}] {len(ids):3d} msgs {span:<16} opened by {how}")
@@ -221,16 +225,16 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def phi_distribution(decisions: list[dict[str, Any]], config: MemSIFConfig, embedder_name: str) -> dict[str, Any]:
+def phi_distribution(decisions: list[SegmentDecision], config: MemSIFConfig, embedder_name: str) -> dict[str, Any]:
     """Percentiles of cos(u_t, S_i) and of φ under each s_sem mapping, with the share of messages
     each mapping sends to the split rule, the judge and the merge rule (paper thresholds)."""
     import numpy as np
 
     from memsif.matching import SemanticMapping
 
-    scored = [d["score"] for d in decisions if d.get("score")]
-    cos = np.array([s["cosine"] for s in scored])
-    jac = np.array([s["jaccard"] for s in scored])
+    scored = [d.score for d in decisions if d.score]
+    cos = np.array([s.cosine for s in scored])
+    jac = np.array([s.jaccard for s in scored])
     qs = (5, 25, 50, 75, 95)
 
     def percentiles(values: np.ndarray) -> dict[str, float]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, get_type_hints
 
@@ -21,6 +21,9 @@ PACKAGED_EMBEDDER = "packaged:all-minilm-l6-v2"
 LLM_BACKENDS = ("transformers", "llamacpp", "openai")
 SEM_MAPPINGS = ("auto", "affine", "calibrated")
 SUFFICIENCY_GATES = ("auto", "model", "never")
+#: Old setting names and the fields that replaced them (accepted by ``replace``, ``from_env`` and as
+#: ``MEMSIF_<OLD NAME>`` variables).
+ALIASES = {"top_k": "construction_top_k", "trajectory_top_k": "query_trajectory_top_k"}
 
 
 def default_data_dir() -> Path:
@@ -48,7 +51,9 @@ class MemSIFConfig:
     tau_merge: float = 0.60
     tau_split: float = 0.325
     alpha_trajectory: float = 0.8
-    top_k: int = 3
+    #: Top-K: candidate Event Trajectories scored (and judged) per closed segment at construction
+    #: (old name ``top_k``, MEMSIF_TOP_K, still accepted).
+    construction_top_k: int = 3
     #: Top-K candidates whose φ(S_i, E_j) is at or below this are incompatible by rule, without a
     #: judge call (a product decision, see README: it keeps the judge to plausible candidates).
     trajectory_min_phi: float = 0.6
@@ -74,9 +79,14 @@ class MemSIFConfig:
     #: 2 CPU cores 8 batches decode in ~1.5× the per-token time of one (benchmarks/profile_build.py).
     #: 1 = one at a time.
     fact_parallel: int = 8
+    #: Messages per CoreFact extraction call (consecutive segments share a batch to save calls).
+    fact_batch_messages: int = 12
     # --- ActiveFact promotion (§3.4, Eq. 4) ---
     theta_src: float = 0.45
     theta_qry: float = 0.45
+    #: An evidence statement joins a candidate cluster of its subject when its cosine with every
+    #: statement of the cluster is at least this ("compatible with the accumulated statements"; complete link).
+    active_compatible_cosine: float = 0.5
     # --- Query (§3.5) ---
     #: Answer-context budget in tokens of the model's tokenizer: facts first, then evidence until full.
     context_tokens: int = 1500
@@ -96,8 +106,9 @@ class MemSIFConfig:
     segment_entity_weight: float = 1.0
     #: Each further sentence of one segment keeps this share of its priority (1 = no sharing).
     segment_decay: float = 1.0
-    #: Event Trajectories of the best hits whose other segments are searched (the NCE path).
-    trajectory_top_k: int = 2
+    #: Event Trajectories of the best hits whose other segments are searched (the NCE path; old name
+    #: ``trajectory_top_k``, MEMSIF_TRAJECTORY_TOP_K, still accepted).
+    query_trajectory_top_k: int = 2
     #: The best this many hits are the anchors: their segments and terms count as found.
     trajectory_anchor_hits: int = 3
     #: Sentences taken from each trajectory's other segments.
@@ -137,11 +148,11 @@ class MemSIFConfig:
     qdrant_url: str = ""
     qdrant_api_key: str = ""
     cache_dir: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("alpha_segment", "alpha_trajectory", "tau_merge", "tau_split",
-                     "theta_src", "theta_qry", "judge_threshold", "trajectory_min_phi"):
+                     "theta_src", "theta_qry", "judge_threshold", "trajectory_min_phi",
+                     "active_compatible_cosine"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ConfigError(f"{name} must lie in [0, 1], got {value}; fix MEMSIF_{name.upper()}.")
@@ -153,20 +164,16 @@ class MemSIFConfig:
         if self.sufficiency_gate not in SUFFICIENCY_GATES:
             raise ConfigError(f"sufficiency_gate must be one of {SUFFICIENCY_GATES}, got {self.sufficiency_gate!r}.")
         for name in ("context_tokens", "evidence_candidates", "segment_members", "trajectory_anchor_hits",
-                     "fact_parallel"):
+                     "fact_parallel", "fact_batch_messages", "construction_top_k", "judge_context_messages"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}; fix MEMSIF_{name.upper()}.")
-        for name in ("fact_top_k", "trajectory_top_k", "trajectory_evidence", "speaker_boost", "segment_weight",
+        for name in ("fact_top_k", "query_trajectory_top_k", "trajectory_evidence", "speaker_boost", "segment_weight",
                      "segment_entity_weight", "trajectory_weight"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must not be negative, got {getattr(self, name)}; "
                                   f"fix MEMSIF_{name.upper()}.")
         if not 0.0 <= self.segment_decay <= 1.0:
             raise ConfigError(f"segment_decay must lie in [0, 1], got {self.segment_decay}.")
-        if self.top_k < 1:
-            raise ConfigError(f"top_k must be at least 1, got {self.top_k}.")
-        if self.judge_context_messages < 1:
-            raise ConfigError("judge_context_messages must be at least 1.")
         if self.llm_backend not in LLM_BACKENDS:
             raise ConfigError(f"llm_backend must be one of {LLM_BACKENDS}, got {self.llm_backend!r}.")
         if self.sem_mapping not in SEM_MAPPINGS:
@@ -174,6 +181,23 @@ class MemSIFConfig:
         if self.llm_backend == "openai" and not self.llm_base_url:
             raise ConfigError("llm_backend 'openai' needs llm_base_url (MEMSIF_LLM_BASE_URL), "
                               "e.g. http://localhost:8000/v1.")
+
+    @property
+    def top_k(self) -> int:
+        """Old name of ``construction_top_k``."""
+        return self.construction_top_k
+
+    @property
+    def trajectory_top_k(self) -> int:
+        """Old name of ``query_trajectory_top_k``."""
+        return self.query_trajectory_top_k
+
+    @property
+    def llm_key(self) -> tuple:
+        """The settings that make one loaded LLM: engines and ``memsif.llm.load_llm`` share a model
+        exactly when their keys are equal."""
+        return (self.llm_backend, self.llm_model, self.llm_gguf_file, self.llm_base_url, self.llm_device,
+                self.llm_dtype, self.llm_threads, str(self.resolved_cache_dir))
 
     @property
     def resolved_data_dir(self) -> Path:
@@ -184,8 +208,8 @@ class MemSIFConfig:
         return Path(self.cache_dir).expanduser() if self.cache_dir else default_cache_dir()
 
     def replace(self, **changes: Any) -> MemSIFConfig:
-        """A copy with ``changes`` applied (validated again)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes`` applied (validated again); old field names are accepted."""
+        return dataclasses.replace(self, **{ALIASES.get(k, k): v for k, v in changes.items()})
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> MemSIFConfig:
@@ -199,10 +223,12 @@ class MemSIFConfig:
         env = os.environ if environ is None else environ
         hints = get_type_hints(cls)
         values: dict[str, Any] = {}
+        old_names = {new: old for old, new in ALIASES.items()}
         for f in fields(cls):
-            if f.name == "extra":
-                continue
-            raw = env.get(f"MEMSIF_{f.name.upper()}")
+            var = f"MEMSIF_{f.name.upper()}"
+            if var not in env and f.name in old_names:
+                var = f"MEMSIF_{old_names[f.name].upper()}"
+            raw = env.get(var)
             if raw is None:
                 continue
             kind = hints[f.name]
@@ -216,6 +242,6 @@ class MemSIFConfig:
                 else:
                     values[f.name] = raw
             except ValueError as exc:
-                raise ConfigError(f"MEMSIF_{f.name.upper()}={raw!r} is not a valid {kind.__name__}.") from exc
-        values.update({k: v for k, v in overrides.items() if v is not None})
+                raise ConfigError(f"{var}={raw!r} is not a valid {kind.__name__}.") from exc
+        values.update({ALIASES.get(k, k): v for k, v in overrides.items() if v is not None})
         return cls(**values)

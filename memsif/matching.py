@@ -68,6 +68,21 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b) / (na * nb))
 
 
+def cosines(rows: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(n,) cosine of each row of ``rows`` ((n, d)) with ``b`` ((d,)); 0.0 for all-zero vectors."""
+    rows = np.asarray(rows, dtype=np.float32)
+    norms = np.linalg.norm(rows, axis=1) * float(np.linalg.norm(b))
+    dots = rows @ np.asarray(b, dtype=np.float32)
+    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+
+
+def cosine_matrix(rows: np.ndarray) -> np.ndarray:
+    """(n, n) pairwise cosines of the rows of ``rows`` ((n, d))."""
+    rows = np.asarray(rows, dtype=np.float32)
+    unit = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
+    return unit @ unit.T
+
+
 def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     """|A ∩ B| / |A ∪ B| of two key-entity sets; 0.0 when both are empty (no shared evidence)."""
     sa, sb = set(a), set(b)

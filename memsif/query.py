@@ -30,33 +30,28 @@ from __future__ import annotations
 import re
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, Field
 
 from memsif import lexical
 from memsif.answercheck import unsupported_mentions
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
-from memsif.errors import LLMError
-from memsif.facts.active import (
-    COMPATIBLE_COSINE,
-    CandidateCluster,
-    choose_statement,
-    cluster_from_payload,
-    cluster_to_payload,
-    normalise_subject,
-)
+from memsif.errors import LLMError, StoreError
+from memsif.facts.active import accumulate, normalise_subject
 from memsif.llm import LLM
 from memsif.matching import jaccard
 from memsif.prompts import answer as answer_prompt
 from memsif.prompts import clip, sufficiency
-from memsif.records import ActiveFact, Evidence, TopicalSegment
+from memsif.records import Evidence, RetrievedFact, TopicalSegment
 from memsif.store import MemoryStore
-from memsif.store.qdrant import ACTIVE_FACTS, CLUSTERS, FACTS, SentenceHit
+from memsif.store.qdrant import SentenceHit
 from memsif.timeparse import day_text
 
 #: A message enters the answer context as evidence with at most this many characters (a pasted log
@@ -97,38 +92,45 @@ def without_names(question: str, speakers: Sequence[str]) -> str:
     return text if re.search(r"\w", text) else question
 
 
-def _day(value: str | None) -> str:
-    return day_text(datetime.fromisoformat(value) if value else None)
+@contextmanager
+def _stage(result: Answer, name: str) -> Iterator[None]:
+    """Adds the wall seconds of the block to ``result.seconds_by_stage[name]``."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        result.seconds_by_stage[name] = time.perf_counter() - start
 
 
-@dataclass
-class Answer:
-    """An answer with its trace. Times are wall seconds; tokens are the model's tokens."""
+class Answer(BaseModel):
+    """An answer with its trace (§3.5). Times are wall seconds; tokens are the model's tokens."""
 
     question: str
     answer: str
     sufficient: bool
     sufficiency_prob: float | None
     traced_back: bool
-    facts_used: list[dict[str, Any]] = field(default_factory=list)
-    evidence_used: list[dict[str, Any]] = field(default_factory=list)
+    facts_used: list[RetrievedFact] = Field(default_factory=list)
+    evidence_used: list[Evidence] = Field(default_factory=list)
     tokens_in: int = 0
     tokens_out: int = 0
     seconds: float = 0.0
-    seconds_by_stage: dict[str, float] = field(default_factory=dict)
-    active_facts_changed: list[str] = field(default_factory=list)
-    clusters_touched: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    context: str = ""                                           # the memory text given to the answer prompt
-    context_source_ids: list[str] = field(default_factory=list)  # message ids behind that text
-    context_tokens: int = 0                                     # tokens of ``context`` (model's tokenizer)
-    gate_rule: str = ""                                         # which sufficiency-gate rule applied, and why
-    model: str = ""                                             # the LLM that answered
-    model_at_chance: bool = False                               # listed in AT_CHANCE_MODELS: a demo model
-    unsupported_mentions: list[str] = field(default_factory=list)  # names/numbers/dates not in ``context``
+    seconds_by_stage: dict[str, float] = Field(default_factory=dict)
+    active_facts_changed: list[str] = Field(default_factory=list)
+    clusters_touched: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
+    context: str = Field("", description="The memory text given to the answer prompt.")
+    context_source_ids: list[str] = Field(default_factory=list, description="Message ids behind that text.")
+    context_tokens: int = Field(0, description="Tokens of ``context`` (the model's tokenizer).")
+    gate_rule: str = Field("", description="Which sufficiency-gate rule applied, and why.")
+    model: str = Field("", description="The LLM that answered.")
+    model_at_chance: bool = Field(False, description="Listed in AT_CHANCE_MODELS: a demo model.")
+    unsupported_mentions: list[str] = Field(default_factory=list,
+                                            description="Names, numbers and dates not in ``context``.")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON-able (dates as ISO strings)."""
+        return self.model_dump(mode="json")
 
 
 @dataclass
@@ -185,23 +187,32 @@ class QueryPipeline:
             self._token_counts[text] = self.llm.count_tokens(text)
         return self._token_counts[text]
 
-    def retrieve_facts(self, namespace: str, qv: np.ndarray) -> list[dict[str, Any]]:
-        """CoreFacts (current only) and ActiveFacts by cosine, best first, at most ``fact_top_k``."""
+    def retrieve_facts(self, namespace: str, qv: np.ndarray) -> list[RetrievedFact]:
+        """CoreFacts (current only) and ActiveFacts by cosine to the (d,) question embedding ``qv``,
+        best first, at most ``fact_top_k``."""
         cfg = self.config
-        found: list[dict[str, Any]] = []
+        found: list[RetrievedFact] = []
         if cfg.use_core_facts:
-            for payload, score in self.store.search(FACTS, namespace, qv, cfg.fact_top_k, status="current"):
-                found.append({"kind": "core", "id": payload["id"], "subject": payload["subject"],
-                              "type": payload["type"], "statement": payload["statement"],
-                              "event_time": payload.get("event_time"),
-                              "source_message_ids": payload["source_message_ids"], "score": round(score, 4)})
+            found += [RetrievedFact(kind="core", id=f.id, subject=f.subject, type=f.type, statement=f.statement,
+                                    event_time=f.event_time, source_message_ids=f.source_message_ids,
+                                    score=round(score, 4))
+                      for f, score in self.store.search_facts(namespace, qv, cfg.fact_top_k)]
         if cfg.use_active_facts:
-            for payload, score in self.store.search(ACTIVE_FACTS, namespace, qv, cfg.fact_top_k):
-                found.append({"kind": "active", "id": payload["id"], "subject": payload["subject"], "type": "Active",
-                              "statement": payload["statement"], "event_time": payload.get("event_time"),
-                              "source_message_ids": payload["source_message_ids"], "score": round(score, 4)})
-        found.sort(key=lambda f: -f["score"])
+            found += [RetrievedFact(kind="active", id=a.id, subject=a.subject, type="Active", statement=a.statement,
+                                    event_time=a.event_time, source_message_ids=a.source_message_ids,
+                                    score=round(score, 4))
+                      for a, score in self.store.search_active_facts(namespace, qv, cfg.fact_top_k)]
+        found.sort(key=lambda f: -f.score)
         return found[:cfg.fact_top_k]
+
+    def require_sentence_index(self, namespace: str) -> None:
+        """Raises StoreError (with the command that fixes it) when ``namespace`` was stored before the
+        hybrid sentence index existed."""
+        if self.store.count("sentence", namespace) == 0:
+            data = "" if self.config.qdrant_url else f" --data-dir {self.config.resolved_data_dir}"
+            raise StoreError(f"Namespace {namespace!r} was stored before the hybrid sentence index existed, so "
+                             f"it cannot be searched yet. Add the index (nothing stored changes): "
+                             f"python -m memsif upgrade{data}")
 
     # ------------------------------------------------------------------ query-local evidence
     def trace_back(self, namespace: str, question: str, qv: np.ndarray, budget: int,
@@ -276,7 +287,7 @@ class QueryPipeline:
             seg = segments.get(h.sentence.segment_id or "")
             if seg and seg.trajectory_id and seg.trajectory_id not in trajectories:
                 trajectories.append(seg.trajectory_id)
-            if len(trajectories) >= cfg.trajectory_top_k:
+            if len(trajectories) >= cfg.query_trajectory_top_k:
                 break
         if not trajectories:
             return []
@@ -385,81 +396,80 @@ class QueryPipeline:
         makes the facts the whole context, and a failed check traces back.
 
         Raises:
+            StoreError: the namespace was stored before the sentence index (the message says how to add it).
             LLMError: answer generation failed (sufficiency failures are recorded and fall back to
                 tracing back to Structured Interaction Memory).
         """
+        self.require_sentence_index(namespace)
         start = time.perf_counter()
-        stages: dict[str, float] = {}
-        t = time.perf_counter()
-        qv = self.embedder.embed_query(question)
-        facts = self.retrieve_facts(namespace, qv)
-        stages["retrieve_facts"] = time.perf_counter() - t
         result = Answer(question=question, answer="", sufficient=False, sufficiency_prob=None, traced_back=False)
+        with _stage(result, "retrieve_facts"):
+            qv = self.embedder.embed_query(question)
+            facts = self.retrieve_facts(namespace, qv)
+        with _stage(result, "sufficiency"):
+            self._gate(question, facts, result)
+        with _stage(result, "trace_back"):
+            fact_lines, used_facts, left = self._fit(
+                facts, lambda f: f"- {f.subject}: {f.statement} ({day_text(f.event_time)})",
+                self.config.context_tokens - (self.llm.count_tokens("Facts:") + 1 if facts else 0))
+            evidence: list[Evidence] = []
+            if not result.sufficient:
+                used = self.config.context_tokens - left
 
-        t = time.perf_counter()
-        if not facts:
-            result.gate_rule = "no facts retrieved: evidence from Structured Interaction Memory"
-        elif not self.gate_trusted():
-            result.gate_rule = (f"sufficiency not asked: {getattr(self.llm, 'name', 'the model')} is not trusted "
-                                f"with it (sufficiency_gate={self.config.sufficiency_gate}); facts + evidence")
-        else:
-            prompt = sufficiency.build(question, [f"{f['subject']}: {f['statement']}" for f in facts])
-            result.tokens_in += self.llm.count_tokens(prompt.text)
-            try:
-                [p] = self.llm.yes_probability([prompt])
-                result.sufficiency_prob = p
-                result.sufficient = p >= self.config.sufficiency_threshold
-                result.gate_rule = (f"P(sufficient) = {p:.2f} {'≥' if result.sufficient else '<'} "
-                                    f"{self.config.sufficiency_threshold}: "
-                                    f"{'facts only' if result.sufficient else 'facts + evidence'}")
-            except LLMError as exc:
-                result.errors.append(f"sufficiency: {type(exc).__name__}: {exc}")
-                result.gate_rule = "sufficiency check failed: facts + evidence"
-        stages["sufficiency"] = time.perf_counter() - t
-
-        t = time.perf_counter()
-        fact_lines, used_facts, left = self._fit(
-            facts, lambda f: f"- {f['subject']}: {f['statement']} ({_day(f.get('event_time'))})",
-            self.config.context_tokens - (self.llm.count_tokens("Facts:") + 1 if facts else 0))
-        evidence: list[Evidence] = []
-        if not result.sufficient:
-            used = self.config.context_tokens - left
-
-            def measure(items: list[Evidence]) -> int:  # tokens of the evidence part, as the context holds it
-                return self.llm.count_tokens(self._render(fact_lines, items)) - used
-            evidence = self.trace_back(namespace, question, qv, left, measure)
-            result.traced_back = True
-        stages["trace_back"] = time.perf_counter() - t
-
-        t = time.perf_counter()
-        context = self._render(fact_lines, evidence)
-        result.context_tokens = self.llm.count_tokens(context) if context else 0
-        if generate:
-            prompt = answer_prompt.build(question, context, question_date)
-            gen = self.llm.generate(prompt, max_new_tokens=self.config.answer_max_tokens,
-                                    temperature=self.config.answer_temperature, stop=answer_prompt.STOP)
-            result.answer = gen.text.strip().split("\n")[0].strip()
-            result.tokens_in += gen.tokens_in
-            result.tokens_out += gen.tokens_out
-            result.model = getattr(self.llm, "name", "") or ""
-            result.model_at_chance = self.model_at_chance()
-            result.unsupported_mentions = unsupported_mentions(result.answer, f"{question}\n{context}")
-        result.facts_used = used_facts
-        result.evidence_used = [e.model_dump(mode="json") for e in evidence]
-        result.context = context
-        result.context_source_ids = list(dict.fromkeys(
-            [*(m for f in used_facts for m in f["source_message_ids"]),
-             *(m for e in evidence for m in e.source_message_ids)]))
-        stages["answer"] = time.perf_counter() - t
-
+                def measure(items: list[Evidence]) -> int:  # tokens of the evidence part, as the context holds it
+                    return self.llm.count_tokens(self._render(fact_lines, items)) - used
+                evidence = self.trace_back(namespace, question, qv, left, measure)
+                result.traced_back = True
+        with _stage(result, "answer"):
+            result.facts_used, result.evidence_used = used_facts, evidence
+            result.context = self._render(fact_lines, evidence)
+            result.context_tokens = self.llm.count_tokens(result.context) if result.context else 0
+            result.context_source_ids = list(dict.fromkeys(
+                [*(m for f in used_facts for m in f.source_message_ids),
+                 *(m for e in evidence for m in e.source_message_ids)]))
+            if generate:
+                self._answer(question, question_date, result)
         if self.config.use_active_facts and evidence:
-            t = time.perf_counter()
-            best = sorted(evidence, key=lambda e: -e.score)[:ACCUMULATED_EVIDENCE]
-            self._accumulate(namespace, question, qv, best, result)
-            stages["active_facts"] = time.perf_counter() - t
-        result.seconds_by_stage = stages
+            with _stage(result, "active_facts"):
+                best = sorted(evidence, key=lambda e: -e.score)[:ACCUMULATED_EVIDENCE]
+                self._accumulate(namespace, question, qv, best, result)
         result.seconds = time.perf_counter() - start
         return result
+
+    def _gate(self, question: str, facts: list[RetrievedFact], result: Answer) -> None:
+        """The sufficiency gate (§3.5): sets ``result.sufficient``, its probability and ``gate_rule``."""
+        if not facts:
+            result.gate_rule = "no facts retrieved: evidence from Structured Interaction Memory"
+            return
+        if not self.gate_trusted():
+            result.gate_rule = (f"sufficiency not asked: {getattr(self.llm, 'name', 'the model')} is not trusted "
+                                f"with it (sufficiency_gate={self.config.sufficiency_gate}); facts + evidence")
+            return
+        prompt = sufficiency.build(question, [f"{f.subject}: {f.statement}" for f in facts])
+        result.tokens_in += self.llm.count_tokens(prompt.text)
+        try:
+            [p] = self.llm.yes_probability([prompt])
+        except LLMError as exc:
+            result.errors.append(f"sufficiency: {type(exc).__name__}: {exc}")
+            result.gate_rule = "sufficiency check failed: facts + evidence"
+            return
+        result.sufficiency_prob = p
+        result.sufficient = p >= self.config.sufficiency_threshold
+        result.gate_rule = (f"P(sufficient) = {p:.2f} {'≥' if result.sufficient else '<'} "
+                            f"{self.config.sufficiency_threshold}: "
+                            f"{'facts only' if result.sufficient else 'facts + evidence'}")
+
+    def _answer(self, question: str, question_date: str | None, result: Answer) -> None:
+        """Generate the answer from ``result.context``; record tokens, the model and unsupported mentions."""
+        prompt = answer_prompt.build(question, result.context, question_date)
+        gen = self.llm.generate(prompt, max_new_tokens=self.config.answer_max_tokens,
+                                temperature=self.config.answer_temperature, stop=answer_prompt.STOP)
+        result.answer = gen.text.strip().split("\n")[0].strip()
+        result.tokens_in += gen.tokens_in
+        result.tokens_out += gen.tokens_out
+        result.model = getattr(self.llm, "name", "") or ""
+        result.model_at_chance = self.model_at_chance()
+        result.unsupported_mentions = unsupported_mentions(result.answer, f"{question}\n{result.context}")
 
     @staticmethod
     def _render(fact_lines: list[str], evidence: list[Evidence]) -> str:
@@ -491,51 +501,19 @@ class QueryPipeline:
 
     def _accumulate(self, namespace: str, question: str, qv: np.ndarray, evidence: list[Evidence],
                     result: Answer) -> None:
-        """Post-answer candidate accumulation and promotion (§3.4, Eqs. 2–4)."""
+        """Post-answer candidate accumulation and promotion (§3.4, Eqs. 2–4; ``facts.active.accumulate``):
+        load the clusters, embed the evidence and find its topics, accumulate, save."""
         cfg = self.config
-        payloads = {p["id"]: p for p in self.store.records(CLUSTERS, namespace)}
-        clusters = {cid: cluster_from_payload(p) for cid, p in payloads.items()}
-        promoted_ids = {cid: p.get("active_fact_id") for cid, p in payloads.items()}
+        clusters = self.store.clusters(namespace)
         vectors = self.embedder.embed_documents([e.statement for e in evidence])
-        names = {n for c in clusters.values() for n in c.subject.split()}
+        names = {n for c in clusters for n in c.subject.split()}
         names |= {w for e in evidence for w in normalise_subject(e.subject).split()}
         topics = ([sorted(t - names) for t in self.entities.extract([e.statement for e in evidence])]
                   if self.entities is not None else [[] for _ in evidence])
-        touched: set[str] = set()
-        for ev, vec, topic in zip(evidence, vectors, topics, strict=True):
-            subject = normalise_subject(ev.subject)
-            fits = {cid: c.compatibility(vec) for cid, c in clusters.items() if c.subject == subject}
-            fits = {cid: f for cid, f in fits.items() if f >= COMPATIBLE_COSINE}
-            target = max(fits, key=fits.get) if fits else None
-            if target is None:
-                target = f"C{len(clusters) + 1}"
-                clusters[target] = CandidateCluster(subject)
-                promoted_ids[target] = None
-            clusters[target].add(ev.statement, vec, ev.source_message_ids, question, qv, topic)
-            touched.add(target)
-        now = datetime.now(UTC).replace(tzinfo=None)
-        active_rows = []
-        existing_active = {p["id"]: p for p in self.store.records(ACTIVE_FACTS, namespace)}
-        for cid in sorted(touched):
-            cluster = clusters[cid]
-            if not cluster.promoted(cfg.theta_src, cfg.theta_qry):
-                continue
-            aid = promoted_ids[cid] or f"A{len(existing_active) + len(active_rows) + 1}"
-            promoted_at = existing_active.get(aid, {}).get("promoted_at") or now.isoformat()
-            statement = cluster.statement = choose_statement(cluster)
-            k = cluster.statements.index(statement)
-            fact = ActiveFact(id=aid, namespace=namespace, subject=cluster.label, statement=statement,
-                              source_message_ids=cluster.statement_sources[k] or cluster.sources,
-                              supporting_message_ids=cluster.sources, queries=cluster.queries, cluster_id=cid,
-                              score_src=cluster.score_src, score_qry=cluster.score_qry,
-                              promoted_at=datetime.fromisoformat(promoted_at), updated_at=now)
-            promoted_ids[cid] = aid
-            vec = cluster.statement_vectors[k]
-            active_rows.append((aid, fact.model_dump(mode="json"), vec))
-            result.active_facts_changed.append(aid)
-        self.store.put_records(CLUSTERS, namespace, "cluster",
-                               [(cid, cluster_to_payload(cid, clusters[cid], promoted_ids[cid]), None)
-                                for cid in sorted(touched)])
-        if active_rows:
-            self.store.put_records(ACTIVE_FACTS, namespace, "active_fact", active_rows)
-        result.clusters_touched = sorted(touched)
+        done = accumulate(clusters, self.store.active_facts(namespace), evidence, vectors, topics, question, qv,
+                          cfg.theta_src, cfg.theta_qry, cfg.active_compatible_cosine,
+                          datetime.now(UTC).replace(tzinfo=None), namespace)
+        self.store.put_clusters(namespace, done.clusters)
+        self.store.put_active_facts(namespace, done.active_facts)
+        result.active_facts_changed = [a.id for a, _ in done.active_facts]
+        result.clusters_touched = [c.id for c in done.clusters]

@@ -8,12 +8,38 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import numpy as np
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    TypeAdapter,
+    field_validator,
+    model_validator,
+)
 
 
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def record_number(record_id: str) -> int:
+    """The number of a short record id ("S12" → 12, "F3" → 3, "C7" → 7): ids sort by it."""
+    return int(record_id[1:])
+
+
+def _to_vectors(value: Any) -> list[np.ndarray]:
+    return [np.asarray(v, dtype=np.float32) for v in value]
+
+
+#: Embeddings held by a record: (d,) float32 arrays in Python, lists of floats in the store's JSON.
+Vectors = Annotated[list[Any], BeforeValidator(_to_vectors),
+                    PlainSerializer(lambda vs: [np.asarray(v).astype(float).tolist() for v in vs],
+                                    return_type=list[list[float]])]
 
 
 class Message(_Record):
@@ -100,7 +126,8 @@ class PhiScore(_Record):
 class SegmentDecision(_Record):
     """How message u_t was placed: appended to the current segment or opening a new one."""
 
-    kind: str = "segment"
+    kind: Literal["segment"] = "segment"
+    seq: int | None = Field(None, description="Position in the namespace's decision log (set when stored).")
     namespace: str
     message_id: str
     message_index: int
@@ -134,7 +161,8 @@ class TrajectoryCandidate(_Record):
 class TrajectoryDecision(_Record):
     """How segment S_i was assigned: joined the best compatible trajectory or opened a new one."""
 
-    kind: str = "trajectory"
+    kind: Literal["trajectory"] = "trajectory"
+    seq: int | None = Field(None, description="Position in the namespace's decision log (set when stored).")
     namespace: str
     segment_id: str
     candidates: list[TrajectoryCandidate] = Field(default_factory=list)
@@ -144,6 +172,12 @@ class TrajectoryDecision(_Record):
     model: str | None = None
     error: str | None = None
     seconds: float = 0.0
+
+
+#: A recorded Structured Interaction Memory decision: a boundary (§3.2 double-threshold rule) or a
+#: trajectory assignment, told apart by ``kind``.
+Decision = Annotated[SegmentDecision | TrajectoryDecision, Field(discriminator="kind")]
+DECISION = TypeAdapter(Decision)
 
 
 class FactOp(StrEnum):
@@ -173,18 +207,19 @@ class CoreFact(_Record):
     valid_from: datetime | None = None
     valid_until: datetime | None = Field(None, description="Set when superseded: when it stopped being valid.")
     superseded_by: str | None = None
-    status: str = Field("current", description="current | superseded")
+    status: Literal["current", "superseded"] = "current"
 
 
 class FactOperation(_Record):
     """One entry of the append-only CoreFact operation log."""
 
-    kind: str = "fact_op"
+    kind: Literal["fact_op"] = "fact_op"
+    seq: int | None = Field(None, description="Position in the namespace's operation log (set when stored).")
     namespace: str
     op: FactOp
     fact_ids: list[str]
-    before: list[dict] = Field(default_factory=list)
-    after: list[dict] = Field(default_factory=list)
+    before: list[CoreFact] = Field(default_factory=list, description="The facts as they were.")
+    after: list[CoreFact] = Field(default_factory=list, description="The facts as the operation left them.")
     reason: str
     rule: str = Field(description="'rule' when decided without the LLM, 'llm' when the LLM chose.")
     scores: dict[str, float] = Field(default_factory=dict, description="Option → probability, or similarities.")
@@ -193,8 +228,48 @@ class FactOperation(_Record):
     prompt_version: str | None = None
     model: str | None = None
     error: str | None = None
-    candidate: dict = Field(default_factory=dict,
-                            description="REJECT only: the candidate fact the grounding gate turned away.")
+    candidate: CoreFact | None = Field(None, description="REJECT only: the candidate fact the grounding gate "
+                                                         "turned away (it has no id).")
+
+    @field_validator("candidate", mode="before")
+    @classmethod
+    def _candidate(cls, value: Any) -> Any:
+        if not value:  # logs written before candidates were records stored {} for "none"
+            return None
+        return {"id": "", **value} if isinstance(value, dict) else value
+
+
+class CandidateCluster(_Record):
+    """C_k = (s_k, X_k, Q_k, R_k) of the ActiveFact track (§3.4) with the embeddings Coh needs.
+
+    ``subject`` is the normalised speaker the statements are about and ``topics`` counts the key
+    entities of X_k (speaker names left out); ``label`` (s_k as shown, "melanie: pottery") and the
+    scores of Eqs. 2–3 are kept up to date by :mod:`memsif.facts.active`, which owns every change.
+    ``statement`` is the ActiveFact statement once promoted, ``active_fact_id`` that ActiveFact."""
+
+    id: str
+    namespace: str = ""
+    subject: str
+    statements: list[str] = Field(default_factory=list, description="X_k, deduplicated.")
+    statement_vectors: Vectors = Field(default_factory=list, description="(d,) embedding of each of X_k.")
+    statement_sources: list[list[str]] = Field(default_factory=list, description="Source turns of each of X_k.")
+    queries: list[str] = Field(default_factory=list, description="Q_k, near-duplicates removed.")
+    query_vectors: Vectors = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list, description="R_k: distinct source turns.")
+    topics: dict[str, int] = Field(default_factory=dict)
+    statement: str | None = None
+    active_fact_id: str | None = None
+    label: str = ""
+    central_statement: str | None = None
+    score_src: float = Field(0.0, description="Eq. 2.")
+    score_qry: float = Field(0.0, description="Eq. 3.")
+
+    @model_validator(mode="after")
+    def _one_source_list_per_statement(self) -> CandidateCluster:
+        missing = len(self.statements) - len(self.statement_sources)
+        if missing > 0:  # clusters stored before statements kept their own sources
+            self.statement_sources.extend([] for _ in range(missing))
+        return self
 
 
 class ActiveFact(_Record):
@@ -214,6 +289,19 @@ class ActiveFact(_Record):
     event_time: datetime | None = None
     promoted_at: datetime
     updated_at: datetime
+
+
+class RetrievedFact(_Record):
+    """A CoreFact or promoted ActiveFact found for a question (§3.5), with its cosine to the question."""
+
+    kind: Literal["core", "active"]
+    id: str
+    subject: str
+    type: str = Field(description="The schema type of a CoreFact; 'Active' for an ActiveFact.")
+    statement: str
+    event_time: datetime | None = None
+    source_message_ids: list[str] = Field(default_factory=list)
+    score: float
 
 
 class Evidence(_Record):

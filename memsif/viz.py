@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 
-from memsif.records import Message, TopicalSegment
+from memsif.records import (
+    CandidateCluster,
+    CoreFact,
+    Decision,
+    EventTrajectory,
+    Evidence,
+    FactOperation,
+    Message,
+    SegmentDecision,
+    TopicalSegment,
+)
+
+if TYPE_CHECKING:  # memsif.query loads the retrieval stack; the figures need only its Answer's fields
+    from memsif.query import Answer
 
 #: Marker colour and label per boundary outcome.
 OUTCOMES = {
@@ -27,34 +41,40 @@ def index_tick(n: int) -> int:
     return max(1, round(n / 10))
 
 
-def phi_timeline(decisions: Sequence[dict[str, Any]], messages: Sequence[Message], tau_split: float,
+def _segment_decisions(decisions: Sequence[Decision]) -> list[SegmentDecision]:
+    return [d for d in decisions if isinstance(d, SegmentDecision)]
+
+
+def phi_timeline(decisions: Sequence[Decision], messages: Sequence[Message], tau_split: float,
                  tau_merge: float) -> go.Figure:
     """φ(u_t, S_i) for every message in order, with τ_split/τ_merge lines, markers by decision,
-    alternating bands per Topical Segment and dotted lines at session starts (§3.2)."""
+    alternating bands per Topical Segment and dotted lines at session starts (§3.2). ``decisions``
+    as ``MemSIF.decisions(ns, "segment")`` returns them (trajectory decisions are left out)."""
+    decisions = _segment_decisions(decisions)
     by_id = {m.id: m for m in messages}
     fig = go.Figure()
-    scored = [d for d in decisions if d.get("score")]
-    groups: dict[tuple[str, bool], list[dict[str, Any]]] = {}
-    for d in scored:
-        groups.setdefault((d["rule"], d["continued"]), []).append(d)
+    groups: dict[tuple[str, bool], list[SegmentDecision]] = {}
+    for d in decisions:
+        if d.score is not None:
+            groups.setdefault((str(d.rule), d.continued), []).append(d)
     for key, rows in groups.items():
-        label, colour = OUTCOMES.get(key, (f"{key[0]}", "#888"))
+        label, colour = OUTCOMES.get(key, (key[0], "#888"))
         hover = []
         for d in rows:
-            m = by_id.get(d["message_id"])
+            m = by_id.get(d.message_id)
             text = (m.text[:140] + "…") if m and len(m.text) > 140 else (m.text if m else "")
-            s = d["score"]
-            judge = (f"<br>judge P(continue) = {d['judge_prob']:.3f}" if d.get("judge_prob") is not None else "")
-            hover.append(f"<b>{d['message_id']}</b> {m.speaker if m else ''}: {text}<br>"
-                         f"φ = {s['phi']:.3f} (s_sem {s['s_sem']:.3f}, J {s['jaccard']:.3f}, cos {s['cosine']:.3f})"
-                         f"{judge}<br>→ {d['segment_id']}")
+            s = d.score
+            judge = f"<br>judge P(continue) = {d.judge_prob:.3f}" if d.judge_prob is not None else ""
+            hover.append(f"<b>{d.message_id}</b> {m.speaker if m else ''}: {text}<br>"
+                         f"φ = {s.phi:.3f} (s_sem {s.s_sem:.3f}, J {s.jaccard:.3f}, cos {s.cosine:.3f})"
+                         f"{judge}<br>→ {d.segment_id}")
         fig.add_trace(go.Scattergl(
-            x=[d["message_index"] for d in rows], y=[d["score"]["phi"] for d in rows], mode="markers",
+            x=[d.message_index for d in rows], y=[d.score.phi for d in rows], mode="markers",
             name=label, marker={"color": colour, "size": 7}, hovertext=hover, hoverinfo="text"))
     fig.add_hline(y=tau_merge, line_dash="dash", line_color="#2a9d8f", annotation_text=f"τ_merge {tau_merge}")
     fig.add_hline(y=tau_split, line_dash="dash", line_color="#e76f51", annotation_text=f"τ_split {tau_split}")
     # alternating bands for segments
-    starts = [d["message_index"] for d in decisions if not d["continued"]]
+    starts = [d.message_index for d in decisions if not d.continued]
     ends = [*starts[1:], len(decisions)]
     for k, (a, b) in enumerate(zip(starts, ends, strict=True)):
         if k % 2 == 0:
@@ -75,17 +95,20 @@ def phi_timeline(decisions: Sequence[dict[str, Any]], messages: Sequence[Message
     return fig
 
 
-def segment_rows(segments: Sequence[TopicalSegment], decisions: Sequence[dict[str, Any]]) -> list[list[Any]]:
-    """One row per Topical Segment: id, trajectory, size, first..last message, how it was opened."""
-    opened = {d["message_id"]: d for d in decisions}
+def segment_rows(segments: Sequence[TopicalSegment], decisions: Sequence[Decision]) -> list[list[Any]]:
+    """One row per Topical Segment: id, trajectory, size, first..last message, how it was opened
+    (from the segment decisions of ``decisions``)."""
+    opened = {d.message_id: d for d in _segment_decisions(decisions)}
     rows = []
     for s in segments:
-        d = opened.get(s.message_ids[0], {})
-        how = d.get("rule", "")
-        if d.get("score"):
-            how += f" φ={d['score']['phi']:.3f}"
-        if d.get("judge_prob") is not None:
-            how += f" P={d['judge_prob']:.2f}"
+        d = opened.get(s.message_ids[0])
+        how = ""
+        if d is not None:
+            how = str(d.rule)
+            if d.score is not None:
+                how += f" φ={d.score.phi:.3f}"
+            if d.judge_prob is not None:
+                how += f" P={d.judge_prob:.2f}"
         rows.append([s.id, s.trajectory_id or "", len(s.message_ids), s.message_ids[0], s.message_ids[-1],
                      ", ".join(s.session_ids), how, ", ".join(s.entities[:8])])
     return rows
@@ -98,7 +121,7 @@ SEGMENT_COLUMNS = ["segment", "trajectory", "messages", "first", "last", "sessio
 LABEL_SEGMENTS_UP_TO = 60
 
 
-def trajectory_graph(segments: Sequence[TopicalSegment], trajectories: Sequence[Any],
+def trajectory_graph(segments: Sequence[TopicalSegment], trajectories: Sequence[EventTrajectory],
                      first_index: dict[str, int] | None = None) -> go.Figure:
     """Topical Segments as nodes in time order (x = the segment's first message index, or its order
     without ``first_index``), one row per Event Trajectory of two or more segments, the single-segment
@@ -140,7 +163,7 @@ def trajectory_graph(segments: Sequence[TopicalSegment], trajectories: Sequence[
     return fig
 
 
-def trajectory_swimlanes(segments: Sequence[TopicalSegment], trajectories: Sequence[Any],
+def trajectory_swimlanes(segments: Sequence[TopicalSegment], trajectories: Sequence[EventTrajectory],
                          first_index: dict[str, int]) -> go.Figure:
     """One lane per Event Trajectory; a bar per member segment over its message-index span."""
     by_id = {s.id: s for s in segments}
@@ -163,18 +186,18 @@ def trajectory_swimlanes(segments: Sequence[TopicalSegment], trajectories: Seque
     return fig
 
 
-def cluster_scatter(clusters: Sequence[dict[str, Any]], theta_src: float, theta_qry: float) -> go.Figure:
+def cluster_scatter(clusters: Sequence[CandidateCluster], theta_src: float, theta_qry: float) -> go.Figure:
     """Every candidate cluster as a point (Score_src, Score_qry) with lines at θ_s and θ_q (Eq. 4)."""
     fig = go.Figure()
     for promoted in (False, True):
-        rows = [c for c in clusters if bool(c.get("active_fact_id")) == promoted]
+        rows = [c for c in clusters if bool(c.active_fact_id) == promoted]
         fig.add_trace(go.Scatter(
-            x=[c["score_src"] for c in rows], y=[c["score_qry"] for c in rows], mode="markers",
+            x=[c.score_src for c in rows], y=[c.score_qry for c in rows], mode="markers",
             name="promoted to ActiveFact" if promoted else "candidate",
             marker={"size": 11, "symbol": "star" if promoted else "circle",
                     "color": "#2a9d8f" if promoted else "#e9c46a"},
-            hovertext=[f"{c['id']} {c['subject']}: |R|={len(c['sources'])}, |Q|={len(c['queries'])}<br>"
-                       f"{(c['statements'] or [''])[0][:120]}" for c in rows], hoverinfo="text"))
+            hovertext=[f"{c.id} {c.subject}: |R|={len(c.sources)}, |Q|={len(c.queries)}<br>"
+                       f"{(c.statements or [''])[0][:120]}" for c in rows], hoverinfo="text"))
     fig.add_vline(x=theta_src, line_dash="dash", annotation_text=f"θ_s {theta_src}")
     fig.add_hline(y=theta_qry, line_dash="dash", annotation_text=f"θ_q {theta_qry}")
     fig.update_layout(xaxis={"title": "Score_src (Eq. 2)", "range": [-0.02, 1.02]},
@@ -191,27 +214,45 @@ OP_COLUMNS = ["#", "operation", "facts", "decided by", "reason", "error"]
 LENS_PATHS = {"search": "#1f77b4", "trajectory": "#d62728", "fact": "#2ca02c"}
 
 
-def evidence_lens(rows: Sequence[dict[str, Any]], nce_only: bool = True, nce_ted: float = 0.3) -> go.Figure:
+@dataclass
+class LensRow:
+    """One question of the Evaluate tab's lens (``memsif.inspector.evaluate``): its gold evidence
+    turns and their message indexes, its TED (None with fewer than two gold turns), which gold turns
+    each system's context held (``found``, by system name), how MemSIF found each gold turn it held
+    (``how``: "search (S12)", "trajectory E3", "fact F4") and each system's evidence recall (None
+    without gold turns)."""
+
+    question: str
+    category: str
+    ted: float | None
+    gold: list[str]
+    gold_index: list[int]
+    found: dict[str, list[str]]
+    how: dict[str, str]
+    recall: dict[str, float | None]
+    sample: str = ""
+
+
+def evidence_lens(rows: Sequence[LensRow], nce_only: bool = True, nce_ted: float = 0.3) -> go.Figure:
     """Gold evidence turns per question on the message-index axis (one row per question, most
     spread-out first): filled markers coloured by the path that brought a turn into MemSIF's context
     (search, Event Trajectory, fact), open grey circles for turns MemSIF missed, a black cross where
-    Hybrid RAG's context holds the turn. ``rows`` as the Evaluate tab makes them (``question``,
-    ``ted``, ``gold``, ``gold_index``, ``found`` per system, ``how``)."""
-    chosen = [r for r in rows if not nce_only or (r["ted"] is not None and r["ted"] >= nce_ted)]
-    chosen = sorted(chosen, key=lambda r: (r["ted"] or 0.0))  # most spread-out at the top
-    labels = [f"{k + 1}. {r['question'][:60]}" for k, r in enumerate(chosen)]
+    Hybrid RAG's context holds the turn. ``rows`` as the Evaluate tab makes them."""
+    chosen = [r for r in rows if not nce_only or (r.ted is not None and r.ted >= nce_ted)]
+    chosen = sorted(chosen, key=lambda r: (r.ted or 0.0))  # most spread-out at the top
+    labels = [f"{k + 1}. {r.question[:60]}" for k, r in enumerate(chosen)]
     points: dict[str, tuple[list, list, list]] = {name: ([], [], []) for name in (*LENS_PATHS, "missed", "hybrid")}
     fig = go.Figure()
     for label, r in zip(labels, chosen, strict=True):
-        xs = r["gold_index"]
+        xs = r.gold_index
         if len(xs) > 1:
             fig.add_trace(go.Scatter(x=[min(xs), max(xs)], y=[label, label], mode="lines", showlegend=False,
                                      line={"color": "#ccc", "width": 1}, hoverinfo="skip"))
-        for gid, x in zip(r["gold"], xs, strict=True):
-            how = r["how"].get(gid)
+        for gid, x in zip(r.gold, xs, strict=True):
+            how = r.how.get(gid)
             key = "missed" if how is None else how.split()[0]
-            text = f"{gid}: {how or 'missed by MemSIF'}<br>{r['question']}"
-            for name in (key, "hybrid") if gid in r["found"].get("Hybrid RAG", []) else (key,):
+            text = f"{gid}: {how or 'missed by MemSIF'}<br>{r.question}"
+            for name in (key, "hybrid") if gid in r.found.get("Hybrid RAG", []) else (key,):
                 points[name][0].append(x)
                 points[name][1].append(label)
                 points[name][2].append(text)
@@ -230,27 +271,30 @@ def evidence_lens(rows: Sequence[dict[str, Any]], nce_only: bool = True, nce_ted
     return fig
 
 
-def fact_rows(facts: Sequence[Any]) -> list[list[Any]]:
+def fact_rows(facts: Sequence[CoreFact]) -> list[list[Any]]:
+    """One row per CoreFact (``FACT_COLUMNS``); a superseded one names its successor."""
     return [[f.id, f.type, f.subject, f.statement, f.event_time.date().isoformat() if f.event_time else "",
              ", ".join(f.source_message_ids),
              f.status if f.status == "current" else f"superseded by {f.superseded_by}"] for f in facts]
 
 
-def op_rows(log: Sequence[dict[str, Any]]) -> list[list[Any]]:
-    """One row per logged operation; a REJECT row shows the candidate the grounding gate turned away."""
-    def facts(r: dict[str, Any]) -> str:
-        if r.get("candidate"):
-            c = r["candidate"]
-            return f"✗ [{c.get('type')}] {c.get('subject')}: {c.get('statement')}"
-        return ", ".join(r["fact_ids"])
+def op_rows(log: Sequence[FactOperation]) -> list[list[Any]]:
+    """One row per logged operation (``OP_COLUMNS``); a REJECT row shows the candidate the grounding
+    gate turned away."""
+    def facts(r: FactOperation) -> str:
+        if r.candidate is not None:
+            c = r.candidate
+            return f"✗ [{c.type}] {c.subject}: {c.statement}"
+        return ", ".join(r.fact_ids)
 
-    return [[r["seq"], r["op"], facts(r), r["rule"], r["reason"], r.get("error") or ""] for r in log]
+    return [[r.seq, str(r.op), facts(r), r.rule, r.reason, r.error or ""] for r in log]
 
 
 TRAJECTORY_DETAIL_COLUMNS = ["segment", "message", "session", "time", "speaker", "text"]
 
 
-def trajectory_detail_rows(trajectory_id: str, segments: Sequence[TopicalSegment], trajectories: Sequence[Any],
+def trajectory_detail_rows(trajectory_id: str, segments: Sequence[TopicalSegment],
+                           trajectories: Sequence[EventTrajectory],
                            messages: Sequence[Message]) -> list[list[Any]]:
     """The segments and messages of one Event Trajectory, in time order (empty for an unknown id)."""
     wanted = next((t for t in trajectories if t.id == trajectory_id), None)
@@ -272,17 +316,17 @@ def _message_row(m: Message) -> list[Any]:
     return [m.id, m.session_id, m.time.isoformat(sep=" ", timespec="minutes") if m.time else "", m.speaker, m.text]
 
 
-def evidence_how(evidence: dict[str, Any]) -> str:
+def evidence_how(evidence: Evidence) -> str:
     """How an evidence item was found, e.g. ``dense 0.62 + lexical 7.1 (fused 0.033) · segment 0.016``."""
-    scores = evidence.get("scores", {})
-    paths = [p for p in ("dense", "lexical") if p in evidence.get("found_by", [])]
+    scores, found_by = evidence.scores, evidence.found_by
+    paths = [p for p in ("dense", "lexical") if p in found_by]
     parts = []
     if paths:
         fused = f" (fused {scores['fused']:.3f})" if "fused" in scores else ""
         parts.append(" + ".join(f"{p} {scores[p]:.2f}" if p in scores else p for p in paths) + fused)
-    if "segment" in evidence.get("found_by", []) and "segment" in scores:
+    if "segment" in found_by and "segment" in scores:
         parts.append(f"segment {scores['segment']:.3f}")
-    if "trajectory" in evidence.get("found_by", []):
+    if "trajectory" in found_by:
         parts.append("trajectory path")
     return " · ".join(parts)
 
@@ -294,64 +338,71 @@ DEMO_MODEL_NOTE = ("⚠️ Answered by **{model}**, the packaged demo model: it 
                    "one in Settings.")
 
 
-def answer_markdown(answer: dict[str, Any], supporting: int = 3, clip_chars: int = 200) -> str:
-    """The chat's answer message: the answer, which model gave it (with the demo-model warning),
-    mentions not in its context, and the best supporting messages (highest evidence priority first)."""
-    lines = [answer.get("answer") or "(empty answer)"]
-    model = answer.get("model") or ""
-    if answer.get("model_at_chance"):
+def best_evidence(evidence: Sequence[Evidence]) -> list[Evidence]:
+    """Evidence items by priority (``scores["priority"]``), best first."""
+    return sorted(evidence, key=lambda e: -(e.scores.get("priority") or 0.0))
+
+
+def answer_markdown(answer: Answer, supporting: int = 3, clip_chars: int = 200) -> str:
+    """The chat's answer message for a ``memsif.query.Answer``: the answer, which model gave it (with
+    the demo-model warning), mentions not in its context, and the best supporting messages (highest
+    evidence priority first)."""
+    lines = [answer.answer or "(empty answer)"]
+    model = answer.model or ""
+    if answer.model_at_chance:
         lines.append("\n" + DEMO_MODEL_NOTE.format(model=model))
     elif model:
         lines.append(f"\n_Answered by {model}._")
-    if answer.get("unsupported_mentions"):
-        lines.append(f"\n⚠️ Not in the memory it was given: **{', '.join(answer['unsupported_mentions'])}**; "
+    if answer.unsupported_mentions:
+        lines.append(f"\n⚠️ Not in the memory it was given: **{', '.join(answer.unsupported_mentions)}**; "
                      "check before trusting this answer.")
-    best = sorted(answer.get("evidence_used", []), key=lambda e: -(e.get("scores", {}).get("priority") or 0.0))
+    best = best_evidence(answer.evidence_used)
     if best[:supporting]:
         lines.append("\n**Best supporting messages**")
         for e in best[:supporting]:
-            text = e["statement"] if len(e["statement"]) <= clip_chars else e["statement"][:clip_chars - 1] + "…"
-            when = f" ({e['time'][:10]})" if e.get("time") else ""
-            lines.append(f"- `{', '.join(e['source_message_ids'])}` {e['subject']}{when}: {text}")
-    elif answer.get("facts_used"):
+            text = e.statement if len(e.statement) <= clip_chars else e.statement[:clip_chars - 1] + "…"
+            when = f" ({e.time.date().isoformat()})" if e.time else ""
+            lines.append(f"- `{', '.join(e.source_message_ids)}` {e.subject}{when}: {text}")
+    elif answer.facts_used:
         lines.append("\n_From facts only (see the trace)._")
     return "\n".join(lines)
 
 
-def trace_markdown(answer: dict[str, Any]) -> tuple[str, str]:
-    """(title, body) of an answer's trace for a collapsible chat message: facts and evidence with
-    their source ids, sufficiency probability, whether it traced back, tokens and seconds (§3.5)."""
-    p = answer.get("sufficiency_prob")
+def trace_markdown(answer: Answer) -> tuple[str, str]:
+    """(title, body) of a ``memsif.query.Answer``'s trace for a collapsible chat message: facts and
+    evidence with their source ids, sufficiency probability, whether it traced back, tokens and
+    seconds (§3.5)."""
+    p = answer.sufficiency_prob
     if p is not None:
-        gate = f"{'sufficient' if answer['sufficient'] else 'insufficient'} (P={p:.2f})"
-    elif not answer["facts_used"]:
+        gate = f"{'sufficient' if answer.sufficient else 'insufficient'} (P={p:.2f})"
+    elif not answer.facts_used:
         gate = "no facts to check"
     else:
         gate = "sufficiency not asked"
     title = (f"Trace · {gate} · "
-             f"{'traced back to Structured Interaction Memory' if answer['traced_back'] else 'facts only'} · "
-             f"{answer['tokens_in']}+{answer['tokens_out']} tokens · {answer['seconds']:.1f} s")
-    lines = ["**Facts used**" if answer["facts_used"] else "_No facts used._"]
-    for f in answer["facts_used"]:
-        lines.append(f"- `{f['id']}` ({f.get('kind', 'core')}, {f.get('type', '')}) {f['subject']}: {f['statement']} "
-                     f"— sources {', '.join(f.get('source_message_ids', []))}")
-    if answer.get("gate_rule"):
-        lines.append(f"\n_Sufficiency gate: {answer['gate_rule']}_")
-    if answer["evidence_used"]:
+             f"{'traced back to Structured Interaction Memory' if answer.traced_back else 'facts only'} · "
+             f"{answer.tokens_in}+{answer.tokens_out} tokens · {answer.seconds:.1f} s")
+    lines = ["**Facts used**" if answer.facts_used else "_No facts used._"]
+    for f in answer.facts_used:
+        lines.append(f"- `{f.id}` ({f.kind}, {f.type}) {f.subject}: {f.statement} "
+                     f"— sources {', '.join(f.source_message_ids)}")
+    if answer.gate_rule:
+        lines.append(f"\n_Sufficiency gate: {answer.gate_rule}_")
+    if answer.evidence_used:
         lines.append("\n**Query-local evidence** (oldest first; how each item was found, with its scores)")
-        for e in answer["evidence_used"]:
-            where = ", ".join(x for x in (e.get("segment_id"), e.get("trajectory_id")) if x)
+        for e in answer.evidence_used:
+            where = ", ".join(x for x in (e.segment_id, e.trajectory_id) if x)
             how = evidence_how(e)
-            lines.append(f"- {e['subject']}: {e['statement']} — `{', '.join(e['source_message_ids'])}`"
+            lines.append(f"- {e.subject}: {e.statement} — `{', '.join(e.source_message_ids)}`"
                          f"{f' ({where})' if where else ''}{f' · {how}' if how else ''}")
-    stages = ", ".join(f"{k} {v:.2f} s" for k, v in answer.get("seconds_by_stage", {}).items())
+    stages = ", ".join(f"{k} {v:.2f} s" for k, v in answer.seconds_by_stage.items())
     if stages:
         lines.append(f"\n_Stages: {stages}_")
-    if answer.get("active_facts_changed"):
-        lines.append(f"\nActiveFacts changed: {', '.join(answer['active_facts_changed'])}")
-    if answer.get("unsupported_mentions"):
+    if answer.active_facts_changed:
+        lines.append(f"\nActiveFacts changed: {', '.join(answer.active_facts_changed)}")
+    if answer.unsupported_mentions:
         lines.append(f"\n⚠️ The answer mentions what its context does not hold: "
-                     f"{', '.join(answer['unsupported_mentions'])}")
-    for err in answer.get("errors", []):
+                     f"{', '.join(answer.unsupported_mentions)}")
+    for err in answer.errors:
         lines.append(f"\n⚠️ {err}")
     return title, "\n".join(lines)

@@ -3,7 +3,17 @@
 import numpy as np
 import pytest
 
-from memsif.facts.active import CandidateCluster, coherence, normalise_subject, promote, score_qry, score_src
+from memsif.facts.active import (
+    add_evidence,
+    coherence,
+    compatibility,
+    is_promoted,
+    new_cluster,
+    normalise_subject,
+    promote,
+    score_qry,
+    score_src,
+)
 
 E1, E2 = np.array([1.0, 0.0]), np.array([0.0, 1.0])
 
@@ -34,19 +44,19 @@ def test_promotion_needs_both_scores():
 
 
 def test_cluster_accumulates_dedupes_and_promotes():
-    c = CandidateCluster(normalise_subject(" Melanie. "))
+    c = new_cluster("C1", "t", normalise_subject(" Melanie. "))
     assert c.subject == "melanie"
-    c.add("Melanie paints.", E1, ["D1:3"], "What does Melanie do?", E1)
+    add_evidence(c, "Melanie paints.", E1, ["D1:3"], "What does Melanie do?", E1)
     assert (c.score_src, c.score_qry) == (0.0, 0.0)
-    c.add("Melanie paints.", E1, ["D1:3"], "What does Melanie do?", E1)  # same statement, source, query
+    add_evidence(c, "Melanie paints.", E1, ["D1:3"], "What does Melanie do?", E1)  # same statement, source, query
     assert (len(c.statements), len(c.queries), len(c.sources)) == (1, 1, 1)
     q2 = np.array([0.9, 0.4359])  # cos ≈ 0.9 with E1: a different but related query
-    c.add("Melanie paints landscapes.", np.array([0.8, 0.6]), ["D4:2"], "What hobby has Melanie?", q2)
+    add_evidence(c, "Melanie paints landscapes.", np.array([0.8, 0.6]), ["D4:2"], "What hobby has Melanie?", q2)
     # |R| = 2, Coh(X) = (0.8 + 1) / 2 = 0.9 → 0.45; |Q| = 2, Coh(Q) = (0.9 + 1) / 2 = 0.95 → 0.475
     assert c.score_src == pytest.approx(0.45, abs=1e-3)
     assert c.score_qry == pytest.approx(0.475, abs=1e-3)
-    assert c.promoted(0.45, 0.45)
-    assert not c.promoted(0.45, 0.5)
+    assert is_promoted(c, 0.45, 0.45)
+    assert not is_promoted(c, 0.45, 0.5)
 
 
 # --------------------------------------------------- clusters that mean something (complete link)
@@ -54,21 +64,22 @@ def test_a_bridge_statement_does_not_chain_unrelated_statements():
     from memsif.facts.active import COMPATIBLE_COSINE
 
     bridge = (E1 + E2) / np.sqrt(2)  # cos 0.71 with each, while E1 ⟂ E2
-    cluster = CandidateCluster("ana")
-    cluster.add("Ana makes bowls.", E1, ["D1:1"], "q1", E1)
-    cluster.add("Ana runs to her pottery class.", bridge, ["D1:2"], "q2", E1)
-    assert cluster.compatibility(E2) < COMPATIBLE_COSINE <= cluster.compatibility(E1)
+    cluster = new_cluster("C1", "t", "ana")
+    add_evidence(cluster, "Ana makes bowls.", E1, ["D1:1"], "q1", E1)
+    add_evidence(cluster, "Ana runs to her pottery class.", bridge, ["D1:2"], "q2", E1)
+    assert compatibility(cluster, E2) < COMPATIBLE_COSINE <= compatibility(cluster, E1)
 
 
 def test_the_promoted_statement_is_stable_until_another_is_clearly_more_central():
     from memsif.facts.active import choose_statement
 
     a, b = np.array([1.0, 0.0, 0.0]), np.array([0.9, 0.436, 0.0])
-    cluster = CandidateCluster("ana")
+    cluster = new_cluster("C1", "t", "ana")
     for text, vec in (("first", a), ("second", b)):
-        cluster.add(text, vec, [text], text, vec)
+        add_evidence(cluster, text, vec, [text], text, vec)
     cluster.statement = "second"
-    cluster.add("third", np.array([0.95, 0.0, 0.312]), ["third"], "q3", a)  # slightly more central than "second"
+    # "third" is slightly more central than "second"
+    add_evidence(cluster, "third", np.array([0.95, 0.0, 0.312]), ["third"], "q3", a)
     assert choose_statement(cluster) == "second"
     cluster.statement = "gone"  # a statement no longer in X_k is replaced by the most central one
     assert choose_statement(cluster) in cluster.statements
@@ -96,12 +107,12 @@ def test_five_questions_on_two_topics_give_topic_clusters_with_statement_sources
                      "When did Ana run a marathon?"):
         engine.ask(question, namespace="t")
     clusters = engine.clusters("t")
-    topical = [c for c in clusters if len(c["statements"]) > 1]
+    topical = [c for c in clusters if len(c.statements) > 1]
     assert len(topical) >= 2
     for c in clusters:  # no cluster holds both a pottery-only and a marathon-only statement
-        kinds = {("pottery" in s) - ("marathon" in s.lower()) for s in c["statements"]}
-        assert not {1, -1} <= kinds, c["statements"]
+        kinds = {("pottery" in s) - ("marathon" in s.lower()) for s in c.statements}
+        assert not {1, -1} <= kinds, c.statements
     for fact in engine.active_facts("t"):
-        cluster = next(c for c in clusters if c["id"] == fact["cluster_id"])
-        assert fact["statement"] in cluster["statements"] and fact["subject"].startswith("ana")
-        assert set(fact["source_message_ids"]) <= set(fact["supporting_message_ids"]) and fact["queries"]
+        cluster = next(c for c in clusters if c.id == fact.cluster_id)
+        assert fact.statement in cluster.statements and fact.subject.startswith("ana")
+        assert set(fact.source_message_ids) <= set(fact.supporting_message_ids) and fact.queries

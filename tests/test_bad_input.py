@@ -42,7 +42,7 @@ def test_a_30000_token_pasted_log_is_stored_whole_warned_about_and_clipped_for_t
             assert len(prompt.text) < 8_000, f"{name} prompt carries the whole log"
     answer = engine.ask("Which tomatoes did Ana plant?", "t")
     assert EVIDENCE_CHARS <= 1_000 and answer.evidence_used
-    assert all(len(e["statement"]) <= 1_040 for e in answer.evidence_used), "evidence must be clipped"
+    assert all(len(e.statement) <= 1_040 for e in answer.evidence_used), "evidence must be clipped"
     assert answer.answer == "San Marzano." and answer.errors == []
 
 

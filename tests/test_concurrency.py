@@ -87,7 +87,7 @@ def test_a_chat_in_the_same_namespace_does_not_wait_for_its_core_facts(engine_fa
         reader.join(5)
         assert views, "the operation log could not be read while the namespace was being written"
         ops, decisions, facts = views[0]
-        assert [op["op"] for op in ops] == ["ADD"] and [f.statement for f in facts] == ["Melanie loves pottery."]
+        assert [op.op for op in ops] == ["ADD"] and [f.statement for f in facts] == ["Melanie loves pottery."]
         assert decisions
     finally:
         release.set()

@@ -5,6 +5,7 @@ from datetime import datetime
 
 import pytest
 
+from memsif.config import MemSIFConfig
 from memsif.records import FactOp, Message
 from tests.fakes import FakeLLM, KeywordEmbedder
 
@@ -46,11 +47,11 @@ def test_contradiction_supersedes_and_keeps_history(engine_factory):
     assert old.status == "superseded" and old.superseded_by == current.id
     assert old.valid_until == AUGUST and old.valid_from == MAY
     log = engine.fact_log("t")
-    assert [r["op"] for r in log] == ["ADD", "SUPERSEDE"]
+    assert [r.op for r in log] == ["ADD", "SUPERSEDE"]
     sup = log[1]
-    assert sup["fact_ids"] == ["F1", "F2"] and sup["rule"] == "llm"
-    assert sup["before"][0]["status"] == "current" and sup["after"][0]["status"] == "superseded"
-    assert sup["scores"]["D"] == 1.0 and sup["prompt_version"] == "core_operation/1"
+    assert sup.fact_ids == ["F1", "F2"] and sup.rule == "llm"
+    assert sup.before[0].status == "current" and sup.after[0].status == "superseded"
+    assert sup.scores["D"] == 1.0 and sup.prompt_version == "core_operation/1"
     # the operation prompt only showed the known fact by a small index
     assert "1. [Preference] Melanie: Melanie loves sushi." in llm.calls["core_operation"][0].text
     assert engine.fact_log("t", op="supersede", subject="melanie") == [sup]
@@ -89,7 +90,7 @@ def test_near_identical_statement_merges_by_rule_and_unrelated_adds_by_rule(engi
     engine.ingest([msg("D1:1", "sushi again tonight", MAY)])
     report = engine.ingest([msg("D2:1", "more sushi, and I have a dog named Max", AUGUST)])
     assert report.fact_ops == {"MERGE": 1, "ADD": 1}
-    assert all(r["rule"] == "rule" for r in engine.fact_log("t"))
+    assert all(r.rule == "rule" for r in engine.fact_log("t"))
     assert "core_operation" not in llm.calls
 
 
@@ -114,7 +115,7 @@ def test_fenced_reply_is_recovered_and_bad_source_index_is_range_checked(engine_
     [fact] = engine.facts("t")
     assert fact.source_message_ids == ["D1:1"]
     [op] = engine.fact_log("t")
-    assert "dropped source numbers outside 1..1: [7]" in op["reason"] and "provenance by similarity" in op["reason"]
+    assert "dropped source numbers outside 1..1: [7]" in op.reason and "provenance by similarity" in op.reason
 
 
 @pytest.mark.parametrize("reply", ["", '{"facts": [{"subject": "Mel', "I found nothing worth noting."])
@@ -124,7 +125,7 @@ def test_empty_or_truncated_reply_is_a_recorded_error_not_an_empty_success(engin
     report = engine.ingest([msg("D1:1", "I paint every day.", MAY)])
     assert report.fact_errors == 1 and report.fact_ops == {"NOOP": 1}
     [op] = engine.fact_log("t")
-    assert op["op"] == "NOOP" and op["error"].startswith("LLMOutputError")
+    assert op.op == "NOOP" and op.error.startswith("LLMOutputError")
     assert engine.facts("t") == []
 
 
@@ -143,7 +144,7 @@ def test_complete_facts_are_recovered_from_a_cut_off_reply(engine_factory):
     report = engine.ingest([msg("D1:1", "I'm a painter, I paint every day.", MAY)])
     assert report.fact_ops == {"ADD": 1} and report.fact_errors == 0
     [op] = engine.fact_log("t")
-    assert "recovered 1 complete fact(s) from a cut-off reply" in op["reason"]
+    assert "recovered 1 complete fact(s) from a cut-off reply" in op.reason
 
 
 def test_json_debris_in_a_subject_is_dropped_with_a_recorded_error(engine_factory):
@@ -159,13 +160,12 @@ def test_json_debris_in_a_subject_is_dropped_with_a_recorded_error(engine_factor
                                        "core_extract": _json.dumps(reply), "core_operation": "A"}), core_facts=True)
     engine.ingest(make_messages(["Ben: I have a grey cat named Pixel."]))
     assert [f.subject for f in engine.facts("t")] == ["Ben"]
-    errors = [r for r in engine.fact_log("t") if r.get("error")]
-    assert len(errors) == 1 and "malformed subject" in errors[0]["error"] and errors[0]["op"] == "NOOP"
+    errors = [r for r in engine.fact_log("t") if r.error]
+    assert len(errors) == 1 and "malformed subject" in errors[0].error and errors[0].op == "NOOP"
 
 
 def test_corefacts_are_readable_batch_by_batch_and_an_interrupted_extraction_resumes(engine_factory):
-    from memsif.facts.core import BATCH_MESSAGES
-
+    BATCH_MESSAGES = MemSIFConfig().fact_batch_messages
     hobbies = [f"hobby{k}" for k in range(3)]
     facts = {h: [{"subject": "Melanie", "type": "Preference", "statement": f"Melanie likes {h}.", "sources": [1]}]
              for h in hobbies}
@@ -191,21 +191,20 @@ def test_corefacts_are_readable_batch_by_batch_and_an_interrupted_extraction_res
                             embedder=KeywordEmbedder({h: i for i, h in enumerate(hobbies)}), **CFG, fact_parallel=1)
     engine.ingest(messages, core_facts=False)
     with pytest.raises(Crash):
-        engine.ingest([], namespace="t", core_facts=True)
+        engine.build_core_facts("t")
     # what a reader saw before each batch: the facts of every finished batch
     assert seen_while_extracting == [[], ["Melanie likes hobby0."], ["Melanie likes hobby0.", "Melanie likes hobby1."]]
     crash = False
-    report = engine.ingest([], namespace="t", core_facts=True)
+    report = engine.build_core_facts("t")
     assert len(seen_while_extracting) == 4, "finished batches were read again after the interruption"
     assert report.fact_ops == {"ADD": 1}
     assert sorted(f.statement for f in engine.facts("t")) == [f"Melanie likes {h}." for h in hobbies]
-    assert [r["op"] for r in engine.fact_log("t")] == ["ADD", "ADD", "ADD"]
+    assert [r.op for r in engine.fact_log("t")] == ["ADD", "ADD", "ADD"]
 
 
 @pytest.mark.parametrize("parallel", [2, 3, 5])
 def test_batches_extracted_together_give_the_same_facts_and_log_as_one_by_one(engine_factory, parallel):
-    from memsif.facts.core import BATCH_MESSAGES
-
+    BATCH_MESSAGES = MemSIFConfig().fact_batch_messages
     phrases = {f"sport{k}": [{"subject": "Melanie", "type": "Preference", "statement": f"Melanie likes sport{k}.",
                               "sources": [1]}] for k in range(5)}
     messages = []
@@ -217,7 +216,7 @@ def test_batches_extracted_together_give_the_same_facts_and_log_as_one_by_one(en
         engine = engine_factory(llm=FakeLLM({"core_extract": extraction(phrases), "core_operation": "A"}),
                                 embedder=KeywordEmbedder({f"sport{k}": k for k in range(5)}), **CFG, fact_parallel=p)
         report = engine.ingest(messages)
-        logs[p] = ([(r["op"], r["fact_ids"], r["reason"]) for r in engine.fact_log("t")],
+        logs[p] = ([(r.op, r.fact_ids, r.reason) for r in engine.fact_log("t")],
                    sorted(f.statement for f in engine.facts("t")), report.fact_llm_calls)
     assert logs[1] == logs[parallel]
     assert logs[1][2] == 5 and len(logs[1][1]) == 5

@@ -41,8 +41,8 @@ def _shape(engine, ns="crash"):
     segs = [(s.id, s.message_ids, s.trajectory_id) for s in engine.segments(ns)]
     trajs = [(t.id, t.segment_ids) for t in engine.trajectories(ns)]
     decisions = engine.decisions(ns)
-    return segs, trajs, [(d["kind"], d.get("message_id"), d.get("segment_id")) for d in decisions], \
-        [d["seq"] for d in decisions]
+    return segs, trajs, [(d.kind, getattr(d, "message_id", None), d.segment_id) for d in decisions], \
+        [d.seq for d in decisions]
 
 
 def test_an_ingest_that_dies_before_its_messages_are_written_is_repaired_and_finished(tmp_path):
@@ -96,7 +96,7 @@ def test_kill_9_in_the_middle_of_an_ingest_then_a_restart_finishes_it(tmp_path):
     assert [m for s in segments for m in s.message_ids] == [m.id for m in chat()]
     in_trajectories = sorted((s for t in engine.trajectories("crash") for s in t.segment_ids), key=lambda i: int(i[1:]))
     assert in_trajectories == [s.id for s in segments], "every segment belongs to exactly one trajectory"
-    seqs = [d["seq"] for d in engine.decisions("crash")]
+    seqs = [d.seq for d in engine.decisions("crash")]
     assert seqs == list(range(len(seqs)))
-    assert [d["message_id"] for d in engine.decisions("crash", "segment")] == [m.id for m in chat()]
+    assert [d.message_id for d in engine.decisions("crash", "segment")] == [m.id for m in chat()]
     engine.close()

@@ -10,7 +10,7 @@ from tests.test_query import _engine
 
 
 def _snapshot(engine, ns):
-    strip = lambda rows: [{k: v for k, v in r.items() if k != "namespace"} for r in rows]  # noqa: E731
+    strip = lambda rows: [r.model_dump(mode="json", exclude={"namespace"}) for r in rows]  # noqa: E731
     return (
         [s.model_dump(exclude={"namespace"}) for s in engine.segments(ns)],
         [t.model_dump(exclude={"namespace"}) for t in engine.trajectories(ns)],

@@ -101,13 +101,13 @@ def test_a_rejected_candidate_is_logged_counted_and_never_stored(engine_factory)
     [fact] = engine.facts("t")
     assert fact.statement == "Melanie painted a lake sunrise." and fact.source_message_ids == ["D1:14"]
     [reject] = engine.fact_log("t", op="reject")
-    assert reject["fact_ids"] == [] and reject["rule"] == "rule"
-    assert reject["candidate"]["statement"] == "Melanie is a great counselor."
+    assert reject.fact_ids == [] and reject.rule == "rule"
+    assert reject.candidate.statement == "Melanie is a great counselor."
     # all of Melanie's sentences there are addressed to Caroline: none is about Melanie
-    assert reject["reason"] == "not grounded in D1:12: none of D1:12 is by or about Melanie"
-    assert reject["scores"]["grounding:overlap"] == 0.0
+    assert reject.reason == "not grounded in D1:12: none of D1:12 is by or about Melanie"
+    assert reject.scores["grounding:overlap"] == 0.0
     added = engine.fact_log("t", op="add")[0]
-    assert added["scores"]["grounding:overlap"] == 1.0
+    assert added.scores["grounding:overlap"] == 1.0
 
 
 # ------------------------------------------------------- value changes are never merged by rule
@@ -155,7 +155,7 @@ def test_a_changed_value_with_newer_evidence_supersedes_by_rule(engine_factory, 
     old = next(f for f in engine.facts("t", history=True) if f.status == "superseded")
     assert old.statement == first_fact and old.superseded_by == current.id and old.valid_until == AUGUST
     op = engine.fact_log("t", op="supersede")[0]
-    assert op["rule"] == "rule" and "changed" in op["reason"] and "newer evidence" in op["reason"]
+    assert op.rule == "rule" and "changed" in op.reason and "newer evidence" in op.reason
 
 
 def test_the_same_values_still_merge_by_rule(engine_factory):
@@ -180,7 +180,7 @@ def test_a_value_change_without_newer_evidence_goes_to_the_model_without_a_merge
     [prompt] = llm.calls["core_operation"]
     assert "merge them" not in prompt.text and "replace fact 1" in prompt.text
     op = engine.fact_log("t")[-1]
-    assert op["rule"] == "llm" and "Merge with it was not offered" in op["reason"]
+    assert op.rule == "llm" and "Merge with it was not offered" in op.reason
 
 
 @pytest.mark.parametrize(("a", "b", "differs"), [
@@ -208,7 +208,7 @@ def test_an_event_with_other_values_is_another_occurrence_not_a_change(engine_fa
     engine.ingest([msg("D1:1", "Alice", "I ran a charity race on 20 May!", MAY)])
     report = engine.ingest([msg("D2:1", "Alice", "I ran another charity race on 15 June.", AUGUST)])
     assert report.fact_ops == {"ADD": 1} and len(engine.facts("t")) == 2
-    assert "another occurrence than F1" in engine.fact_log("t")[-1]["reason"]
+    assert "another occurrence than F1" in engine.fact_log("t")[-1].reason
 
 
 def test_a_speaker_named_user_is_a_subject_like_any_other():

@@ -40,16 +40,16 @@ def test_real_decisions_are_recorded_with_scores(built):
     engine, report, messages = built
     decisions = engine.decisions("conv-26", "segment")
     assert len(decisions) == len(messages)
-    judged = [d for d in decisions if d["rule"] == BoundaryRule.JUDGE]
+    judged = [d for d in decisions if d.rule == BoundaryRule.JUDGE]
     assert len(judged) == report.judge_calls_segment > 0
     for d in judged:
-        assert 0.0 < d["judge_prob"] < 1.0
-        assert d["score"]["jaccard"] >= 0.0 and 0.0 <= d["score"]["s_sem"] <= 1.0
+        assert 0.0 < d.judge_prob < 1.0
+        assert d.score.jaccard >= 0.0 and 0.0 <= d.score.s_sem <= 1.0
     # the judge sees both answers as plausible: not a constant
-    assert len({round(d["judge_prob"], 3) for d in judged}) > 1
-    assert any(d["score"]["jaccard"] > 0 for d in decisions if d["score"])
+    assert len({round(d.judge_prob, 3) for d in judged}) > 1
+    assert any(d.score.jaccard > 0 for d in decisions if d.score)
     for d in engine.decisions("conv-26", "trajectory"):
-        assert all(c["judge_prob"] is None or 0.0 < c["judge_prob"] < 1.0 for c in d["candidates"])
+        assert all(c.judge_prob is None or 0.0 < c.judge_prob < 1.0 for c in d.candidates)
 
 
 def test_real_models_build_core_facts_and_answer_with_a_trace(built):
@@ -68,7 +68,7 @@ def test_real_models_build_core_facts_and_answer_with_a_trace(built):
     assert result.tokens_in > 0 and result.tokens_out > 0
     assert result.sufficiency_prob is None or 0.0 < result.sufficiency_prob < 1.0
     for e in result.evidence_used:
-        assert set(e["source_message_ids"]) <= ids
+        assert set(e.source_message_ids) <= ids
 
 
 def test_the_built_store_holds_only_grounded_core_facts(built):
@@ -91,7 +91,7 @@ def test_the_built_store_holds_only_grounded_core_facts(built):
     rejects = engine.fact_log("conv-26", op="reject")
     assert len(rejects) == report.fact_ops.get("REJECT", 0)
     for op in rejects:
-        assert op["reason"].startswith("not grounded in ") and op["candidate"]["statement"] and not op["fact_ids"]
+        assert op.reason.startswith("not grounded in ") and op.candidate.statement and not op.fact_ids
 
 
 def test_a_rent_that_went_up_supersedes_with_the_real_embedder():
@@ -120,7 +120,7 @@ def test_a_rent_that_went_up_supersedes_with_the_real_embedder():
     [old] = [f for f in engine.facts("rent", history=True) if f.status == "superseded"]
     assert "1,200" in old.statement and old.superseded_by == current.id and old.valid_until == september
     op = engine.fact_log("rent", op="supersede")[0]
-    assert op["rule"] == "rule" and "numbers changed (numbers 1200" in op["reason"]
+    assert op.rule == "rule" and "numbers changed (numbers 1200" in op.reason
     engine.close()
 
 

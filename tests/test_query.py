@@ -6,7 +6,6 @@ from datetime import datetime
 import pytest
 
 from memsif.records import Message
-from memsif.store.qdrant import SEGMENTS, TRAJECTORIES
 from tests.fakes import FakeLLM, KeywordEmbedder
 
 MAY = datetime(2023, 5, 8)
@@ -33,14 +32,15 @@ def _engine(engine_factory, sufficient: float):
 def test_fact_level_sufficient_question_never_touches_structured_interaction_memory(engine_factory, monkeypatch):
     engine, llm = _engine(engine_factory, sufficient=0.9)
     searched = []
-    original = engine.store.search
-    monkeypatch.setattr(engine.store, "search",
-                        lambda collection, *a, **k: searched.append(collection) or original(collection, *a, **k))
+    for read in ("segments", "trajectories", "hybrid_search"):  # Structured Interaction Memory's reads
+        original = getattr(engine.store, read)
+        monkeypatch.setattr(engine.store, read, lambda *a, _read=read, _original=original, **k:
+                            searched.append(_read) or _original(*a, **k))
     result = engine.ask("What does Melanie love?", namespace="t")
     assert result.sufficient and not result.traced_back
-    assert SEGMENTS not in searched and TRAJECTORIES not in searched
+    assert searched == []
     assert result.answer == "Pottery."
-    assert [f["id"] for f in result.facts_used][:1] == ["F1"] and result.evidence_used == []
+    assert [f.id for f in result.facts_used][:1] == ["F1"] and result.evidence_used == []
     assert result.sufficiency_prob == pytest.approx(0.9)
     assert "Melanie: Melanie loves pottery." in llm.calls["answer"][0].text
     assert result.tokens_in > 0 and result.tokens_out > 0 and result.seconds > 0
@@ -50,22 +50,22 @@ def test_insufficient_facts_trace_back_and_feed_the_activefact_clusters(engine_f
     engine, llm = _engine(engine_factory, sufficient=0.1)
     first = engine.ask("Where did Melanie go camping?", namespace="t")
     assert not first.sufficient and first.traced_back
-    sources = [e["source_message_ids"][0] for e in first.evidence_used]
+    sources = [e.source_message_ids[0] for e in first.evidence_used]
     assert "D1:2" in sources or "D1:3" in sources
     assert "Conversation excerpts (oldest first):" in llm.calls["answer"][0].text
     clusters = engine.clusters("t")
-    assert clusters and all(c["subject"] == "melanie" for c in clusters)
-    assert engine.active_facts("t") == [] or all(c["score_qry"] >= 0.45 for c in clusters if c["active_fact_id"])
+    assert clusters and all(c.subject == "melanie" for c in clusters)
+    assert engine.active_facts("t") == [] or all(c.score_qry >= 0.45 for c in clusters if c.active_fact_id)
     # The same demand asked differently accumulates query evidence; promotion needs both scores.
     engine.ask("Which lake did Melanie camp at with her kids?", namespace="t")
     clusters = engine.clusters("t")
-    lake = max(clusters, key=lambda c: len(c["queries"]))
-    assert len(lake["queries"]) == 2
+    lake = max(clusters, key=lambda c: len(c.queries))
+    assert len(lake.queries) == 2
     promoted = engine.active_facts("t")
-    if lake["score_src"] >= 0.45 and lake["score_qry"] >= 0.45:
-        assert lake["active_fact_id"] in {a["id"] for a in promoted}
+    if lake.score_src >= 0.45 and lake.score_qry >= 0.45:
+        assert lake.active_fact_id in {a.id for a in promoted}
     else:
-        assert lake["active_fact_id"] is None
+        assert lake.active_fact_id is None
 
 
 def test_query_local_evidence_is_not_stored_as_a_fact(engine_factory):

@@ -125,7 +125,7 @@ def test_the_budget_is_filled_and_never_exceeded():
         answer = pipeline.ask("t", "What did we plant in the garden?", generate=False)
         # full up to about one more item (a turn here costs about 20 tokens with its date line)
         assert budget - 25 <= answer.context_tokens <= budget, (budget, answer.context_tokens)
-    days = [e["time"] for e in answer.evidence_used]
+    days = [e.time for e in answer.evidence_used]
     assert days == sorted(days), "evidence is shown in chronological order"
     assert answer.context.count("Conversation excerpts") == 1
 
@@ -159,7 +159,7 @@ def test_the_trajectory_path_brings_in_another_segment_of_the_same_event():
     qv = emb.embed_query(question)
     flat = _pipeline(store, emb, evidence_candidates=2, use_trajectories=False)
     assert "D15:1" not in {e.source_message_ids[0] for e in flat.trace_back("t", question, qv, 1500)}
-    with_et = _pipeline(store, emb, evidence_candidates=2, trajectory_top_k=1, trajectory_anchor_hits=2)
+    with_et = _pipeline(store, emb, evidence_candidates=2, query_trajectory_top_k=1, trajectory_anchor_hits=2)
     evidence = {e.source_message_ids[0]: e for e in with_et.trace_back("t", question, qv, 1500)}
     assert "D15:1" in evidence and "trajectory" in evidence["D15:1"].found_by
     assert evidence["D15:1"].trajectory_id == "E1"
@@ -323,7 +323,7 @@ def test_an_answer_naming_what_its_context_lacks_is_flagged_and_the_demo_model_i
     result = engine.ask("What does Ana love?", namespace="t")
     assert result.model_at_chance and result.model.startswith("SmolLM2-135M")
     assert result.unsupported_mentions == ["Rome"]
-    shown = answer_markdown(result.to_dict())
+    shown = answer_markdown(result)
     assert shown.startswith("Ana loves pottery in Rome.") and "packaged demo model" in shown
     assert "MEMSIF_LLM_MODEL" in shown and "**Rome**" in shown
     assert shown.index("Best supporting messages") < len(shown) and "`D1:1`" in shown

@@ -19,9 +19,9 @@ def test_merge_and_split_by_rule_never_call_the_judge(engine_factory):
     llm = FakeLLM()  # no answers: any judge call fails the test
     engine = engine_factory(llm=llm, embedder=FixedEmbedder(VECTORS), **CFG)
     report = engine.ingest(make_messages(["same", "same again", "opposite"]))
-    rules = [d["rule"] for d in _decisions(engine)]
+    rules = [d.rule for d in _decisions(engine)]
     assert rules == [BoundaryRule.FIRST, BoundaryRule.MERGE, BoundaryRule.SPLIT]
-    phis = [d["score"]["phi"] for d in _decisions(engine)[1:]]
+    phis = [d.score.phi for d in _decisions(engine)[1:]]
     assert phis == pytest.approx([1.0, 0.0])
     assert llm.calls == {}
     assert report.judge_calls_segment == 0
@@ -34,10 +34,10 @@ def test_in_between_scores_call_the_judge(engine_factory, prob, segments):
     engine = engine_factory(llm=llm, embedder=FixedEmbedder(VECTORS), **CFG)
     engine.ingest(make_messages(["same", "orthogonal"]))
     decision = _decisions(engine)[1]
-    assert decision["score"]["phi"] == pytest.approx(0.5)  # τ_split = 0.325 < 0.5 < τ_merge = 0.6
-    assert decision["rule"] == BoundaryRule.JUDGE
-    assert decision["judge_prob"] == pytest.approx(prob)
-    assert decision["prompt_version"] == "segment_judge/2"
+    assert decision.score.phi == pytest.approx(0.5)  # τ_split = 0.325 < 0.5 < τ_merge = 0.6
+    assert decision.rule == BoundaryRule.JUDGE
+    assert decision.judge_prob == pytest.approx(prob)
+    assert decision.prompt_version == "segment_judge/2"
     assert len(llm.calls["segment_judge"]) == 1
     assert llm.calls["segment_judge"][0].input_ids == ("D1:1", "D1:2")
     assert [s.message_ids for s in engine.segments("t")] == segments
@@ -48,11 +48,11 @@ def test_thresholds_are_inclusive(engine_factory):
     engine = engine_factory(llm=FakeLLM(), embedder=FixedEmbedder(VECTORS), tau_merge=0.5, tau_split=0.3,
                             **CFG)
     engine.ingest(make_messages(["same", "orthogonal"]))
-    assert _decisions(engine)[1]["rule"] == BoundaryRule.MERGE
+    assert _decisions(engine)[1].rule == BoundaryRule.MERGE
     engine2 = engine_factory(llm=FakeLLM(), embedder=FixedEmbedder(VECTORS), tau_merge=0.7, tau_split=0.5,
                              **CFG)
     engine2.ingest(make_messages(["same", "orthogonal"]))
-    assert _decisions(engine2)[1]["rule"] == BoundaryRule.SPLIT
+    assert _decisions(engine2)[1].rule == BoundaryRule.SPLIT
 
 
 def test_judge_failure_is_recorded_not_silent(engine_factory):
@@ -60,8 +60,8 @@ def test_judge_failure_is_recorded_not_silent(engine_factory):
     engine = engine_factory(llm=llm, embedder=FixedEmbedder(VECTORS), **CFG)
     report = engine.ingest(make_messages(["same", "orthogonal"]))
     decision = _decisions(engine)[1]
-    assert decision["rule"] == BoundaryRule.JUDGE_ERROR
-    assert "fake failure" in decision["error"]
+    assert decision.rule == BoundaryRule.JUDGE_ERROR
+    assert "fake failure" in decision.error
     assert report.judge_errors == 1
 
 
@@ -71,7 +71,7 @@ def test_segment_profile_is_mean_pooled_after_each_append(engine_factory):
     llm = FakeLLM({"segment_judge": 0.9})
     engine = engine_factory(llm=llm, embedder=FixedEmbedder(VECTORS), **CFG)
     engine.ingest(make_messages(["same", "orthogonal", "same again"]))
-    assert _decisions(engine)[2]["score"]["phi"] == pytest.approx((2 ** -0.5 + 1) / 2, abs=1e-4)
+    assert _decisions(engine)[2].score.phi == pytest.approx((2 ** -0.5 + 1) / 2, abs=1e-4)
 
 
 def test_entities_enter_phi(engine_factory):
@@ -83,9 +83,9 @@ def test_entities_enter_phi(engine_factory):
                             alpha_segment=0.5, sem_mapping="affine", trajectory_min_phi=1.0,
                             judge_calibration=False)
     engine.ingest(make_messages(["same", "orthogonal"]))
-    score = _decisions(engine)[1]["score"]
-    assert score["jaccard"] == pytest.approx(0.5)
-    assert score["phi"] == pytest.approx(0.5 * 0.5 + 0.5 * 0.5)
+    score = _decisions(engine)[1].score
+    assert score.jaccard == pytest.approx(0.5)
+    assert score.phi == pytest.approx(0.5 * 0.5 + 0.5 * 0.5)
 
 
 def test_judge_is_calibrated_against_the_content_free_prior(engine_factory):
@@ -97,9 +97,9 @@ def test_judge_is_calibrated_against_the_content_free_prior(engine_factory):
     report = engine.ingest(make_messages(["same", "orthogonal"]))
     decision = _decisions(engine)[1]
     expected = (0.3 / 0.2) / (0.3 / 0.2 + 0.7 / 0.8)
-    assert decision["judge_prob"] == pytest.approx(expected)
-    assert decision["judge_prob_raw"] == pytest.approx(0.3) and decision["judge_prior"] == pytest.approx(0.2)
-    assert decision["continued"] and report.judge_calls_segment == 1
+    assert decision.judge_prob == pytest.approx(expected)
+    assert decision.judge_prob_raw == pytest.approx(0.3) and decision.judge_prior == pytest.approx(0.2)
+    assert decision.continued and report.judge_calls_segment == 1
 
 
 def test_ablations_without_segments_and_without_trajectories(engine_factory):
@@ -110,7 +110,7 @@ def test_ablations_without_segments_and_without_trajectories(engine_factory):
     engine.ingest(make_messages(["same", "same again", "opposite"]))
     assert [s.message_ids for s in engine.segments("t")] == [["D1:1"], ["D1:2"], ["D1:3"]]
     assert "segment_judge" not in llm.calls
-    assert {d["rule"] for d in _decisions(engine)[1:]} == {BoundaryRule.NO_SEGMENTS}
+    assert {d.rule for d in _decisions(engine)[1:]} == {BoundaryRule.NO_SEGMENTS}
     assert sum(len(t.segment_ids) for t in engine.trajectories("t")) == 3
     # w/o ET: no trajectories at all, and no trajectory judge
     llm2 = FakeLLM()

@@ -56,7 +56,7 @@ def test_second_ingest_continues_and_is_idempotent(engine_factory, tmp_path):
     assert all_ids == [m.id for m in msgs]
     again = engine.ingest(msgs)
     assert again.messages == 0 and len(engine.messages("t")) == 5
-    seqs = [d["seq"] for d in engine.decisions("t")]
+    seqs = [d.seq for d in engine.decisions("t")]
     assert seqs == list(range(len(seqs)))
 
 
@@ -149,17 +149,19 @@ def test_a_deleted_namespace_is_gone_from_search_views_and_disk_after_a_restart(
     first.ingest(make_messages(["bob likes chess"], "b"), namespace="b")
     first.delete_namespace("a")
     assert first.namespaces() == ["b"]
-    assert first.store.search("memsif_messages", "a", first.embedder.embed_query("secret word"), 5) == []
+    assert first.store.search_messages("a", first.embedder.embed_query("secret word"), 5) == []
     with pytest.raises(NotFoundError):
         first.segments("a")
     first.close()
 
     again = engine()
     assert again.namespaces() == ["b"] and not again.has_memory("a")
-    from memsif.store.qdrant import _LOG_COLLECTIONS, _VECTOR_COLLECTIONS, DECISIONS
-    for collection in (*_VECTOR_COLLECTIONS, *_LOG_COLLECTIONS):
-        assert again.store.count(collection, "a") == 0, f"{collection} still holds records of the deleted namespace"
-    assert again.store.count(DECISIONS, "b") > 0, "the other namespace must stay"
+    from typing import get_args
+
+    from memsif.store.qdrant import RecordKind
+    for kind in get_args(RecordKind):
+        assert again.store.count(kind, "a") == 0, f"{kind} records of the deleted namespace are still stored"
+    assert again.store.count("decision", "b") > 0, "the other namespace must stay"
     again.close()
     on_disk = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
     assert b"xylophonequartz" not in on_disk, "the deleted text is still in the data folder"

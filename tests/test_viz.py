@@ -24,6 +24,7 @@ def test_timeline_has_one_trace_per_outcome_and_threshold_lines(engine_factory):
 
 
 def test_trajectory_and_cluster_figures(engine_factory):
+    from memsif.records import CandidateCluster
     from memsif.viz import cluster_scatter, fact_rows, op_rows, trajectory_graph, trajectory_swimlanes
 
     engine = engine_factory(llm=FakeLLM({"segment_judge": 0.2, "trajectory_judge": 0.9}),
@@ -40,10 +41,10 @@ def test_trajectory_and_cluster_figures(engine_factory):
     assert len(edges) == 2 * sum(len(t.segment_ids) - 1 for t in trajectories)
     lanes = trajectory_swimlanes(segments, trajectories, index)
     assert [t.name for t in lanes.data] == [t.id for t in trajectories]
-    clusters = [{"id": "C1", "subject": "mel", "score_src": 0.5, "score_qry": 0.6, "sources": ["a", "b"],
-                 "queries": ["q1", "q2"], "statements": ["s"], "active_fact_id": "A1"},
-                {"id": "C2", "subject": "car", "score_src": 0.0, "score_qry": 0.0, "sources": ["a"],
-                 "queries": ["q"], "statements": ["s"], "active_fact_id": None}]
+    clusters = [CandidateCluster(id="C1", subject="mel", score_src=0.5, score_qry=0.6, sources=["a", "b"],
+                                 queries=["q1", "q2"], statements=["s"], active_fact_id="A1"),
+                CandidateCluster(id="C2", subject="car", score_src=0.0, score_qry=0.0, sources=["a"],
+                                 queries=["q"], statements=["s"], active_fact_id=None)]
     fig = cluster_scatter(clusters, 0.45, 0.45)
     assert [len(t.x) for t in fig.data] == [1, 1] and fig.data[1].name == "promoted to ActiveFact"
     assert fact_rows([]) == [] and op_rows([]) == []

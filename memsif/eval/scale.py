@@ -65,12 +65,12 @@ def _disk_mb(path: Path) -> float:
 def measure_one(n: int, paths: list[str], fact_batches: int, questions: int) -> dict:
     """Build one size in this process and return its figures."""
     from memsif.engine import MemSIF
-    from memsif.facts.core import BATCH_MESSAGES
 
     messages, qs = synthetic_history(n, paths)
     data_dir = Path(tempfile.mkdtemp(prefix="memsif-scale-"))
     try:
         engine = MemSIF(MemSIFConfig.from_env(data_dir=str(data_dir)))
+        batch_messages = engine.config.fact_batch_messages
         engine.load_models()
         start = time.perf_counter()
         report = engine.ingest(messages, namespace="scale", core_facts=False)
@@ -78,12 +78,12 @@ def measure_one(n: int, paths: list[str], fact_batches: int, questions: int) -> 
         # CoreFacts on a fixed sample: the first ``fact_batches`` batches' messages in a namespace of
         # their own (extracting the whole history would take longer than the build); only the
         # extraction pass is timed, and scaled by the number of batches the whole history has.
-        sample_messages = fact_batches * BATCH_MESSAGES
+        sample_messages = fact_batches * batch_messages
         engine.ingest(messages[:sample_messages], namespace="scale-facts", core_facts=False)
         start = time.perf_counter()
-        engine.ingest([], namespace="scale-facts", core_facts=True)
+        engine.build_core_facts("scale-facts")
         facts_s = time.perf_counter() - start
-        per_batch = facts_s / fact_batches  # batches fill to 12 messages across segments
+        per_batch = facts_s / fact_batches  # batches fill to fact_batch_messages across segments
         retrieval, answer = [], []
         for q in qs[:questions]:
             t = time.perf_counter()
@@ -96,7 +96,7 @@ def measure_one(n: int, paths: list[str], fact_batches: int, questions: int) -> 
         return {"messages": len(messages), "segments": report.segments, "trajectories": report.trajectories,
                 "sim_s": round(sim_s, 1), "core_facts_sample_s": round(facts_s, 1),
                 "core_facts_per_batch_s": round(per_batch, 2),
-                "core_facts_extrapolated_s": round(per_batch * math.ceil(len(messages) / BATCH_MESSAGES), 1),
+                "core_facts_extrapolated_s": round(per_batch * math.ceil(len(messages) / batch_messages), 1),
                 "retrieval_p50_s": round(float(np.percentile(retrieval, 50)), 2),
                 "retrieval_p95_s": round(float(np.percentile(retrieval, 95)), 2),
                 "answer_p50_s": round(float(np.percentile(answer, 50)), 2),

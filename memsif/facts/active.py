@@ -15,9 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from itertools import combinations
 
 import numpy as np
+
+from memsif.matching import cosine, cosine_matrix
+from memsif.records import ActiveFact, CandidateCluster, Evidence, record_number
 
 #: Two queries whose embeddings have cosine ≥ this are the same demand (near-duplicate removal).
 QUERY_DUPLICATE_COSINE = 0.95
@@ -34,12 +38,7 @@ def coherence(vectors: Sequence[np.ndarray]) -> float:
     """Coh: mean pairwise normalised cosine ((cos+1)/2) of (d,) vectors; 1.0 for 0 or 1 vectors."""
     if len(vectors) < 2:
         return 1.0
-    sims = []
-    for a, b in combinations(vectors, 2):
-        na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
-        cos = float(np.dot(a, b) / (na * nb)) if na and nb else 0.0
-        sims.append((cos + 1.0) / 2.0)
-    return float(np.mean(sims))
+    return float(np.mean([(cosine(a, b) + 1.0) / 2.0 for a, b in combinations(vectors, 2)]))
 
 
 def score_src(n_sources: int, statement_vectors: Sequence[np.ndarray]) -> float:
@@ -61,95 +60,52 @@ def promote(src: float, qry: float, theta_src: float, theta_qry: float) -> bool:
     return src >= theta_src and qry >= theta_qry
 
 
-@dataclass
-class CandidateCluster:
-    """C_k = (s_k, X_k, Q_k, R_k) with the embeddings Coh needs.
-
-    ``subject`` is the normalised speaker the statements are about and ``topics`` counts the key
-    entities of X_k (speaker names left out): s_k reads "speaker: topic" (:attr:`label`). ``statement``
-    is the ActiveFact statement once promoted; it stays until another member of X_k is clearly more
-    central (:func:`choose_statement`)."""
-
-    subject: str
-    statements: list[str] = field(default_factory=list)
-    statement_vectors: list[np.ndarray] = field(default_factory=list)
-    queries: list[str] = field(default_factory=list)
-    query_vectors: list[np.ndarray] = field(default_factory=list)
-    sources: list[str] = field(default_factory=list)
-    statement_sources: list[list[str]] = field(default_factory=list)
-    topics: dict[str, int] = field(default_factory=dict)
-    statement: str | None = None
-
-    def add(self, statement: str, statement_vector: np.ndarray, sources: Sequence[str], query: str,
-            query_vector: np.ndarray, topics: Sequence[str] = ()) -> None:
-        """Accumulate one evidence entry (after the answer, §3.4): dedupe statements, drop
-        near-duplicate queries, union distinct sources, count the statement's topics."""
-        if not any(_cos(statement_vector, v) >= STATEMENT_DUPLICATE_COSINE for v in self.statement_vectors):
-            self.statements.append(statement)
-            self.statement_vectors.append(statement_vector)
-            self.statement_sources.append(list(sources))
-            for topic in topics:
-                self.topics[topic] = self.topics.get(topic, 0) + 1
-        if not any(_cos(query_vector, v) >= QUERY_DUPLICATE_COSINE for v in self.query_vectors):
-            self.queries.append(query)
-            self.query_vectors.append(query_vector)
-        for source in sources:
-            if source not in self.sources:
-                self.sources.append(source)
-
-    def compatibility(self, statement_vector: np.ndarray) -> float:
-        """The lowest cosine of a statement with every statement of X_k (complete link: a statement joins
-        only when it fits the cluster as a whole, so unrelated statements never chain through a third)."""
-        if not self.statement_vectors:
-            return 1.0
-        return min(_cos(statement_vector, v) for v in self.statement_vectors)
-
-    @property
-    def label(self) -> str:
-        """s_k as shown: "melanie: pottery, class" (the two most frequent key entities of X_k)."""
-        top = sorted(self.topics, key=lambda t: (-self.topics[t], t))[:2]
-        return f"{self.subject}: {', '.join(top)}" if top else self.subject
-
-    @property
-    def score_src(self) -> float:
-        return score_src(len(self.sources), self.statement_vectors)
-
-    @property
-    def score_qry(self) -> float:
-        return score_qry(self.query_vectors)
-
-    def promoted(self, theta_src: float, theta_qry: float) -> bool:
-        return promote(self.score_src, self.score_qry, theta_src, theta_qry)
+def new_cluster(cluster_id: str, namespace: str, subject: str) -> CandidateCluster:
+    """An empty C_k about ``subject`` (normalised by the caller)."""
+    return CandidateCluster(id=cluster_id, namespace=namespace, subject=subject)
 
 
-def _cos(a: np.ndarray, b: np.ndarray) -> float:
-    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
-    return float(np.dot(a, b) / (na * nb)) if na and nb else 0.0
+def add_evidence(cluster: CandidateCluster, statement: str, statement_vector: np.ndarray, sources: Sequence[str],
+                 query: str, query_vector: np.ndarray, topics: Sequence[str] = ()) -> None:
+    """Accumulate one evidence entry into ``cluster`` (after the answer, §3.4): dedupe statements, drop
+    near-duplicate queries, union distinct sources, count the statement's topics; then refresh the
+    label and the scores of Eqs. 2–3."""
+    if not any(cosine(statement_vector, v) >= STATEMENT_DUPLICATE_COSINE for v in cluster.statement_vectors):
+        cluster.statements.append(statement)
+        cluster.statement_vectors.append(np.asarray(statement_vector, dtype=np.float32))
+        cluster.statement_sources.append(list(sources))
+        for topic in topics:
+            cluster.topics[topic] = cluster.topics.get(topic, 0) + 1
+    if not any(cosine(query_vector, v) >= QUERY_DUPLICATE_COSINE for v in cluster.query_vectors):
+        cluster.queries.append(query)
+        cluster.query_vectors.append(np.asarray(query_vector, dtype=np.float32))
+    for source in sources:
+        if source not in cluster.sources:
+            cluster.sources.append(source)
+    refresh(cluster)
 
 
-def cluster_to_payload(cluster_id: str, cluster: CandidateCluster, promoted_id: str | None) -> dict:
-    """A JSON-able payload for the store (embeddings as lists)."""
-    return {
-        "id": cluster_id, "subject": cluster.subject, "label": cluster.label, "topics": cluster.topics,
-        "statement": cluster.statement, "statement_sources": cluster.statement_sources,
-        "central_statement": central_statement(cluster) if cluster.statements else None,
-        "statements": cluster.statements,
-        "statement_vectors": [v.astype(float).tolist() for v in cluster.statement_vectors],
-        "queries": cluster.queries, "query_vectors": [v.astype(float).tolist() for v in cluster.query_vectors],
-        "sources": cluster.sources, "score_src": cluster.score_src, "score_qry": cluster.score_qry,
-        "active_fact_id": promoted_id,
-    }
+def refresh(cluster: CandidateCluster) -> None:
+    """Recompute the derived fields of ``cluster``: s_k's label, Score_src (Eq. 2), Score_qry (Eq. 3) and
+    the most central statement."""
+    top = sorted(cluster.topics, key=lambda t: (-cluster.topics[t], t))[:2]
+    cluster.label = f"{cluster.subject}: {', '.join(top)}" if top else cluster.subject
+    cluster.score_src = score_src(len(cluster.sources), cluster.statement_vectors)
+    cluster.score_qry = score_qry(cluster.query_vectors)
+    cluster.central_statement = central_statement(cluster) if cluster.statements else None
 
 
-def cluster_from_payload(payload: dict) -> CandidateCluster:
-    return CandidateCluster(
-        subject=payload["subject"], statements=list(payload["statements"]),
-        statement_vectors=[np.asarray(v, dtype=np.float32) for v in payload["statement_vectors"]],
-        queries=list(payload["queries"]),
-        query_vectors=[np.asarray(v, dtype=np.float32) for v in payload["query_vectors"]],
-        sources=list(payload["sources"]),
-        statement_sources=[list(x) for x in payload.get("statement_sources", [[] for _ in payload["statements"]])],
-        topics=dict(payload.get("topics", {})), statement=payload.get("statement"))
+def compatibility(cluster: CandidateCluster, statement_vector: np.ndarray) -> float:
+    """The lowest cosine of a statement with every statement of X_k (complete link: a statement joins
+    only when it fits the cluster as a whole, so unrelated statements never chain through a third)."""
+    if not cluster.statement_vectors:
+        return 1.0
+    return min(cosine(statement_vector, v) for v in cluster.statement_vectors)
+
+
+def is_promoted(cluster: CandidateCluster, theta_src: float, theta_qry: float) -> bool:
+    """Eq. 4 on the cluster's current scores."""
+    return promote(cluster.score_src, cluster.score_qry, theta_src, theta_qry)
 
 
 #: An evidence statement joins a cluster of its subject when its cosine with *every* statement of the
@@ -163,10 +119,8 @@ def centrality(cluster: CandidateCluster) -> np.ndarray:
     """(|X_k|,) mean cosine of each statement with the others (1.0 for a single statement)."""
     if len(cluster.statements) == 1:
         return np.ones(1)
-    vecs = np.stack(cluster.statement_vectors)
-    vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
-    sims = vecs @ vecs.T
-    return (sims.sum(axis=1) - 1.0) / (len(vecs) - 1)
+    sims = cosine_matrix(np.stack(cluster.statement_vectors))
+    return (sims.sum(axis=1) - 1.0) / (len(sims) - 1)
 
 
 def central_statement(cluster: CandidateCluster) -> str:
@@ -184,3 +138,58 @@ def choose_statement(cluster: CandidateCluster) -> str:
         if cent[cluster.statements.index(best)] - current < STATEMENT_SWITCH_MARGIN:
             return cluster.statement
     return best
+
+
+@dataclass
+class Accumulation:
+    """What one answer's evidence did to the ActiveFact track: the clusters it touched (updated
+    copies, with their ActiveFact ids) and the ActiveFacts promoted or updated (new records)."""
+
+    clusters: list[CandidateCluster] = field(default_factory=list)
+    active_facts: list[tuple[ActiveFact, np.ndarray]] = field(default_factory=list)
+
+
+def accumulate(clusters: Sequence[CandidateCluster], active: Sequence[ActiveFact], evidence: Sequence[Evidence],
+               vectors: Sequence[np.ndarray], topics: Sequence[Sequence[str]], question: str,
+               query_vector: np.ndarray, theta_src: float, theta_qry: float, compatible_cosine: float,
+               now: datetime, namespace: str) -> Accumulation:
+    """Post-answer candidate accumulation and promotion (§3.4, Eqs. 2–4), without side effects.
+
+    Each evidence entry (with its (d,) statement embedding in ``vectors`` and its key-entity topics)
+    joins the cluster of its normalised subject whose every statement has cosine ≥
+    ``compatible_cosine`` with it (the most compatible one), or opens a new cluster. Touched clusters
+    that pass Eq. 4 become ActiveFacts (new id, or their existing one updated, ``promoted_at`` kept);
+    the statement is :func:`choose_statement`'s. The inputs are left unchanged."""
+    working = {c.id: c for c in clusters}
+    touched: dict[str, CandidateCluster] = {}
+    for ev, vec, topic in zip(evidence, vectors, topics, strict=True):
+        subject = normalise_subject(ev.subject)
+        fits = {cid: compatibility(c, vec) for cid, c in working.items() if c.subject == subject}
+        fits = {cid: f for cid, f in fits.items() if f >= compatible_cosine}
+        if fits:
+            target = max(fits, key=fits.get)
+        else:
+            target = f"C{len(working) + 1}"
+            working[target] = new_cluster(target, namespace, subject)
+        if target not in touched:
+            working[target] = touched[target] = working[target].model_copy(deep=True)
+        add_evidence(touched[target], ev.statement, vec, ev.source_message_ids, question, query_vector, topic)
+    by_id = {a.id: a for a in active}
+    out = Accumulation()
+    for cid in sorted(touched, key=record_number):
+        cluster = touched[cid]
+        out.clusters.append(cluster)
+        if not is_promoted(cluster, theta_src, theta_qry):
+            continue
+        aid = cluster.active_fact_id or f"A{len(by_id) + len(out.active_facts) + 1}"
+        statement = cluster.statement = choose_statement(cluster)
+        k = cluster.statements.index(statement)
+        previous = by_id.get(aid)
+        fact = ActiveFact(id=aid, namespace=namespace, subject=cluster.label, statement=statement,
+                          source_message_ids=cluster.statement_sources[k] or cluster.sources,
+                          supporting_message_ids=cluster.sources, queries=cluster.queries, cluster_id=cid,
+                          score_src=cluster.score_src, score_qry=cluster.score_qry,
+                          promoted_at=previous.promoted_at if previous else now, updated_at=now)
+        cluster.active_fact_id = aid
+        out.active_facts.append((fact, cluster.statement_vectors[k]))
+    return out

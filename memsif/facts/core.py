@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -32,8 +32,9 @@ from memsif.facts.schema import FactType
 from memsif.facts.values import mask, values
 from memsif.llm import LLM, Generation, generate_many
 from memsif.llm.structured import parse_json_reply, salvage_items
+from memsif.matching import cosine, cosines
 from memsif.prompts import core_extract, core_operation
-from memsif.records import CoreFact, FactOp, FactOperation, Message
+from memsif.records import CoreFact, FactOp, FactOperation, Message, TopicalSegment, record_number
 from memsif.timeparse import annotate_relative_dates, day_text
 
 #: Existing facts below this statement cosine are not comparable: the candidate is added by rule.
@@ -49,8 +50,6 @@ SAME_CLAIM_COSINE = 0.9
 OCCURRENCE_TYPES = ("event",)
 #: Existing facts shown to the operation chooser.
 MAX_KNOWN = 2
-#: Messages per extraction call (consecutive segments are batched to save calls).
-BATCH_MESSAGES = 12
 EXTRACT_MAX_TOKENS = 240
 
 
@@ -69,7 +68,51 @@ class FactState:
         return [f for f in self.facts if f.status == "current"]
 
     def get(self, fact_id: str) -> CoreFact:
-        return self.facts[int(fact_id[1:]) - 1]
+        return self.facts[record_number(fact_id) - 1]
+
+    @classmethod
+    def of(cls, rows: Sequence[tuple[CoreFact, np.ndarray]]) -> FactState:
+        """The state of stored (fact, (d,) statement embedding) rows in id order."""
+        state = cls()
+        for fact, vector in rows:
+            state.facts.append(fact)
+            state.vectors[fact.id] = vector
+        return state
+
+
+@dataclass
+class ReadBatch:
+    """Messages read by one extraction call, and per segment how far extraction has read once it is done."""
+
+    messages: list[Message]
+    read_upto: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class BatchResult:
+    """One batch consolidated: its operations (in log order), the facts they changed with their (d,)
+    embeddings, and the segments' read-marks to store with them."""
+
+    index: int
+    total: int
+    batch: ReadBatch
+    operations: list[FactOperation]
+    changed: list[tuple[CoreFact, np.ndarray]]
+
+
+def unread_batches(segments: Sequence[TopicalSegment], messages: Mapping[str, Message],
+                   batch_messages: int) -> list[ReadBatch]:
+    """The messages no extraction has read yet (each segment from its ``facts_extracted_upto``), in
+    segment order, cut into batches of at most ``batch_messages`` (consecutive segments share a batch
+    to save calls)."""
+    batches = [ReadBatch([])]
+    for seg in segments:
+        for pos in range(seg.facts_extracted_upto, len(seg.message_ids)):
+            if len(batches[-1].messages) >= batch_messages:
+                batches.append(ReadBatch([]))
+            batches[-1].messages.append(messages[seg.message_ids[pos]])
+            batches[-1].read_upto[seg.id] = pos + 1
+    return [b for b in batches if b.messages]
 
 
 @dataclass
@@ -82,6 +125,40 @@ class Candidate:
     cited: list[Message] = field(default_factory=list)
     cited_vectors: np.ndarray | None = None
     speakers: list[str] = field(default_factory=list)
+
+
+def build_core_facts(builder: CoreFactBuilder, state: FactState, namespace: str, batches: Sequence[ReadBatch],
+                     segment_of: Mapping[str, str], trajectory_of: Mapping[str, str | None],
+                     vectors: Mapping[str, np.ndarray], parallel: int) -> Iterator[BatchResult]:
+    """CoreFact construction over ``batches`` (§3.3): each group of ``parallel`` batches is extracted
+    together (one padded generation where the back-end allows), then every batch is consolidated into
+    ``state`` one at a time in order. Yields each batch's result as soon as it is consolidated, so the
+    caller can store it (an interrupted run resumes after the last stored batch). ``vectors`` maps a
+    message id to its (d,) embedding."""
+    extracted: list[tuple[list[Candidate], list[FactOperation]]] = []
+    for k, batch in enumerate(batches):
+        if k % parallel == 0:
+            group = batches[k:k + parallel]
+            extracted = builder.extract_many(namespace, [b.messages for b in group], dict(segment_of),
+                                             dict(trajectory_of),
+                                             [np.stack([vectors[m.id] for m in b.messages]) for b in group])
+        candidates, failures = extracted[k % parallel]
+        ops = [*failures, *(builder.consolidate(state, cand) for cand in candidates)]
+        changed = {fid for op in ops for fid in op.fact_ids}
+        yield BatchResult(k, len(batches), batch, ops,
+                          [(f, state.vectors[f.id]) for f in state.facts if f.id in changed])
+
+
+def select_operations(log: Sequence[FactOperation], op: str | None = None,
+                      subject: str | None = None) -> list[FactOperation]:
+    """The operations of ``log`` of one kind (``op``, any case) and/or touching facts of one subject
+    (case-insensitive; a REJECT counts its candidate's subject)."""
+    rows = [r for r in log if not op or r.op == op.upper()]
+    if subject:
+        wanted = subject.lower()
+        rows = [r for r in rows if any(f.subject.lower() == wanted
+                                       for f in [*r.before, *r.after, *([r.candidate] if r.candidate else [])])]
+    return rows
 
 
 class CoreFactBuilder:
@@ -166,7 +243,7 @@ class CoreFactBuilder:
             if len(valid) != len(item.sources):
                 note = f"dropped source numbers outside 1..{len(messages)}: {sorted(set(item.sources) - set(valid))}; "
             if not valid:  # provenance by similarity: the one message the statement is closest to
-                valid = [int(np.argmax(message_vectors @ vector)) + 1]
+                valid = [int(np.argmax(cosines(message_vectors, vector))) + 1]
                 note += f"provenance by similarity to {messages[valid[0] - 1].id}"
             sources = [messages[i - 1] for i in valid]
             when = max((m.time for m in sources if m.time), default=None)
@@ -188,7 +265,7 @@ class CoreFactBuilder:
         for f in state.current():
             if f.type != cand.fact.type or normalise_subject(f.subject) != subject:
                 continue
-            cos = float(np.dot(state.vectors[f.id], cand.vector))
+            cos = cosine(state.vectors[f.id], cand.vector)
             same_trajectory = bool(set(f.trajectory_ids) & set(cand.fact.trajectory_ids))
             scored.append((f, cos, same_trajectory))
         scored = [s for s in scored if s[1] >= CANDIDATE_MIN_COSINE]
@@ -211,7 +288,7 @@ class CoreFactBuilder:
             op = self._log(cand.fact.namespace, FactOp.REJECT, [], reason=reason, rule="rule",
                            scores={f"grounding:{k}": v for k, v in verdict.scores.items()},
                            event_time=cand.fact.event_time)
-            op.candidate = cand.fact.model_dump(mode="json", exclude={"id", "status"})
+            op.candidate = cand.fact.model_copy()
             return op
         gate_scores = {f"grounding:{k}": v for k, v in verdict.scores.items()} if verdict else {}
         if verdict is not None:
@@ -231,7 +308,7 @@ class CoreFactBuilder:
                                sims | gate_scores)
         value_note = ""
         if changed:
-            claim_cos = float(np.dot(*self.embedder.embed_documents([mask(cand.fact.statement), mask(best.statement)])))
+            claim_cos = cosine(*self.embedder.embed_documents([mask(cand.fact.statement), mask(best.statement)]))
             gate_scores[f"claim_cos:{best.id}"] = round(claim_cos, 4)
             value_note = (f"{' and '.join(changed)} changed ({old_values.describe()} → {new_values.describe()})")
             newer = (cand.fact.event_time is not None and best.event_time is not None
@@ -306,7 +383,7 @@ class CoreFactBuilder:
              before: Sequence[CoreFact] = (), after: Sequence[CoreFact] = (), scores: dict[str, float] | None = None,
              event_time: datetime | None = None, prompt=None, error: str | None = None) -> FactOperation:
         return FactOperation(
-            namespace=namespace, op=op, fact_ids=fact_ids, before=[f.model_dump(mode="json") for f in before],
-            after=[f.model_dump(mode="json") for f in after], reason=reason, rule=rule, scores=scores or {},
+            namespace=namespace, op=op, fact_ids=fact_ids, before=[f.model_copy(deep=True) for f in before],
+            after=[f.model_copy(deep=True) for f in after], reason=reason, rule=rule, scores=scores or {},
             event_time=event_time, recorded_at=self.now(), prompt_version=prompt.version if prompt else None,
             model=getattr(self.llm, "name", None) if prompt else None, error=error)

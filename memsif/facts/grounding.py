@@ -32,6 +32,7 @@ import numpy as np
 
 from memsif import lexical
 from memsif.facts.values import MONTHS, WEEKDAYS, values
+from memsif.matching import cosines
 from memsif.records import Message
 from memsif.timeparse import annotate_relative_dates, day_text
 
@@ -229,7 +230,7 @@ def check(subject: str, statement: str, cited: Sequence[Message], speakers: Sequ
     cos = 0.0
     if statement_vector is not None and cited_vectors is not None and len(cited_vectors):
         own = [k for k, m in enumerate(cited) if m in support_msgs] or list(range(len(cited)))
-        cos = float(np.max(cited_vectors[own] @ statement_vector))
+        cos = float(np.max(cosines(cited_vectors[own], statement_vector)))
     if speaker is not None and not support_msgs:
         reasons.append(f"none of {', '.join(m.id for m in cited)} is by or about {speaker}")
     elif content and overlap < MIN_OVERLAP:

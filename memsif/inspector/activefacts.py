@@ -32,10 +32,9 @@ def clusters_view(namespace: str | None, settings: dict | None = None):
     eng = eng or engine_for(settings)
     rows = []
     for c in clusters:
-        statement = c.get("statement") or c.get("central_statement") or ""
-        rows.append([c["id"], c.get("label") or c["subject"], statement, round(c["score_src"], 3),
-                     round(c["score_qry"], 3), len(c["sources"]), " | ".join(c["queries"]),
-                     c.get("active_fact_id") or "not promoted", ", ".join(c["sources"])])
+        statement = c.statement or c.central_statement or ""
+        rows.append([c.id, c.label or c.subject, statement, round(c.score_src, 3), round(c.score_qry, 3),
+                     len(c.sources), " | ".join(c.queries), c.active_fact_id or "not promoted", ", ".join(c.sources)])
     return cluster_scatter(clusters, eng.config.theta_src, eng.config.theta_qry), rows
 
 

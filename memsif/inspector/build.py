@@ -13,6 +13,7 @@ import gradio as gr
 
 from memsif.errors import MemSIFError
 from memsif.inspector.common import (
+    JobProgress,
     delete_memory,
     engine,
     engine_for,
@@ -23,6 +24,7 @@ from memsif.inspector.common import (
     session_engine,
 )
 from memsif.io import load_transcripts
+from memsif.records import BoundaryRule, SegmentDecision
 from memsif.viz import SEGMENT_COLUMNS, phi_timeline, segment_rows
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "assets" / "locomo-conv-26.json"
@@ -107,7 +109,8 @@ def question_hint(transcripts: list) -> str:
 
 
 def _judge_warning(eng, namespace: str) -> str:
-    judged = [d["continued"] for d in eng.decisions(namespace, "segment") if d.get("rule") == "judge"]
+    judged = [d.continued for d in eng.decisions(namespace, "segment")
+              if isinstance(d, SegmentDecision) and d.rule == BoundaryRule.JUDGE]
     if len(judged) < 5 or len(set(judged)) != 1:
         return ""
     return (f"\n\n⚠️ Every one of the {len(judged)} messages the judge decided was "
@@ -148,11 +151,11 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
     def work(report):
         return [eng.ingest(t.messages, namespace=namespace, core_facts=False, progress=report) for t in transcripts]
 
-    def describe(state, seconds):
-        if state["stage"] == "starting":
+    def describe(state: JobProgress, seconds: float) -> str:
+        if state.stage == "starting":
             return f"Loading models and reading {total} messages… {seconds:.0f} s{model_share(namespace)}"
-        return (f"Building Structured Interaction Memory: {state['stage']} — {state['done']} of "
-                f"{state['total']} new messages placed · {seconds:.0f} s{model_share(namespace)}")
+        return (f"Building Structured Interaction Memory: {state.stage} — {state.done} of "
+                f"{state.total} new messages placed · {seconds:.0f} s{model_share(namespace)}")
 
     for kind, value in in_background(work, progress, describe):
         if kind == "status":

@@ -8,28 +8,27 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from types import SimpleNamespace
-from typing import Any
 
 import gradio as gr
 
 from memsif.inspector.activefacts import clusters_view
 from memsif.inspector.common import engine_for, guard, new_session, session_engine
 from memsif.inspector.corefacts import build_facts
+from memsif.query import Answer
 from memsif.records import Message
 from memsif.timeparse import day_text
-from memsif.viz import answer_markdown, phi_timeline, trace_markdown
+from memsif.viz import answer_markdown, best_evidence, phi_timeline, trace_markdown
 
 #: Messages shown on each side of an opened message, within its Topical Segment.
 CONTEXT_MESSAGES = 4
 
 
-def answer_sources(trace: dict[str, Any] | None) -> list[str]:
+def answer_sources(answer: Answer | None) -> list[str]:
     """Message ids an answer rests on, best evidence first, then the facts' sources (no repeats)."""
-    if not trace:
+    if answer is None:
         return []
-    evidence = sorted(trace.get("evidence_used", []), key=lambda e: -(e.get("scores", {}).get("priority") or 0.0))
-    ids = [i for e in evidence for i in e.get("source_message_ids", [])]
-    ids += [i for f in trace.get("facts_used", []) for i in f.get("source_message_ids", [])]
+    ids = [i for e in best_evidence(answer.evidence_used) for i in e.source_message_ids]
+    ids += [i for f in answer.facts_used for i in f.source_message_ids]
     return list(dict.fromkeys(ids))
 
 
@@ -39,7 +38,7 @@ def chat(question: str, history: list | None, write: bool, namespace: str | None
     source ids, sufficiency probability, traced back or not, tokens, seconds). With ``write`` the
     user's message is then written into memory as a new turn (CoreFacts follow in ``build_facts``);
     the model's answers are not, so a wrong answer never becomes memory. Returns (namespace, chat
-    history, cleared question box, trace dict, cluster figure, cluster rows, the picker of the
+    history, cleared question box, the trace as JSON, cluster figure, cluster rows, the picker of the
     answer's source messages)."""
     if not question or not question.strip():
         gr.Warning("Type a question first.")
@@ -47,12 +46,11 @@ def chat(question: str, history: list | None, write: bool, namespace: str | None
     namespace = namespace or new_session()
     eng = engine_for(settings)
     history = [*(history or []), {"role": "user", "content": question}]
-    trace: dict[str, Any] = {}
+    result: Answer | None = None
     if eng.has_memory(namespace):
         result = eng.ask(question, namespace=namespace)
-        trace = result.to_dict()
-        title, body = trace_markdown(trace)
-        history += [{"role": "assistant", "content": answer_markdown(trace)},
+        title, body = trace_markdown(result)
+        history += [{"role": "assistant", "content": answer_markdown(result)},
                     {"role": "assistant", "content": body, "metadata": {"title": title, "status": "done"}}]
     else:
         history.append({"role": "assistant", "content": "No memory yet (or it is still being built): build it in "
@@ -63,8 +61,9 @@ def chat(question: str, history: list | None, write: bool, namespace: str | None
         turns = [Message(id=f"chat:{turn}:q", namespace=namespace, speaker="user", text=question.strip(), time=now,
                          session_id=f"chat {now.date().isoformat()}")]
         eng.ingest(turns, namespace=namespace, core_facts=False)
-    sources = answer_sources(trace)
+    sources = answer_sources(result)
     picker = gr.Dropdown(choices=sources, value=None, interactive=bool(sources))
+    trace = result.to_dict() if result is not None else {}  # the raw-JSON trace view
     return (namespace, history, "", trace, *clusters_view(namespace, settings), picker)
 
 

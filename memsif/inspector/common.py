@@ -11,6 +11,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -18,6 +19,7 @@ import gradio as gr
 from memsif.config import LLM_BACKENDS, MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.errors import MemSIFError
+from memsif.ingest import ProgressFn
 from memsif.locks import queue_position, sharing
 
 _engine: MemSIF | None = None
@@ -139,15 +141,25 @@ def guard(fn):
     return plain
 
 
-def in_background(work: Callable[[Callable[[int, int, str], None]], Any], progress: gr.Progress,
-                  describe: Callable[[dict[str, Any], float], str]) -> Iterator[tuple[str, Any]]:
+@dataclass(frozen=True)
+class JobProgress:
+    """Where a background job stands: ``done`` of ``total`` in ``stage`` (as its ProgressFn said)."""
+
+    done: int = 0
+    total: int = 0
+    stage: str = "starting"
+
+
+def in_background(work: Callable[[ProgressFn], Any], progress: gr.Progress,
+                  describe: Callable[[JobProgress, float], str]) -> Iterator[tuple[str, Any]]:
     """Run ``work(progress_callback)`` in a thread; yield ("status", text) every half second while it
     runs, then ("done", result). Engine errors are raised here, in the caller's thread."""
-    state: dict[str, Any] = {"done": 0, "total": 0, "stage": "starting"}
+    state = JobProgress()
     out: dict[str, Any] = {}
 
     def report(done: int, total: int, stage: str) -> None:
-        state.update(done=done, total=total, stage=stage)
+        nonlocal state
+        state = JobProgress(done, total, stage)  # one assignment: the reader never sees half an update
 
     def run() -> None:
         try:
@@ -160,9 +172,9 @@ def in_background(work: Callable[[Callable[[int, int, str], None]], Any], progre
     thread.start()
     while thread.is_alive():
         thread.join(0.5)
-        total = state["total"] or 1
-        progress(state["done"] / total, desc=f"{state['stage']} {state['done']}/{state['total']}")
-        yield "status", describe(state, time.perf_counter() - start)
+        now = state
+        progress(now.done / (now.total or 1), desc=f"{now.stage} {now.done}/{now.total}")
+        yield "status", describe(now, time.perf_counter() - start)
     if "error" in out:
         raise out["error"]
     yield "done", out["result"]

@@ -8,7 +8,15 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.inspector.common import MESSAGE_COLUMNS, guard, in_background, model_share, session_engine
+from memsif.inspector.common import (
+    MESSAGE_COLUMNS,
+    JobProgress,
+    guard,
+    in_background,
+    model_share,
+    session_engine,
+)
+from memsif.records import record_number
 from memsif.viz import FACT_COLUMNS, OP_COLUMNS, fact_rows, message_rows, op_rows
 
 EMPTY_STATUS = "CoreFacts are extracted after Structured Interaction Memory is built."
@@ -25,16 +33,17 @@ def build_facts(namespace: str | None, settings: dict | None, progress=gr.Progre
         return
 
     def work(report):
-        return eng.ingest([], namespace=namespace, core_facts=True, progress=report)
+        return eng.build_core_facts(namespace, progress=report)
 
-    def describe(state, seconds):
-        if not state["total"]:
+    def describe(state: JobProgress, seconds: float) -> str:
+        if not state.total:
             return (f"Loading the model and reading the new messages for CoreFacts… {seconds:.0f} s"
                     f"{model_share(namespace)}")
-        left = (f" · about {seconds / state['done'] * (state['total'] - state['done']):.0f} s left at this pace"
-                if state["done"] else "")
-        return (f"Extracting CoreFacts: batch {state['done']} of {state['total']} (up to 12 messages each) · "
-                f"{seconds:.0f} s{left}{model_share(namespace)}. Facts appear below as each batch is written.")
+        left = (f" · about {seconds / state.done * (state.total - state.done):.0f} s left at this pace"
+                if state.done else "")
+        return (f"Extracting CoreFacts: batch {state.done} of {state.total} (up to "
+                f"{eng.config.fact_batch_messages} messages each) · {seconds:.0f} s{left}{model_share(namespace)}. "
+                "Facts appear below as each batch is written.")
 
     shown = -1
     for kind, value in in_background(work, progress, describe):
@@ -63,7 +72,7 @@ def facts_view(namespace: str | None, op: str | None, subject: str | None, setti
     eng = session_engine(namespace, settings)
     if eng is None:
         return [], []
-    facts = sorted(eng.facts(namespace, history=True), key=lambda f: (f.type, f.subject.lower(), int(f.id[1:])))
+    facts = sorted(eng.facts(namespace, history=True), key=lambda f: (f.type, f.subject.lower(), record_number(f.id)))
     if subject:
         facts = [f for f in facts if f.subject.lower() == subject.strip().lower()]
     return fact_rows(facts), op_rows(eng.fact_log(namespace, op=op or None, subject=subject or None))

@@ -14,17 +14,18 @@ recovered them (§3.4).
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
 
 import gradio as gr
 
+from memsif.engine import MemSIF
 from memsif.errors import MemSIFError
 from memsif.eval.data import load_locomo, load_longmemeval
 from memsif.eval.metrics import evidence_recall, ted
 from memsif.eval.runner import NCE_TED
 from memsif.eval.systems import CountingLLM, HybridRAGSystem, NaiveRAGSystem
-from memsif.inspector.common import eval_namespace, guard, in_background, model_share, session_engine
-from memsif.viz import evidence_lens
+from memsif.inspector.common import JobProgress, eval_namespace, guard, in_background, model_share, session_engine
+from memsif.query import Answer
+from memsif.viz import LensRow, evidence_lens
 
 EVAL_COLUMNS = ["question", "category", "TED", "gold evidence", "MemSIF", "Hybrid RAG", "Naive RAG",
                 "how MemSIF found the gold turns"]
@@ -41,19 +42,19 @@ def _samples(source: dict) -> list:
     return []
 
 
-def _how_found(gold: list[str], trace: dict[str, Any]) -> dict[str, str]:
+def _how_found(gold: list[str], answer: Answer) -> dict[str, str]:
     """Per gold turn in MemSIF's context: the path that brought it ("trajectory E3", "search (S12)",
     "fact F4")."""
     out: dict[str, str] = {}
-    for e in trace.get("evidence_used", []):
-        for mid in e.get("source_message_ids", []):
+    for e in answer.evidence_used:
+        for mid in e.source_message_ids:
             if mid in gold and mid not in out:
-                out[mid] = (f"trajectory {e.get('trajectory_id')}" if "trajectory" in e.get("found_by", [])
-                            else f"search ({e.get('segment_id') or 'no segment'})")
-    for f in trace.get("facts_used", []):
-        for mid in f.get("source_message_ids", []):
+                out[mid] = (f"trajectory {e.trajectory_id}" if "trajectory" in e.found_by
+                            else f"search ({e.segment_id or 'no segment'})")
+    for f in answer.facts_used:
+        for mid in f.source_message_ids:
             if mid in gold and mid not in out:
-                out[mid] = f"fact {f.get('id')}"
+                out[mid] = f"fact {f.id}"
     return out
 
 
@@ -66,7 +67,7 @@ def evaluate(namespace: str | None, source: dict | None, settings: dict | None,
              progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
     """Ask every scored question of the built file retrieval-only of MemSIF, Hybrid RAG and Naive
     RAG at MemSIF's token budget (a few minutes for a LoCoMo conversation). Yields (summary markdown,
-    evidence figure, rows of ``EVAL_COLUMNS``, rows kept for redrawing)."""
+    evidence figure, rows of ``EVAL_COLUMNS``, the ``LensRow`` list kept for redrawing)."""
     eng = session_engine(namespace, settings)
     if eng is None or not source:
         yield "No memory yet: build it first (Build tab).", None, [], []
@@ -86,7 +87,7 @@ def evaluate(namespace: str | None, source: dict | None, settings: dict | None,
         export["clusters"], export["active_facts"] = [], []
         eng.import_namespace(export, target)
         llm = CountingLLM(eng.llm)
-        rows = []
+        rows: list[LensRow] = []
         for sample in samples:
             hybrid = HybridRAGSystem(llm, eng.config, eng.embedder, budget)
             naive = NaiveRAGSystem(llm, eng.config, eng.embedder, budget)
@@ -97,23 +98,23 @@ def evaluate(namespace: str | None, source: dict | None, settings: dict | None,
             texts = {m.id: m.text for m in sample.messages}
             for q in sample.questions:
                 answer = eng.ask(q.question, target, q.question_date, generate=False)
-                trace = answer.to_dict()
                 got = {"MemSIF": answer.context_source_ids,
                        "Hybrid RAG": hybrid.answer(q, generate=False).context_ids,
                        "Naive RAG": naive.answer(q, generate=False).context_ids}
                 recall = {name: evidence_recall(q.evidence_ids, texts, "", ids)[1] for name, ids in got.items()}
-                rows.append({"question": q.question, "category": q.category, "sample": sample.sample_id,
-                             "ted": ted([position[e] for e in q.evidence_ids], len(sample.messages)),
-                             "gold": q.evidence_ids, "gold_index": [position[e] for e in q.evidence_ids],
-                             "found": {name: [e for e in q.evidence_ids if e in set(ids)] for name, ids in got.items()},
-                             "recall": recall, "how": _how_found(q.evidence_ids, trace)})
+                rows.append(LensRow(
+                    question=q.question, category=q.category, sample=sample.sample_id,
+                    ted=ted([position[e] for e in q.evidence_ids], len(sample.messages)),
+                    gold=q.evidence_ids, gold_index=[position[e] for e in q.evidence_ids],
+                    found={name: [e for e in q.evidence_ids if e in set(ids)] for name, ids in got.items()},
+                    recall=recall, how=_how_found(q.evidence_ids, answer)))
                 report(len(rows), len(questions), "questions")
         return rows
 
-    def describe(state, seconds):
-        if state["stage"] == "starting":
+    def describe(state: JobProgress, seconds: float) -> str:
+        if state.stage == "starting":
             return f"Copying this memory for the evaluation… {seconds:.0f} s{model_share(namespace)}"
-        return (f"Evaluating: {state['stage']} — {state['done']} of {state['total']} questions · {seconds:.0f} s"
+        return (f"Evaluating: {state.stage} — {state.done} of {state.total} questions · {seconds:.0f} s"
                 f"{model_share(namespace)}")
 
     for kind, value in in_background(work, progress, describe):
@@ -124,47 +125,46 @@ def evaluate(namespace: str | None, source: dict | None, settings: dict | None,
     yield (summary_markdown(rows, budget, eng, target), evidence_lens(rows, nce_only=True), table_rows(rows), rows)
 
 
-def summary_markdown(rows: list[dict], budget: int, eng, namespace: str) -> str:
+def summary_markdown(rows: list[LensRow], budget: int, eng: MemSIF, namespace: str) -> str:
     """Mean evidence recall (provenance) per system, overall and on the NCE subset, and what the
     questions did to ActiveFacts."""
-    nce = [r for r in rows if r["ted"] is not None and r["ted"] >= NCE_TED]
+    nce = [r for r in rows if r.ted is not None and r.ted >= NCE_TED]
     lines = [f"**{len(rows)} questions** ({len(nce)} NCE: gold evidence spread over ≥ 30 % of the conversation), "
              f"asked retrieval-only at {budget} tokens. Evidence recall = share of gold evidence turns in the "
              "context (by provenance).", "", "| system | all questions | NCE |", "|---|---|---|"]
     for name in SYSTEMS:
-        all_r = [r["recall"][name] for r in rows if r["recall"][name] is not None]
-        nce_r = [r["recall"][name] for r in nce if r["recall"][name] is not None]
+        all_r = [r.recall[name] for r in rows if r.recall[name] is not None]
+        nce_r = [r.recall[name] for r in nce if r.recall[name] is not None]
         lines.append(f"| {name} | {_mean(all_r)} | {_mean(nce_r)} |")
-    by_trajectory = sum(1 for r in rows for how in r["how"].values() if how.startswith("trajectory"))
+    by_trajectory = sum(1 for r in rows for how in r.how.values() if how.startswith("trajectory"))
     lines.append(f"\nGold turns MemSIF's Event Trajectory path brought in: {by_trajectory}.")
     core_sources = {m for f in eng.facts(namespace, history=True) for m in f.source_message_ids}
     promoted = eng.active_facts(namespace)
     if promoted:
-        recovered = [a for a in promoted if not set(a.get("source_message_ids", [])) & core_sources]
+        recovered = {a.id for a in promoted if not set(a.source_message_ids) & core_sources}
         lines.append(f"\n**ActiveFacts** the questions promoted: {len(promoted)}; "
                      f"{len(recovered)} of them rest on messages no CoreFact was written from (recovered through "
                      "query demand):")
         for a in promoted[:10]:
-            tag = "recovered by query demand" if a in recovered else "its sources are CoreFact sources too"
-            lines.append(f"- `{a['id']}` {a['statement']} — sources {', '.join(a.get('source_message_ids', []))} "
-                         f"({tag})")
+            tag = "recovered by query demand" if a.id in recovered else "its sources are CoreFact sources too"
+            lines.append(f"- `{a.id}` {a.statement} — sources {', '.join(a.source_message_ids)} ({tag})")
     else:
         lines.append("\nNo ActiveFact was promoted by these questions (θ_s and θ_q not both reached).")
     return "\n".join(lines)
 
 
-def table_rows(rows: list[dict]) -> list[list]:
-    """One row per question, NCE questions first."""
+def table_rows(rows: list[LensRow]) -> list[list]:
+    """One row per question (``EVAL_COLUMNS``), NCE questions first."""
     out = []
-    for r in sorted(rows, key=lambda r: -(r["ted"] or 0.0)):
-        pct = {name: "–" if r["recall"][name] is None else f"{100 * r['recall'][name]:.0f} %" for name in SYSTEMS}
-        how = "; ".join(f"{g}: {r['how'].get(g, 'missed')}" for g in r["gold"])
-        out.append([r["question"], r["category"], "" if r["ted"] is None else round(r["ted"], 2), ", ".join(r["gold"]),
+    for r in sorted(rows, key=lambda r: -(r.ted or 0.0)):
+        pct = {name: "–" if r.recall[name] is None else f"{100 * r.recall[name]:.0f} %" for name in SYSTEMS}
+        how = "; ".join(f"{g}: {r.how.get(g, 'missed')}" for g in r.gold)
+        out.append([r.question, r.category, "" if r.ted is None else round(r.ted, 2), ", ".join(r.gold),
                     pct["MemSIF"], pct["Hybrid RAG"], pct["Naive RAG"], how])
     return out
 
 
-def redraw(rows: list[dict] | None, which: str):
+def redraw(rows: list[LensRow] | None, which: str):
     """The evidence figure again for "NCE questions" or "all questions"."""
     return evidence_lens(rows or [], nce_only=which.startswith("NCE")) if rows else None
 

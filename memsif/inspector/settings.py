@@ -17,7 +17,7 @@ def apply_settings(alpha: float, tau_split: float, tau_merge: float, top_k: floa
                    theta_qry: float, model: str):
     """Validate and keep this session's method settings. Returns (settings, status)."""
     settings = {"alpha": float(alpha), "tau_split": float(tau_split), "tau_merge": float(tau_merge),
-                "top_k": int(top_k), "theta_src": float(theta_src), "theta_qry": float(theta_qry),
+                "construction_top_k": int(top_k), "theta_src": float(theta_src), "theta_qry": float(theta_qry),
                 "model": model}
     try:
         settings_config(MemSIFConfig.from_env(), settings)
@@ -48,7 +48,7 @@ def layout(config: MemSIFConfig) -> SimpleNamespace:
         ui.alpha = gr.Slider(0, 1, value=config.alpha_segment, step=0.05, label="α (semantic weight in φ, Eq. 1)")
         ui.tau_split = gr.Slider(0, 1, value=config.tau_split, step=0.005, label="τ_split")
         ui.tau_merge = gr.Slider(0, 1, value=config.tau_merge, step=0.005, label="τ_merge")
-        ui.top_k = gr.Slider(1, 10, value=config.top_k, step=1, label="Top-K trajectories")
+        ui.top_k = gr.Slider(1, 10, value=config.construction_top_k, step=1, label="Top-K trajectories")
     with gr.Row():
         ui.theta_src = gr.Slider(0, 1, value=config.theta_src, step=0.05, label="θ_s")
         ui.theta_qry = gr.Slider(0, 1, value=config.theta_qry, step=0.05, label="θ_q")

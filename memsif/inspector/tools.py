@@ -18,11 +18,23 @@ import gradio as gr
 
 from memsif.inspector.common import engine, guard
 from memsif.io import load_transcripts
+from memsif.records import Evidence
+
+#: The fields of each record a tool reply carries (replies are ``model_dump(mode="json")`` of them).
+ASK_FACT_FIELDS = {"id", "kind", "type", "subject", "statement", "source_message_ids"}
+CORE_FACT_FIELDS = {"id", "type", "subject", "statement", "source_message_ids", "valid_from"}
+ACTIVE_FACT_FIELDS = {"id", "subject", "statement", "source_message_ids"}
 
 
 def _json(value: dict[str, Any]) -> str:
     """Tool results are JSON text: every MCP client and language reads it."""
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _evidence(e: Evidence) -> dict[str, Any]:
+    """An evidence item as a tool reply gives it: its turns' ids, speaker, ISO date, text, search paths."""
+    return {"message_ids": e.source_message_ids, "speaker": e.subject,
+            "time": e.time.isoformat() if e.time else None, "statement": e.statement, "found_by": e.found_by}
 
 
 def _namespace(namespace: str) -> str:
@@ -101,11 +113,8 @@ def memory_ask(namespace: str, question: str, question_date: str = "") -> str:
     return _json({
             "answer": a.answer, "sufficient": a.sufficient, "model": a.model, "model_at_chance": a.model_at_chance,
             "unsupported_mentions": a.unsupported_mentions,
-            "facts": [{k: f.get(k) for k in ("id", "kind", "type", "subject", "statement", "source_message_ids")}
-                      for f in a.facts_used],
-            "evidence": [{"message_ids": e.get("source_message_ids"), "speaker": e.get("subject"),
-                          "time": e.get("time"), "statement": e.get("statement"), "found_by": e.get("found_by")}
-                         for e in a.evidence_used],
+            "facts": [f.model_dump(mode="json", include=ASK_FACT_FIELDS) for f in a.facts_used],
+            "evidence": [_evidence(e) for e in a.evidence_used],
             "seconds": round(a.seconds, 2)})
 
 
@@ -126,12 +135,10 @@ def memory_facts(namespace: str, subject: str = "") -> str:
     if not eng.has_memory(ns):
         raise gr.Error(f"namespace {ns!r} holds no memory yet: call memory_ingest first.")
     wanted = subject.strip().lower()
-    core = [{"id": f.id, "type": f.type, "subject": f.subject, "statement": f.statement,
-             "source_message_ids": f.source_message_ids,
-             "valid_from": f.valid_from.isoformat() if f.valid_from else None}
+    core = [f.model_dump(mode="json", include=CORE_FACT_FIELDS)
             for f in eng.facts(ns) if not wanted or f.subject.lower() == wanted]
-    active = [{k: a.get(k) for k in ("id", "subject", "statement", "source_message_ids")}
-              for a in eng.active_facts(ns) if not wanted or wanted in str(a.get("subject", "")).lower()]
+    active = [a.model_dump(mode="json", include=ACTIVE_FACT_FIELDS)
+              for a in eng.active_facts(ns) if not wanted or wanted in a.subject.lower()]
     return _json({"namespace": ns, "core_facts": core, "active_facts": active})
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memsif.matching import UnitProfile
-from memsif.records import EventTrajectory, Message, TopicalSegment
+from memsif.records import EventTrajectory, Message, TopicalSegment, record_number
 
 
 @dataclass
@@ -45,10 +45,10 @@ class InteractionState:
         return self.segments[-1] if self.segments else None
 
     def segment(self, segment_id: str) -> SegmentState:
-        return self.segments[int(segment_id[1:]) - 1]
+        return self.segments[record_number(segment_id) - 1]
 
     def trajectory(self, trajectory_id: str) -> TrajectoryState:
-        return self.trajectories[int(trajectory_id[1:]) - 1]
+        return self.trajectories[record_number(trajectory_id) - 1]
 
     def add_message(self, message: Message, vector: np.ndarray, entities: frozenset[str]) -> None:
         self.messages[message.id] = message

@@ -17,7 +17,7 @@ from memsif.interaction.state import InteractionState, SegmentState
 from memsif.llm import LLM
 from memsif.matching import SemanticMapping, phi
 from memsif.prompts import trajectory_judge
-from memsif.records import PhiScore, TrajectoryCandidate, TrajectoryDecision
+from memsif.records import PhiScore, TrajectoryCandidate, TrajectoryDecision, record_number
 
 #: Messages of each side shown to the trajectory judge.
 EXCERPT_MESSAGES = 2
@@ -32,7 +32,7 @@ def top_k_candidates(state: InteractionState, seg: SegmentState, k: int, alpha: 
         for traj in state.trajectories
         if seg.record.id not in traj.record.segment_ids
     ]
-    scored.sort(key=lambda item: (-item[1].phi, int(item[0][1:])))
+    scored.sort(key=lambda item: (-item[1].phi, record_number(item[0])))
     return scored[:k]
 
 
@@ -53,7 +53,7 @@ class TrajectoryBuilder:
         """
         cfg = self.config
         start = time.perf_counter()
-        ranked = top_k_candidates(state, seg, cfg.top_k, cfg.alpha_trajectory, self.mapping)
+        ranked = top_k_candidates(state, seg, cfg.construction_top_k, cfg.alpha_trajectory, self.mapping)
         to_judge = [(tid, score) for tid, score in ranked if score.phi > cfg.trajectory_min_phi]
         verdicts: dict[str, Verdict] = {}
         error = prompt_version = None

@@ -119,8 +119,7 @@ def load_llm(config: MemSIFConfig) -> LLM:
     Raises:
         LLMError: the model cannot be loaded; the message says which setting to change.
     """
-    key = (config.llm_backend, config.llm_model, config.llm_gguf_file, config.llm_base_url,
-           config.llm_device, config.llm_dtype, config.llm_threads, str(config.resolved_cache_dir))
+    key = config.llm_key
     with _CACHE_LOCK:
         if key not in _CACHE:
             if config.llm_backend == "transformers":

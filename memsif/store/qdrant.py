@@ -25,39 +25,57 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from qdrant_client import QdrantClient, models
 
 from memsif.errors import EmbedderError, StoreError
 from memsif.lexical import SparseVector
-from memsif.records import CoreFact, EventTrajectory, Message, Sentence, TopicalSegment
+from memsif.records import (
+    DECISION,
+    ActiveFact,
+    CandidateCluster,
+    CoreFact,
+    Decision,
+    EventTrajectory,
+    FactOperation,
+    Message,
+    Sentence,
+    TopicalSegment,
+    record_number,
+)
 
-MESSAGES = "memsif_messages"
-SEGMENTS = "memsif_segments"
-TRAJECTORIES = "memsif_trajectories"
-DECISIONS = "memsif_decisions"
-FACTS = "memsif_facts"
-FACT_OPS = "memsif_fact_ops"
-ACTIVE_FACTS = "memsif_active_facts"
-CLUSTERS = "memsif_clusters"
-META = "memsif_meta"
-#: Prefix of the per-namespace sentence collections (``sentence_collection``).
-SENTENCES = "memsif_sentences_"
+_MESSAGES = "memsif_messages"
+_SEGMENTS = "memsif_segments"
+_TRAJECTORIES = "memsif_trajectories"
+_DECISIONS = "memsif_decisions"
+_FACTS = "memsif_facts"
+_FACT_OPS = "memsif_fact_ops"
+_ACTIVE_FACTS = "memsif_active_facts"
+_CLUSTERS = "memsif_clusters"
+_META = "memsif_meta"
+#: Prefix of the per-namespace sentence collections (``sentence_collection``). Collection names are
+#: the store's own: engine code reads and writes records through the methods below.
+_SENTENCES = "memsif_sentences_"
 #: Named vectors of the sentence collection.
 DENSE, LEXICAL = "dense", "lexical"
 #: Reciprocal-rank-fusion constant (Cormack et al. 2009) for dense + lexical sentence search.
 RRF_K = 60
-_VECTOR_COLLECTIONS = (MESSAGES, SEGMENTS, TRAJECTORIES, FACTS, ACTIVE_FACTS)
-_LOG_COLLECTIONS = (DECISIONS, FACT_OPS, CLUSTERS)
+_VECTOR_COLLECTIONS = (_MESSAGES, _SEGMENTS, _TRAJECTORIES, _FACTS, _ACTIVE_FACTS)
+_LOG_COLLECTIONS = (_DECISIONS, _FACT_OPS, _CLUSTERS)
 _ALL_COLLECTIONS = (*_VECTOR_COLLECTIONS, *_LOG_COLLECTIONS)
+#: The kinds of record the store holds, and each one's collection.
+RecordKind = Literal["message", "sentence", "segment", "trajectory", "decision", "fact", "fact_op", "cluster",
+                     "active_fact"]
+_COLLECTION_OF = {"message": _MESSAGES, "segment": _SEGMENTS, "trajectory": _TRAJECTORIES, "decision": _DECISIONS,
+                  "fact": _FACTS, "fact_op": _FACT_OPS, "cluster": _CLUSTERS, "active_fact": _ACTIVE_FACTS}
 _ID_SPACE = uuid.UUID("6f1c1c3e-5c0e-4d7a-9a57-2b1d3e0f4a11")
 
 
 def sentence_collection(namespace: str) -> str:
     """Name of ``namespace``'s sentence collection (stable: a UUID-5 of the namespace)."""
-    return SENTENCES + uuid.uuid5(_ID_SPACE, f"sentences\x1f{namespace}").hex[:20]
+    return _SENTENCES + uuid.uuid5(_ID_SPACE, f"sentences\x1f{namespace}").hex[:20]
 
 
 def point_id(namespace: str, kind: str, record_id: str) -> str:
@@ -154,6 +172,14 @@ class MemoryStore:
             raise StoreError(f"Could not open the memory store at {self.location}: {exc}") from exc
         self.dim: int | None = None
 
+    @classmethod
+    def for_config(cls, config) -> MemoryStore:
+        """The store ``config`` names: a Qdrant server (``qdrant_url``) or the embedded folder
+        ``<data_dir>/qdrant``."""
+        if config.qdrant_url:
+            return cls(url=config.qdrant_url, api_key=config.qdrant_api_key)
+        return cls(path=config.resolved_data_dir / "qdrant")
+
     # ------------------------------------------------------------------ setup
     def ensure_collections(self, embedder_name: str, dim: int) -> None:
         """Create missing collections; check the store was built with the same embedder.
@@ -162,9 +188,9 @@ class MemoryStore:
             EmbedderError: the store holds vectors of another embedder or dimension.
         """
         existing = {c.name for c in self._client.get_collections().collections}
-        if META not in existing:
-            self._client.create_collection(META, vectors_config={})
-        found = self._client.retrieve(META, ids=[point_id("", "meta", "embedder")], with_payload=True)
+        if _META not in existing:
+            self._client.create_collection(_META, vectors_config={})
+        found = self._client.retrieve(_META, ids=[point_id("", "meta", "embedder")], with_payload=True)
         if found:
             meta = found[0].payload or {}
             if meta.get("embedder") != embedder_name or int(meta.get("dim", -1)) != dim:
@@ -176,7 +202,7 @@ class MemoryStore:
                     "(with the new MEMSIF_EMBEDDER_MODEL set)."
                 )
         else:
-            self._client.upsert(META, points=[models.PointStruct(
+            self._client.upsert(_META, points=[models.PointStruct(
                 id=point_id("", "meta", "embedder"), vector={}, payload={"embedder": embedder_name, "dim": dim})])
         for name in _VECTOR_COLLECTIONS:
             if name not in existing:
@@ -203,7 +229,7 @@ class MemoryStore:
             )
             for r in rows
         ]
-        self._upsert(MESSAGES, points)
+        self._upsert(_MESSAGES, points)
 
     def _sentences(self, namespace: str, create: bool = False) -> str | None:
         """The namespace's sentence collection; None when it has none (and ``create`` is False)."""
@@ -233,34 +259,57 @@ class MemoryStore:
         ])
 
     def put_segments(self, namespace: str, rows: Iterable[tuple[TopicalSegment, np.ndarray]]) -> None:
-        self._upsert(SEGMENTS, [
+        self._upsert(_SEGMENTS, [
             models.PointStruct(id=point_id(namespace, "segment", s.id), vector=v.astype(float).tolist(),
                                payload=s.model_dump(mode="json"))
             for s, v in rows
         ])
 
     def put_trajectories(self, namespace: str, rows: Iterable[tuple[EventTrajectory, np.ndarray]]) -> None:
-        self._upsert(TRAJECTORIES, [
+        self._upsert(_TRAJECTORIES, [
             models.PointStruct(id=point_id(namespace, "trajectory", t.id), vector=v.astype(float).tolist(),
                                payload=t.model_dump(mode="json"))
             for t, v in rows
         ])
 
-    def put_decisions(self, namespace: str, decisions: Iterable[dict[str, Any]], start_seq: int,
-                      collection: str = DECISIONS) -> int:
-        """Append log payloads numbered from ``start_seq``; returns the next free number."""
+    def put_decisions(self, namespace: str, decisions: Iterable[Decision], start_seq: int) -> int:
+        """Append Structured Interaction Memory decisions numbered from ``start_seq`` (each record's
+        ``seq`` is set); returns the next free number."""
+        return self._append(_DECISIONS, "decision", namespace, decisions, start_seq)
+
+    def put_fact_ops(self, namespace: str, operations: Iterable[FactOperation], start_seq: int) -> int:
+        """Append CoreFact operations to the log numbered from ``start_seq``; returns the next free number."""
+        return self._append(_FACT_OPS, "fact_op", namespace, operations, start_seq)
+
+    def _append(self, collection: str, kind: str, namespace: str, rows: Iterable[Any], start_seq: int) -> int:
         points = []
         seq = start_seq
-        kind = "decision" if collection == DECISIONS else "fact_op"
-        for payload in decisions:
-            points.append(models.PointStruct(id=point_id(namespace, kind, str(seq)), vector={},
-                                             payload={**payload, "namespace": namespace, "seq": seq}))
+        for row in rows:
+            row.seq = seq
+            payload = {**row.model_dump(mode="json"), "namespace": namespace}
+            points.append(models.PointStruct(id=point_id(namespace, kind, str(seq)), vector={}, payload=payload))
             seq += 1
         self._upsert(collection, points)
         return seq
 
+    def put_clusters(self, namespace: str, clusters: Iterable[CandidateCluster]) -> None:
+        """Upsert candidate clusters C_k (§3.4) with their embeddings."""
+        self._upsert(_CLUSTERS, [
+            models.PointStruct(id=point_id(namespace, "cluster", c.id), vector={},
+                               payload={**c.model_dump(mode="json"), "namespace": namespace})
+            for c in clusters
+        ])
+
+    def put_active_facts(self, namespace: str, rows: Iterable[tuple[ActiveFact, np.ndarray]]) -> None:
+        """Upsert promoted ActiveFacts with their (d,) statement embeddings."""
+        self._upsert(_ACTIVE_FACTS, [
+            models.PointStruct(id=point_id(namespace, "active_fact", a.id), vector=v.astype(float).tolist(),
+                               payload={**a.model_dump(mode="json"), "namespace": namespace})
+            for a, v in rows
+        ])
+
     def put_facts(self, namespace: str, rows: Iterable[tuple[CoreFact, np.ndarray]]) -> None:
-        self._upsert(FACTS, [
+        self._upsert(_FACTS, [
             models.PointStruct(id=point_id(namespace, "fact", f.id), vector=v.astype(float).tolist(),
                                payload=f.model_dump(mode="json"))
             for f, v in rows
@@ -269,14 +318,28 @@ class MemoryStore:
     def facts(self, namespace: str, with_vectors: bool = False) -> list[tuple[CoreFact, np.ndarray | None]]:
         """Every CoreFact of the namespace (current and superseded) in id order."""
         rows = []
-        for rec in self._scroll(FACTS, _ns_filter(namespace), with_vectors=with_vectors):
+        for rec in self._scroll(_FACTS, _ns_filter(namespace), with_vectors=with_vectors):
             vector = np.asarray(rec.vector, dtype=np.float32) if with_vectors else None
             rows.append((CoreFact(**rec.payload), vector))
-        return sorted(rows, key=lambda r: int(r[0].id[1:]))
+        return sorted(rows, key=lambda r: record_number(r[0].id))
 
-    def search(self, collection: str, namespace: str, vector: np.ndarray, limit: int,
-               **equals: Any) -> list[tuple[dict[str, Any], float]]:
-        """Nearest records of ``namespace`` by cosine: (payload, score) best first."""
+    def search_facts(self, namespace: str, vector: np.ndarray, limit: int) -> list[tuple[CoreFact, float]]:
+        """Current CoreFacts of ``namespace`` nearest to ``vector`` ((d,)) by cosine, best first."""
+        return [(CoreFact(**payload), score) for payload, score
+                in self._search(_FACTS, namespace, vector, limit, status="current")]
+
+    def search_active_facts(self, namespace: str, vector: np.ndarray, limit: int) -> list[tuple[ActiveFact, float]]:
+        """Promoted ActiveFacts of ``namespace`` nearest to ``vector`` ((d,)) by cosine, best first."""
+        return [(ActiveFact(**payload), score)
+                for payload, score in self._search(_ACTIVE_FACTS, namespace, vector, limit)]
+
+    def search_messages(self, namespace: str, vector: np.ndarray, limit: int) -> list[tuple[Message, float]]:
+        """Messages of ``namespace`` nearest to ``vector`` ((d,)) by cosine, best first."""
+        return [(Message(**{k: v for k, v in payload.items() if k not in ("entities", "segment_id")}), score)
+                for payload, score in self._search(_MESSAGES, namespace, vector, limit)]
+
+    def _search(self, collection: str, namespace: str, vector: np.ndarray, limit: int,
+                **equals: Any) -> list[tuple[dict[str, Any], float]]:
         result = self._client.query_points(collection, query=vector.astype(float).tolist(),
                                            query_filter=_ns_filter(namespace, **equals), limit=limit,
                                            with_payload=True)
@@ -343,22 +406,20 @@ class MemoryStore:
             rows.append((Sentence(**rec.payload), vector))
         return sorted(rows, key=lambda r: (r[0].message_index, r[0].position))
 
-    def put_records(self, collection: str, namespace: str, kind: str,
-                    rows: Iterable[tuple[str, dict[str, Any], np.ndarray | None]]) -> None:
-        """Upsert (record id, payload, optional vector) rows of a kind (clusters, active facts)."""
-        self._upsert(collection, [
-            models.PointStruct(id=point_id(namespace, kind, rid), payload={**payload, "namespace": namespace},
-                               vector=v.astype(float).tolist() if v is not None else {})
-            for rid, payload, v in rows
-        ])
-
-    def records(self, collection: str, namespace: str) -> list[dict[str, Any]]:
-        return [dict(rec.payload or {}) for rec in self._scroll(collection, _ns_filter(namespace))]
-
-    def fact_ops(self, namespace: str) -> list[dict[str, Any]]:
+    def fact_ops(self, namespace: str) -> list[FactOperation]:
         """The CoreFact operation log in order."""
-        rows = [dict(rec.payload or {}) for rec in self._scroll(FACT_OPS, _ns_filter(namespace))]
-        return sorted(rows, key=lambda d: d["seq"])
+        rows = [FactOperation(**(rec.payload or {})) for rec in self._scroll(_FACT_OPS, _ns_filter(namespace))]
+        return sorted(rows, key=lambda op: op.seq)
+
+    def clusters(self, namespace: str) -> list[CandidateCluster]:
+        """Candidate clusters C_k in id order."""
+        rows = [CandidateCluster(**(rec.payload or {})) for rec in self._scroll(_CLUSTERS, _ns_filter(namespace))]
+        return sorted(rows, key=lambda c: record_number(c.id))
+
+    def active_facts(self, namespace: str) -> list[ActiveFact]:
+        """Promoted ActiveFacts in id order."""
+        rows = [ActiveFact(**(rec.payload or {})) for rec in self._scroll(_ACTIVE_FACTS, _ns_filter(namespace))]
+        return sorted(rows, key=lambda a: record_number(a.id))
 
     def _upsert(self, collection: str, points: list[models.PointStruct]) -> None:
         for start in range(0, len(points), 256):
@@ -381,7 +442,7 @@ class MemoryStore:
     def messages(self, namespace: str, with_vectors: bool = True) -> list[StoredMessage]:
         """The namespace's messages in chronological order (by ``index``)."""
         out = []
-        for rec in self._scroll(MESSAGES, _ns_filter(namespace), with_vectors=with_vectors):
+        for rec in self._scroll(_MESSAGES, _ns_filter(namespace), with_vectors=with_vectors):
             payload = dict(rec.payload or {})
             entities = frozenset(payload.pop("entities", []))
             segment_id = payload.pop("segment_id", None)
@@ -392,7 +453,7 @@ class MemoryStore:
 
     def get_messages(self, namespace: str, ids: Iterable[str]) -> list[StoredMessage]:
         """Messages by source id (missing ids are skipped), in chronological order."""
-        points = self._client.retrieve(MESSAGES, ids=[point_id(namespace, "message", i) for i in ids],
+        points = self._client.retrieve(_MESSAGES, ids=[point_id(namespace, "message", i) for i in ids],
                                        with_payload=True, with_vectors=True)
         out = []
         for rec in points:
@@ -404,46 +465,44 @@ class MemoryStore:
         return sorted(out, key=lambda r: r.message.index)
 
     def segments(self, namespace: str) -> list[TopicalSegment]:
-        segs = [TopicalSegment(**rec.payload) for rec in self._scroll(SEGMENTS, _ns_filter(namespace))]
+        segs = [TopicalSegment(**rec.payload) for rec in self._scroll(_SEGMENTS, _ns_filter(namespace))]
         return sorted(segs, key=lambda s: s.index)
 
     def trajectories(self, namespace: str) -> list[EventTrajectory]:
-        trajs = [EventTrajectory(**rec.payload) for rec in self._scroll(TRAJECTORIES, _ns_filter(namespace))]
+        trajs = [EventTrajectory(**rec.payload) for rec in self._scroll(_TRAJECTORIES, _ns_filter(namespace))]
         return sorted(trajs, key=lambda t: t.index)
 
-    def decisions(self, namespace: str, kind: str | None = None) -> list[dict[str, Any]]:
-        """Decision payloads in the order they were made."""
+    def decisions(self, namespace: str, kind: Literal["segment", "trajectory"] | None = None) -> list[Decision]:
+        """Structured Interaction Memory decisions in the order they were made (one kind, or all)."""
         flt = _ns_filter(namespace, kind=kind) if kind else _ns_filter(namespace)
-        rows = [dict(rec.payload or {}) for rec in self._scroll(DECISIONS, flt)]
-        return sorted(rows, key=lambda d: d["seq"])
+        rows = [DECISION.validate_python(rec.payload or {}) for rec in self._scroll(_DECISIONS, flt)]
+        return sorted(rows, key=lambda d: d.seq)
 
-    def count(self, collection: str, namespace: str) -> int:
-        """Records of ``namespace`` in ``collection`` (``SENTENCES``: its sentence collection)."""
-        if collection == SENTENCES:
+    def count(self, kind: RecordKind, namespace: str) -> int:
+        """How many records of ``kind`` ``namespace`` holds."""
+        if kind == "sentence":
             name = self._sentences(namespace)
             return self._client.count(name, exact=True).count if name else 0
-        return self._client.count(collection, count_filter=_ns_filter(namespace), exact=True).count
+        return self._client.count(_COLLECTION_OF[kind], count_filter=_ns_filter(namespace), exact=True).count
 
     def namespaces(self) -> list[str]:
         """Every namespace that has at least one message."""
         names: set[str] = set()
         existing = {c.name for c in self._client.get_collections().collections}
-        if MESSAGES not in existing:
+        if _MESSAGES not in existing:
             return []
         offset = None
         while True:
-            records, offset = self._client.scroll(MESSAGES, limit=1024, offset=offset,
+            records, offset = self._client.scroll(_MESSAGES, limit=1024, offset=offset,
                                                   with_payload=["namespace"], with_vectors=False)
             names.update(str((r.payload or {}).get("namespace")) for r in records)
             if offset is None:
                 return sorted(names)
 
-    def delete_records(self, collection: str, namespace: str, kind: str, ids: Iterable[str]) -> None:
-        """Delete the given records (``kind`` as in ``point_id``: "segment", "trajectory", "decision" with
-        the decision's seq as its id, ...)."""
+    def delete(self, kind: RecordKind, namespace: str, ids: Iterable[str | int]) -> None:
+        """Delete records of ``kind`` by id (a decision's id is its ``seq``)."""
         points = [point_id(namespace, kind, str(i)) for i in ids]
-        if collection == SENTENCES:
-            collection = self._sentences(namespace)
+        collection = self._sentences(namespace) if kind == "sentence" else _COLLECTION_OF[kind]
         if points and collection:
             self._client.delete(collection, points_selector=models.PointIdsList(points=points), wait=True)
 

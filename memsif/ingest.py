@@ -1,0 +1,306 @@
+"""Memory construction, step by step (§3.2–3.3): admit → embed → structure → persist → CoreFacts.
+
+Each step is a short method of :class:`IngestPipeline`; the paper's methods live in their own modules
+(``interaction.segments`` and ``interaction.trajectories`` for Structured Interaction Memory,
+``facts.core`` for CoreFacts) and this module only sequences them, times them and writes their
+results. ``MemSIF.ingest`` runs it under the namespace's lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memsif.errors import MemSIFError
+from memsif.interaction.restore import Repair, mean_vector, messages_state, plan_repair, restore
+from memsif.interaction.segments import SegmentBuilder
+from memsif.interaction.sentences import build_sentences
+from memsif.interaction.state import InteractionState
+from memsif.interaction.trajectories import TrajectoryBuilder
+from memsif.locks import job
+from memsif.records import Decision, Message, record_number
+from memsif.store import StoredMessage
+
+if TYPE_CHECKING:
+    from memsif.engine import MemSIF
+
+log = logging.getLogger(__name__)
+
+#: Messages longer than this get a warning at ingest: the default embedder reads 256 word pieces
+#: (about EMBEDDER_READS_CHARS characters of English) and prompts clip each message (memsif.prompts).
+LONG_MESSAGE_CHARS = 2_000
+EMBEDDER_READS_CHARS = 1_000
+
+#: progress(done, total, stage): called while ingesting.
+ProgressFn = Callable[[int, int, str], None]
+
+
+@dataclass
+class IngestReport:
+    """What one ``ingest`` call did. Times are wall seconds."""
+
+    namespace: str
+    messages: int                 # messages added by this call
+    skipped: int                  # messages already stored (same source id), left unchanged
+    total_messages: int
+    segments: int
+    trajectories: int
+    judge_calls_segment: int
+    judge_calls_trajectory: int
+    judge_errors: int
+    seconds: float
+    seconds_by_stage: dict[str, float] = field(default_factory=dict)
+    core_facts: int = 0                                          # current CoreFacts after this call
+    fact_ops: dict[str, int] = field(default_factory=dict)       # operations of this call, by kind
+    fact_llm_calls: int = 0
+    fact_errors: int = 0
+    warnings: list[str] = field(default_factory=list)            # e.g. messages too long for the models
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class CoreFactSummary:
+    """What one CoreFact pass did (``IngestReport``'s fact fields)."""
+
+    core_facts: int = 0
+    fact_ops: dict[str, int] = field(default_factory=dict)
+    fact_llm_calls: int = 0
+    fact_errors: int = 0
+
+
+@dataclass
+class _Admitted:
+    fresh: list[Message]
+    skipped: int
+    warnings: list[str]
+
+
+@dataclass
+class _Structured:
+    decisions: list[Decision] = field(default_factory=list)
+    touched: set[str] = field(default_factory=set)  # segment ids to write
+
+
+class IngestPipeline:
+    """One namespace's ingest with ``engine``'s back-ends (loaded when a step first needs them)."""
+
+    def __init__(self, engine: MemSIF, namespace: str) -> None:
+        self.engine = engine
+        self.config = engine.config
+        self.namespace = namespace
+        self.stages: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Adds the wall seconds of the block to ``stages[name]``."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.stages[name] = self.stages.get(name, 0.0) + time.perf_counter() - start
+
+    def run(self, messages: Sequence[Message], progress: ProgressFn | None, core_facts: bool) -> IngestReport:
+        """Every step in order (the caller holds the namespace's lock); see ``MemSIF.ingest``."""
+        start = time.perf_counter()
+        with job(self.namespace, "structure"):
+            with self.stage("load_state"):
+                state = self.load_state()
+            admitted = self.admit(state, messages)
+            with self.stage("embed_and_entities"):
+                vectors, entity_sets = self.embed(admitted.fresh)
+            seg_builder = SegmentBuilder(self.config, self.engine.semantic_mapping, self.engine.llm)
+            traj_builder = TrajectoryBuilder(self.config, self.engine.semantic_mapping, self.engine.llm)
+            with self.stage("structure"):
+                structured = self.structure(state, admitted.fresh, vectors, entity_sets, seg_builder, traj_builder,
+                                            progress)
+            self.persist(state, admitted.fresh, structured)
+            summary = CoreFactSummary()
+            if core_facts:
+                with self.stage("core_facts"):
+                    summary = self.core_facts(state, progress)
+        return IngestReport(
+            namespace=self.namespace, messages=len(admitted.fresh), skipped=admitted.skipped,
+            total_messages=len(state.messages), segments=len(state.segments), trajectories=len(state.trajectories),
+            judge_calls_segment=seg_builder.judge_calls, judge_calls_trajectory=traj_builder.judge_calls,
+            judge_errors=sum(1 for d in structured.decisions if d.error), seconds=time.perf_counter() - start,
+            seconds_by_stage=self.stages, warnings=admitted.warnings, **asdict(summary))
+
+    # ------------------------------------------------------------------ steps
+    def load_state(self) -> InteractionState:
+        """The namespace's working state from the store, after repairing what an interrupted ingest
+        left (``interaction.restore``; a repair is written and logged)."""
+        store, ns = self.engine.store, self.namespace
+        state = messages_state(ns, store.dim or self.engine.embedder.dim, store.messages(ns))
+        decisions = store.decisions(ns)
+        sentences = {sen.id: sen.message_id for sen, _ in store.sentences(ns)} if decisions else {}
+        repair = plan_repair(state, store.segments(ns), store.trajectories(ns), decisions, sentences)
+        if repair.needed:
+            self._write_repair(state, repair)
+        restore(state, repair.segments, repair.trajectories)
+        kept = [d.seq for d in decisions if d.seq not in set(repair.stale_decisions)]
+        state.next_decision_seq = kept[-1] + 1 if kept else 0
+        return state
+
+    def _write_repair(self, state: InteractionState, repair: Repair) -> None:
+        store, ns = self.engine.store, self.namespace
+        store.delete("sentence", ns, repair.orphan_sentences)
+        store.delete("segment", ns, repair.dropped_segments)
+        store.delete("trajectory", ns, repair.gone_trajectories)
+        store.delete("decision", ns, repair.stale_decisions)
+        by_id = {s.id: s for s in repair.segments}
+        store.put_segments(ns, [(s, mean_vector(state, s.message_ids)) for s in repair.rewritten_segments])
+        store.put_trajectories(ns, [
+            (t, mean_vector(state, [m for sid in t.segment_ids for m in by_id[sid].message_ids]))
+            for t in repair.rewritten_trajectories])
+        log.warning("namespace %s: repaired an interrupted ingest (%s)", ns, repair.summary())
+
+    def admit(self, state: InteractionState, messages: Sequence[Message]) -> _Admitted:
+        """The messages this call adds: blank ones skipped with a warning, stored ids skipped, the rest
+        numbered after the stored ones.
+
+        Raises:
+            MemSIFError: only blank messages, or stored ids with different text; nothing is written.
+        """
+        ns = self.namespace
+        with_text = [m for m in messages if m.text.strip()]
+        if messages and not with_text:
+            raise MemSIFError(f"The {len(messages)} message(s) given hold only whitespace: nothing to ingest "
+                              f"into {ns!r}, and nothing was written.")
+        blank = [m.id for m in messages if not m.text.strip()]
+        conflicts = [m.id for m in with_text if m.id in state.messages and state.messages[m.id].text != m.text]
+        if conflicts:
+            raise MemSIFError(
+                f"Namespace {ns!r} already holds messages {', '.join(conflicts[:5])}"
+                f"{' …' if len(conflicts) > 5 else ''} with different text: this looks like another "
+                "transcript. Ingest it into another namespace, or delete this one first; nothing was written.")
+        fresh: list[Message] = []
+        seen = set(state.messages)
+        for m in with_text:
+            if m.id not in seen:
+                seen.add(m.id)
+                fresh.append(m.model_copy(update={"namespace": ns, "index": len(state.messages) + len(fresh)}))
+        warnings = [f"message {b} holds only whitespace: skipped" for b in blank]
+        warnings += [f"message {m.id} has {len(m.text):,} characters: it is stored whole, but the embedder "
+                     f"reads only its beginning (~{EMBEDDER_READS_CHARS:,} characters) and prompts show at "
+                     "most a few hundred characters of it" for m in fresh if len(m.text) > LONG_MESSAGE_CHARS]
+        for warning in warnings:
+            log.warning("namespace %s: %s", ns, warning)
+        return _Admitted(fresh, len(with_text) - len(fresh), warnings)
+
+    def embed(self, fresh: Sequence[Message]) -> tuple[np.ndarray, list[frozenset[str]]]:
+        """(n, d) message embeddings and key-entity sets (NER runs while torch embeds)."""
+        texts = [m.text for m in fresh]
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            entities_future = pool.submit(self.engine.entity_extractor.extract, texts)
+            vectors = self.engine.embedder.embed_documents(texts)
+            return vectors, entities_future.result()
+
+    def structure(self, state: InteractionState, fresh: Sequence[Message], vectors: np.ndarray,
+                  entity_sets: Sequence[frozenset[str]], segments: SegmentBuilder, trajectories: TrajectoryBuilder,
+                  progress: ProgressFn | None) -> _Structured:
+        """Topical Segments (double-threshold rule) for each new message, and an Event Trajectory for
+        each segment as it closes (and for the last one), every decision recorded (§3.2)."""
+        out = _Structured()
+        use_trajectories = self.config.use_trajectories
+
+        def assign(seg) -> None:
+            out.decisions.append(trajectories.assign(state, seg))
+            out.touched.add(seg.record.id)
+
+        if use_trajectories:  # closed segments whose assignment an interrupted ingest lost
+            for seg in state.segments[:-1]:
+                if seg.record.trajectory_id is None:
+                    assign(seg)
+        for k, (msg, vec, ents) in enumerate(zip(fresh, vectors, entity_sets, strict=True)):
+            before = state.current_segment
+            state.add_message(msg, vec, ents)
+            decision = segments.place(state, msg)
+            out.decisions.append(decision)
+            out.touched.add(decision.segment_id)
+            closed = before is not None and not decision.continued
+            if use_trajectories and closed and before.record.trajectory_id is None:
+                assign(before)
+            if progress:
+                progress(k + 1, len(fresh), "segments")
+        current = state.current_segment
+        if use_trajectories and current is not None and current.record.trajectory_id is None:
+            assign(current)
+        return out
+
+    def persist(self, state: InteractionState, fresh: list[Message], structured: _Structured) -> None:
+        """The sentence index of the new messages, then every record the structure step touched.
+        Messages go last, so an ingest killed before them is redone by the next one."""
+        store, ns = self.engine.store, self.namespace
+        with self.stage("sentences"):
+            indexed = fresh
+            if len(state.messages) > len(fresh) and store.count("sentence", ns) == 0:
+                indexed = list(state.messages.values())  # a store made before the sentence index: add it too
+            sentences = build_sentences(indexed, state.vectors, state.segment_of, self.engine.embedder)
+        with self.stage("store"):
+            touched_traj = {state.segment(sid).record.trajectory_id for sid in structured.touched} - {None}
+            store.put_segments(ns, [(state.segment(sid).record, state.segment(sid).profile.mean)
+                                    for sid in sorted(structured.touched, key=record_number)])
+            store.put_trajectories(ns, [(state.trajectory(tid).record, state.trajectory(tid).profile.mean)
+                                        for tid in sorted(touched_traj, key=record_number)])
+            state.next_decision_seq = store.put_decisions(ns, structured.decisions, state.next_decision_seq)
+            store.put_sentences(ns, sentences)
+            store.put_messages(ns, [StoredMessage(m, state.vectors[m.id], state.entities[m.id],
+                                                  state.segment_of.get(m.id)) for m in fresh])
+
+    def unindexed_messages(self) -> list[StoredMessage]:
+        """Stored messages without a sentence in the hybrid index (stores built before it existed)."""
+        store, ns = self.engine.store, self.namespace
+        indexed = {sen.message_id for sen, _ in store.sentences(ns)} if store.count("sentence", ns) else set()
+        return [r for r in store.messages(ns) if r.message.id not in indexed]
+
+    def index_sentences(self) -> int:
+        """Add the hybrid sentence index (dense + sparse lexical vectors) of every stored message that
+        lacks it; returns how many sentences were written."""
+        rows = self.unindexed_messages()
+        sentences = build_sentences([r.message for r in rows], {r.message.id: r.vector for r in rows},
+                                    {r.message.id: r.segment_id for r in rows if r.segment_id}, self.engine.embedder)
+        self.engine.store.put_sentences(self.namespace, sentences)
+        return len(sentences)
+
+    def core_facts(self, state: InteractionState, progress: ProgressFn | None) -> CoreFactSummary:
+        """CoreFact extraction and consolidation over every message no extraction has read yet (§3.3,
+        ``facts.core.build_core_facts``). Each batch's facts, operations and segment read-marks are
+        written as soon as the batch is done, so readers (the inspector) see CoreFacts appear, and an
+        interrupted extraction resumes after the last finished batch."""
+        from memsif.facts.core import CoreFactBuilder, FactState, build_core_facts, unread_batches
+        from memsif.facts.schema import parse_schema
+
+        store, ns, cfg = self.engine.store, self.namespace, self.config
+        with job(ns, "facts"):
+            facts = FactState.of(store.facts(ns, with_vectors=True))
+            builder = CoreFactBuilder(self.engine.llm, self.engine.embedder, parse_schema(cfg.core_schema))
+            batches = unread_batches([s.record for s in state.segments], state.messages, cfg.fact_batch_messages)
+            trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
+            summary = CoreFactSummary()
+            seq = store.count("fact_op", ns)
+            if progress and batches:
+                progress(0, len(batches), "core facts")
+            for done in build_core_facts(builder, facts, ns, batches, state.segment_of, trajectory_of,
+                                         state.vectors, cfg.fact_parallel):
+                store.put_facts(ns, done.changed)
+                seq = store.put_fact_ops(ns, done.operations, seq)
+                for sid, upto in done.batch.read_upto.items():
+                    state.segment(sid).record.facts_extracted_upto = upto
+                store.put_segments(ns, [(state.segment(sid).record, state.segment(sid).profile.mean)
+                                        for sid in sorted(done.batch.read_upto, key=record_number)])
+                for op in done.operations:
+                    summary.fact_ops[op.op.value] = summary.fact_ops.get(op.op.value, 0) + 1
+                summary.fact_errors += sum(1 for op in done.operations if op.error)
+                if progress:
+                    progress(done.index + 1, done.total, "core facts")
+        summary.core_facts, summary.fact_llm_calls = len(facts.current()), builder.llm_calls
+        return summary
