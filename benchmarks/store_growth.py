@@ -3,7 +3,8 @@ row of ``python -m memsif bench --scale``): embedded Qdrant (``:memory:``, the s
 default folder) filled with random sentences, then timed per call:
 
 - the hybrid search over the whole namespace (dense + lexical, fused by RRF, speaker boost);
-- the restricted search of the Event Trajectory path (``segment_id`` in a list of segments);
+- the restricted search of the Event Trajectory path as it was (``segment_id`` in a list of segments)
+  and as it is (``trajectory_id`` in two trajectories, less three anchor segments);
 - the speaker facet every question starts with.
 
 No model is loaded: vectors are random (384-d, L2-normalised), texts are 12 random words.
@@ -42,17 +43,19 @@ def main() -> None:
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(3000)]
     print("| sentences | hybrid search s | " + " | ".join(f"restricted to {k} segments s" for k in listed)
-          + " | speaker facet s |")
-    print("|---|---|" + "---|" * len(listed) + "---|")
+          + " | restricted to 2 trajectories s | speaker facet s |")
+    print("|---|---|" + "---|" * len(listed) + "---|---|")
     for n in sizes:
-        hybrid, restricted, facet = measure(n, listed, rng, words)
-        print(f"| {n} | {hybrid:.3f} | " + " | ".join(f"{r:.3f}" for r in restricted) + f" | {facet:.3f} |",
-              flush=True)
+        hybrid, restricted, by_trajectory, facet = measure(n, listed, rng, words)
+        print(f"| {n} | {hybrid:.3f} | " + " | ".join(f"{r:.3f}" for r in restricted)
+              + f" | {by_trajectory:.3f} | {facet:.3f} |", flush=True)
 
 
-def measure(n: int, listed: list[int], rng: np.random.Generator, words: list[str]) -> tuple[float, list[float], float]:
-    """Seconds of the hybrid search, of the restricted search per number of listed segments, and of
-    the speaker facet, in a namespace of ``n`` random sentences."""
+def measure(n: int, listed: list[int], rng: np.random.Generator,
+            words: list[str]) -> tuple[float, list[float], float, float]:
+    """Seconds of the hybrid search, of the restricted search per number of listed segments, of the
+    search restricted to two trajectories, and of the speaker facet, in a namespace of ``n`` random
+    sentences (four per segment, segments spread over 300 trajectories)."""
     store = MemoryStore(in_memory=True)
     store.ensure_collections("random", 384)
     texts = [" ".join(rng.choice(words, 12)) for _ in range(n)]
@@ -61,7 +64,8 @@ def measure(n: int, listed: list[int], rng: np.random.Generator, words: list[str
     sparse = lexical.encode_documents(texts, ["A"] * n)
     store.put_sentences("t", [
         (Sentence(id=f"D{i}#0", namespace="t", message_id=f"D{i}", position=0, text=text,
-                  speaker="A" if i % 2 else "B", message_index=i, segment_id=f"S{i // 4 + 1}"), v, sp)
+                  speaker="A" if i % 2 else "B", message_index=i, segment_id=f"S{i // 4 + 1}",
+                  trajectory_id=f"E{(i // 4) % 300 + 1}"), v, sp)
         for i, (text, v, sp) in enumerate(zip(texts, vectors, sparse, strict=True))])
     query, terms = vectors[0], lexical.encode_query(texts[0])
     hybrid = seconds(lambda: store.hybrid_search("t", query, terms, 200, speakers=["A"], speaker_boost=0.5))
@@ -70,9 +74,12 @@ def measure(n: int, listed: list[int], rng: np.random.Generator, words: list[str
         segments = sorted({f"S{i}" for i in rng.choice(np.arange(1, n // 4), k, replace=False)})
         restricted.append(seconds(lambda s=segments: store.hybrid_search(
             "t", query, terms, 8, candidates=200, segment_id=s, path_scores=False)))
+    by_trajectory = seconds(lambda: store.hybrid_search(
+        "t", query, terms, 8, candidates=200, trajectory_id=["E1", "E2"], excluded={"segment_id": ["S1", "S2", "S3"]},
+        path_scores=False))
     facet = seconds(lambda: store.speakers("t"))
     store.close()
-    return hybrid, restricted, facet
+    return hybrid, restricted, by_trajectory, facet
 
 if __name__ == "__main__":
     main()

@@ -124,19 +124,22 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
     """Bring a store made by an earlier MemSIF up to date in place: add the hybrid sentence index
-    (dense + sparse lexical vectors) for every message that lacks it. Only adds; nothing stored
-    changes, and running it twice does nothing the second time."""
+    (dense + sparse lexical vectors) for every message that lacks it, and each sentence's Event
+    Trajectory id where it lacks it. Only adds; running it twice does nothing the second time."""
     engine = _engine(args)
     wanted = args.namespace or engine.namespaces()
     if not wanted:
         print(f"no namespaces in {engine.store.location}: nothing to upgrade")
     for ns in wanted:
         missing = engine.missing_sentence_index(ns)
-        if not missing:
+        if missing:
+            written = engine.index_sentences(ns)
+            print(f"{ns}: sentence index added for {missing} messages ({written} sentences)")
+        updated = engine.index_sentence_trajectories(ns)
+        if updated:
+            print(f"{ns}: Event Trajectory ids written into the sentences of {updated} segments")
+        if not missing and not updated:
             print(f"{ns}: up to date")
-            continue
-        written = engine.index_sentences(ns)
-        print(f"{ns}: sentence index added for {missing} messages ({written} sentences)")
     engine.close()
     return 0
 

@@ -210,6 +210,15 @@ class MemSIF:
         with self._namespace_lock(namespace):
             return IngestPipeline(self, namespace).index_sentences()
 
+    def index_sentence_trajectories(self, namespace: str) -> int:
+        """Write each sentence's Event Trajectory id where the stored one differs (stores made before
+        sentences held it); returns how many segments' sentences were updated."""
+        self._require(namespace)
+        with self._namespace_lock(namespace):
+            stale = IngestPipeline(self, namespace).stale_sentence_trajectories()
+            self.store.set_sentence_trajectories(namespace, stale)
+        return len(stale)
+
     def messages(self, namespace: str) -> list[Message]:
         self._require(namespace)
         return [row.message for row in self.store.messages(namespace, with_vectors=False)]

@@ -244,7 +244,8 @@ class IngestPipeline:
             indexed = fresh
             if len(state.messages) > len(fresh) and store.count("sentence", ns) == 0:
                 indexed = list(state.messages.values())  # a store made before the sentence index: add it too
-            sentences = build_sentences(indexed, state.vectors, state.segment_of, self.engine.embedder)
+            trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
+            sentences = build_sentences(indexed, state.vectors, state.segment_of, self.engine.embedder, trajectory_of)
         with self.stage("store"):
             touched_traj = {state.segment(sid).record.trajectory_id for sid in structured.touched} - {None}
             store.put_segments(ns, [(state.segment(sid).record, state.segment(sid).profile.mean)
@@ -253,6 +254,10 @@ class IngestPipeline:
                                         for tid in sorted(touched_traj, key=record_number)])
             state.next_decision_seq = store.put_decisions(ns, structured.decisions, state.next_decision_seq)
             store.put_sentences(ns, sentences)
+            new = {m.id for m in fresh}
+            earlier = {sid: trajectory_of[sid] for sid in structured.touched
+                       if state.segment(sid).record.message_ids[0] not in new}
+            store.set_sentence_trajectories(ns, earlier)  # a continued or re-assigned segment's older sentences
             store.put_messages(ns, [StoredMessage(m, state.vectors[m.id], state.entities[m.id],
                                                   state.segment_of.get(m.id)) for m in fresh])
 
@@ -266,10 +271,20 @@ class IngestPipeline:
         """Add the hybrid sentence index (dense + sparse lexical vectors) of every stored message that
         lacks it; returns how many sentences were written."""
         rows = self.unindexed_messages()
+        trajectory_of = {s.id: s.trajectory_id for s in self.engine.store.segments(self.namespace)}
         sentences = build_sentences([r.message for r in rows], {r.message.id: r.vector for r in rows},
-                                    {r.message.id: r.segment_id for r in rows if r.segment_id}, self.engine.embedder)
+                                    {r.message.id: r.segment_id for r in rows if r.segment_id}, self.engine.embedder,
+                                    trajectory_of)
         self.engine.store.put_sentences(self.namespace, sentences)
         return len(sentences)
+
+    def stale_sentence_trajectories(self) -> dict[str, str | None]:
+        """Segment id → trajectory id for the segments whose stored sentences name another trajectory
+        (stores made before sentences held it)."""
+        store, ns = self.engine.store, self.namespace
+        trajectory_of = {s.id: s.trajectory_id for s in store.segments(ns)}
+        return {sen.segment_id: trajectory_of[sen.segment_id] for sen, _ in store.sentences(ns)
+                if sen.segment_id in trajectory_of and sen.trajectory_id != trajectory_of[sen.segment_id]}
 
     def core_facts(self, state: InteractionState, progress: ProgressFn | None) -> CoreFactSummary:
         """CoreFact extraction and consolidation over every message no extraction has read yet (§3.3,

@@ -303,15 +303,24 @@ class QueryPipeline:
         if not others:
             return []
         # one restricted search over every trajectory's other segments, then at most
-        # ``trajectory_evidence`` per trajectory, so one event does not crowd out the rest
-        found = self.store.hybrid_search(namespace, qv, lacking, cfg.trajectory_evidence * len(trajectories),
-                                         candidates=cfg.evidence_candidates, segment_id=sorted(others),
-                                         path_scores=False, **search)
+        # ``trajectory_evidence`` per trajectory, so one event does not crowd out the rest. The filter
+        # names the trajectories and the anchor segments (constant size), not every other segment:
+        # embedded Qdrant checks a list filter point by point (benchmarks/store_growth.py).
+        limit = cfg.trajectory_evidence * len(trajectories)
+        found = self.store.hybrid_search(namespace, qv, lacking, limit, candidates=cfg.evidence_candidates,
+                                         trajectory_id=trajectories, path_scores=False,
+                                         excluded={"segment_id": sorted(a for a in anchors if a)}, **search)
+        if not found:  # every other segment has sentences, so none found: sentences stored before they held
+            # their trajectory id (``python -m memsif upgrade`` writes it); the list filter still works
+            found = self.store.hybrid_search(namespace, qv, lacking, limit, candidates=cfg.evidence_candidates,
+                                             segment_id=sorted(others), path_scores=False, **search)
         wanted = set(lacking.indices)
         taken: dict[str, int] = defaultdict(int)
         out: list[_Candidate] = []
         for h in found:
-            tid = others[h.sentence.segment_id]
+            tid = others.get(h.sentence.segment_id or "")
+            if tid is None:  # a sentence whose trajectory id is stale (before ``upgrade``)
+                continue
             terms = set(lexical.encode_document(h.sentence.text, h.sentence.speaker).indices)
             if taken[tid] >= cfg.trajectory_evidence or not terms & wanted:  # it must hold a term the anchors lack
                 continue

@@ -74,6 +74,8 @@ class Sentence(_Record):
     time: datetime | None = None
     message_index: int = Field(description="The message's position in the namespace's chronological order.")
     segment_id: str | None = None
+    trajectory_id: str | None = Field(None, description="Its segment's Event Trajectory (the trajectory path "
+                                                        "searches by it).")
 
 
 class TopicalSegment(_Record):

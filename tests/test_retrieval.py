@@ -21,8 +21,9 @@ DAY = datetime(2023, 5, 8)
 
 
 def _store(turns: list[tuple[str, str, str]], embedder, trajectories: dict[str, list[str]] | None = None,
-           namespace: str = "t") -> MemoryStore:
-    """(speaker, text, segment id) turns → a store with messages' sentences, segments and trajectories."""
+           namespace: str = "t", sentence_trajectories: bool = True) -> MemoryStore:
+    """(speaker, text, segment id) turns → a store with messages' sentences, segments and trajectories
+    (``sentence_trajectories`` False: sentences without their trajectory id, as stores made before it)."""
     store = MemoryStore(in_memory=True)
     store.ensure_collections(embedder.name, embedder.dim)
     messages = [Message(id=f"D{k + 1}:1", namespace=namespace, speaker=sp, text=text, time=DAY + timedelta(days=k),
@@ -30,8 +31,9 @@ def _store(turns: list[tuple[str, str, str]], embedder, trajectories: dict[str, 
     segment_of = {m.id: seg for m, (_, _, seg) in zip(messages, turns, strict=True)}
     vectors = embedder.embed_documents([m.text for m in messages])
     by_id = dict(zip([m.id for m in messages], vectors, strict=True))
-    store.put_sentences(namespace, build_sentences(messages, by_id, segment_of, embedder))
     traj_of = {sid: tid for tid, sids in (trajectories or {}).items() for sid in sids}
+    store.put_sentences(namespace, build_sentences(messages, by_id, segment_of, embedder,
+                                                   traj_of if sentence_trajectories else None))
     segments = []
     for k, sid in enumerate(dict.fromkeys(segment_of.values())):
         members = [m for m in messages if segment_of[m.id] == sid]
@@ -144,25 +146,35 @@ def test_segments_share_the_budget_so_one_topic_does_not_crowd_out_the_rest():
     assert {"S1", "S2"} <= {e.segment_id for e in shared.trace_back("t", question, qv, 60)}
 
 
-def test_the_trajectory_path_brings_in_another_segment_of_the_same_event():
+@pytest.mark.parametrize("sentence_trajectories", [True, False], ids=["sentences-with-trajectory", "older-store"])
+def test_the_trajectory_path_brings_in_another_segment_of_the_same_event(sentence_trajectories):
     """The question matches S1 (the start of an adoption) strongly; the outcome sits in S3, far away,
     in the same Event Trajectory, and is not among the flat search's candidates; it holds the term the
-    best hits lack ("approve")."""
+    best hits lack ("approve"). A store whose sentences do not hold their trajectory id yet gets the
+    same evidence through the slower segment-list filter."""
     emb = KeywordEmbedder({"adoption": 0, "agency": 0, "weather": 1, "football": 2})
     turns = [("Cara", "I contacted an adoption agency today, so exciting.", "S1"),
              ("Cara", "The adoption agency called back about the interview.", "S1")]
     turns += [("Cara", f"The weather is awful, rain again on day {k}.", "S2") for k in range(12)]
     turns += [("Cara", "Great news, we were approved and Luna comes home next week!", "S3")]
     turns += [("Cara", f"Football tonight: the referee did not approve goal {k}.", "S4") for k in range(12)]
-    store = _store(turns, emb, trajectories={"E1": ["S1", "S3"], "E2": ["S2"], "E3": ["S4"]})
+    store = _store(turns, emb, trajectories={"E1": ["S1", "S3"], "E2": ["S2"], "E3": ["S4"]},
+                   sentence_trajectories=sentence_trajectories)
     question = "Did the adoption agency approve it?"
     qv = emb.embed_query(question)
     flat = _pipeline(store, emb, evidence_candidates=2, use_trajectories=False)
     assert "D15:1" not in {e.source_message_ids[0] for e in flat.trace_back("t", question, qv, 1500)}
     with_et = _pipeline(store, emb, evidence_candidates=2, query_trajectory_top_k=1, trajectory_anchor_hits=2)
+    filters = []
+    search = store.hybrid_search
+    store.hybrid_search = lambda *a, **k: filters.append(k) or search(*a, **k)
     evidence = {e.source_message_ids[0]: e for e in with_et.trace_back("t", question, qv, 1500)}
     assert "D15:1" in evidence and "trajectory" in evidence["D15:1"].found_by
     assert evidence["D15:1"].trajectory_id == "E1"
+    restricted = [k for k in filters if "trajectory_id" in k]
+    assert restricted and restricted[0]["trajectory_id"] == ["E1"]
+    assert restricted[0]["excluded"] == {"segment_id": ["S1"]}
+    assert any("segment_id" in k for k in filters) == (not sentence_trajectories), "the list filter is the fallback"
 
 
 def _facts_engine(engine_factory, llm):
@@ -232,6 +244,7 @@ def test_a_store_without_the_sentence_index_says_how_to_upgrade_and_the_upgrade_
     assert engine.missing_sentence_index("t") == 3
     assert engine.index_sentences("t") >= 3 and engine.missing_sentence_index("t") == 0
     assert engine.index_sentences("t") == 0, "a second upgrade writes nothing"
+    assert engine.index_sentence_trajectories("t") == 0, "the added sentences hold their trajectory ids"
     assert (engine.messages("t"), engine.segments("t"), engine.trajectories("t"), engine.decisions("t")) == before
     result = engine.ask("What is the dog called?", namespace="t", generate=False)
     assert "D1:1" in result.context_source_ids or "D1:2" in result.context_source_ids

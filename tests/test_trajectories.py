@@ -73,3 +73,26 @@ def test_trajectory_profile_follows_segment_growth():
     state.append_to_segment(state.segment("S1"), extra)
     assert traj.profile.count == 2 and np.allclose(traj.profile.mean, [0.5, 0.5])
     assert traj.record.entities == ["k"]
+
+
+def test_sentences_hold_their_segments_trajectory_across_ingests_and_upgrade_writes_it(engine_factory):
+    """The trajectory path filters sentences by their Event Trajectory id: it must match the segment's,
+    also for a segment continued by a later ingest, and ``upgrade`` writes it into older stores."""
+    engine = engine_factory(llm=FakeLLM({"segment_judge": 0.9, "trajectory_judge": 0.2}))
+    texts = ["We adopted a dog.", "The dog is called Luna.", "Luna loves the park.", "Luna chewed a shoe.",
+             "My car broke down.", "The garage fixed the car."]
+    messages = make_messages(texts)
+    engine.ingest(messages[:3])
+    engine.ingest(messages[3:])
+
+    def mismatched() -> list[str]:
+        trajectory_of = {s.id: s.trajectory_id for s in engine.segments("t")}
+        return [sen.id for sen, _ in engine.store.sentences("t")
+                if sen.trajectory_id is None or sen.trajectory_id != trajectory_of[sen.segment_id]]
+
+    assert engine.store.count("sentence", "t") >= len(texts) and mismatched() == []
+    segments = {s.id for s in engine.segments("t")}
+    engine.store.set_sentence_trajectories("t", {sid: None for sid in segments})  # as a store made before
+    assert len(mismatched()) == engine.store.count("sentence", "t")
+    assert engine.index_sentence_trajectories("t") == len(segments)
+    assert mismatched() == [] and engine.index_sentence_trajectories("t") == 0

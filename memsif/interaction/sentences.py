@@ -16,8 +16,10 @@ from memsif.records import Message, Sentence
 
 
 def build_sentences(messages: Sequence[Message], vectors: Mapping[str, np.ndarray], segment_of: Mapping[str, str],
-                    embedder: Embedder) -> list[tuple[Sentence, np.ndarray, lexical.SparseVector]]:
-    """Sentence records of ``messages`` with their (d,) dense vectors and sparse lexical vectors.
+                    embedder: Embedder, trajectory_of: Mapping[str, str | None] | None = None,
+                    ) -> list[tuple[Sentence, np.ndarray, lexical.SparseVector]]:
+    """Sentence records of ``messages`` with their (d,) dense vectors and sparse lexical vectors;
+    ``trajectory_of`` maps a segment id to its Event Trajectory id.
 
     A message that is one sentence reuses its message vector from ``vectors`` (message id → (d,)
     L2-normalised); the sentences of longer messages are embedded here in one batch.
@@ -29,7 +31,8 @@ def build_sentences(messages: Sequence[Message], vectors: Mapping[str, np.ndarra
         for k, text in enumerate(parts):
             sentence = Sentence(id=f"{m.id}#{k}", namespace=m.namespace, message_id=m.id, position=k, text=text,
                                 speaker=m.speaker, time=m.time, message_index=m.index,
-                                segment_id=segment_of.get(m.id))
+                                segment_id=segment_of.get(m.id),
+                                trajectory_id=(trajectory_of or {}).get(segment_of.get(m.id) or ""))
             if len(parts) == 1:
                 rows.append((sentence, vectors[m.id]))
             else:

@@ -258,6 +258,18 @@ class MemoryStore:
             for s, v, sp in rows
         ])
 
+    def set_sentence_trajectories(self, namespace: str, trajectory_of: dict[str, str | None]) -> None:
+        """Set the ``trajectory_id`` of every sentence of each segment in ``trajectory_of`` (segment id →
+        trajectory id): a segment's sentences are written before its trajectory may change (an ingest
+        that continues it, the repair of an interrupted one, a store made before sentences held it)."""
+        collection = self._sentences(namespace)
+        if collection is None:
+            return
+        for segment_id, trajectory_id in trajectory_of.items():
+            self._client.set_payload(collection, payload={"trajectory_id": trajectory_id}, wait=True,
+                                     points=models.Filter(must=[models.FieldCondition(
+                                         key="segment_id", match=models.MatchValue(value=segment_id))]))
+
     def put_segments(self, namespace: str, rows: Iterable[tuple[TopicalSegment, np.ndarray]]) -> None:
         self._upsert(_SEGMENTS, [
             models.PointStruct(id=point_id(namespace, "segment", s.id), vector=v.astype(float).tolist(),
@@ -347,19 +359,24 @@ class MemoryStore:
 
     def hybrid_search(self, namespace: str, dense: np.ndarray, lexical: SparseVector, limit: int,
                       candidates: int = 100, speakers: Sequence[str] = (), speaker_boost: float = 0.0,
-                      path_scores: bool = True, **equals: Any) -> list[SentenceHit]:
+                      path_scores: bool = True, excluded: dict[str, list[str]] | None = None,
+                      **equals: Any) -> list[SentenceHit]:
         """Sentences of ``namespace`` (optionally only those whose payload matches ``equals``, e.g.
         ``segment_id=[...]``) ranked by reciprocal rank fusion (k = ``RRF_K``) of a dense search
         (cosine to ``dense``, (d,) L2-normalised) and a lexical one (BM25: ``lexical`` against the
         sentences' sparse vectors with Qdrant's IDF), each taking its ``candidates`` best; sentences
         said by one of ``speakers`` get their fused score × (1 + ``speaker_boost``). Fusion and boost
         run in Qdrant (Query API prefetch + RRF, then a formula query). Best first, at most ``limit``.
+        ``excluded`` leaves out sentences whose payload field holds one of the listed values.
         With ``path_scores`` False the two searches' own scores are not fetched (one request less
         each; the hits' ``dense``/``lexical`` stay None)."""
         collection = self._sentences(namespace)
         if collection is None:
             return []
-        flt = models.Filter(must=_ns_filter(namespace, **equals).must[1:]) if equals else None
+        must_not = [models.FieldCondition(key=k, match=models.MatchAny(any=list(v)))
+                    for k, v in (excluded or {}).items() if v]
+        flt = models.Filter(must=_ns_filter(namespace, **equals).must[1:], must_not=must_not or None) \
+            if equals or must_not else None
         dense_q = models.Prefetch(query=dense.astype(float).tolist(), using=DENSE, filter=flt, limit=candidates)
         requests = [models.QueryRequest(query=dense_q.query, using=DENSE, filter=flt, limit=candidates,
                                         with_payload=False)]
