@@ -173,11 +173,8 @@ class MemSIF:
 
     def build_core_facts(self, namespace: str, progress: ProgressFn | None = None) -> IngestReport:
         """CoreFacts (§3.3) over every stored message of ``namespace`` that no extraction has read yet
-        (after an ingest without them, or an interrupted one); nothing else changes.
-
-        Raises:
-            NotFoundError: the namespace holds no memory.
-        """
+        (after an ingest without them, or an interrupted one); nothing else changes. Raises
+        ``NotFoundError`` for a namespace without memory."""
         self._require(namespace)
         return self.ingest([], namespace, progress, core_facts=True)
 
@@ -201,23 +198,17 @@ class MemSIF:
 
     def index_sentences(self, namespace: str) -> int:
         """Add the hybrid sentence index for every stored message of ``namespace`` that lacks it;
-        returns how many sentences were written. Nothing else changes.
-
-        Raises:
-            NotFoundError: the namespace holds no memory.
-        """
+        returns how many sentences were written (``NotFoundError`` for a namespace without memory)."""
         self._require(namespace)
         with self._namespace_lock(namespace):
             return IngestPipeline(self, namespace).index_sentences()
 
     def index_sentence_trajectories(self, namespace: str) -> int:
-        """Write each sentence's Event Trajectory id where the stored one differs (stores made before
-        sentences held it); returns how many segments' sentences were updated."""
+        """Write each sentence's Event Trajectory id where it differs from its segment's (stores made
+        before sentences held it); returns how many segments' sentences were updated."""
         self._require(namespace)
         with self._namespace_lock(namespace):
-            stale = IngestPipeline(self, namespace).stale_sentence_trajectories()
-            self.store.set_sentence_trajectories(namespace, stale)
-        return len(stale)
+            return IngestPipeline(self, namespace).index_sentence_trajectories()
 
     def messages(self, namespace: str) -> list[Message]:
         self._require(namespace)

@@ -278,13 +278,15 @@ class IngestPipeline:
         self.engine.store.put_sentences(self.namespace, sentences)
         return len(sentences)
 
-    def stale_sentence_trajectories(self) -> dict[str, str | None]:
-        """Segment id → trajectory id for the segments whose stored sentences name another trajectory
-        (stores made before sentences held it)."""
+    def index_sentence_trajectories(self) -> int:
+        """Write the trajectory id of every segment whose stored sentences name another (stores made
+        before sentences held it); returns how many segments were updated."""
         store, ns = self.engine.store, self.namespace
         trajectory_of = {s.id: s.trajectory_id for s in store.segments(ns)}
-        return {sen.segment_id: trajectory_of[sen.segment_id] for sen, _ in store.sentences(ns)
-                if sen.segment_id in trajectory_of and sen.trajectory_id != trajectory_of[sen.segment_id]}
+        stale = {sen.segment_id: trajectory_of[sen.segment_id] for sen, _ in store.sentences(ns)
+                 if sen.segment_id in trajectory_of and sen.trajectory_id != trajectory_of[sen.segment_id]}
+        store.set_sentence_trajectories(ns, stale)
+        return len(stale)
 
     def core_facts(self, state: InteractionState, progress: ProgressFn | None) -> CoreFactSummary:
         """CoreFact extraction and consolidation over every message no extraction has read yet (§3.3,
