@@ -88,6 +88,7 @@ class _Admitted:
 class _Structured:
     decisions: list[Decision] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)  # segment ids to write
+    reassigned: set[str] = field(default_factory=set)  # earlier segments given a trajectory by this ingest
 
 
 class IngestPipeline:
@@ -141,18 +142,19 @@ class IngestPipeline:
         store, ns = self.engine.store, self.namespace
         state = messages_state(ns, store.dim or self.engine.embedder.dim, store.messages(ns))
         decisions = store.decisions(ns)
-        sentences = {sen.id: sen.message_id for sen, _ in store.sentences(ns)} if decisions else {}
-        repair = plan_repair(state, store.segments(ns), store.trajectories(ns), decisions, sentences)
+        repair = plan_repair(state, store.segments(ns), store.trajectories(ns), decisions)
         if repair.needed:
             self._write_repair(state, repair)
         restore(state, repair.segments, repair.trajectories)
-        kept = [d.seq for d in decisions if d.seq not in set(repair.stale_decisions)]
+        stale = set(repair.stale_decisions)
+        kept = [d.seq for d in decisions if d.seq not in stale]
         state.next_decision_seq = kept[-1] + 1 if kept else 0
         return state
 
     def _write_repair(self, state: InteractionState, repair: Repair) -> None:
         store, ns = self.engine.store, self.namespace
-        store.delete("sentence", ns, repair.orphan_sentences)
+        # sentences of messages never stored (read only now: a repair is rare, every ingest loads state)
+        store.delete("sentence", ns, [sen.id for sen, _ in store.sentences(ns) if sen.message_id not in state.messages])
         store.delete("segment", ns, repair.dropped_segments)
         store.delete("trajectory", ns, repair.gone_trajectories)
         store.delete("decision", ns, repair.stale_decisions)
@@ -211,10 +213,13 @@ class IngestPipeline:
         each segment as it closes (and for the last one), every decision recorded (§3.2)."""
         out = _Structured()
         use_trajectories = self.config.use_trajectories
+        new = {m.id for m in fresh}
 
         def assign(seg) -> None:
             out.decisions.append(trajectories.assign(state, seg))
             out.touched.add(seg.record.id)
+            if seg.record.message_ids[0] not in new:  # its stored sentences name no trajectory yet
+                out.reassigned.add(seg.record.id)
 
         if use_trajectories:  # closed segments whose assignment an interrupted ingest lost
             for seg in state.segments[:-1]:
@@ -254,10 +259,8 @@ class IngestPipeline:
                                         for tid in sorted(touched_traj, key=record_number)])
             state.next_decision_seq = store.put_decisions(ns, structured.decisions, state.next_decision_seq)
             store.put_sentences(ns, sentences)
-            new = {m.id for m in fresh}
-            earlier = {sid: trajectory_of[sid] for sid in structured.touched
-                       if state.segment(sid).record.message_ids[0] not in new}
-            store.set_sentence_trajectories(ns, earlier)  # a continued or re-assigned segment's older sentences
+            # a segment with stored sentences that this ingest gave its trajectory (after an interruption)
+            store.set_sentence_trajectories(ns, {sid: trajectory_of[sid] for sid in structured.reassigned})
             store.put_messages(ns, [StoredMessage(m, state.vectors[m.id], state.entities[m.id],
                                                   state.segment_of.get(m.id)) for m in fresh])
 

@@ -32,7 +32,6 @@ class Repair:
     rewritten_segments: list[TopicalSegment] = field(default_factory=list)
     rewritten_trajectories: list[EventTrajectory] = field(default_factory=list)
     stale_decisions: list[int] = field(default_factory=list)             # seq numbers
-    orphan_sentences: list[str] = field(default_factory=list)
 
     @property
     def needed(self) -> bool:
@@ -69,11 +68,9 @@ def _rebuilt_segment(seg: TopicalSegment, members: list[str], state: Interaction
 
 
 def plan_repair(state: InteractionState, segments: Sequence[TopicalSegment],
-                trajectories: Sequence[EventTrajectory], decisions: Sequence[Decision],
-                sentence_message_ids: dict[str, str]) -> Repair:
+                trajectories: Sequence[EventTrajectory], decisions: Sequence[Decision]) -> Repair:
     """Segments and trajectories consistent with the stored messages (already in ``state``), and what
-    to delete or rewrite to get there. ``sentence_message_ids`` maps each stored sentence id to its
-    message id.
+    to delete or rewrite to get there (sentences of messages never stored go too: the writer finds them).
 
     Raises:
         StoreError: the damage is not at the end of the namespace (not left by an interrupted ingest);
@@ -120,7 +117,6 @@ def plan_repair(state: InteractionState, segments: Sequence[TopicalSegment],
         if (isinstance(d, SegmentDecision) and d.message_id not in stored)
         or (not isinstance(d, SegmentDecision) and (d.segment_id in dropped | unassigned
                                                     or d.trajectory_id in repair.gone_trajectories))]
-    repair.orphan_sentences = [sid for sid, mid in sentence_message_ids.items() if mid not in stored]
     return repair
 
 

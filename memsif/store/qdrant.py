@@ -117,6 +117,14 @@ def _ns_filter(namespace: str, **equals: Any) -> models.Filter:
     return models.Filter(must=must)
 
 
+def _stored_message(payload: dict[str, Any] | None, vector: Any) -> StoredMessage:
+    """A message point's payload (the Message, its entities and segment) and vector as a record."""
+    payload = dict(payload or {})
+    entities = frozenset(payload.pop("entities", []))
+    segment_id = payload.pop("segment_id", None)
+    return StoredMessage(Message(**payload), np.asarray(vector, dtype=np.float32), entities, segment_id)
+
+
 def _sparse(vector: SparseVector) -> models.SparseVector:
     return models.SparseVector(indices=list(vector.indices), values=list(vector.values))
 
@@ -347,7 +355,7 @@ class MemoryStore:
 
     def search_messages(self, namespace: str, vector: np.ndarray, limit: int) -> list[tuple[Message, float]]:
         """Messages of ``namespace`` nearest to ``vector`` ((d,)) by cosine, best first."""
-        return [(Message(**{k: v for k, v in payload.items() if k not in ("entities", "segment_id")}), score)
+        return [(_stored_message(payload, []).message, score)
                 for payload, score in self._search(_MESSAGES, namespace, vector, limit)]
 
     def _search(self, collection: str, namespace: str, vector: np.ndarray, limit: int,
@@ -458,13 +466,8 @@ class MemoryStore:
 
     def messages(self, namespace: str, with_vectors: bool = True) -> list[StoredMessage]:
         """The namespace's messages in chronological order (by ``index``)."""
-        out = []
-        for rec in self._scroll(_MESSAGES, _ns_filter(namespace), with_vectors=with_vectors):
-            payload = dict(rec.payload or {})
-            entities = frozenset(payload.pop("entities", []))
-            segment_id = payload.pop("segment_id", None)
-            vector = np.asarray(rec.vector, dtype=np.float32) if with_vectors else np.zeros(0, np.float32)
-            out.append(StoredMessage(Message(**payload), vector, entities, segment_id))
+        out = [_stored_message(rec.payload, rec.vector if with_vectors else [])
+               for rec in self._scroll(_MESSAGES, _ns_filter(namespace), with_vectors=with_vectors)]
         out.sort(key=lambda r: r.message.index)
         return out
 
@@ -472,14 +475,7 @@ class MemoryStore:
         """Messages by source id (missing ids are skipped), in chronological order."""
         points = self._client.retrieve(_MESSAGES, ids=[point_id(namespace, "message", i) for i in ids],
                                        with_payload=True, with_vectors=True)
-        out = []
-        for rec in points:
-            payload = dict(rec.payload or {})
-            entities = frozenset(payload.pop("entities", []))
-            segment_id = payload.pop("segment_id", None)
-            out.append(StoredMessage(Message(**payload), np.asarray(rec.vector, dtype=np.float32), entities,
-                                     segment_id))
-        return sorted(out, key=lambda r: r.message.index)
+        return sorted((_stored_message(rec.payload, rec.vector) for rec in points), key=lambda r: r.message.index)
 
     def segments(self, namespace: str) -> list[TopicalSegment]:
         segs = [TopicalSegment(**rec.payload) for rec in self._scroll(_SEGMENTS, _ns_filter(namespace))]
