@@ -8,7 +8,7 @@ Trajectories; composite units mean-pool their members' embeddings and union thei
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -97,6 +97,24 @@ def phi(emb_a: np.ndarray, ents_a: Iterable[str], emb_b: np.ndarray, ents_b: Ite
     s_sem = mapping(cos)
     jac = jaccard(ents_a, ents_b)
     return PhiScore(phi=alpha * s_sem + (1.0 - alpha) * jac, s_sem=s_sem, jaccard=jac, cosine=cos)
+
+
+def phi_many(emb: np.ndarray, ents: set[str] | frozenset[str], embs: np.ndarray,
+             ent_sets: Sequence[set[str] | frozenset[str]], alpha: float, mapping: SemanticMapping) -> np.ndarray:
+    """(n,) φ of Eq. 1 between one unit and each of n others, scored together.
+
+    ``emb`` is (d,), ``embs`` (n, d), both float64 so the values equal ``phi``'s to rounding; the
+    Jaccard overlaps use set sizes (|A ∩ B| / (|A| + |B| − |A ∩ B|)) without copying the n sets, which
+    grow with the history (a trajectory's entities).
+    """
+    norms = np.linalg.norm(embs, axis=1) * float(np.linalg.norm(emb))
+    dots = embs @ emb
+    cos = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+    s_sem = np.array([mapping(float(c)) for c in cos])
+    overlaps = np.array([len(ents & other) for other in ent_sets], dtype=np.float64)
+    unions = len(ents) + np.array([len(other) for other in ent_sets], dtype=np.float64) - overlaps
+    jac = np.divide(overlaps, unions, out=np.zeros_like(overlaps), where=unions > 0)
+    return alpha * s_sem + (1.0 - alpha) * jac
 
 
 @dataclass

@@ -361,6 +361,26 @@ def test_synthetic_histories_for_the_scale_benchmark_are_long_ordered_and_unique
     assert growth(rows, "x") == ["1.00", "2.00"]
 
 
+
+def test_the_scale_report_splits_the_build_into_its_parts():
+    from memsif.eval.scale import SIM_PARTS, report, sim_parts
+    from memsif.records import BoundaryRule, SegmentDecision, TrajectoryDecision
+
+    decisions = [SegmentDecision(namespace="n", message_id=f"m{i}", message_index=i, segment_id="S1", tau_split=0.3,
+                                 tau_merge=0.6, rule=BoundaryRule.JUDGE, continued=True, seconds=1.5) for i in range(2)]
+    decisions.append(TrajectoryDecision(namespace="n", segment_id="S1", trajectory_id="E1", created=True, seconds=4.0))
+    parts = sim_parts({"structure": 10.0, "embed_and_entities": 2.0, "store": 1.0}, decisions)
+    assert parts == {"embed_and_entities": 2.0, "segment_judge": 3.0, "trajectory_decisions": 4.0,
+                     "structure_rest": 3.0, "sentences": 0.0, "store": 1.0, "load_state": 0.0}
+    assert tuple(parts) == SIM_PARTS
+    row = {"messages": 1000, "segments": 9, "trajectories": 3, "sim_s": 16.0, "core_facts_extrapolated_s": 1.0,
+           "retrieval_p50_s": 0.1, "retrieval_p95_s": 0.2, "answer_p50_s": 1.0, "answer_p95_s": 2.0, "store_mb": 1.0,
+           "peak_rss_mb": 100.0, "sim_parts_s": parts, "judge_calls_segment": 2, "judge_calls_trajectory": 0}
+    double = row | {"messages": 2000, "sim_parts_s": {k: 4 * v for k, v in parts.items()}}
+    text = report([row, double], 8)
+    assert "| 1000 | 2.0 | 3.0 (2) | 4.0 (0) | 3.0 | 0.0 | 1.0 | 0.0 |" in text
+    assert "| 1000→2000 | 2.00 | 2.00 | 2.00 | 2.00 | – | 2.00 | – |" in text
+
 def test_the_counting_wrapper_keeps_the_back_ends_batched_generation():
     from memsif.eval.systems import CountingLLM
     from memsif.llm import Generation, generate_many

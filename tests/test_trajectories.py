@@ -6,7 +6,7 @@ import pytest
 from memsif.config import MemSIFConfig
 from memsif.interaction.state import InteractionState
 from memsif.interaction.trajectories import TrajectoryBuilder, top_k_candidates
-from memsif.matching import SemanticMapping
+from memsif.matching import SemanticMapping, phi
 from tests.conftest import make_messages
 from tests.fakes import FakeLLM
 
@@ -34,6 +34,28 @@ def test_top_k_orders_by_phi():
     assert phis == sorted(phis, reverse=True)
     assert len(top_k_candidates(state, seg, k=10, alpha=1.0, mapping=MAPPING)) == 4
 
+
+
+@pytest.mark.parametrize("mapping", [MAPPING, SemanticMapping("calibrated", 0.05, 0.5)])
+def test_top_k_ranks_as_phi_scored_one_trajectory_at_a_time(mapping):
+    """The scoring of all trajectories at once keeps Eq. 1's order and terms, entities included."""
+    rng = np.random.default_rng(3)
+    vocab = [f"e{i}" for i in range(12)]
+    vectors = rng.normal(size=(30, 8))
+    state = InteractionState("t", 8)
+    msgs = make_messages([f"m{i}" for i in range(31)])
+    for i, msg in enumerate(msgs):
+        ents = frozenset(rng.choice(vocab, size=int(rng.integers(0, 5)), replace=False))
+        state.add_message(msg, rng.normal(size=8) if i == 30 else vectors[i], ents)
+        seg = state.open_segment(msg)
+        if i < 30:
+            state.open_trajectory(seg)
+    seg = state.segments[-1]
+    brute = sorted(((t.record.id, phi(seg.profile.mean, seg.profile.entities, t.profile.mean, t.profile.entities,
+                                      0.6, mapping)) for t in state.trajectories),
+                   key=lambda item: (-item[1].phi, int(item[0][1:])))
+    assert top_k_candidates(state, seg, k=5, alpha=0.6, mapping=mapping) == brute[:5]
+    assert top_k_candidates(state, seg, k=0, alpha=0.6, mapping=mapping) == []
 
 def test_highest_phi_compatible_trajectory_wins():
     state, seg = _state_with_trajectories([[0.0, 1.0], [1.0, 0.1], [1.0, 0.5]])

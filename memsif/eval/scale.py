@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from memsif.config import MemSIFConfig
-from memsif.records import Message
+from memsif.records import Decision, Message, SegmentDecision, TrajectoryDecision
 
 
 def synthetic_history(n: int, paths: list[str]) -> tuple[list[Message], list[str]]:
@@ -75,6 +75,7 @@ def measure_one(n: int, paths: list[str], fact_batches: int, questions: int) -> 
         start = time.perf_counter()
         report = engine.ingest(messages, namespace="scale", core_facts=False)
         sim_s = time.perf_counter() - start
+        parts = sim_parts(report.seconds_by_stage, engine.decisions("scale"))
         # CoreFacts on a fixed sample: the first ``fact_batches`` batches' messages in a namespace of
         # their own (extracting the whole history would take longer than the build); only the
         # extraction pass is timed, and scaled by the number of batches the whole history has.
@@ -94,7 +95,9 @@ def measure_one(n: int, paths: list[str], fact_batches: int, questions: int) -> 
             answer.append(time.perf_counter() - t)
         engine.close()
         return {"messages": len(messages), "segments": report.segments, "trajectories": report.trajectories,
-                "sim_s": round(sim_s, 1), "core_facts_sample_s": round(facts_s, 1),
+                "sim_s": round(sim_s, 1), "sim_parts_s": parts,
+                "judge_calls_segment": report.judge_calls_segment,
+                "judge_calls_trajectory": report.judge_calls_trajectory, "core_facts_sample_s": round(facts_s, 1),
                 "core_facts_per_batch_s": round(per_batch, 2),
                 "core_facts_extrapolated_s": round(per_batch * math.ceil(len(messages) / batch_messages), 1),
                 "retrieval_p50_s": round(float(np.percentile(retrieval, 50)), 2),
@@ -105,6 +108,23 @@ def measure_one(n: int, paths: list[str], fact_batches: int, questions: int) -> 
                 "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+#: The parts of a Structured Interaction Memory build, in the order of the report's columns.
+SIM_PARTS = ("embed_and_entities", "segment_judge", "trajectory_decisions", "structure_rest", "sentences",
+             "store", "load_state")
+
+
+def sim_parts(seconds_by_stage: dict[str, float], decisions: list[Decision]) -> dict[str, float]:
+    """Seconds of a build by part: the ingest's stages, with its "structure" stage split into the
+    segment judge's calls, the trajectory decisions (Top-K φ scoring and the judge) and the rest
+    (φ against the current segment, profiles)."""
+    segment_judge = sum(d.seconds or 0.0 for d in decisions if isinstance(d, SegmentDecision))
+    trajectory = sum(d.seconds or 0.0 for d in decisions if isinstance(d, TrajectoryDecision))
+    parts = {"segment_judge": segment_judge, "trajectory_decisions": trajectory,
+             "structure_rest": seconds_by_stage.get("structure", 0.0) - segment_judge - trajectory}
+    parts |= {k: seconds_by_stage.get(k, 0.0) for k in SIM_PARTS if k not in parts}
+    return {k: round(parts[k], 1) for k in SIM_PARTS}
 
 
 def growth(rows: list[dict], key: str) -> list[str]:
@@ -149,4 +169,19 @@ def report(rows: list[dict], fact_batches: int) -> str:
         cols = [growth(rows, k) for k in ("sim_s", "retrieval_p50_s", "store_mb", "peak_rss_mb")]
         for k, step in enumerate(steps):
             lines.append(f"| {step} | " + " | ".join(c[k] for c in cols) + " |")
+    if all("sim_parts_s" in r for r in rows):
+        lines += ["", "SIM build by part, seconds (judge calls in brackets; `structure_rest`: φ against the current "
+                  "segment and the running profiles):", "",
+                  "| messages | " + " | ".join(SIM_PARTS) + " |", "|---|" + "---|" * len(SIM_PARTS)]
+        for r in rows:
+            cells = [str(r["sim_parts_s"][k]) for k in SIM_PARTS]
+            cells[1] += f" ({r['judge_calls_segment']})"
+            cells[2] += f" ({r['judge_calls_trajectory']})"
+            lines.append(f"| {r['messages']} | " + " | ".join(cells) + " |")
+        if len(rows) > 1:
+            lines += ["", "| between | " + " | ".join(SIM_PARTS) + " |", "|---|" + "---|" * len(SIM_PARTS)]
+            parts = [[{"messages": r["messages"], "s": r["sim_parts_s"][k]} for r in rows] for k in SIM_PARTS]
+            cols = [growth(p, "s") for p in parts]
+            for k, (a, b) in enumerate(itertools.pairwise(rows)):
+                lines.append(f"| {a['messages']}→{b['messages']} | " + " | ".join(c[k] for c in cols) + " |")
     return "\n".join(lines)

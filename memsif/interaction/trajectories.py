@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError
 from memsif.interaction.judge import Verdict, YesNoJudge
 from memsif.interaction.state import InteractionState, SegmentState
 from memsif.llm import LLM
-from memsif.matching import SemanticMapping, phi
+from memsif.matching import SemanticMapping, phi, phi_many
 from memsif.prompts import trajectory_judge
-from memsif.records import PhiScore, TrajectoryCandidate, TrajectoryDecision, record_number
+from memsif.records import PhiScore, TrajectoryCandidate, TrajectoryDecision
 
 #: Messages of each side shown to the trajectory judge.
 EXCERPT_MESSAGES = 2
@@ -25,15 +27,21 @@ EXCERPT_MESSAGES = 2
 
 def top_k_candidates(state: InteractionState, seg: SegmentState, k: int, alpha: float,
                      mapping: SemanticMapping) -> list[tuple[str, PhiScore]]:
-    """The ``k`` trajectories with the highest φ(S_i, E_j), best first (ties: older first)."""
-    scored = [
-        (traj.record.id, phi(seg.profile.mean, seg.profile.entities, traj.profile.mean,
-                             traj.profile.entities, alpha, mapping))
-        for traj in state.trajectories
-        if seg.record.id not in traj.record.segment_ids
-    ]
-    scored.sort(key=lambda item: (-item[1].phi, record_number(item[0])))
-    return scored[:k]
+    """The ``k`` trajectories with the highest φ(S_i, E_j), best first (ties: older first).
+
+    φ is scored against every trajectory at once (``phi_many``: one (T, d) product and set sizes),
+    so a segment costs O(T) array work rather than T set copies; the kept ``k`` get their terms from
+    ``phi`` for the record.
+    """
+    others = [traj for traj in state.trajectories if seg.record.id not in traj.record.segment_ids]
+    if not others or k <= 0:
+        return []
+    scores = phi_many(seg.profile.mean, seg.profile.entities, np.stack([t.profile.mean for t in others]),
+                      [t.profile.entities for t in others], alpha, mapping)
+    order = sorted(range(len(others)), key=lambda i: (-scores[i], others[i].record.index))[:k]
+    best = [others[i] for i in order]
+    return [(t.record.id, phi(seg.profile.mean, seg.profile.entities, t.profile.mean, t.profile.entities,
+                              alpha, mapping)) for t in best]
 
 
 class TrajectoryBuilder:
