@@ -255,6 +255,8 @@ class CandidateCluster(_Record):
     statements: list[str] = Field(default_factory=list, description="X_k, deduplicated.")
     statement_vectors: Vectors = Field(default_factory=list, description="(d,) embedding of each of X_k.")
     statement_sources: list[list[str]] = Field(default_factory=list, description="Source turns of each of X_k.")
+    statement_times: list[datetime | None] = Field(default_factory=list,
+                                                   description="Date of each of X_k's source turn (None: undated).")
     queries: list[str] = Field(default_factory=list, description="Q_k, near-duplicates removed.")
     query_vectors: Vectors = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list, description="R_k: distinct source turns.")
@@ -271,6 +273,9 @@ class CandidateCluster(_Record):
         missing = len(self.statements) - len(self.statement_sources)
         if missing > 0:  # clusters stored before statements kept their own sources
             self.statement_sources.extend([] for _ in range(missing))
+        undated = len(self.statements) - len(self.statement_times)
+        if undated > 0:  # clusters stored before statements kept their dates
+            self.statement_times.extend(None for _ in range(undated))
         return self
 
 
@@ -288,7 +293,7 @@ class ActiveFact(_Record):
     cluster_id: str
     score_src: float
     score_qry: float
-    event_time: datetime | None = None
+    event_time: datetime | None = Field(None, description="Date of the statement's source turn.")
     promoted_at: datetime
     updated_at: datetime
 

@@ -116,3 +116,14 @@ def test_five_questions_on_two_topics_give_topic_clusters_with_statement_sources
         cluster = next(c for c in clusters if c.id == fact.cluster_id)
         assert fact.statement in cluster.statements and fact.subject.startswith("ana")
         assert set(fact.source_message_ids) <= set(fact.supporting_message_ids) and fact.queries
+        assert fact.event_time == day, "an ActiveFact carries its source turn's date"
+    assert all(c.statement_times == [day] * len(c.statements) for c in clusters)
+
+
+def test_a_cluster_stored_before_statements_had_dates_loads_them_as_undated():
+    from memsif.records import CandidateCluster
+
+    old = CandidateCluster(id="C1", subject="ana", statements=["a", "b"], statement_vectors=[E1, E1],
+                           statement_sources=[["D1:1"], ["D1:2"]]).model_dump(mode="json")
+    del old["statement_times"]
+    assert CandidateCluster(**old).statement_times == [None, None]

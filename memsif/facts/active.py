@@ -66,14 +66,16 @@ def new_cluster(cluster_id: str, namespace: str, subject: str) -> CandidateClust
 
 
 def add_evidence(cluster: CandidateCluster, statement: str, statement_vector: np.ndarray, sources: Sequence[str],
-                 query: str, query_vector: np.ndarray, topics: Sequence[str] = ()) -> None:
+                 query: str, query_vector: np.ndarray, topics: Sequence[str] = (),
+                 time: datetime | None = None) -> None:
     """Accumulate one evidence entry into ``cluster`` (after the answer, §3.4): dedupe statements, drop
     near-duplicate queries, union distinct sources, count the statement's topics; then refresh the
-    label and the scores of Eqs. 2–3."""
+    label and the scores of Eqs. 2–3. ``time`` is the date of the statement's source turn."""
     if not any(cosine(statement_vector, v) >= STATEMENT_DUPLICATE_COSINE for v in cluster.statement_vectors):
         cluster.statements.append(statement)
         cluster.statement_vectors.append(np.asarray(statement_vector, dtype=np.float32))
         cluster.statement_sources.append(list(sources))
+        cluster.statement_times.append(time)
         for topic in topics:
             cluster.topics[topic] = cluster.topics.get(topic, 0) + 1
     if not any(cosine(query_vector, v) >= QUERY_DUPLICATE_COSINE for v in cluster.query_vectors):
@@ -173,7 +175,8 @@ def accumulate(clusters: Sequence[CandidateCluster], active: Sequence[ActiveFact
             working[target] = new_cluster(target, namespace, subject)
         if target not in touched:
             working[target] = touched[target] = working[target].model_copy(deep=True)
-        add_evidence(touched[target], ev.statement, vec, ev.source_message_ids, question, query_vector, topic)
+        add_evidence(touched[target], ev.statement, vec, ev.source_message_ids, question, query_vector, topic,
+                     ev.time)
     by_id = {a.id: a for a in active}
     out = Accumulation()
     for cid in sorted(touched, key=record_number):
@@ -189,6 +192,7 @@ def accumulate(clusters: Sequence[CandidateCluster], active: Sequence[ActiveFact
                           source_message_ids=cluster.statement_sources[k] or cluster.sources,
                           supporting_message_ids=cluster.sources, queries=cluster.queries, cluster_id=cid,
                           score_src=cluster.score_src, score_qry=cluster.score_qry,
+                          event_time=cluster.statement_times[k],
                           promoted_at=previous.promoted_at if previous else now, updated_at=now)
         cluster.active_fact_id = aid
         out.active_facts.append((fact, cluster.statement_vectors[k]))
