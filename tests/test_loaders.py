@@ -92,6 +92,9 @@ def test_jsonl(tmp_path):
     ("bad.txt", "no speaker here\n", "line 1"),
     ("empty.txt", "\n   \n", "no messages"),
     ("empty.json", "", "no messages"),
+    ("blank.jsonl", '{"speaker": "a", "text": "   "}\n', "no non-blank turns"),
+    ("empty-session.json", '[{"sample_id": "x", "conversation": {"speaker_a": "A", "session_1": []}}]',
+     "no non-blank turns"),
 ])
 def test_malformed_transcripts_name_file_and_position(tmp_path, name, content, where):
     path = tmp_path / name
