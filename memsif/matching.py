@@ -68,11 +68,12 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b) / (na * nb))
 
 
-def cosines(rows: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(n,) cosine of each row of ``rows`` ((n, d)) with ``b`` ((d,)); 0.0 for all-zero vectors."""
-    rows = np.asarray(rows, dtype=np.float32)
+def cosines(rows: np.ndarray, b: np.ndarray, dtype: type = np.float32) -> np.ndarray:
+    """(n,) cosine of each row of ``rows`` ((n, d)) with ``b`` ((d,)), computed in ``dtype``; 0.0 for
+    all-zero vectors."""
+    rows = np.asarray(rows, dtype=dtype)
     norms = np.linalg.norm(rows, axis=1) * float(np.linalg.norm(b))
-    dots = rows @ np.asarray(b, dtype=np.float32)
+    dots = rows @ np.asarray(b, dtype=dtype)
     return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
 
 
@@ -107,10 +108,7 @@ def phi_many(emb: np.ndarray, ents: set[str] | frozenset[str], embs: np.ndarray,
     Jaccard overlaps use set sizes (|A ∩ B| / (|A| + |B| − |A ∩ B|)) without copying the n sets, which
     grow with the history (a trajectory's entities).
     """
-    norms = np.linalg.norm(embs, axis=1) * float(np.linalg.norm(emb))
-    dots = embs @ emb
-    cos = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
-    s_sem = np.array([mapping(float(c)) for c in cos])
+    s_sem = np.array([mapping(float(c)) for c in cosines(embs, emb, np.float64)])
     overlaps = np.array([len(ents & other) for other in ent_sets], dtype=np.float64)
     unions = len(ents) + np.array([len(other) for other in ent_sets], dtype=np.float64) - overlaps
     jac = np.divide(overlaps, unions, out=np.zeros_like(overlaps), where=unions > 0)

@@ -361,7 +361,6 @@ def test_synthetic_histories_for_the_scale_benchmark_are_long_ordered_and_unique
     assert growth(rows, "x") == ["1.00", "2.00"]
 
 
-
 def test_the_scale_report_splits_the_build_into_its_parts():
     from memsif.eval.scale import SIM_PARTS, report, sim_parts
     from memsif.records import BoundaryRule, SegmentDecision, TrajectoryDecision
@@ -380,6 +379,7 @@ def test_the_scale_report_splits_the_build_into_its_parts():
     text = report([row, double], 8)
     assert "| 1000 | 2.0 | 3.0 (2) | 4.0 (0) | 3.0 | 0.0 | 1.0 | 0.0 |" in text
     assert "| 1000→2000 | 2.00 | 2.00 | 2.00 | 2.00 | – | 2.00 | – |" in text
+
 
 def test_the_counting_wrapper_keeps_the_back_ends_batched_generation():
     from memsif.eval.systems import CountingLLM

@@ -35,7 +35,6 @@ def test_top_k_orders_by_phi():
     assert len(top_k_candidates(state, seg, k=10, alpha=1.0, mapping=MAPPING)) == 4
 
 
-
 @pytest.mark.parametrize("mapping", [MAPPING, SemanticMapping("calibrated", 0.05, 0.5)])
 def test_top_k_ranks_as_phi_scored_one_trajectory_at_a_time(mapping):
     """The scoring of all trajectories at once keeps Eq. 1's order and terms, entities included."""
