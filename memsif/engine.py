@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from memsif.config import MemSIFConfig
@@ -227,9 +227,11 @@ class MemSIF:
         self._require(namespace)
         return self.store.decisions(namespace, kind)
 
-    def ask(self, question: str, namespace: str, question_date: str | None = None, generate: bool = True):
+    def ask(self, question: str, namespace: str, question_date: str | None = None, generate: bool = True,
+            on_text: Callable[[str], None] | None = None):
         """Answer ``question`` from ``namespace``'s memory with its trace (§3.5); then the ActiveFact
-        pipeline runs on the query-local evidence (§3.4). Returns ``memsif.query.Answer``.
+        pipeline runs on the query-local evidence (§3.4). ``on_text`` receives the answer's text piece by
+        piece as it is written. Returns ``memsif.query.Answer``.
 
         Raises:
             NotFoundError: the namespace holds no memory.
@@ -245,7 +247,7 @@ class MemSIF:
         pipeline = QueryPipeline(self.config, self.llm, self.embedder, self.store, self.entity_extractor)
         # candidate clusters are read-modify-written; model calls go before background ingest work
         with self._namespace_lock(namespace, "clusters"), interactive():
-            return pipeline.ask(namespace, question.strip(), question_date, generate)
+            return pipeline.ask(namespace, question.strip(), question_date, generate, on_text)
 
     def active_facts(self, namespace: str) -> list[ActiveFact]:
         """Promoted ActiveFacts of ``namespace`` in id order."""

@@ -45,7 +45,7 @@ from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.errors import LLMError, StoreError
 from memsif.facts.active import accumulate, normalise_subject
-from memsif.llm import LLM
+from memsif.llm import LLM, generate_streamed
 from memsif.matching import jaccard
 from memsif.prompts import answer as answer_prompt
 from memsif.prompts import clip, sufficiency
@@ -394,10 +394,12 @@ class QueryPipeline:
             return not self.model_at_chance()
         return mode == "model"
 
-    def ask(self, namespace: str, question: str, question_date: str | None = None, generate: bool = True) -> Answer:
+    def ask(self, namespace: str, question: str, question_date: str | None = None, generate: bool = True,
+            on_text: Callable[[str], None] | None = None) -> Answer:
         """Answer ``question`` from ``namespace``'s memory, with the trace (§3.5). With ``generate=False``
         everything but the answer generation runs (retrieval-only evaluation; the ActiveFact pipeline
-        still accumulates the evidence that would have been used).
+        still accumulates the evidence that would have been used). ``on_text`` receives the answer's
+        text piece by piece as the model writes it (``memsif.llm.generate_streamed``).
 
         The sufficiency gate (``Answer.gate_rule`` says which rule applied): with no facts, or a
         model not trusted with the check (``sufficiency_gate``; ``AT_CHANCE_MODELS`` under "auto"),
@@ -437,7 +439,7 @@ class QueryPipeline:
                 [*(m for f in used_facts for m in f.source_message_ids),
                  *(m for e in evidence for m in e.source_message_ids)]))
             if generate:
-                self._answer(question, question_date, result)
+                self._answer(question, question_date, result, on_text)
         if self.config.use_active_facts and evidence:
             with _stage(result, "active_facts"):
                 best = sorted(evidence, key=lambda e: -e.score)[:ACCUMULATED_EVIDENCE]
@@ -468,10 +470,12 @@ class QueryPipeline:
                             f"{self.config.sufficiency_threshold}: "
                             f"{'facts only' if result.sufficient else 'facts + evidence'}")
 
-    def _answer(self, question: str, question_date: str | None, result: Answer) -> None:
-        """Generate the answer from ``result.context``; record tokens, the model and unsupported mentions."""
+    def _answer(self, question: str, question_date: str | None, result: Answer,
+                on_text: Callable[[str], None] | None = None) -> None:
+        """Generate the answer from ``result.context`` (streamed to ``on_text``); record tokens, the
+        model and unsupported mentions."""
         prompt = answer_prompt.build(question, result.context, question_date)
-        gen = self.llm.generate(prompt, max_new_tokens=self.config.answer_max_tokens,
+        gen = generate_streamed(self.llm, prompt, on_text, max_new_tokens=self.config.answer_max_tokens,
                                 temperature=self.config.answer_temperature, stop=answer_prompt.STOP)
         result.answer = gen.text.strip().split("\n")[0].strip()
         result.tokens_in += gen.tokens_in

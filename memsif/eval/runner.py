@@ -35,7 +35,7 @@ from memsif.eval.systems import (
     NaiveRAGSystem,
     SystemAnswer,
 )
-from memsif.llm import LLM
+from memsif.llm import LLM, resolved_backend
 from memsif.prompts import eval_judge
 
 SYSTEMS = ("memsif", "full-context", "naive-rag", "hybrid-rag")
@@ -219,7 +219,7 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
     summary = summarise(rows, builds, options)
     summary["wall_seconds"] = round(time.perf_counter() - started, 1)
     summary["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    summary["model"] = f"{getattr(llm, 'name', '')} via the {config.llm_backend} back-end"
+    summary["model"] = f"{getattr(llm, 'name', '')} via the {resolved_backend(config)} back-end"
     summary["diagnostics"] = diagnostics(samples, embedder.embed_documents)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False))
     (out / "report.md").write_text(report(summary))

@@ -5,7 +5,11 @@ written into memory."""
 
 from __future__ import annotations
 
+import queue
+import threading
+import time
 import uuid
+from collections.abc import Iterator
 from datetime import datetime
 from types import SimpleNamespace
 
@@ -21,6 +25,8 @@ from memsif.viz import answer_markdown, best_evidence, phi_timeline, trace_markd
 
 #: Messages shown on each side of an opened message, within its Topical Segment.
 CONTEXT_MESSAGES = 4
+#: Seconds between two updates of a streaming answer in the chat.
+STREAM_EVERY_S = 0.1
 
 
 def answer_sources(answer: Answer | None) -> list[str]:
@@ -34,21 +40,26 @@ def answer_sources(answer: Answer | None) -> list[str]:
 
 @guard
 def chat(question: str, history: list | None, write: bool, namespace: str | None, settings: dict | None):
-    """Ask this session's memory. The answer comes with a collapsible trace (facts and evidence with
-    source ids, sufficiency probability, traced back or not, tokens, seconds). With ``write`` the
-    user's message is then written into memory as a new turn (CoreFacts follow in ``build_facts``);
-    the model's answers are not, so a wrong answer never becomes memory. Returns (namespace, chat
-    history, cleared question box, the trace as JSON, cluster figure, cluster rows, the picker of the
-    answer's source messages)."""
+    """Ask this session's memory. The answer streams into the chat as the model writes it, then comes
+    with a collapsible trace (facts and evidence with source ids, sufficiency probability, traced back
+    or not, tokens, seconds). With ``write`` the user's message is then written into memory as a new
+    turn (CoreFacts follow in ``build_facts``); the model's answers are not, so a wrong answer never
+    becomes memory. Yields (namespace, chat history, cleared question box, the trace as JSON, cluster
+    figure, cluster rows, the picker of the answer's source messages); while the answer streams, the
+    last four are left as they are."""
     if not question or not question.strip():
         gr.Warning("Type a question first.")
-        return (gr.skip(),) * 7
+        yield (gr.skip(),) * 7
+        return
     namespace = namespace or new_session()
     eng = engine_for(settings)
     history = [*(history or []), {"role": "user", "content": question}]
     result: Answer | None = None
     if eng.has_memory(namespace):
-        result = eng.ask(question, namespace=namespace)
+        for partial, result in _streamed_answer(eng, question, namespace):
+            if result is None:
+                yield (namespace, [*history, {"role": "assistant", "content": partial + " ▌"}], "",
+                       gr.skip(), gr.skip(), gr.skip(), gr.skip())
         title, body = trace_markdown(result)
         history += [{"role": "assistant", "content": answer_markdown(result)},
                     {"role": "assistant", "content": body, "metadata": {"title": title, "status": "done"}}]
@@ -64,7 +75,33 @@ def chat(question: str, history: list | None, write: bool, namespace: str | None
     sources = answer_sources(result)
     picker = gr.Dropdown(choices=sources, value=None, interactive=bool(sources))
     trace = result.to_dict() if result is not None else {}  # the raw-JSON trace view
-    return (namespace, history, "", trace, *clusters_view(namespace, settings), picker)
+    yield (namespace, history, "", trace, *clusters_view(namespace, settings), picker)
+
+
+def _streamed_answer(eng, question: str, namespace: str) -> Iterator[tuple[str, Answer | None]]:
+    """``eng.ask`` in a worker thread: yields (answer text so far, None) as pieces arrive (at most every
+    ``STREAM_EVERY_S``), then ("", the Answer). Engine errors are raised here."""
+    pieces: queue.Queue = queue.Queue()
+    box: dict = {}
+
+    def work() -> None:
+        try:
+            box["answer"] = eng.ask(question, namespace=namespace, on_text=pieces.put)
+        except Exception as exc:  # raised again in the handler's thread
+            box["error"] = exc
+        finally:
+            pieces.put(None)
+
+    threading.Thread(target=work, daemon=True).start()
+    text, last = "", 0.0
+    while (piece := pieces.get()) is not None:
+        text += piece
+        if time.monotonic() - last >= STREAM_EVERY_S:
+            last = time.monotonic()
+            yield text.strip().split("\n")[0], None
+    if "error" in box:
+        raise box["error"]
+    yield "", box["answer"]
 
 
 def facts_after_chat(write: bool, namespace: str | None, settings: dict | None,

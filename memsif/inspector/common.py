@@ -20,6 +20,7 @@ from memsif.config import LLM_BACKENDS, MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.errors import MemSIFError
 from memsif.ingest import ProgressFn
+from memsif.llm.packaged import PACKAGED_MODELS
 from memsif.locks import queue_position, sharing
 
 _engine: MemSIF | None = None
@@ -46,11 +47,12 @@ def set_engine(eng: MemSIF | None) -> None:
 
 
 def model_choices() -> list[str]:
-    """"backend:model" entries the Settings tab offers: the configured model, plus MEMSIF_APP_MODELS
-    (comma-separated, e.g. ``transformers:Qwen/Qwen3-4B,openai:qwen3``)."""
+    """"backend:model" entries the Settings tab offers: the configured model, the packaged models, plus
+    MEMSIF_APP_MODELS (comma-separated, e.g. ``transformers:Qwen/Qwen3-4B,openai:qwen3``)."""
     cfg = MemSIFConfig.from_env()
     extra = [m.strip() for m in os.environ.get("MEMSIF_APP_MODELS", "").split(",") if m.strip()]
-    return list(dict.fromkeys([f"{cfg.llm_backend}:{cfg.llm_model}", *extra]))
+    packaged = [f"auto:{model_id}" for model_id in PACKAGED_MODELS]
+    return list(dict.fromkeys([f"{cfg.llm_backend}:{cfg.llm_model}", *packaged, *extra]))
 
 
 def settings_config(base: MemSIFConfig, settings: dict[str, Any]) -> MemSIFConfig:

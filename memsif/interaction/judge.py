@@ -1,14 +1,20 @@
-"""Scored yes/no judges with contextual calibration.
+"""Scored yes/no judges with calibration.
 
-A judge is one forward pass comparing P(yes) and P(no) of the first answer token. Small models are
-biased towards one answer whatever the content (SmolLM2-135M gives P(yes) ≈ 0.1 to nearly every
-boundary question), so by default the probability is calibrated against the model's prior on the
-same template with content-free input ("N/A"), as in Zhao et al., "Calibrate Before Use" (ICML 2021):
+A judge is one forward pass comparing P(yes) and P(no) of the first answer token. Models are biased
+towards one answer whatever the content (SmolLM2-135M gives P(yes) ≈ 0.1 to nearly every boundary
+question; Qwen2.5-Coder-1.5B gives P(yes) ≈ 0.8 to messages of *another* conversation), so the
+probability is calibrated against a reference point p0 of that model on that task:
 
-    p_cal = (p / p0) / (p / p0 + (1 − p) / (1 − p0))
+    p_cal = (p / p0) / (p / p0 + (1 − p) / (1 − p0))            (Zhao et al., ICML 2021)
 
-p_cal = 0.5 exactly when the content moves the model no more than "N/A" does. Raw p, prior p0 and
-p_cal are all recorded with the decision; ``judge_calibration=False`` uses raw p.
+p_cal = 0.5 exactly when p = p0, so the verdict threshold (0.5) falls at p0. ``judge_calibration``:
+
+- "auto" (default): p0 = the model's *measured decision point* for the task (``MEASURED_DECISION_POINTS``:
+  the P(yes) that separates labelled continue / other-topic pairs best), raw p for models not measured;
+- "content-free": p0 = the model's P(yes) on the same template with "N/A" content (Zhao et al.);
+- "off": raw p.
+
+Raw p, p0 and p_cal are all recorded with the decision.
 """
 
 from __future__ import annotations
@@ -21,6 +27,14 @@ from dataclasses import dataclass
 from memsif.errors import LLMError
 from memsif.llm import LLM
 from memsif.prompts import Prompt
+
+#: Per model (a substring of its name) and judge prompt: the raw P(yes) at which its verdicts are
+#: measured to separate labelled pairs best (the balanced-accuracy optimum on the dev conversations'
+#: own-session / other-conversation pairs; README, "Models"; ``benchmarks/model_steps.py``).
+MEASURED_DECISION_POINTS: dict[str, dict[str, float]] = {
+    "Qwen2.5-Coder-1.5B-Instruct": {"segment_judge": 0.83, "trajectory_judge": 0.63},
+}
+CALIBRATIONS = ("auto", "content-free", "off")
 
 _PRIORS: dict[tuple[int, str, str], float] = {}
 _PRIORS_LOCK = threading.Lock()
@@ -43,15 +57,32 @@ def calibrate(p: float, p0: float) -> float:
     return yes / (yes + no)
 
 
-class YesNoJudge:
-    """Scores prompts of one task with ``llm``; ``content_free`` builds that task's N/A prompt."""
+def measured_decision_point(model_name: str, task: str) -> float | None:
+    """``MEASURED_DECISION_POINTS`` of the model whose name contains a listed key, or None."""
+    for key, points in MEASURED_DECISION_POINTS.items():
+        if key.lower() in model_name.lower() and task in points:
+            return points[task]
+    return None
 
-    def __init__(self, llm: LLM | None, content_free: Callable[[], Prompt], calibrated: bool = True) -> None:
+
+class YesNoJudge:
+    """Scores prompts of one task with ``llm``; ``content_free`` builds that task's N/A prompt;
+    ``calibration`` is one of ``CALIBRATIONS`` (True / False: the old "content-free" / "off")."""
+
+    def __init__(self, llm: LLM | None, content_free: Callable[[], Prompt], calibration: str | bool = "auto") -> None:
         self.llm = llm
         self.content_free = content_free
-        self.calibrated = calibrated
+        self.calibration = {True: "content-free", False: "off"}.get(calibration, calibration)  # type: ignore[arg-type]
         self.calls = 0
         self.seconds = 0.0
+
+    def reference_point(self) -> float | None:
+        """p0 of the calibration (see the module text), or None for raw probabilities."""
+        if self.calibration == "off":
+            return None
+        if self.calibration == "auto":
+            return measured_decision_point(getattr(self.llm, "name", "") or "", self.content_free().name)
+        return self.prior()
 
     def prior(self) -> float:
         """The model's P(yes) on the content-free prompt, computed once per model and prompt version."""
@@ -84,6 +115,6 @@ class YesNoJudge:
         """
         if not prompts:
             return []
-        prior = self.prior() if self.calibrated else None
+        prior = self.reference_point()
         raws = self._raw(prompts)
         return [Verdict(calibrate(r, prior) if prior is not None else r, r, prior) for r in raws]

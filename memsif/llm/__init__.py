@@ -6,15 +6,19 @@ forward pass and compares the probabilities of the answer tokens (DESIGN.md, "St
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from memsif.config import PACKAGED_LLM, MemSIFConfig
 from memsif.errors import LLMError
-from memsif.llm.packaged import packaged_gguf
+from memsif.llm.packaged import is_packaged, packaged_gguf
 from memsif.prompts import Prompt
+
+log = logging.getLogger(__name__)
 
 #: Spellings of the two answers whose first-token probabilities are compared.
 YES_WORDS = ("yes", "Yes", "YES")
@@ -88,6 +92,32 @@ def generate_many(llm: LLM, prompts: Sequence[Prompt], max_new_tokens: int = 512
     return out
 
 
+def generate_streamed(llm: LLM, prompt: Prompt, on_text: Callable[[str], None] | None, max_new_tokens: int = 512,
+                      temperature: float = 0.1, stop: Sequence[str] = ()) -> Generation:
+    """``llm.generate`` that hands each new piece of text to ``on_text`` as it is produced (the chat
+    shows the answer token by token). Back-ends with ``generate_stream`` (llama.cpp, transformers)
+    stream; others give the whole text once at the end. Without ``on_text`` it is ``generate``.
+
+    Raises:
+        LLMError: as ``generate``.
+    """
+    stream = getattr(llm, "generate_stream", None)
+    if on_text is None or stream is None:
+        gen = llm.generate(prompt, max_new_tokens=max_new_tokens, temperature=temperature, stop=stop)
+        if on_text is not None and gen.text:
+            on_text(gen.text)
+        return gen
+    pieces: list[str] = []
+    result = None
+    for item in stream(prompt, max_new_tokens=max_new_tokens, temperature=temperature, stop=stop):
+        if isinstance(item, Generation):  # the last item: the whole text with its token counts
+            result = item
+            break
+        pieces.append(item)
+        on_text(item)
+    return result or Generation("".join(pieces), llm.count_tokens(prompt.text), len(pieces))
+
+
 def context_window(llm: LLM) -> int:
     """Tokens ``llm`` attends to (prompt + answer); 4096 when the back-end does not say."""
     return int(getattr(llm, "context_window", 0) or 4096)
@@ -97,8 +127,23 @@ _CACHE: dict[tuple, LLM] = {}
 _CACHE_LOCK = threading.Lock()
 
 
+def resolved_backend(config: MemSIFConfig) -> str:
+    """The back-end ``llm_backend`` names; "auto" is llama.cpp for GGUF files (the packaged models, a
+    ``*.gguf`` path, or ``llm_gguf_file``) when llama-cpp-python is installed, else transformers.
+    Measured on 2 CPU cores with Qwen2.5-Coder-1.5B-Instruct: the same prompt speed as transformers in
+    bfloat16, 5× its decoding speed and a third of its memory (README, "Models")."""
+    if config.llm_backend != "auto":
+        return config.llm_backend
+    gguf = is_packaged(config.llm_model) or bool(config.llm_gguf_file) or config.llm_model.endswith(".gguf")
+    if gguf and importlib.util.find_spec("llama_cpp") is not None:
+        return "llamacpp"
+    return "transformers"
+
+
 def load_llm(config: MemSIFConfig) -> LLM:
-    """The configured back-end, loaded once per process and shared (thread-safe).
+    """The configured back-end, loaded once per process and shared (thread-safe). Under
+    ``llm_backend=auto`` a llama.cpp build that cannot run on this CPU falls back to transformers
+    (logged).
 
     Raises:
         LLMError: the model cannot be loaded; the message says which setting to change.
@@ -106,19 +151,27 @@ def load_llm(config: MemSIFConfig) -> LLM:
     key = config.llm_key
     with _CACHE_LOCK:
         if key not in _CACHE:
-            if config.llm_backend == "transformers":
+            backend = resolved_backend(config)
+            if backend == "llamacpp":
+                from memsif.llm.llamacpp_backend import LlamaCppLLM
+
+                try:
+                    _CACHE[key] = LlamaCppLLM.from_config(config)
+                except LLMError as exc:
+                    if config.llm_backend != "auto":
+                        raise
+                    log.warning("llama.cpp cannot run here (%s); using transformers instead", exc)
+                    backend = "transformers"
+            if backend == "transformers":
                 from memsif.llm.transformers_backend import TransformersLLM
 
                 _CACHE[key] = TransformersLLM.from_config(config)
-            elif config.llm_backend == "llamacpp":
-                from memsif.llm.llamacpp_backend import LlamaCppLLM
-
-                _CACHE[key] = LlamaCppLLM.from_config(config)
-            else:
+            elif backend == "openai":
                 from memsif.llm.openai_backend import OpenAICompatibleLLM
 
                 _CACHE[key] = OpenAICompatibleLLM.from_config(config)
         return _CACHE[key]
 
 
-__all__ = ["LLM", "NO_WORDS", "PACKAGED_LLM", "YES_WORDS", "Generation", "load_llm", "packaged_gguf"]
+__all__ = ["LLM", "NO_WORDS", "PACKAGED_LLM", "YES_WORDS", "Generation", "generate_streamed", "load_llm",
+           "packaged_gguf"]

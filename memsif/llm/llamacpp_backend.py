@@ -12,7 +12,7 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -132,6 +132,23 @@ class LlamaCppLLM:
         usage = result.get("usage", {})
         return Generation(result["choices"][0]["text"], int(usage.get("prompt_tokens", 0)),
                           int(usage.get("completion_tokens", 0)))
+
+    def generate_stream(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
+                        stop: Sequence[str] = ()) -> Iterator[str | Generation]:
+        """``generate`` piece by piece (``memsif.llm.generate_streamed``): each new text piece as it is
+        sampled, then one ``Generation`` with the whole text and its token counts."""
+        with self._lock:
+            self._llm.reset()
+            text = self._render(prompt)
+            n_in = len(self._llm.tokenize(text.encode(), add_bos=False, special=True))
+            pieces: list[str] = []
+            for chunk in self._llm.create_completion(text, max_tokens=max_new_tokens, temperature=temperature,
+                                                     seed=0, stop=list(stop) or None, stream=True):
+                piece = chunk["choices"][0]["text"]
+                if piece:
+                    pieces.append(piece)
+                    yield piece
+        yield Generation("".join(pieces), n_in, len(pieces))
 
     def count_tokens(self, text: str) -> int:
         return len(self._llm.tokenize(text.encode(), add_bos=False, special=False))

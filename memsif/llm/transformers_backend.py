@@ -12,7 +12,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from memsif.config import MemSIFConfig
@@ -202,6 +202,34 @@ class TransformersLLM:
         generation also ends at any of the ``stop`` strings."""
         return self._generate([prompt], max_new_tokens, temperature, json_schema, stop)[0]
 
+    def generate_stream(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
+                        stop: Sequence[str] = ()) -> Iterator[str | Generation]:
+        """``generate`` piece by piece (``memsif.llm.generate_streamed``): text pieces as transformers'
+        streamer decodes them, then one ``Generation`` with the whole text and its token counts."""
+        import threading
+
+        from transformers import TextIteratorStreamer
+
+        streamer = TextIteratorStreamer(self._tok, skip_prompt=True, skip_special_tokens=True)
+        box: dict = {}
+
+        def run() -> None:
+            try:
+                box["result"] = self._generate([prompt], max_new_tokens, temperature, None, stop, streamer)
+            except Exception as exc:  # handed to the caller below
+                box["error"] = exc
+                streamer.end()
+
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        for piece in streamer:
+            if piece:
+                yield piece
+        worker.join()
+        if "error" in box:
+            raise box["error"]
+        yield box["result"][0]
+
     def generate_batch(self, prompts: Sequence[Prompt], max_new_tokens: int = 512, temperature: float = 0.1,
                        json_schema: dict | None = None) -> list[Generation]:
         """``generate`` for several prompts as one left-padded batch (``memsif.llm.generate_many``):
@@ -210,13 +238,15 @@ class TransformersLLM:
         return self._generate(list(prompts), max_new_tokens, temperature, json_schema, ())
 
     def _generate(self, prompts: list[Prompt], max_new_tokens: int, temperature: float,
-                  json_schema: dict | None, stop: Sequence[str]) -> list[Generation]:
+                  json_schema: dict | None, stop: Sequence[str], streamer=None) -> list[Generation]:
         torch = self._torch
         texts = [self._render(p) for p in prompts]
         with self._lock, torch.inference_mode():
             batch = self._tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self._device)
             width = int(batch["input_ids"].shape[1])
             kwargs: dict = {"do_sample": temperature > 0}
+            if streamer is not None:
+                kwargs["streamer"] = streamer
             if temperature > 0:
                 kwargs["temperature"] = temperature
             if json_schema is not None:
