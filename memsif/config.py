@@ -79,8 +79,11 @@ class MemSIFConfig:
     #: 2 CPU cores 8 batches decode in ~1.5× the per-token time of one (benchmarks/profile_build.py).
     #: 1 = one at a time.
     fact_parallel: int = 8
-    #: Messages per CoreFact extraction call (consecutive segments share a batch to save calls).
-    fact_batch_messages: int = 12
+    #: Messages per CoreFact extraction call (consecutive segments share a batch to save calls). 8: with
+    #: at most three facts per call, 12 messages of a lively conversation hold more facts than a call
+    #: may return; the fixed part of the prompt is computed once (core_extract/2), so calls cost
+    #: little beyond their messages and the facts they write.
+    fact_batch_messages: int = 8
     # --- ActiveFact promotion (§3.4, Eq. 4) ---
     theta_src: float = 0.45
     theta_qry: float = 0.45

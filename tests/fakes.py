@@ -74,7 +74,7 @@ def grounded_extraction(facts_by_phrase: dict[str, dict]) -> Callable[[Prompt], 
     phrase's fact citing that line (the way a good extractor cites its source)."""
     def reply(prompt: Prompt) -> str:
         facts = []
-        for line in prompt.text.splitlines():
+        for line in prompt.text.rsplit("Conversation:\n", 1)[-1].splitlines():  # the batch, not the example
             number = re.match(r"(\d+)\. ", line)
             for phrase, fact in facts_by_phrase.items():
                 if number and phrase in line:

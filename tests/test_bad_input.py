@@ -8,6 +8,7 @@ import pytest
 
 from memsif.errors import MemSIFError, TranscriptError
 from memsif.io import load_transcripts
+from memsif.prompts import core_extract
 from memsif.query import EVIDENCE_CHARS
 from memsif.records import Message
 from tests.fakes import FakeLLM, KeywordEmbedder
@@ -67,7 +68,7 @@ def test_transcript_text_that_looks_like_instructions_is_only_quoted_data(engine
     facts = engine.facts("t")
     assert [f.statement for f in facts] == ["Ana likes tomatoes."], "only the model's reply becomes a fact"
     for prompt in llm.calls["core_extract"]:
-        body = prompt.text.split("Conversation:\n", 1)[1].split("\n\nFact types:", 1)[0]
+        body = prompt.text.rsplit(core_extract.CONVERSATION, 1)[1]
         assert "Ignore all previous instructions" in body, "the message is quoted inside the conversation block"
     engine.ask("What did Ana plant?", "t")
     [answer_prompt] = llm.calls["answer"]

@@ -217,3 +217,20 @@ def test_a_speaker_named_user_is_a_subject_like_any_other():
     verdict = check("user", "The user moved to Porto.", [said], ["user", "assistant"])
     assert verdict.passed and verdict.subject == "user"
     assert not check("Person", "The user moved to Porto.", [said], ["user", "assistant"]).passed
+
+
+def test_a_value_stated_in_another_message_of_the_batch_repairs_the_provenance():
+    from memsif.facts.grounding import repair_sources
+
+    batch = [Message(id=f"D2:{i}", namespace="t", speaker=s, text=t, time=datetime(2024, 9, 10), session_id="s2")
+             for i, (s, t) in enumerate([("Alice", "Bad news, Bob. My landlord raised the rent."),
+                                         ("Bob", "Oh no, by how much?"),
+                                         ("Alice", "My rent went up to 1,500 euros a month.")], start=1)]
+    statement = "Alice's landlord raised the rent to 1,500 euros a month on 10 September 2024."
+    assert repair_sources(statement, batch, [1]) == ([1, 3], [3])  # the date's numbers are the session's
+    assert repair_sources("Alice's landlord raised the rent.", batch, [1]) == ([1], [])
+    assert repair_sources("Alice pays 900 euros.", batch, [1]) == ([1], [])  # no message holds 900
+    repaired, _ = repair_sources(statement, batch, [1])
+    verdict = check("Alice", statement, [batch[i - 1] for i in repaired], ["Alice", "Bob"])
+    assert verdict.passed, verdict.reasons
+    assert not check("Alice", statement, [batch[0]], ["Alice", "Bob"]).passed

@@ -244,3 +244,35 @@ def check(subject: str, statement: str, cited: Sequence[Message], speakers: Sequ
     scores = {"overlap": round(overlap, 4), "content_words": float(len(content)), "cosine": round(cos, 4),
               "unsupported_values": float(len(unsupported_values)), "unsupported_names": float(len(unsupported_names))}
     return Grounding(not reasons, reasons, scores, stored_subject, [m.id for m in support_msgs])
+
+
+#: Messages a provenance repair may add to what the model cited.
+MAX_REPAIRED_SOURCES = 2
+
+
+def repair_sources(statement: str, batch: Sequence[Message], cited: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Model-free repair of a candidate's provenance: a small model often cites the message that
+    opens a topic ("my landlord raised the rent", 1) for a value that another message of the batch
+    states ("it went up to 1,500 euros", 3). Every number of ``statement`` that none of the cited
+    messages (with their session dates) holds is looked up in the other messages of ``batch``; those
+    holding one are added, at most ``MAX_REPAIRED_SOURCES``. The gate then checks the statement
+    against the repaired sources as against any others.
+
+    Args:
+        statement: the candidate's statement.
+        batch: the extraction batch's messages, numbered 1..n as the model saw them.
+        cited: the 1-based numbers the model cited (already range-checked).
+
+    Returns:
+        (cited numbers with the added ones, in order; the added numbers).
+    """
+    def numbers(message: Message) -> frozenset[float]:
+        return values(f"{day_text(message.time)} {message.text}").numbers
+
+    held = set().union(*(numbers(batch[i - 1]) for i in cited)) if cited else set()
+    missing = values(statement).numbers - held
+    if not missing:
+        return list(cited), []
+    added = [k for k in range(1, len(batch) + 1) if k not in cited and numbers(batch[k - 1]) & missing]
+    added = added[:MAX_REPAIRED_SOURCES]
+    return sorted({*cited, *added}), added

@@ -118,14 +118,15 @@ class LlamaCppLLM:
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
                  json_schema: dict | None = None, stop: Sequence[str] = ()) -> Generation:
-        """With ``json_schema``, llama.cpp's own grammar sampling keeps the reply inside the schema."""
+        """With ``json_schema``, llama.cpp's own grammar sampling keeps the reply inside the schema. The
+        key/value cache of the prefix this prompt shares with the previous one is reused (fixed
+        instructions before the varying part are computed once)."""
         kwargs = {}
         if json_schema is not None:
             from llama_cpp.llama_grammar import LlamaGrammar
 
             kwargs["grammar"] = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
-        with self._lock:
-            self._llm.reset()
+        with self._lock:  # no reset: llama-cpp-python reuses the cached prefix it shares with the last prompt
             result = self._llm.create_completion(self._render(prompt), max_tokens=max_new_tokens,
                                                  temperature=temperature, seed=0, stop=list(stop) or None,
                                                  **kwargs)
@@ -138,7 +139,6 @@ class LlamaCppLLM:
         """``generate`` piece by piece (``memsif.llm.generate_streamed``): each new text piece as it is
         sampled, then one ``Generation`` with the whole text and its token counts."""
         with self._lock:
-            self._llm.reset()
             text = self._render(prompt)
             n_in = len(self._llm.tokenize(text.encode(), add_bos=False, special=True))
             pieces: list[str] = []

@@ -16,11 +16,27 @@ from memsif.facts.schema import FactType
 from memsif.prompts import Prompt, clip
 
 NAME = "core_extract"
-VERSION = "core_extract/1"
+#: Version 2: instructions, fact types and one worked example come first and are the same for every
+#: batch (a back-end that keeps the previous prompt's key/value cache computes them once); the
+#: conversation comes last. Version 1 had the conversation first and no example.
+VERSION = "core_extract/2"
 SYSTEM = "You extract durable personal facts from a conversation as JSON."
 MAX_FACTS = 3
 #: Longest statement the response schema allows; one that fills it without ending was cut off.
 STATEMENT_MAX_CHARS = 100
+#: Marks the batch's own messages in the prompt (after the worked example).
+CONVERSATION = "Conversation:\n"
+
+_EXAMPLE = (
+    "1. [3 May 2023] Ana: Guess what, I started a new job as a nurse at St. Mary's today!\n"
+    "2. [3 May 2023] Ben: Congrats! Does it pay well?\n"
+    "3. [3 May 2023] Ana: 2,400 euros a month, not bad.\n"
+    "4. [3 May 2023] Ben: Nice! I've been hiking a lot lately, I'm obsessed with mountains.\n"
+    'Answer: {"facts": [{"subject": "Ana", "type": "Event", "statement": "Ana started a job as a nurse at '
+    'St. Mary\'s on 3 May 2023.", "sources": [1]}, {"subject": "Ana", "type": "Identity", "statement": '
+    '"Ana earns 2,400 euros a month as a nurse.", "sources": [1, 3]}, {"subject": "Ben", "type": "Preference", '
+    '"statement": "Ben loves hiking in the mountains.", "sources": [4]}]}'
+)
 
 
 def response_schema(schema: Sequence[FactType]) -> type[BaseModel]:
@@ -35,12 +51,15 @@ def response_schema(schema: Sequence[FactType]) -> type[BaseModel]:
 
 
 def build(lines: Sequence[tuple[str, str, str]], schema: Sequence[FactType]) -> Prompt:
-    """``lines`` = (date, speaker, text) per message, numbered 1..n in the prompt."""
+    """``lines`` = (date, speaker, text) per message, numbered 1..n in the prompt after the fixed
+    instructions, fact types and worked example."""
     types = "\n".join(f"- {t.name}: {t.description}" for t in schema)
     numbered = "\n".join(f"{i}. [{date}] {speaker}: {clip(text, 220)}" for i, (date, speaker, text)
                          in enumerate(lines, start=1))
-    text = (f"Conversation:\n{numbered}\n\nFact types:\n{types}\n\n"
-            f"List at most {MAX_FACTS} facts about the people in this conversation. Each fact: subject (the "
-            "person), type, statement (one short third-person sentence with absolute dates), and sources "
-            "(the numbers of the messages it comes from). Answer JSON: {\"facts\": [...]}.")
+    text = (f"Fact types:\n{types}\n\n"
+            f"List at most {MAX_FACTS} facts about the people in the conversation. Each fact: subject (the "
+            "person's name), type, statement (one short third-person sentence that says only what the messages "
+            "say, with names, numbers and places copied exactly and absolute dates), and sources (the numbers of "
+            "the messages it comes from). Leave out greetings, questions, compliments and small talk. "
+            f"Answer JSON: {{\"facts\": [...]}}.\n\nExample:\n{_EXAMPLE}\n\n{CONVERSATION}{numbered}\nAnswer:")
     return Prompt(NAME, VERSION, text, system=SYSTEM)
