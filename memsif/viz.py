@@ -332,10 +332,10 @@ def evidence_how(evidence: Evidence) -> str:
 
 
 #: What the chat says under an answer from a model measured at chance (query.AT_CHANCE_MODELS).
-DEMO_MODEL_NOTE = ("⚠️ Answered by **{model}**, the packaged demo model: it judges at chance and its answers are "
-                   "unreliable. For real answers plug in a bigger one: `MEMSIF_LLM_MODEL=Qwen/Qwen3-4B` (transformers, "
-                   "with a GPU) or `MEMSIF_LLM_BACKEND=openai MEMSIF_LLM_BASE_URL=…` (vLLM, TGI, Ollama), or pick "
-                   "one in Settings.")
+DEMO_MODEL_NOTE = ("⚠️ Answered by **{model}**, the packaged smoke-test model: it judges at chance and its answers "
+                   "are unreliable. Pick `auto:packaged:qwen2.5-coder-1.5b-instruct` (the default) in Settings, or "
+                   "plug in a bigger one: `MEMSIF_LLM_MODEL=Qwen/Qwen3-4B` (transformers, with a GPU) or "
+                   "`MEMSIF_LLM_BACKEND=openai MEMSIF_LLM_BASE_URL=…` (vLLM, TGI, Ollama).")
 
 
 def best_evidence(evidence: Sequence[Evidence]) -> list[Evidence]:

@@ -234,3 +234,19 @@ def test_a_value_stated_in_another_message_of_the_batch_repairs_the_provenance()
     verdict = check("Alice", statement, [batch[i - 1] for i in repaired], ["Alice", "Bob"])
     assert verdict.passed, verdict.reasons
     assert not check("Alice", statement, [batch[0]], ["Alice", "Bob"]).passed
+
+
+def test_a_neighbour_cited_in_place_of_the_message_that_says_it_is_repaired_and_the_wrong_person_is_not():
+    from memsif.facts.grounding import repair_sources
+
+    lines = [("Melanie", "Hey Caroline, I ran a charity race for mental health last Saturday."),
+             ("Caroline", "That charity race sounds great, Mel!"),
+             ("Caroline", "I'm researching adoption agencies these days.")]
+    batch = [Message(id=f"D2:{i}", namespace="t", speaker=s, text=t, time=datetime(2023, 5, 25), session_id="s2")
+             for i, (s, t) in enumerate(lines, start=1)]
+    speakers = ["Melanie", "Caroline"]
+    race = "Melanie ran a charity race for mental health."
+    assert repair_sources(race, batch, [2], "Melanie", speakers) == ([1], [1])
+    assert repair_sources(race, batch, [1], "Melanie", speakers) == ([1], [])  # already right: untouched
+    # Caroline's message says it about Caroline: no message says it about Melanie, nothing is repaired
+    assert repair_sources("Melanie is researching adoption agencies.", batch, [3], "Melanie", speakers) == ([3], [])

@@ -337,6 +337,6 @@ def test_an_answer_naming_what_its_context_lacks_is_flagged_and_the_demo_model_i
     assert result.model_at_chance and result.model.startswith("SmolLM2-135M")
     assert result.unsupported_mentions == ["Rome"]
     shown = answer_markdown(result)
-    assert shown.startswith("Ana loves pottery in Rome.") and "packaged demo model" in shown
+    assert shown.startswith("Ana loves pottery in Rome.") and "packaged smoke-test model" in shown
     assert "MEMSIF_LLM_MODEL" in shown and "**Rome**" in shown
     assert shown.index("Best supporting messages") < len(shown) and "`D1:1`" in shown

@@ -243,10 +243,11 @@ class CoreFactBuilder:
             if len(valid) != len(item.sources):
                 note = f"dropped source numbers outside 1..{len(messages)}: {sorted(set(item.sources) - set(valid))}; "
             if valid:
-                valid, added = grounding.repair_sources(item.statement, messages, valid)
+                cited = valid
+                valid, added = grounding.repair_sources(item.statement, messages, valid, item.subject, speakers)
                 if added:
-                    note += (f"sources repaired: added {', '.join(messages[i - 1].id for i in added)}, which "
-                             "hold numbers of the statement its cited messages do not; ")
+                    note += (f"sources repaired (model-free): cited {', '.join(messages[i - 1].id for i in cited)}, "
+                             f"now {', '.join(messages[i - 1].id for i in valid)}, the batch's messages that say it; ")
             if not valid:  # provenance by similarity: the one message the statement is closest to
                 valid = [int(np.argmax(cosines(message_vectors, vector))) + 1]
                 note += f"provenance by similarity to {messages[valid[0] - 1].id}"

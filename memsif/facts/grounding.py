@@ -250,29 +250,44 @@ def check(subject: str, statement: str, cited: Sequence[Message], speakers: Sequ
 MAX_REPAIRED_SOURCES = 2
 
 
-def repair_sources(statement: str, batch: Sequence[Message], cited: Sequence[int]) -> tuple[list[int], list[int]]:
-    """Model-free repair of a candidate's provenance: a small model often cites the message that
-    opens a topic ("my landlord raised the rent", 1) for a value that another message of the batch
-    states ("it went up to 1,500 euros", 3). Every number of ``statement`` that none of the cited
-    messages (with their session dates) holds is looked up in the other messages of ``batch``; those
-    holding one are added, at most ``MAX_REPAIRED_SOURCES``. The gate then checks the statement
-    against the repaired sources as against any others.
+def repair_sources(statement: str, batch: Sequence[Message], cited: Sequence[int], subject: str = "",
+                   speakers: Sequence[str] = ()) -> tuple[list[int], list[int]]:
+    """Model-free repair of a candidate's provenance. A small model often cites the wrong message of
+    its batch: the neighbour of the one that says it, or the message that opens a topic ("my landlord
+    raised the rent", 1) for a value that another message states ("it went up to 1,500 euros", 3).
+
+    1. Every number of ``statement`` that none of the cited messages (with their session dates) holds
+       is looked up in the other messages of ``batch``; those holding one are added, at most
+       ``MAX_REPAIRED_SOURCES``.
+    2. With ``subject``: when the (possibly extended) cited messages do not pass :func:`check` for the
+       statement (without the cosine rule), but one other message of the batch does, that message
+       replaces them (the one with the highest word overlap).
+
+    The gate then checks the statement against the repaired sources as against any others, with
+    every rule, so a repair can only ever cite messages that say the statement.
 
     Args:
         statement: the candidate's statement.
         batch: the extraction batch's messages, numbered 1..n as the model saw them.
         cited: the 1-based numbers the model cited (already range-checked).
+        subject, speakers: the candidate's subject and the batch's speakers (for step 2).
 
     Returns:
-        (cited numbers with the added ones, in order; the added numbers).
+        (the cited numbers after repair, in order; the numbers that are new among them).
     """
     def numbers(message: Message) -> frozenset[float]:
         return values(f"{day_text(message.time)} {message.text}").numbers
 
     held = set().union(*(numbers(batch[i - 1]) for i in cited)) if cited else set()
     missing = values(statement).numbers - held
-    if not missing:
-        return list(cited), []
-    added = [k for k in range(1, len(batch) + 1) if k not in cited and numbers(batch[k - 1]) & missing]
-    added = added[:MAX_REPAIRED_SOURCES]
-    return sorted({*cited, *added}), added
+    repaired = list(cited)
+    if missing:
+        added = [k for k in range(1, len(batch) + 1) if k not in cited and numbers(batch[k - 1]) & missing]
+        repaired = sorted({*cited, *added[:MAX_REPAIRED_SOURCES]})
+    if subject and not check(subject, statement, [batch[i - 1] for i in repaired], speakers).passed:
+        passing = [(check(subject, statement, [batch[k - 1]], speakers), k) for k in range(1, len(batch) + 1)
+                   if k not in repaired]
+        passing = [(v.scores["overlap"], k) for v, k in passing if v.passed]
+        if passing:
+            repaired = [max(passing)[1]]
+    return repaired, [k for k in repaired if k not in cited]

@@ -16,10 +16,11 @@ from memsif.facts.schema import FactType
 from memsif.prompts import Prompt, clip
 
 NAME = "core_extract"
-#: Version 2: instructions, fact types and one worked example come first and are the same for every
+#: Version 4: instructions, fact types and a worked example come first and are the same for every
 #: batch (a back-end that keeps the previous prompt's key/value cache computes them once); the
-#: conversation comes last. Version 1 had the conversation first and no example.
-VERSION = "core_extract/2"
+#: conversation comes last, after a note that the example's people are not in it. Version 1 had the
+#: conversation first; 2 the example without the note; 3 no example (see ``_EXAMPLE``).
+VERSION = "core_extract/4"
 SYSTEM = "You extract durable personal facts from a conversation as JSON."
 MAX_FACTS = 3
 #: Longest statement the response schema allows; one that fills it without ending was cut off.
@@ -27,6 +28,9 @@ STATEMENT_MAX_CHARS = 100
 #: Marks the batch's own messages in the prompt (after the worked example).
 CONVERSATION = "Conversation:\n"
 
+#: One worked example (its people and facts are not the conversation's: the gate rejects a copied
+#: name or number, since the batch's messages do not hold it). Without it Qwen2.5-Coder-1.5B wrote
+#: first-person quotes and cited every message of the batch (core_extract/3 on conv-26).
 _EXAMPLE = (
     "1. [3 May 2023] Ana: Guess what, I started a new job as a nurse at St. Mary's today!\n"
     "2. [3 May 2023] Ben: Congrats! Is it far from home?\n"
@@ -61,5 +65,6 @@ def build(lines: Sequence[tuple[str, str, str]], schema: Sequence[FactType]) -> 
             "person's name), type, statement (one short third-person sentence that says only what the messages "
             "say, with names, numbers and places copied exactly and absolute dates), and sources (the numbers of "
             "the messages it comes from). Leave out greetings, questions, compliments and small talk. "
-            f"Answer JSON: {{\"facts\": [...]}}.\n\nExample:\n{_EXAMPLE}\n\n{CONVERSATION}{numbered}\nAnswer:")
+            "Answer JSON: {\"facts\": [...]}.\n\nExample (its people and facts are not in the conversation "
+            f"below):\n{_EXAMPLE}\n\n{CONVERSATION}{numbered}\nAnswer:")
     return Prompt(NAME, VERSION, text, system=SYSTEM)
