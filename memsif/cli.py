@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import resource
 import sys
 import time
@@ -272,6 +273,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m memsif", description="MemSIF long-term memory engine.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the engine does")
+    parser.add_argument("--model", help="the LLM for every step: packaged:qwen2.5-coder-1.5b-instruct (default), "
+                        "packaged:smollm2-135m-instruct, a hub id or a local path (same as MEMSIF_LLM_MODEL)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("ingest", help="build Structured Interaction Memory from a transcript")
@@ -337,6 +340,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.model:  # one place every subcommand's configuration reads it from (MemSIFConfig.from_env)
+        os.environ["MEMSIF_LLM_MODEL"] = args.model
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     start = time.perf_counter()

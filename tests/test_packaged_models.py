@@ -94,3 +94,13 @@ def test_unknown_packaged_ids_list_the_packaged_models(tmp_path):
 def test_the_model_is_selectable_from_the_environment():
     config = MemSIFConfig.from_env({"MEMSIF_LLM_MODEL": QWEN_CODER})
     assert config.llm_model == QWEN_CODER
+
+
+def test_the_command_line_chooses_the_model_for_every_subcommand(monkeypatch, tmp_path):
+    from memsif import cli
+
+    seen = {}
+    monkeypatch.setenv("MEMSIF_LLM_MODEL", QWEN_CODER)  # restored after the test; --model wins over it
+    monkeypatch.setattr(cli, "cmd_show", lambda args: seen.setdefault("model", MemSIFConfig.from_env().llm_model) and 0)
+    assert cli.main(["--model", SMOLLM2, "show", "--namespace", "x", "--data-dir", str(tmp_path)]) == 0
+    assert seen["model"] == SMOLLM2
