@@ -6,7 +6,9 @@ for LoCoMo conv-26, the 70 the packaged SmolLM2-135M extracted in a build before
 and 42 hand-written ones of the kind a stronger extractor writes (25 supported paraphrases, 17 with
 one error each: wrong person, changed number/place/relative, invented detail, reversed polarity,
 hypothetical taken as fact); the gate's rules were written while reading these. Held out: the first
-45 candidates SmolLM2-135M extracted from conv-30, labelled before the gate was run on them. The gate
+45 candidates SmolLM2-135M extracted from conv-30, and the 42 candidates Qwen2.5-Coder-1.5B-Instruct
+extracted from conv-26's first 112 messages (``benchmarks/corefact_sample.py --batches 14``), each
+labelled before the gate was run on them. The gate
 runs as the engine runs it (packaged MiniLM embedder, the extraction schema's length limit).
 
     PYTHONPATH=. python benchmarks/grounding_gate.py --data ../shared/data/locomo/locomo_dev.json \\
