@@ -12,6 +12,7 @@ import json
 import signal
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -146,7 +147,9 @@ class LlamaCppLLM:
 
             return {"grammar": LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)}
         if self._lltokenizer is None:
-            self._lltokenizer = lltokenizer_from_vocab(self._llm._model.vocab)  # ~3 s, once
+            with warnings.catch_warnings():  # it calls a deprecated llama.cpp accessor once per token
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self._lltokenizer = lltokenizer_from_vocab(self._llm._model.vocab)  # ~3 s, once
         grammar = LLMatcher.grammar_from_json_schema(
             json.dumps(json_schema), defaults={"whitespace_flexible": False, "item_separator": ", ",
                                                "key_separator": ": "})
