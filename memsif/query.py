@@ -66,6 +66,12 @@ ACCUMULATED_EVIDENCE = 5
 #: SmolLM2-135M labels 100% of mismatched answers CORRECT, separation 0.54; README, "Evaluation").
 #: With ``sufficiency_gate="auto"`` their sufficiency verdict is not asked for: evidence is always added.
 AT_CHANCE_MODELS = ("SmolLM2-135M",)
+#: Models whose sufficiency verdict was measured to help (with it, answer F1 and evidence recall at
+#: least those of always adding evidence; ``benchmarks/sufficiency_gate.py``). Under
+#: ``sufficiency_gate="auto"`` only these are asked; any other model gets facts + evidence. None yet:
+#: Qwen2.5-Coder-1.5B said "sufficient" for facts that held the gold evidence of few of the dev
+#: questions it judged (README, "Models").
+SUFFICIENCY_MEASURED_MODELS: tuple[str, ...] = ()
 
 
 def named_speakers(question: str, speakers: Sequence[str]) -> list[str]:
@@ -388,10 +394,12 @@ class QueryPipeline:
         return any(m.lower() in name.lower() for m in AT_CHANCE_MODELS)
 
     def gate_trusted(self) -> bool:
-        """Whether the sufficiency verdict may replace the evidence (``sufficiency_gate``)."""
+        """Whether the sufficiency verdict may replace the evidence (``sufficiency_gate``; under "auto"
+        only for ``SUFFICIENCY_MEASURED_MODELS``)."""
         mode = self.config.sufficiency_gate
         if mode == "auto":
-            return not self.model_at_chance()
+            name = (getattr(self.llm, "name", "") or "").lower()
+            return not self.model_at_chance() and any(m.lower() in name for m in SUFFICIENCY_MEASURED_MODELS)
         return mode == "model"
 
     def ask(self, namespace: str, question: str, question_date: str | None = None, generate: bool = True,
@@ -402,7 +410,8 @@ class QueryPipeline:
         text piece by piece as the model writes it (``memsif.llm.generate_streamed``).
 
         The sufficiency gate (``Answer.gate_rule`` says which rule applied): with no facts, or a
-        model not trusted with the check (``sufficiency_gate``; ``AT_CHANCE_MODELS`` under "auto"),
+        model not trusted with the check (``sufficiency_gate``; under "auto" any model not in
+        ``SUFFICIENCY_MEASURED_MODELS``),
         evidence is always added; otherwise the model's P(sufficient) ≥ ``sufficiency_threshold``
         makes the facts the whole context, and a failed check traces back.
 

@@ -199,7 +199,18 @@ def test_a_model_at_chance_never_gets_a_facts_only_context(engine_factory):
     assert "not trusted" in result.gate_rule
 
 
-def test_a_trusted_model_decides_and_the_setting_overrides_auto(engine_factory):
+def test_a_model_not_measured_on_the_check_is_not_asked_under_auto(engine_factory):
+    llm = FakeLLM({"sufficiency": 0.99})
+    llm.name = "Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF, packaged, llama.cpp)"
+    result = _facts_engine(engine_factory, llm).ask("What does Ana love?", namespace="t")
+    assert result.traced_back and result.evidence_used and "sufficiency" not in llm.calls
+    assert "not trusted" in result.gate_rule
+
+
+def test_a_trusted_model_decides_and_the_setting_overrides_auto(engine_factory, monkeypatch):
+    from memsif import query
+
+    monkeypatch.setattr(query, "SUFFICIENCY_MEASURED_MODELS", ("fake-llm",))
     llm = FakeLLM({"sufficiency": 0.99})
     engine = _facts_engine(engine_factory, llm)
     result = engine.ask("What does Ana love?", namespace="t")
