@@ -220,3 +220,15 @@ def test_batches_extracted_together_give_the_same_facts_and_log_as_one_by_one(en
                    sorted(f.statement for f in engine.facts("t")), report.fact_llm_calls)
     assert logs[1] == logs[parallel]
     assert logs[1][2] == 5 and len(logs[1][1]) == 5
+
+
+def test_extraction_batches_never_cross_a_session():
+    from memsif.facts.core import unread_batches
+    from memsif.records import TopicalSegment
+
+    msgs = {f"D{s}:{i}": Message(id=f"D{s}:{i}", namespace="t", speaker="A", text="x", time=datetime(2024, s, 1),
+                                 session_id=f"session_{s}") for s in (1, 2) for i in (1, 2, 3)}
+    one = TopicalSegment(id="S1", namespace="t", index=0, message_ids=list(msgs))  # spans both sessions
+    batches = unread_batches([one], msgs, batch_messages=8)
+    assert [[m.id for m in b.messages] for b in batches] == [["D1:1", "D1:2", "D1:3"], ["D2:1", "D2:2", "D2:3"]]
+    assert [b.read_upto for b in batches] == [{"S1": 3}, {"S1": 6}]

@@ -104,13 +104,16 @@ def unread_batches(segments: Sequence[TopicalSegment], messages: Mapping[str, Me
                    batch_messages: int) -> list[ReadBatch]:
     """The messages no extraction has read yet (each segment from its ``facts_extracted_upto``), in
     segment order, cut into batches of at most ``batch_messages`` (consecutive segments share a batch
-    to save calls)."""
+    to save calls) that never cross a session boundary: a batch returns at most a few facts, and a
+    later session's facts (a new value, a new date) must not lose their places to an earlier one's."""
     batches = [ReadBatch([])]
     for seg in segments:
         for pos in range(seg.facts_extracted_upto, len(seg.message_ids)):
-            if len(batches[-1].messages) >= batch_messages:
+            message = messages[seg.message_ids[pos]]
+            current = batches[-1].messages
+            if len(current) >= batch_messages or (current and current[-1].session_id != message.session_id):
                 batches.append(ReadBatch([]))
-            batches[-1].messages.append(messages[seg.message_ids[pos]])
+            batches[-1].messages.append(message)
             batches[-1].read_upto[seg.id] = pos + 1
     return [b for b in batches if b.messages]
 
