@@ -30,6 +30,9 @@ def _engine(engine_factory, sufficient: float):
 
 
 def test_fact_level_sufficient_question_never_touches_structured_interaction_memory(engine_factory, monkeypatch):
+    from memsif import query
+
+    monkeypatch.setattr(query, "SUFFICIENCY_MEASURED_MODELS", ("fake-llm",))  # a model measured on the check
     engine, llm = _engine(engine_factory, sufficient=0.9)
     searched = []
     for read in ("segments", "trajectories", "hybrid_search"):  # Structured Interaction Memory's reads
