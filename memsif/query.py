@@ -121,6 +121,8 @@ class Answer(BaseModel):
     tokens_in: int = 0
     tokens_out: int = 0
     seconds: float = 0.0
+    first_token_seconds: float | None = Field(None, description="From the question to the answer's first "
+                                              "streamed piece (seconds); None when no answer was generated.")
     seconds_by_stage: dict[str, float] = Field(default_factory=dict)
     active_facts_changed: list[str] = Field(default_factory=list)
     clusters_touched: list[str] = Field(default_factory=list)
@@ -448,7 +450,13 @@ class QueryPipeline:
                 [*(m for f in used_facts for m in f.source_message_ids),
                  *(m for e in evidence for m in e.source_message_ids)]))
             if generate:
-                self._answer(question, question_date, result, on_text)
+                def tap(piece: str) -> None:  # the answer always streams, so its first piece is timed
+                    if result.first_token_seconds is None:
+                        result.first_token_seconds = time.perf_counter() - start
+                    if on_text is not None:
+                        on_text(piece)
+
+                self._answer(question, question_date, result, tap)
         if self.config.use_active_facts and evidence:
             with _stage(result, "active_facts"):
                 best = sorted(evidence, key=lambda e: -e.score)[:ACCUMULATED_EVIDENCE]

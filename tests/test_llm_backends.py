@@ -138,3 +138,22 @@ def test_auto_dtype_is_the_faster_one_measured_on_this_cpu_and_cached(tmp_path):
     timings[torch.bfloat16] = 3.0  # cached: not measured again
     assert measured_cpu_dtype(model, tmp_path, "m", timer=timer) == torch.bfloat16 and len(calls) == 2
     assert measured_cpu_dtype(model, tmp_path, "other", timer=timer) == torch.float32 and len(calls) == 4
+
+
+def test_streamed_generation_hands_over_each_piece_and_returns_the_whole_text():
+    from memsif.llm import Generation, generate_streamed
+
+    class Streaming:
+        def generate_stream(self, prompt, max_new_tokens=512, temperature=0.1, stop=()):
+            yield from ("Caro", "line ", "researched")
+            yield Generation("Caroline researched", 12, 3)
+
+        def generate(self, *args, **kwargs):
+            raise AssertionError("a back-end that streams is not asked for the whole text")
+
+    seen = []
+    gen = generate_streamed(Streaming(), Prompt("answer", "v", "?"), seen.append)
+    assert seen == ["Caro", "line ", "researched"] and gen == Generation("Caroline researched", 12, 3)
+    llm, _ = _server([])  # no generate_stream: the whole text arrives once
+    seen.clear()
+    assert generate_streamed(llm, Prompt("answer", "v", "?"), seen.append).text == "Paris." and seen == ["Paris."]

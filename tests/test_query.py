@@ -47,6 +47,7 @@ def test_fact_level_sufficient_question_never_touches_structured_interaction_mem
     assert result.sufficiency_prob == pytest.approx(0.9)
     assert "Melanie: Melanie loves pottery." in llm.calls["answer"][0].text
     assert result.tokens_in > 0 and result.tokens_out > 0 and result.seconds > 0
+    assert 0 < result.first_token_seconds <= result.seconds
 
 
 def test_insufficient_facts_trace_back_and_feed_the_activefact_clusters(engine_factory):
