@@ -340,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    before = os.environ.get("MEMSIF_LLM_MODEL")
     if args.model:  # one place every subcommand's configuration reads it from (MemSIFConfig.from_env)
         os.environ["MEMSIF_LLM_MODEL"] = args.model
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
@@ -354,4 +355,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     finally:
+        if args.model:  # an in-process caller (tests, a notebook) gets its environment back
+            if before is None:
+                os.environ.pop("MEMSIF_LLM_MODEL", None)
+            else:
+                os.environ["MEMSIF_LLM_MODEL"] = before
         logging.getLogger(__name__).info("done in %.1f s", time.perf_counter() - start)

@@ -1,5 +1,7 @@
-"""Smoke evaluation on the real packaged models through the CLI: the first two sessions of one
-LoCoMo conversation, a few questions, all three systems (a few minutes on 2 cores)."""
+"""Smoke evaluation through the CLI on a real packaged model: the first two sessions of one LoCoMo
+conversation, a few questions, all three systems. It checks the harness's plumbing, not answer
+quality, so it runs the packaged SmolLM2-135M (~1 min on 2 cores; the default 1.5B took 225 s of CI
+here); the default model's every step is exercised by test_integration.py and the browser walk."""
 
 import json
 import re
@@ -7,6 +9,7 @@ import re
 import pytest
 
 from memsif.cli import main
+from memsif.llm.packaged import SMOLLM2
 from tests.conftest import EXAMPLE
 
 pytestmark = pytest.mark.integration
@@ -24,7 +27,7 @@ def _two_sessions(path):
 def test_smoke_evaluation_of_all_three_systems(tmp_path, capsys):
     data = _two_sessions(tmp_path / "conv-26-two-sessions.json")
     out = tmp_path / "out"
-    code = main(["eval", "locomo", "--data", str(data), "--system", "memsif,full-context,naive-rag",
+    code = main(["--model", SMOLLM2, "eval", "locomo", "--data", str(data), "--system", "memsif,full-context,naive-rag",
                  "--limit", "3", "--data-dir", str(tmp_path / "mem"), "--out", str(out)])
     assert code == 0
     rows = [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]

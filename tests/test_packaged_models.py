@@ -3,6 +3,7 @@ parts, damaged parts, reuse), and model ids resolved everywhere a model is chose
 
 import dataclasses
 import hashlib
+import os
 
 import pytest
 
@@ -104,3 +105,7 @@ def test_the_command_line_chooses_the_model_for_every_subcommand(monkeypatch, tm
     monkeypatch.setattr(cli, "cmd_show", lambda args: seen.setdefault("model", MemSIFConfig.from_env().llm_model) and 0)
     assert cli.main(["--model", SMOLLM2, "show", "--namespace", "x", "--data-dir", str(tmp_path)]) == 0
     assert seen["model"] == SMOLLM2
+    assert os.environ["MEMSIF_LLM_MODEL"] == QWEN_CODER, "an in-process caller gets its environment back"
+    monkeypatch.delenv("MEMSIF_LLM_MODEL")
+    assert cli.main(["--model", SMOLLM2, "show", "--namespace", "x", "--data-dir", str(tmp_path)]) == 0
+    assert "MEMSIF_LLM_MODEL" not in os.environ

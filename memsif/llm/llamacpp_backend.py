@@ -1,6 +1,6 @@
-"""llama.cpp back-end (llama-cpp-python) for GGUF files on CPU: loads in well under a second and
-runs the packaged SmolLM2 several times faster than transformers on 2 cores. Optional: select it
-with ``MEMSIF_LLM_BACKEND=llamacpp``; transformers stays the default.
+"""llama.cpp back-end (llama-cpp-python) for GGUF files on CPU, the one ``MEMSIF_LLM_BACKEND=auto``
+picks for them: the packaged 1.5B loads in ~1 s (transformers: 85 s, 8.9 GB) and decodes ~5× faster
+on 2 cores (README, "Models"). ``MEMSIF_LLM_BACKEND=llamacpp`` forces it.
 
 Scored decisions evaluate the prompt once and read the last token's logits; the KV cache of the
 longest common prefix with the previous prompt is reused (judge prompts share their template).
@@ -9,6 +9,7 @@ longest common prefix with the previous prompt is reused (judge prompts share th
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -36,9 +37,12 @@ class LlamaCppLLM:
             raise LLMError("The llamacpp back-end needs llama-cpp-python (pip install -r requirements.txt).") from exc
         self._lib = llama_cpp
         _probe(model_path)
+        # llama-cpp-python decodes on half the cores by default; on 2 cores every core decodes 1.4x
+        # faster (0.051 → 0.036 s a token for the packaged 1.5B); prompt evaluation already uses all.
+        threads = n_threads or len(os.sched_getaffinity(0))
         try:
-            self._llm = llama_cpp.Llama(model_path=model_path, n_ctx=n_ctx, n_threads=n_threads or None,
-                                        logits_all=False, verbose=False)
+            self._llm = llama_cpp.Llama(model_path=model_path, n_ctx=n_ctx, n_threads=threads,
+                                        n_threads_batch=threads, logits_all=False, verbose=False)
         except (ValueError, RuntimeError) as exc:
             raise LLMError(f"llama.cpp could not load {model_path} ({exc}).") from exc
         self.name = name
