@@ -23,6 +23,7 @@ PACKAGED_EMBEDDER = "packaged:all-minilm-l6-v2"
 LLM_BACKENDS = ("auto", "transformers", "llamacpp", "openai")
 SEM_MAPPINGS = ("auto", "affine", "calibrated")
 SUFFICIENCY_GATES = ("auto", "model", "never")
+FACT_OPERATIONS = ("auto", "model", "rules")
 #: Old setting names and the fields that replaced them (accepted by ``replace``, ``from_env`` and as
 #: ``MEMSIF_<OLD NAME>`` variables).
 ALIASES = {"top_k": "construction_top_k", "trajectory_top_k": "query_trajectory_top_k"}
@@ -86,6 +87,10 @@ class MemSIFConfig:
     #: may return; the fixed part of the prompt is computed once (core_extract/2), so calls cost
     #: little beyond their messages and the facts they write.
     fact_batch_messages: int = 8
+    #: Who chooses Add / Update / Merge / Supersede when no rule decides: "auto" the LLM only if it is
+    #: listed in facts.core.OPERATION_MEASURED_MODELS (measured better than always-Add), else Add;
+    #: "model" always the LLM; "rules" never (Add).
+    fact_operation: str = "auto"
     # --- ActiveFact promotion (§3.4, Eq. 4) ---
     theta_src: float = 0.45
     theta_qry: float = 0.45
@@ -180,6 +185,9 @@ class MemSIFConfig:
                 f"tau_split ({self.tau_split}) must be below tau_merge ({self.tau_merge}): "
                 "the double-threshold rule (§3.2) needs a gap for the judge."
             )
+        if self.fact_operation not in FACT_OPERATIONS:
+            raise ConfigError(f"fact_operation must be one of {FACT_OPERATIONS}, got {self.fact_operation!r}; "
+                              "fix MEMSIF_FACT_OPERATION.")
         if self.sufficiency_gate not in SUFFICIENCY_GATES:
             raise ConfigError(f"sufficiency_gate must be one of {SUFFICIENCY_GATES}, got {self.sufficiency_gate!r}.")
         for name in ("context_tokens", "evidence_candidates", "segment_members", "trajectory_anchor_hits",

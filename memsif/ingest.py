@@ -296,13 +296,14 @@ class IngestPipeline:
         ``facts.core.build_core_facts``). Each batch's facts, operations and segment read-marks are
         written as soon as the batch is done, so readers (the inspector) see CoreFacts appear, and an
         interrupted extraction resumes after the last finished batch."""
-        from memsif.facts.core import CoreFactBuilder, FactState, build_core_facts, unread_batches
+        from memsif.facts.core import CoreFactBuilder, FactState, build_core_facts, operation_trusted, unread_batches
         from memsif.facts.schema import parse_schema
 
         store, ns, cfg = self.engine.store, self.namespace, self.config
         with job(ns, "facts"):
             facts = FactState.of(store.facts(ns, with_vectors=True))
-            builder = CoreFactBuilder(self.engine.llm, self.engine.embedder, parse_schema(cfg.core_schema))
+            builder = CoreFactBuilder(self.engine.llm, self.engine.embedder, parse_schema(cfg.core_schema),
+                                      ask_operation=operation_trusted(cfg.fact_operation, self.engine.llm))
             batches = unread_batches([s.record for s in state.segments], state.messages, cfg.fact_batch_messages)
             trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
             summary = CoreFactSummary()

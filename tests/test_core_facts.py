@@ -6,6 +6,7 @@ from datetime import datetime
 import pytest
 
 from memsif.config import MemSIFConfig
+from memsif.errors import ConfigError
 from memsif.records import FactOp, Message
 from tests.fakes import FakeLLM, KeywordEmbedder
 
@@ -232,3 +233,23 @@ def test_extraction_batches_never_cross_a_session():
     batches = unread_batches([one], msgs, batch_messages=8)
     assert [[m.id for m in b.messages] for b in batches] == [["D1:1", "D1:2", "D1:3"], ["D2:1", "D2:2", "D2:3"]]
     assert [b.read_upto for b in batches] == [{"S1": 3}, {"S1": 6}]
+
+
+@pytest.mark.parametrize("mode", ["auto", "rules"])
+def test_an_untrusted_model_is_not_asked_the_operation_and_the_candidate_is_added(engine_factory, mode):
+    """The 1.5B and the 135M put about the same probability on every letter (benchmarks/
+    fact_operations.py): under "auto" a model not in OPERATION_MEASURED_MODELS is not asked, and a
+    candidate that no rule decides is added beside the similar fact, the log saying why."""
+    llm = FakeLLM({"core_extract": extraction(SUSHI), "core_operation": "D"})
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"sushi": 0}), **CFG, fact_operation=mode)
+    engine.ingest([msg("D1:1", "I love sushi, it's my favourite food!", MAY)])
+    second = engine.ingest([msg("D2:1", "Honestly I prefer ramen to sushi now.", AUGUST)])
+    assert second.fact_ops == {"ADD": 1} and second.core_facts == 2
+    assert not llm.calls["core_operation"], "the model was not asked"
+    [op] = [o for o in engine.fact_log("t") if o.fact_ids == ["F2"]]
+    assert op.rule == "rule" and "operation choice not asked" in op.reason and "beside F1" in op.reason
+
+
+def test_fact_operation_must_be_a_known_mode():
+    with pytest.raises(ConfigError, match="fact_operation must be one of"):
+        MemSIFConfig(fact_operation="llm")
