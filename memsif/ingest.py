@@ -303,7 +303,8 @@ class IngestPipeline:
         with job(ns, "facts"):
             facts = FactState.of(store.facts(ns, with_vectors=True))
             builder = CoreFactBuilder(self.engine.llm, self.engine.embedder, parse_schema(cfg.core_schema),
-                                      ask_operation=operation_trusted(cfg.fact_operation, self.engine.llm))
+                                      ask_operation=operation_trusted(cfg.fact_operation, self.engine.llm),
+                                      messages=state.messages)
             batches = unread_batches([s.record for s in state.segments], state.messages, cfg.fact_batch_messages)
             trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
             summary = CoreFactSummary()

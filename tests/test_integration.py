@@ -124,6 +124,51 @@ def test_a_rent_that_went_up_supersedes_with_the_real_embedder():
     engine.close()
 
 
+@pytest.mark.parametrize("first, said_first, later, said_later, old_type, new_type, superseded", [
+    # the rent replay as the 1.5B wrote it: the first amount typed Identity, the change typed Event
+    ("My rent is 1,200 euros a month.", "Alice's flat is 1,200 euros a month.",
+     "My rent went up to 1,500 euros a month.", "Alice's rent went up to 1,500 euros a month.",
+     "Identity", "Event", True),
+    ("I work 40 hours a week.", "Alice works 40 hours a week.",
+     "Now I only work 30 hours a week.", "Alice cut her working week to 30 hours.", "Identity", "Identity", True),
+    # siblings that must stay: another quantity in the same units, and two occurrences
+    ("My rent is 1,200 euros a month.", "Alice's rent is 1,200 euros a month.",
+     "I earn 3,000 euros a month.", "Alice earns 3,000 euros a month.", "Identity", "Identity", False),
+    ("I work 40 hours a week.", "Alice works 40 hours a week.",
+     "I sleep 8 hours a day.", "Alice sleeps 8 hours a day.", "Identity", "Identity", False),
+    ("I ran 10 km on Monday.", "Alice ran 10 km.", "I ran 15 km on Saturday.", "Alice ran 15 km.",
+     "Event", "Event", False),
+])
+def test_a_changed_amount_supersedes_across_fact_types_with_the_real_embedder(
+        first, said_first, later, said_later, old_type, new_type, superseded):
+    """The quantity rule (facts.core.changed_quantity) against MiniLM's real similarities: the facts'
+    source messages state an amount in a shared unit and make the same claim once the values are
+    masked, whatever the facts' wording and types."""
+    from datetime import datetime
+
+    from memsif.records import Message
+    from tests.fakes import FakeLLM, grounded_extraction
+
+    extract = grounded_extraction({first: {"subject": "Alice", "type": old_type, "statement": said_first},
+                                   later: {"subject": "Alice", "type": new_type, "statement": said_later}})
+    llm = FakeLLM({"core_extract": extract, "segment_judge": 0.5, "trajectory_judge": 0.5})
+    engine = MemSIF(MemSIFConfig.from_env(), llm=llm, store=MemoryStore(in_memory=True))
+    engine.ingest([Message(id="D1:1", namespace="q", speaker="Alice", text=first, time=datetime(2024, 3, 3),
+                           session_id="s1")], namespace="q")
+    report = engine.ingest([Message(id="D2:1", namespace="q", speaker="Alice", text=later,
+                                    time=datetime(2024, 9, 10), session_id="s2")], namespace="q")
+    log = [(o.op.value, o.reason) for o in engine.fact_log("q")]
+    if superseded:
+        assert report.fact_ops == {"SUPERSEDE": 1}, log
+        [op] = engine.fact_log("q", op="supersede")
+        assert op.rule == "rule" and "the amount in" in op.reason and "D1:1 and D2:1" in op.reason
+        [current] = engine.facts("q")
+        assert current.source_message_ids == ["D2:1"]
+    else:
+        assert "SUPERSEDE" not in report.fact_ops and len(engine.facts("q")) == 2, log
+    engine.close()
+
+
 def test_extraction_prompts_give_valid_json_per_prompt(built):
     """The default model and back-end (llama.cpp's grammar for the 1.5B; transformers' left-padded
     batch with the JSON schema mask elsewhere): every reply of the real extraction prompt finishes

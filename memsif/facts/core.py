@@ -46,6 +46,12 @@ DUPLICATE_COSINE = 0.97
 #: their values differ only the value changed (MiniLM: "rent is # euros a month" / "rent went up to #
 #: euros a month" 0.92; unrelated claims of one person score below 0.8).
 SAME_CLAIM_COSINE = 0.9
+#: At or above this cosine of two value-masked source messages that state an amount in a shared unit,
+#: they state the same quantity, whatever fact type the model gave each fact (MiniLM: "My rent is #
+#: euros a month" / "My rent went up to # euros a month" 0.81, "I work # hours a week" / "Now I only
+#: work # hours a week" 0.81; "I earn # euros a month" 0.52, "The gym costs me # euros a month" 0.35,
+#: "I sleep # hours a day" 0.59 against the first of each).
+SAME_QUANTITY_COSINE = 0.75
 #: Fact types that hold occurrences (the schema's "time-anchored occurrences"): the same claim with
 #: other values is another occurrence ("ran a race on 20 May" / "on 15 June"), added, never superseded.
 OCCURRENCE_TYPES = ("event",)
@@ -185,11 +191,13 @@ class CoreFactBuilder:
 
     def __init__(self, llm: LLM, embedder: Embedder, schema: Sequence[FactType],
                  now: Callable[[], datetime] = lambda: datetime.now(UTC).replace(tzinfo=None),
-                 ask_operation: bool = True) -> None:
+                 ask_operation: bool = True, messages: Mapping[str, Message] | None = None) -> None:
         """``ask_operation``: whether the LLM chooses the operation when no rule decides
-        (``operation_trusted``); otherwise such a candidate is added by rule."""
+        (``operation_trusted``); otherwise such a candidate is added by rule. ``messages``: the
+        namespace's messages by id, for the rule that compares stated quantities by their sources."""
         self.llm = llm
         self.ask_operation = ask_operation
+        self.messages = messages or {}
         self.embedder = embedder
         self.schema = tuple(schema)
         self.response_model = core_extract.response_schema(self.schema)
@@ -301,6 +309,44 @@ class CoreFactBuilder:
         scored.sort(key=lambda s: (not s[2], -s[1]))
         return [(f, cos) for f, cos, _ in scored[:MAX_KNOWN]]
 
+    def changed_quantity(self, state: FactState, cand: Candidate) -> tuple[CoreFact, str, dict[str, float]] | None:
+        """A current fact of the same subject, of any type, whose stated amount ``cand`` changes: a
+        source message of each states an amount in a shared unit, the numbers differ, each statement
+        carries its message's number, the value-masked messages make the same claim (cosine ≥
+        ``SAME_QUANTITY_COSINE``) and ``cand`` is newer. The model's fact types are not compared ("rent
+        1,200" as an Identity, "rent went up to 1,500" as an Event); two occurrences (both Events) are
+        left to the occurrence rule. Returns (old fact, reason, scores) or None."""
+        when = cand.fact.event_time
+        new_said = values(cand.fact.statement)
+        new = [(m, v) for m in cand.cited if (v := values(m.text)).units and v.numbers & new_said.numbers]
+        if not new or when is None:
+            return None
+        subject = normalise_subject(cand.fact.subject)
+        occurrence = cand.fact.type.lower() in OCCURRENCE_TYPES
+        for fact in state.current():
+            if (normalise_subject(fact.subject) != subject or fact.event_time is None or fact.event_time >= when
+                    or (occurrence and fact.type.lower() in OCCURRENCE_TYPES)):
+                continue
+            old_said = values(fact.statement)
+            for mid in fact.source_message_ids:
+                if (old_message := self.messages.get(mid)) is None:
+                    continue
+                old_values = values(old_message.text)
+                if not old_values.units or not old_values.numbers & old_said.numbers:
+                    continue
+                for message, new_values in new:
+                    units = old_values.units & new_values.units
+                    if not units or old_values.numbers == new_values.numbers:
+                        continue
+                    a, b = self.embedder.embed_documents([mask(old_message.text), mask(message.text)])
+                    cos = cosine(a, b)
+                    if cos >= SAME_QUANTITY_COSINE:
+                        reason = (f"the amount in {', '.join(sorted(units))} changed ({old_values.describe()} → "
+                                  f"{new_values.describe()}): {old_message.id} and {message.id} state the same "
+                                  f"quantity (value-masked cos {cos:.2f} ≥ {SAME_QUANTITY_COSINE}), newer evidence")
+                        return fact, reason, {f"quantity_cos:{fact.id}": round(cos, 4)}
+        return None
+
     def ground(self, cand: Candidate) -> grounding.Grounding:
         """The grounding gate's verdict on a candidate (no model involved)."""
         return grounding.check(cand.fact.subject, cand.fact.statement, cand.cited, cand.speakers, cand.vector,
@@ -322,6 +368,9 @@ class CoreFactBuilder:
         gate_scores = {f"grounding:{k}": v for k, v in verdict.scores.items()} if verdict else {}
         if verdict is not None:
             cand.fact.subject = verdict.subject
+        if changed_quantity := self.changed_quantity(state, cand):
+            old, reason, scores = changed_quantity
+            return self._apply(state, cand, FactOp.SUPERSEDE, old, "rule", reason, scores | gate_scores)
         known = self.known_for(state, cand)
         sims = {f.id: round(cos, 4) for f, cos in known}
         if not known:
