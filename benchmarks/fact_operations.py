@@ -62,7 +62,8 @@ def main() -> None:
         for pair in pairs:
             asked = CoreFactBuilder(llm, embedder, parse_schema(""), ask_operation=True)
             rules = CoreFactBuilder(llm, embedder, parse_schema(""), ask_operation=False)
-            (model_op, model_rule), (rule_op, _) = consolidate(asked, embedder, pair), consolidate(rules, embedder, pair)
+            model_op, model_rule = consolidate(asked, embedder, pair)
+            rule_op, _ = consolidate(rules, embedder, pair)
             rows.append({"label": pair["op"], "model": model_op, "model_asked": model_rule == "llm",
                          "rules": rule_op, "new": pair["new"], "known": pair["known"]})
         asked_rows = [r for r in rows if r["model_asked"]]
