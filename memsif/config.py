@@ -155,6 +155,9 @@ class MemSIFConfig:
     #: (transformers_backend.measured_cpu_dtype); the checkpoint's dtype on GPUs; or "float32" /
     #: "bfloat16" / "float16".
     llm_dtype: str = "auto"
+    #: CPU threads of the LLM; 0 = every core this process may use. With other jobs on the same cores
+    #: fewer can be faster: under an evaluation beside the test suite, llama.cpp's 2 threads decoded at
+    #: 0.33 s a token and 1 thread at 0.10 (idle: 0.036 and 0.051; benchmarks/llamacpp_settings.py).
     llm_threads: int = 0
     embedder_model: str = PACKAGED_EMBEDDER
     use_spacy: bool = True
