@@ -250,3 +250,22 @@ def test_a_neighbour_cited_in_place_of_the_message_that_says_it_is_repaired_and_
     assert repair_sources(race, batch, [1], "Melanie", speakers) == ([1], [])  # already right: untouched
     # Caroline's message says it about Caroline: no message says it about Melanie, nothing is repaired
     assert repair_sources("Melanie is researching adoption agencies.", batch, [3], "Melanie", speakers) == ([3], [])
+
+
+def test_another_speaker_named_in_the_statement_must_be_named_in_its_support():
+    """Caroline's "You both looked so great on your wedding day!" is about Melanie and her husband:
+    a statement that puts Caroline in it has no support for her (the 1.5B wrote it for conv-26)."""
+    m = Message(id="D3:17", namespace="n", speaker="Caroline", time=datetime(2023, 6, 9), session_id="s3",
+                text="Congrats, Melanie! You both looked so great on your wedding day! Wishing you many happy years!")
+    bad = check("Melanie", "Melanie and Caroline both looked so great on their wedding day.", [m],
+                          ["Caroline", "Melanie"])
+    assert not bad.passed and "names Caroline, whom its supporting sentences do not name" in bad.reason
+    good = check("Melanie", "Melanie looked great on her wedding day.", [m], ["Caroline", "Melanie"])
+    assert good.passed, good.reason
+    named = Message(id="D3:18", namespace="n", speaker="Melanie", time=datetime(2023, 6, 9), session_id="s3",
+                    text="Caroline came to my wedding and we danced all night.")
+    assert check("Melanie", "Caroline came to Melanie's wedding.", [named], ["Caroline", "Melanie"]).passed
+    car = Message(id="D4:1", namespace="n", speaker="Melanie", time=datetime(2023, 7, 1), session_id="s4",
+                  text="I finally bought a new car last week!")
+    assert check("Melanie", "Melanie bought a new car.", [car], ["Caroline", "Melanie"]).passed, \
+        "a nickname of another speaker ('Car') is not a mention in the statement"

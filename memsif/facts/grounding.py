@@ -10,6 +10,9 @@ A candidate fact is written only when all of these hold; each is a check a reade
   nickname in the messages ("Mel" for "Melanie") resolves to the speaker;
 - **states something**: at least one content word besides the subject's name; not a question; not
   addressed to someone ("you"); not a bare date or greeting;
+- **other speakers**: a speaker of the batch other than the subject whom the statement names is named
+  in the supporting sentences ("Melanie and Caroline both looked great on their wedding day" from
+  Caroline's "You both looked great on your wedding day" is rejected);
 - **supported**: the cited messages say it. *Support* is the cited messages' sentences that are not
   questions, with their session date and resolved relative dates; for a speaker subject, only the
   sentences about that speaker (:func:`support_text`; another speaker's words are not the subject's).
@@ -231,6 +234,12 @@ def check(subject: str, statement: str, cited: Sequence[Message], speakers: Sequ
     if statement_vector is not None and cited_vectors is not None and len(cited_vectors):
         own = [k for k, m in enumerate(cited) if m in support_msgs] or list(range(len(cited)))
         cos = float(np.max(cosines(cited_vectors[own], statement_vector)))
+    statement_low = _norm(statement)  # full or first names only: a nickname ("Car") is also a word
+    others = [sp for sp in speakers if sp != stored_subject
+              and any(n and re.search(rf"\b{re.escape(n)}\b", statement_low) for n in _names(sp)[:2])]
+    unnamed = [sp for sp in others if not _mentions(support, sp)]
+    if unnamed:
+        reasons.append(f"names {', '.join(unnamed)}, whom its supporting sentences do not name")
     if speaker is not None and not support_msgs:
         reasons.append(f"none of {', '.join(m.id for m in cited)} is by or about {speaker}")
     elif content and overlap < MIN_OVERLAP:
