@@ -9,7 +9,8 @@ logged. Before anything is written, a candidate must pass the grounding gate
 Deterministic shortcuts are logged as ``rule``: nothing comparable → Add; a near-identical statement
 asserting the same values (:mod:`memsif.facts.values`) → Merge; the same claim with a changed value
 (number, date, time, amount, polarity) and newer evidence → Supersede (for an Event: Add, another
-occurrence). A value change is never
+occurrence); a changed amount that the facts' source messages state as the same quantity, whatever
+the fact types (``CoreFactBuilder.changed_quantity``) → Supersede. A value change is never
 merged by rule, and Merge is not offered to the model for it. Otherwise the LLM picks
 Add / Update / Merge / Supersede as a scored one-letter choice (no free generation), if it is trusted
 with that choice (``operation_trusted``); an untrusted model's candidate is added.
