@@ -31,7 +31,7 @@ from memsif.errors import LLMError, LLMOutputError
 from memsif.facts import grounding
 from memsif.facts.active import normalise_subject
 from memsif.facts.schema import FactType
-from memsif.facts.values import mask, values
+from memsif.facts.values import Values, mask, values
 from memsif.llm import LLM, Generation, generate_many
 from memsif.llm.structured import parse_json_reply, salvage_items
 from memsif.matching import cosine, cosines
@@ -199,6 +199,7 @@ class CoreFactBuilder:
         self.llm = llm
         self.ask_operation = ask_operation
         self.messages = messages or {}
+        self._message_values: dict[str, Values] = {}  # the quantity rule reads old messages again and again
         self.embedder = embedder
         self.schema = tuple(schema)
         self.response_model = core_extract.response_schema(self.schema)
@@ -332,7 +333,9 @@ class CoreFactBuilder:
             for mid in fact.source_message_ids:
                 if (old_message := self.messages.get(mid)) is None:
                     continue
-                old_values = values(old_message.text)
+                if mid not in self._message_values:
+                    self._message_values[mid] = values(old_message.text)
+                old_values = self._message_values[mid]
                 if not old_values.units or not old_values.numbers & old_said.numbers:
                     continue
                 for message, new_values in new:
