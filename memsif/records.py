@@ -6,7 +6,7 @@ Topical Segments are ``S1, S2, …`` and Event Trajectories ``E1, E2, …`` in c
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -45,7 +45,9 @@ Vectors = Annotated[list[Any], BeforeValidator(_to_vectors),
 class Message(_Record):
     """One message u_t of the interaction history H (§3.2).
 
-    ``time`` is the event time: the session's date, never the moment of ingestion.
+    ``time`` is the event time: the session's date, never the moment of ingestion. One rule for
+    every entry path: a zone-aware time is converted to UTC and stored naive; a naive time is kept as
+    written (the source's own clock). A source that mixes both is read without error.
     """
 
     id: str = Field(description="Source id, unique within the namespace, e.g. 'D3:7'.")
@@ -56,9 +58,12 @@ class Message(_Record):
     session_id: str = ""
     index: int = Field(0, description="0-based position in the namespace's chronological order.")
 
-    @property
-    def source_id(self) -> str:
-        return self.id
+    @field_validator("time", mode="after")
+    @classmethod
+    def _naive_utc(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is not None:
+            return value.astimezone(UTC).replace(tzinfo=None)
+        return value
 
 
 class Sentence(_Record):

@@ -100,3 +100,30 @@ def test_blank_messages_among_others_are_skipped_with_a_warning(engine_factory):
     report = engine.ingest(_msgs(["I planted tomatoes.", " \t ", "The seedlings grow."]))
     assert [m.text for m in engine.messages("t")] == ["I planted tomatoes.", "The seedlings grow."]
     assert report.messages == 2 and report.warnings == ["message D1:2 holds only whitespace: skipped"]
+
+
+# ---------------------------------------------------------------- class: mixed time zones in one source
+def test_mixed_aware_and_naive_times_follow_one_rule_on_every_entry_path(engine_factory, tmp_path):
+    """Aware times become UTC and are stored naive; naive times stay as written (``Message``)."""
+    from datetime import timedelta, timezone
+
+    paris = timezone(timedelta(hours=2))
+    times = [datetime(2024, 3, 3, 10, 0), datetime(2024, 3, 3, 12, 30, tzinfo=paris),
+             datetime(2024, 3, 3, 11, 0, tzinfo=timezone.utc), datetime(2024, 3, 4, 9, 0)]
+    texts = ["I planted tomatoes.", "The seedlings came up.", "I watered them.", "Slugs ate the lettuce."]
+    messages = [Message(id=f"D1:{i + 1}", namespace="t", speaker="Ana", text=t, time=w, session_id="s1")
+                for i, (t, w) in enumerate(zip(texts, times, strict=True))]
+    engine = engine_factory(llm=_llm())
+    engine.ingest(messages)  # the Python API: no TypeError comparing aware and naive
+    stored = [m.time for m in engine.messages("t")]
+    assert stored == [datetime(2024, 3, 3, 10, 0), datetime(2024, 3, 3, 10, 30), datetime(2024, 3, 3, 11, 0),
+                      datetime(2024, 3, 4, 9, 0)]
+    assert all(w.tzinfo is None for w in stored)
+    # a file that mixes them: JSONL with a zone offset, a Z suffix and a naive time
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(json.dumps({"speaker": "Ana", "text": t, "time": w}) for t, w in zip(
+        texts[:3], ["2024-03-03T10:00:00", "2024-03-03T12:30:00+02:00", "2024-03-03T11:00:00Z"], strict=True)))
+    (loaded,) = load_transcripts(path)
+    assert [m.time for m in loaded.messages] == stored[:3]
+    engine.ingest(loaded.messages, namespace="file")
+    assert engine.ask("What did Ana plant?", "file", question_date="2024-03-05T08:00:00+01:00").answer
