@@ -53,9 +53,9 @@ def _progress_bar(desc: str):
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from memsif.io import load_transcripts
+    from memsif.io import as_memories, load_transcripts
 
-    transcripts = load_transcripts(args.path, sample=args.sample, format=args.format)
+    transcripts = as_memories(load_transcripts(args.path, sample=args.sample, format=args.format))
     for tr in transcripts:
         for warning in tr.warnings:
             print(f"warning: {tr.sample_id}: {warning}", file=sys.stderr)
@@ -63,9 +63,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     load_s = engine.load_models()
     reports = []
     for tr in transcripts:
-        report = engine.ingest(tr.messages, namespace=args.namespace or tr.sample_id,
-                               progress=None if args.no_progress else _progress_bar(tr.sample_id),
-                               core_facts=False if args.no_facts else None)
+        report = engine.ingest_transcript(tr, namespace=args.namespace or tr.sample_id,
+                                          progress=None if args.no_progress else _progress_bar(tr.sample_id),
+                                          core_facts=False if args.no_facts else None, replace=args.replace)
+        for note in report.warnings:
+            print(f"note: {report.namespace}: {note}", file=sys.stderr)
         reports.append(report.to_dict())
         if not args.json:
             judged = report.judge_calls_segment / max(report.messages, 1)
@@ -282,8 +284,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "(conversations.json), an OpenAI message list, JSONL, or plain text")
     p.add_argument("--format", default="auto", choices=["auto", *TRANSCRIPT_FORMATS],
                    help="read the file as this format (default: detected from the content)")
-    p.add_argument("--sample", help="only this sample id (default: every sample in the file)")
-    p.add_argument("--namespace", help="store under this namespace (default: the sample id)")
+    p.add_argument("--sample", help="only this sample id (default: every sample in the file; the conversations "
+                   "of a ChatGPT or Claude export are one history)")
+    p.add_argument("--namespace", help="store under this namespace (default: the sample id; an export's file name)")
+    p.add_argument("--replace", action="store_true", help="the file is a corrected version of what the memory "
+                   "holds: stored messages take its version and the memory is rebuilt")
     p.add_argument("--data-dir", help="memory folder (default: $MEMSIF_DATA_DIR or ~/.local/share/memsif)")
     p.add_argument("--json", action="store_true", help="last stdout line is one JSON summary")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")

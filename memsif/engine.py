@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -11,8 +12,10 @@ from typing import Any, Literal
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
-from memsif.errors import MemSIFError, NotFoundError
+from memsif.errors import MemSIFError, NotFoundError, SourceConflict
 from memsif.ingest import IngestPipeline, IngestReport, ProgressFn
+from memsif.io.placement import place
+from memsif.io.transcripts import Transcript
 from memsif.llm import LLM
 from memsif.locks import interactive
 from memsif.matching import SemanticMapping
@@ -29,6 +32,8 @@ from memsif.records import (
 from memsif.store import MemoryStore
 
 __all__ = ["IngestReport", "MemSIF", "ProgressFn"]
+
+log = logging.getLogger(__name__)
 
 
 class MemSIF:
@@ -154,12 +159,14 @@ class MemSIF:
         The steps are ``memsif.ingest.IngestPipeline``'s.
 
         Idempotent by source id: messages already stored in the namespace are skipped; a message
-        whose id is stored with a different text is refused (another transcript with the same ids).
+        whose id is stored with another text, speaker or time is refused (``SourceConflict``: another
+        transcript with the same ids, or a corrected one — ``ingest_transcript(replace=True)``).
         Every boundary and trajectory decision is stored with its φ terms and judge probability.
 
         Raises:
             MemSIFError: empty namespace, messages from several namespaces without ``namespace``,
-                only blank messages, or stored ids with different text; nothing is written. Blank
+                or only blank messages; nothing is written.
+            SourceConflict: stored ids with other content; nothing is written. Blank
                 messages among others are skipped with a warning in the report.
             StoreError, EmbedderError, LLMError: a back-end failed (nothing partial is written
                 for this call's messages before the store write at the end).
@@ -170,6 +177,50 @@ class MemSIF:
         with self._namespace_lock(ns):
             return IngestPipeline(self, ns).run(messages, progress,
                                                 self.config.core_facts if core_facts is None else core_facts)
+
+    def ingest_transcript(self, transcript: Transcript, namespace: str | None = None,
+                          progress: ProgressFn | None = None, core_facts: bool | None = None,
+                          replace: bool = False) -> IngestReport:
+        """Add one loaded transcript to ``namespace`` (default: its sample id): appended after what
+        the memory holds, with the placement rules of ``memsif.io.placement`` — stored messages are
+        skipped, a session that restarts the loader's numbering (a second plain-text or MCP session)
+        is numbered after the stored ones.
+
+        With ``replace``, messages the memory holds in another version (same id, another text, speaker
+        or time) take the transcript's version and the namespace's memory is rebuilt from the
+        corrected history: segments, trajectories and (when it had them, or with ``core_facts``)
+        CoreFacts are derived again; ActiveFacts and the query log start again. The report's
+        warnings say what changed.
+
+        Raises:
+            SourceConflict: without ``replace``, the transcript disagrees with stored messages; its
+                ``differences`` list each; nothing is written.
+            MemSIFError, StoreError, EmbedderError, LLMError: as ``ingest``.
+        """
+        ns = namespace or transcript.sample_id
+        with self._namespace_lock(ns), self._namespace_lock(ns, "clusters"):
+            stored = self.messages(ns) if self.has_memory(ns) else []
+            placement = place(transcript.messages, stored, transcript.source_ids)
+            if placement.differences and not replace:
+                raise SourceConflict(ns, placement.differences)
+            if not placement.differences:
+                report = self.ingest(placement.messages, ns, progress, core_facts)
+                report.warnings[:0] = placement.notes
+                return report
+            given = {m.id: m for m in placement.messages}
+            known = {m.id for m in stored}
+            history = [given.get(m.id, m) for m in stored] + [m for m in placement.messages if m.id not in known]
+            had_facts = self.store.count("fact_op", ns) > 0
+            self.store.delete_namespace(ns)
+            report = self.ingest(history, ns, progress, core_facts or (core_facts is None and had_facts))
+            changed = sorted({d.message_id for d in placement.differences})
+            report.warnings[:0] = [*placement.notes, (
+                f"replaced {len(changed)} stored message(s) with this source's version "
+                f"({'; '.join(d.describe() for d in placement.differences[:3])}"
+                f"{' …' if len(placement.differences) > 3 else ''}); the memory was rebuilt from the corrected "
+                "history (ActiveFacts and the query log start again)")]
+            log.warning("namespace %s: %s", ns, report.warnings[len(placement.notes)])
+            return report
 
     def build_core_facts(self, namespace: str, progress: ProgressFn | None = None) -> IngestReport:
         """CoreFacts (§3.3) over every stored message of ``namespace`` that no extraction has read yet

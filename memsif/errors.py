@@ -51,3 +51,21 @@ class StoreError(MemSIFError):
 
 class NotFoundError(MemSIFError):
     """A namespace, record or file that was asked for does not exist."""
+
+
+class SourceConflict(MemSIFError):
+    """A transcript disagrees with the memory about messages it already holds (same id, another text,
+    speaker or time). ``differences`` lists each (``memsif.io.placement.Difference``); nothing was
+    written."""
+
+    def __init__(self, namespace: str, differences: list) -> None:
+        shown = "; ".join(d.describe() for d in differences[:5])
+        more = f" and {len(differences) - 5} more" if len(differences) > 5 else ""
+        ids = sorted({d.message_id for d in differences})
+        super().__init__(
+            f"Namespace {namespace!r} already holds {len(ids)} of these messages with other content: {shown}{more}. "
+            "Nothing was written. If the file is a corrected version of what is stored, replace the stored "
+            "version (CLI --replace, the page's 'Replace this source', MCP replace=true); if it is another "
+            "conversation, ingest it into another namespace.")
+        self.namespace = namespace
+        self.differences = differences

@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memsif.errors import MemSIFError
+from memsif.errors import MemSIFError, SourceConflict
 from memsif.interaction.restore import Repair, mean_vector, messages_state, plan_repair, restore
 from memsif.interaction.segments import SegmentBuilder
 from memsif.interaction.sentences import build_sentences
 from memsif.interaction.state import InteractionState
 from memsif.interaction.trajectories import TrajectoryBuilder
+from memsif.io.placement import differences
 from memsif.locks import job
 from memsif.records import Decision, Message, record_number
 from memsif.store import StoredMessage
@@ -170,7 +171,8 @@ class IngestPipeline:
         numbered after the stored ones.
 
         Raises:
-            MemSIFError: only blank messages, or stored ids with different text; nothing is written.
+            MemSIFError: only blank messages; nothing is written.
+            SourceConflict: stored ids with another text, speaker or time; nothing is written.
         """
         ns = self.namespace
         with_text = [m for m in messages if m.text.strip()]
@@ -178,12 +180,9 @@ class IngestPipeline:
             raise MemSIFError(f"The {len(messages)} message(s) given hold only whitespace: nothing to ingest "
                               f"into {ns!r}, and nothing was written.")
         blank = [m.id for m in messages if not m.text.strip()]
-        conflicts = [m.id for m in with_text if m.id in state.messages and state.messages[m.id].text != m.text]
+        conflicts = [d for m in with_text if m.id in state.messages for d in differences(state.messages[m.id], m)]
         if conflicts:
-            raise MemSIFError(
-                f"Namespace {ns!r} already holds messages {', '.join(conflicts[:5])}"
-                f"{' …' if len(conflicts) > 5 else ''} with different text: this looks like another "
-                "transcript. Ingest it into another namespace, or delete this one first; nothing was written.")
+            raise SourceConflict(ns, conflicts)
         fresh: list[Message] = []
         seen = set(state.messages)
         for m in with_text:

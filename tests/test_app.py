@@ -184,8 +184,20 @@ def test_a_chatgpt_export_builds_and_its_warnings_show(app_url):
     client = gradio_client.Client(app_url, verbose=False)
     export = Path(__file__).parent / "data" / "formats" / "chatgpt-conversations.json"
     summary, _, _ = client.predict(gradio_client.handle_file(str(export)), None, api_name="/build")
-    assert "3 messages" in summary and "conv-trip" in summary
-    assert "⚠️ 1 system or tool message(s) of the branch were left out" in summary
+    assert "3 messages" in summary and "1 conversation: Trip planning" in summary
+    assert "1 system or tool message(s) of the branch were left out" in summary
+
+
+def test_an_export_of_three_conversations_is_listed_by_title_and_built_into_one_memory(app_url):
+    client = gradio_client.Client(app_url, verbose=False)
+    export = Path(__file__).parent / "data" / "formats" / "chatgpt-three-conversations.json"
+    box, _ = client.predict(gradio_client.handle_file(str(export)), api_name="/samples")
+    labels = [label for label, _ in box["choices"]]
+    assert box["value"] == "all conversations" and labels[0].startswith("All conversations (3")
+    assert labels[1:] == ["Garden plans · 1 January 2024 · 2 messages", "Moving to Lyon · 3 March 2024 · 3 messages",
+                          "Rent went up · 1 May 2024 · 3 messages"]
+    summary, _, _ = client.predict(gradio_client.handle_file(str(export)), "all conversations", api_name="/build")
+    assert "8 messages" in summary and "3 conversations: Garden plans, Moving to Lyon, Rent went up" in summary
 
 
 def test_a_bad_upload_gets_one_message_in_the_page_and_the_memory_stays(app_url, tmp_path):

@@ -2,7 +2,7 @@
 right-to-left text and control characters, instruction-looking transcript text."""
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pytest
 
@@ -109,7 +109,7 @@ def test_mixed_aware_and_naive_times_follow_one_rule_on_every_entry_path(engine_
 
     paris = timezone(timedelta(hours=2))
     times = [datetime(2024, 3, 3, 10, 0), datetime(2024, 3, 3, 12, 30, tzinfo=paris),
-             datetime(2024, 3, 3, 11, 0, tzinfo=timezone.utc), datetime(2024, 3, 4, 9, 0)]
+             datetime(2024, 3, 3, 11, 0, tzinfo=UTC), datetime(2024, 3, 4, 9, 0)]
     texts = ["I planted tomatoes.", "The seedlings came up.", "I watered them.", "Slugs ate the lettuce."]
     messages = [Message(id=f"D1:{i + 1}", namespace="t", speaker="Ana", text=t, time=w, session_id="s1")
                 for i, (t, w) in enumerate(zip(texts, times, strict=True))]

@@ -86,6 +86,39 @@ def test_an_agent_ingests_asks_and_reads_facts_in_its_own_namespace(mcp_url):
     assert facts["core_facts"][0]["source_message_ids"] == ["D1:3"]
 
 
+SECOND_SESSION = """## 10 March 2024
+Alice: My landlord raised the rent to 1,500 euros.
+Bob: Ouch.
+"""
+
+
+def test_an_agents_second_session_appends_and_a_corrected_one_is_refused_with_the_difference(mcp_url):
+    ns = "alice-sessions"
+    assert json.loads(_call(mcp_url, "memory_ingest", {"namespace": ns, "transcript": TRANSCRIPT})[1])[
+        "messages_added"] == 3
+    failed, text = _call(mcp_url, "memory_ingest", {"namespace": ns, "transcript": SECOND_SESSION})
+    assert not failed, text
+    report = json.loads(text)
+    assert report["messages_added"] == 2 and report["messages_in_memory"] == 5
+    assert any("stored as D2:1…D2:2" in w for w in report["warnings"]), report["warnings"]
+    failed, text = _call(mcp_url, "memory_ingest", {"namespace": ns, "transcript": SECOND_SESSION})
+    assert not failed and json.loads(text)["messages_added"] == 0, "a retried call adds nothing"
+    corrected = TRANSCRIPT.replace("3 March 2024", "4 March 2024")
+    failed, text = _call(mcp_url, "memory_ingest", {"namespace": ns, "transcript": corrected})
+    assert failed and "D1:1 time" in text and "replace=true" in text, text
+    failed, text = _call(mcp_url, "memory_ingest", {"namespace": ns, "transcript": corrected, "replace": True})
+    assert not failed, text
+    assert json.loads(text)["messages_in_memory"] == 5
+
+
+def test_an_export_of_three_conversations_becomes_one_memory_over_mcp(mcp_url):
+    from tests.test_placement import EXPORT
+
+    failed, text = _call(mcp_url, "memory_ingest", {"namespace": "export", "transcript": EXPORT.read_text()})
+    assert not failed, text
+    assert json.loads(text)["messages_in_memory"] == 8
+
+
 @pytest.mark.parametrize(("tool", "args", "said"), [
     ("memory_ask", {"namespace": "nobody", "question": "Anything?"}, "holds no memory yet: call memory_ingest first"),
     ("memory_ask", {"namespace": "ui-0123456789ab", "question": "Anything?"}, "belongs to a browser session"),

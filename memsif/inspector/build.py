@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.errors import MemSIFError
+from memsif.errors import MemSIFError, SourceConflict
 from memsif.inspector.common import (
     JobProgress,
     delete_memory,
@@ -23,8 +24,10 @@ from memsif.inspector.common import (
     new_session,
     session_engine,
 )
-from memsif.io import load_transcripts
+from memsif.io import as_memories, load_transcripts
+from memsif.io.transcripts import HISTORY_FORMATS
 from memsif.records import BoundaryRule, SegmentDecision
+from memsif.timeparse import day_text
 from memsif.viz import SEGMENT_COLUMNS, phi_timeline, segment_rows
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "assets" / "locomo-conv-26.json"
@@ -72,16 +75,35 @@ def checked_path(file) -> str:
     return path
 
 
+#: The Sample choice that builds every conversation of an export into one memory (the default).
+ALL_CONVERSATIONS = "all conversations"
+
+
+def sample_choices(transcripts: list) -> tuple[list[tuple[str, str]], str | None]:
+    """(label, value) choices of the Sample box and the default: an export's conversations by title
+    and date after "All conversations", the default; a LoCoMo or LongMemEval file's sample ids, the
+    first the default."""
+    exports = [t for t in transcripts if t.format in HISTORY_FORMATS]
+    if len(exports) > 1:
+        listed = sorted(exports, key=lambda t: (t.first_time is None, t.first_time or datetime.min))
+        choices = [(f"All conversations ({len(exports)}, one history)", ALL_CONVERSATIONS)] + [
+            (f"{t.title} · {day_text(t.first_time)} · {len(t.messages)} messages", t.sample_id) for t in listed]
+        return choices, ALL_CONVERSATIONS
+    ids = [t.sample_id for t in transcripts]
+    return [(i, i) for i in ids], ids[0] if ids else None
+
+
 def list_samples(file):
-    """Sample ids in an uploaded transcript file (LoCoMo and LongMemEval files hold several), and the
-    page's one message when the file cannot be read. Returns (sample dropdown, build summary)."""
+    """The Sample box for an uploaded transcript file (an export's conversations by title and date,
+    LoCoMo's and LongMemEval's sample ids), and the page's one message when the file cannot be read.
+    Returns (sample dropdown, build summary)."""
     if file is None:
         return gr.Dropdown(choices=[], value=None), gr.skip()
     try:
-        samples = [t.sample_id for t in load_upload(checked_path(file))]
+        choices, value = sample_choices(load_upload(checked_path(file)))
     except (UploadRefused, gr.Error) as exc:
         return gr.Dropdown(choices=[], value=None), str(exc)
-    return gr.Dropdown(choices=samples, value=samples[0] if samples else None), gr.skip()
+    return gr.Dropdown(choices=choices, value=value), gr.skip()
 
 
 def timeline_view(namespace: str | None, settings: dict | None = None):
@@ -108,6 +130,16 @@ def question_hint(transcripts: list) -> str:
     return f"What did {speakers.most_common(1)[0][0]} talk about?" if speakers else "Ask this memory a question"
 
 
+def _contents(transcripts: list) -> str:
+    """What was built, for the summary: sample ids, or an export's conversation titles."""
+    parts = []
+    for t in transcripts:
+        sessions = t.extra.get("sessions")
+        parts.append(f"{len(sessions)} conversation{'s' if len(sessions) != 1 else ''}: "
+                     + ", ".join(s["title"] for s in sessions) if sessions else t.sample_id)
+    return "; ".join(parts)
+
+
 def _judge_warning(eng, namespace: str) -> str:
     judged = [d.continued for d in eng.decisions(namespace, "segment")
               if isinstance(d, SegmentDecision) and d.rule == BoundaryRule.JUDGE]
@@ -131,9 +163,10 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
     without a browser session get a fresh namespace.
     Yields (namespace, source, summary, timeline figure, segment rows)."""
     namespace = namespace or new_session()
+    sample = None if sample == ALL_CONVERSATIONS else sample
     try:
         path = checked_path(file) if file is not None else str(EXAMPLE)
-        transcripts = load_upload(path, sample)
+        transcripts = as_memories(load_upload(path, sample))
     except (UploadRefused, gr.Error) as exc:  # one message in the page; the views and memory stay
         yield namespace, previous, str(exc), gr.skip(), gr.skip()
         return
@@ -149,7 +182,13 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
     total = sum(len(t.messages) for t in transcripts)
 
     def work(report):
-        return [eng.ingest(t.messages, namespace=namespace, core_facts=False, progress=report) for t in transcripts]
+        reports = []
+        for t in transcripts:
+            try:
+                reports.append(eng.ingest_transcript(t, namespace, report, core_facts=False))
+            except SourceConflict:  # the same file edited: the page replaces the memory, saying what changed
+                reports.append(eng.ingest_transcript(t, namespace, report, core_facts=False, replace=True))
+        return reports
 
     def describe(state: JobProgress, seconds: float) -> str:
         if state.stage == "starting":
@@ -166,7 +205,7 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
     fig, rows = timeline_view(namespace, settings)
     summary = (f"**{report.total_messages} messages** → **{report.segments} Topical Segments**, "
                f"**{report.trajectories} Event Trajectories** from `{source['name']}` "
-               f"({', '.join(source['samples'])}){replaced}. Segment judge on "
+               f"({_contents(transcripts)}){replaced}. Segment judge on "
                f"{sum(r.judge_calls_segment for r in reports)} of {sum(r.messages for r in reports)} new messages; "
                f"trajectory judge {sum(r.judge_calls_trajectory for r in reports)} calls; "
                f"{sum(r.seconds for r in reports):.1f} s. CoreFacts are filled in next (CoreFacts tab).")
@@ -209,11 +248,13 @@ def layout() -> SimpleNamespace:
         ui.upload = gr.File(label="Transcript (LoCoMo, LongMemEval, a ChatGPT or Claude export's conversations.json, "
                             "OpenAI messages, JSONL or text; ≤ 20 MB)",
                             file_types=[".json", ".jsonl", ".txt", ".md", ".log", ".text"])
-        ui.sample = gr.Dropdown(label="Sample (files with several conversations)", choices=[],
+        ui.sample = gr.Dropdown(label="Conversation (an export's are one history by default; LoCoMo's samples)",
+                                choices=[],
                                 allow_custom_value=True)
     gr.Markdown("Without a file, **Build memory** uses the bundled LoCoMo conversation conv-26 (419 messages: "
                 "its timeline in about five minutes on 2 CPU cores with the default 1.5B model, its CoreFacts "
-                "about ten minutes more). Building another transcript replaces this session's memory.")
+                "about ten minutes more). Building another transcript replaces this session's memory; the same file "
+                "grown (an export downloaded again) adds its new messages, and an edited one replaces what changed.")
     ui.build_btn = gr.Button("Build memory", variant="primary", elem_id="build-btn")
     ui.summary = gr.Markdown(elem_id="build-summary")
     ui.timeline = gr.Plot(label="φ(u_t, S_i) per message against τ_split and τ_merge", elem_id="timeline")

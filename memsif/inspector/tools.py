@@ -17,7 +17,7 @@ from typing import Any
 import gradio as gr
 
 from memsif.inspector.common import engine, guard
-from memsif.io import load_transcripts
+from memsif.io import as_memories, load_transcripts
 from memsif.records import Evidence
 
 #: The fields of each record a tool reply carries (replies are ``model_dump(mode="json")`` of them).
@@ -49,10 +49,12 @@ def _namespace(namespace: str) -> str:
 
 @guard
 def memory_ingest(namespace: str, transcript: str, format: str = "auto", sample: str = "",
-                  core_facts: bool = False) -> str:
+                  core_facts: bool = False, replace: bool = False) -> str:
     """Add a conversation to a named memory and build its Structured Interaction Memory (Topical
-    Segments, Event Trajectories); optionally extract CoreFacts too (minutes on the small default
-    model). Ingesting the same messages again adds nothing.
+    Segments, Event Trajectories); optionally extract CoreFacts too (minutes on the default model).
+    Each call appends: a new session whose lines restart the numbering is stored after the sessions
+    the memory holds; ingesting the same messages again adds nothing. The conversations of a ChatGPT
+    or Claude export are one history.
 
     Args:
         namespace: the memory to write to (created on first use); not starting with 'ui-'.
@@ -60,8 +62,11 @@ def memory_ingest(namespace: str, transcript: str, format: str = "auto", sample:
             JSONL ({"speaker", "text", "time"} per line), or a LoCoMo / LongMemEval / ChatGPT / Claude /
             OpenAI-messages JSON document.
         format: 'auto' (detect) or one of locomo, longmemeval, chatgpt, claude, openai, jsonl, text.
-        sample: which conversation of a file that holds several (LoCoMo, LongMemEval); empty for all.
+        sample: which conversation of a file that holds several (LoCoMo, LongMemEval, an export); empty for all.
         core_facts: also extract and consolidate CoreFacts now.
+        replace: the transcript is a corrected version of messages the memory holds (same ids, another
+            text, speaker or date): they take its version and the memory is rebuilt. Without it such a
+            call is refused with the differences listed.
 
     Returns:
         JSON: namespace, messages added, messages in memory, Topical Segments, Event Trajectories, CoreFact
@@ -74,9 +79,9 @@ def memory_ingest(namespace: str, transcript: str, format: str = "auto", sample:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"transcript{suffix}"
         path.write_text(transcript, encoding="utf-8")
-        transcripts = load_transcripts(path, sample=sample or None, format=format)
+        transcripts = as_memories(load_transcripts(path, sample=sample or None, format=format))
     eng = engine()
-    reports = [eng.ingest(t.messages, namespace=ns, core_facts=core_facts) for t in transcripts]
+    reports = [eng.ingest_transcript(t, namespace=ns, core_facts=core_facts, replace=replace) for t in transcripts]
     ops: dict[str, int] = {}
     for r in reports:
         for k, v in r.fact_ops.items():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +35,14 @@ _HEADER = re.compile(r"^#{1,6}\s*(.*?)\s*$")
 
 @dataclass
 class Transcript:
-    """One conversation ready to ingest; ``messages`` carry ``namespace = sample_id``."""
+    """One conversation ready to ingest; ``messages`` carry ``namespace = sample_id``.
+
+    ``source_ids`` says whether the message ids come from the file (LoCoMo ``dia_id``, LongMemEval
+    session ids, JSONL ``id``): then the same id with other content is a conflict. Otherwise the
+    loader numbered the messages (plain text ``D1:1``, OpenAI ``M1``, JSONL ``J3``; ChatGPT and
+    Claude ``<conversation key>:1``) and a later session that restarts the numbering is appended
+    (:mod:`memsif.io.placement`).
+    """
 
     sample_id: str
     messages: list[Message]
@@ -42,6 +50,54 @@ class Transcript:
     path: str
     extra: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    source_ids: bool = True
+
+    @property
+    def title(self) -> str:
+        """The conversation's title (exports), else its sample id."""
+        return str(self.extra.get("title") or self.sample_id)
+
+    @property
+    def first_time(self) -> datetime | None:
+        return next((m.time for m in self.messages if m.time is not None), None)
+
+
+#: Formats whose files are one person's history (an export of their conversations): "all
+#: conversations" of such a file is one memory; a LoCoMo or LongMemEval file holds unrelated samples.
+HISTORY_FORMATS = ("chatgpt", "claude")
+
+
+def one_history(transcripts: Sequence[Transcript], name: str) -> Transcript:
+    """Several conversations of one person (an export, or files over time) as one history: each
+    conversation one session (its title kept in ``extra["sessions"]``), conversations in the order of
+    their first dated message (undated ones after, in file order), messages renumbered 0…n-1.
+
+    Raises:
+        TranscriptError: message ids repeat across the conversations (each must be unique; loaders
+            of exports key them by conversation).
+    """
+    if not transcripts:
+        raise TranscriptError("no conversations to join", path=name)
+    order = sorted(range(len(transcripts)), key=lambda i: (transcripts[i].first_time is None,
+                                                           transcripts[i].first_time or datetime.min, i))
+    messages: list[Message] = []
+    seen: dict[str, str] = {}
+    sessions = []
+    for i in order:
+        t = transcripts[i]
+        for m in t.messages:
+            if m.id in seen:
+                raise TranscriptError(f"message id {m.id} is used by two conversations ({seen[m.id]} and "
+                                      f"{t.sample_id}); load them into separate namespaces", path=t.path)
+            seen[m.id] = t.sample_id
+            messages.append(m.model_copy(update={"namespace": name, "index": len(messages)}))
+        sessions.append({"sample_id": t.sample_id, "title": t.title, "messages": len(t.messages),
+                         "first_time": t.first_time.isoformat() if t.first_time else None})
+    joined = Transcript(name, messages, transcripts[0].format, transcripts[0].path,
+                        {"sessions": sessions, "title": f"{len(transcripts)} conversations"},
+                        [f"{t.title}: {w}" for t in transcripts for w in t.warnings],
+                        all(t.source_ids for t in transcripts))
+    return joined
 
 
 def load_transcripts(path: str | Path, sample: str | None = None, format: str = "auto") -> list[Transcript]:
@@ -91,6 +147,17 @@ def load_transcripts(path: str | Path, sample: str | None = None, format: str = 
     if not any(t.messages for t in found):
         raise TranscriptError("the transcript holds no messages (no non-blank turns)", path=str(p), sample=sample)
     return found
+
+
+def as_memories(transcripts: Sequence[Transcript]) -> list[Transcript]:
+    """What each memory of a loaded file holds: the conversations of an export (ChatGPT, Claude) are
+    one person's history, joined by :func:`one_history` under the file's name; every sample of a
+    LoCoMo or LongMemEval file, and a single transcript, is its own."""
+    history = [t for t in transcripts if t.format in HISTORY_FORMATS]
+    if not history:
+        return list(transcripts)
+    others = [t for t in transcripts if t.format not in HISTORY_FORMATS]
+    return [one_history(history, Path(history[0].path).stem), *others]
 
 
 # ------------------------------------------------------------------------------------ detection
@@ -341,18 +408,30 @@ def _load_longmemeval(item: dict, path: str, i: int, sid: str) -> Transcript:
 
 
 # ----------------------------------------------------------------------------- ChatGPT export
+def _conversation_keys(ids: Sequence[str]) -> list[str]:
+    """Short, stable message-id prefixes for the conversations of an export: the first 8 letters or
+    digits of each conversation id (a UUID's first block), longer where two would share one, ``c<n>``
+    for an id without any."""
+    cleaned = [re.sub(r"[^0-9A-Za-z]", "", x) for x in ids]
+    for width in (8, 12, 16, 32, 64):
+        keys = [c[:width] or f"c{i + 1}" for i, c in enumerate(cleaned)]
+        if len(set(keys)) == len(keys):
+            return keys
+    return [f"{k}{i + 1}" for i, k in enumerate(keys)]
+
+
 def _load_chatgpt_all(data: Any, path: str, wanted: str | None) -> list[Transcript]:
-    out = []
+    convs = []
     for i, item in enumerate(_samples(data)):
         item = _require_dict(item, path, f"conversation {i}")
         conv = fm.validate(fm.ChatGPTConversation, item, path=path, position=f"conversation {i}")
-        sid = str(conv.conversation_id or conv.id or f"conversation-{i + 1}")
-        if wanted is None or sid == wanted:
-            out.append(_load_chatgpt(conv, path, sid))
-    return out
+        convs.append((str(conv.conversation_id or conv.id or f"conversation-{i + 1}"), conv))
+    keys = _conversation_keys([sid for sid, _ in convs])
+    return [_load_chatgpt(conv, path, sid, key) for (sid, conv), key in zip(convs, keys, strict=True)
+            if wanted is None or sid == wanted]
 
 
-def _load_chatgpt(conv: fm.ChatGPTConversation, path: str, sid: str) -> Transcript:
+def _load_chatgpt(conv: fm.ChatGPTConversation, path: str, sid: str, key: str) -> Transcript:
     """The current branch of the tree: from ``current_node`` (or the newest leaf) up to the root."""
     nodes = conv.mapping
     leaf = conv.current_node if conv.current_node in nodes else None
@@ -380,19 +459,21 @@ def _load_chatgpt(conv: fm.ChatGPTConversation, path: str, sid: str) -> Transcri
         if not text:
             continue
         when = _time(msg.create_time, path, sid, f"message {len(messages) + 1}") if msg.create_time else None
-        messages.append(_msg(sid, f"M{len(messages) + 1}", msg.author.role, text, when, sid, len(messages)))
+        messages.append(_msg(sid, f"{key}:{len(messages) + 1}", msg.author.role, text, when, sid, len(messages)))
     if skipped:
         warnings.append(f"{skipped} system or tool message(s) of the branch were left out")
-    return Transcript(sid, messages, "chatgpt", path, {"title": conv.title}, warnings)
+    return Transcript(sid, messages, "chatgpt", path, {"title": conv.title}, warnings, source_ids=False)
 
 
 # ------------------------------------------------------------------------------- Claude export
 def _load_claude_all(data: Any, path: str, wanted: str | None) -> list[Transcript]:
-    out = []
+    convs = []
     for i, item in enumerate(_samples(data)):
         item = _require_dict(item, path, f"conversation {i}")
         conv = fm.validate(fm.ClaudeConversation, item, path=path, position=f"conversation {i}")
-        sid = str(conv.uuid or f"conversation-{i + 1}")
+        convs.append((str(conv.uuid or f"conversation-{i + 1}"), conv))
+    out = []
+    for (sid, conv), key in zip(convs, _conversation_keys([sid for sid, _ in convs]), strict=True):
         if wanted is not None and sid != wanted:
             continue
         messages: list[Message] = []
@@ -402,8 +483,8 @@ def _load_claude_all(data: Any, path: str, wanted: str | None) -> list[Transcrip
             if not text:
                 continue
             when = _time(m.created_at, path, sid, f"chat_messages[{k}].created_at")
-            messages.append(_msg(sid, f"M{len(messages) + 1}", m.sender, text, when, sid, len(messages)))
-        out.append(Transcript(sid, messages, "claude", path, {"title": conv.name}))
+            messages.append(_msg(sid, f"{key}:{len(messages) + 1}", m.sender, text, when, sid, len(messages)))
+        out.append(Transcript(sid, messages, "claude", path, {"title": conv.name}, source_ids=False))
     return out
 
 
@@ -424,7 +505,7 @@ def _load_openai_all(data: Any, path: str, wanted: str | None) -> list[Transcrip
     warnings = ["the messages carry no dates: they are stored undated"]
     if skipped:
         warnings.append(f"{skipped} system message(s) were left out")
-    return [Transcript(sid, messages, "openai", path, {}, warnings)]
+    return [Transcript(sid, messages, "openai", path, {}, warnings, source_ids=False)]
 
 
 _LOADERS = {"locomo": lambda data, path, wanted: _each_sample(data, path, wanted, "sample_id", _load_locomo),
@@ -471,13 +552,14 @@ def _load_text(raw: str, path: str) -> Transcript:
         else:
             raise TranscriptError("expected 'Speaker: text' at the start of a line (or a '## DATE' session header) "
                                   "before any other text", path=path, position=f"line {line_no}")
-    return Transcript(sid, messages, "text", path, {}, warnings)
+    return Transcript(sid, messages, "text", path, {}, warnings, source_ids=False)
 
 
 # --------------------------------------------------------------------------------------- JSONL
 def _load_jsonl(raw: str, path: str) -> Transcript:
     sid = Path(path).stem
     messages: list[Message] = []
+    numbered = False  # a line without an id: the loader numbers it
     for line_no, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
@@ -495,6 +577,7 @@ def _load_jsonl(raw: str, path: str) -> Transcript:
             continue
         when = _time(rec.time, path, None, where)
         session = str(rec.session if rec.session is not None else (when.date().isoformat() if when else "1"))
+        numbered = numbered or rec.id is None
         messages.append(_msg(sid, str(rec.id if rec.id is not None else f"J{line_no}"), rec.speaker, text, when,
                              session, len(messages)))
-    return Transcript(sid, messages, "jsonl", path)
+    return Transcript(sid, messages, "jsonl", path, source_ids=not numbered)
