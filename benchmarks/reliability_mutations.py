@@ -154,6 +154,56 @@ MUTATIONS = [
         "            return select_operations(self.store.fact_ops(namespace), op, subject)",
         "tests/test_concurrency.py::test_a_chat_in_the_same_namespace_does_not_wait_for_its_core_facts",
     ),
+    # issue 24: a person's history as one memory
+    (
+        "mixed time zones",
+        "memsif/records.py",
+        "        if value is not None and value.tzinfo is not None:",
+        "        if False:",
+        "tests/test_bad_input.py::test_mixed_aware_and_naive_times_follow_one_rule_on_every_entry_path",
+    ),
+    (
+        "multi-conversation export: ids keyed by conversation",
+        "memsif/io/transcripts.py",
+        'f"{key}:{len(messages) + 1}", msg.author.role',
+        'f"M{len(messages) + 1}", msg.author.role',
+        "tests/test_placement.py::test_an_export_of_three_conversations_is_one_history_in_the_order_they_happened",
+    ),
+    (
+        "multi-conversation export: one memory",
+        "memsif/io/transcripts.py",
+        "    return [one_history(history, Path(history[0].path).stem), *others]",
+        "    return list(transcripts)",
+        "tests/test_placement.py::test_the_cli_builds_an_export_into_one_namespace_and_reads_it_again_without_change",
+    ),
+    (
+        "appended session restarts the numbering",
+        "memsif/io/placement.py",
+        "    renumber = _renumbered(session, taken, session_ids) if same_text * 2 < len(colliding) else None",
+        "    renumber = None",
+        "tests/test_placement.py::test_a_second_plain_text_session_that_restarts_at_d1_1_is_appended_and_a_retry_adds_nothing",
+    ),
+    (
+        "retried session matched by content",
+        "memsif/io/placement.py",
+        "        if known[:n] != content[:n]:",
+        "        if True:",
+        "tests/test_placement.py::test_a_second_plain_text_session_that_restarts_at_d1_1_is_appended_and_a_retry_adds_nothing",
+    ),
+    (
+        "corrected re-export is not silently skipped",
+        "memsif/io/placement.py",
+        '("time", _time_text(stored), _time_text(given))',
+        '("time", "", "")',
+        "tests/test_placement.py::test_the_engine_refuses_a_corrected_source_with_what_differs_then_replaces_it",
+    ),
+    (
+        "kill -9 during CoreFact extraction",
+        "memsif/ingest.py",
+        "            batches = self._finish_logged_batches(state, batches)",
+        "            pass",
+        "tests/test_crash.py::test_an_extraction_killed_after_a_batchs_log_write_resumes_without_writing_it_twice",
+    ),
 ]
 
 

@@ -26,7 +26,7 @@ from memsif.interaction.state import InteractionState
 from memsif.interaction.trajectories import TrajectoryBuilder
 from memsif.io.placement import differences
 from memsif.locks import job
-from memsif.records import Decision, Message, record_number
+from memsif.records import Decision, FactOperation, Message, record_number
 from memsif.store import StoredMessage
 
 if TYPE_CHECKING:
@@ -292,19 +292,22 @@ class IngestPipeline:
 
     def core_facts(self, state: InteractionState, progress: ProgressFn | None) -> CoreFactSummary:
         """CoreFact extraction and consolidation over every message no extraction has read yet (§3.3,
-        ``facts.core.build_core_facts``). Each batch's facts, operations and segment read-marks are
-        written as soon as the batch is done, so readers (the inspector) see CoreFacts appear, and an
-        interrupted extraction resumes after the last finished batch."""
+        ``facts.core.build_core_facts``). Each batch is written as soon as it is done, so readers (the
+        inspector) see CoreFacts appear: its operations first (each names its batch), then the facts
+        they changed, then the segments' read-marks. An extraction interrupted after the log write
+        (kill -9) finishes that batch from its logged operations instead of extracting it again, so no
+        batch's operations are written twice."""
         from memsif.facts.core import CoreFactBuilder, FactState, build_core_facts, operation_trusted, unread_batches
         from memsif.facts.schema import parse_schema
 
         store, ns, cfg = self.engine.store, self.namespace, self.config
         with job(ns, "facts"):
+            batches = unread_batches([s.record for s in state.segments], state.messages, cfg.fact_batch_messages)
+            batches = self._finish_logged_batches(state, batches)
             facts = FactState.of(store.facts(ns, with_vectors=True))
             builder = CoreFactBuilder(self.engine.llm, self.engine.embedder, parse_schema(cfg.core_schema),
                                       ask_operation=operation_trusted(cfg.fact_operation, self.engine.llm),
                                       messages=state.messages)
-            batches = unread_batches([s.record for s in state.segments], state.messages, cfg.fact_batch_messages)
             trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
             summary = CoreFactSummary()
             seq = store.count("fact_op", ns)
@@ -312,12 +315,11 @@ class IngestPipeline:
                 progress(0, len(batches), "core facts")
             for done in build_core_facts(builder, facts, ns, batches, state.segment_of, trajectory_of,
                                          state.vectors, cfg.fact_parallel):
-                store.put_facts(ns, done.changed)
+                for op in done.operations:
+                    op.batch = batch_key(done.batch)
                 seq = store.put_fact_ops(ns, done.operations, seq)
-                for sid, upto in done.batch.read_upto.items():
-                    state.segment(sid).record.facts_extracted_upto = upto
-                store.put_segments(ns, [(state.segment(sid).record, state.segment(sid).profile.mean)
-                                        for sid in sorted(done.batch.read_upto, key=record_number)])
+                store.put_facts(ns, done.changed)
+                self._mark_read(state, done.batch)
                 for op in done.operations:
                     summary.fact_ops[op.op.value] = summary.fact_ops.get(op.op.value, 0) + 1
                 summary.fact_errors += sum(1 for op in done.operations if op.error)
@@ -325,3 +327,40 @@ class IngestPipeline:
                     progress(done.index + 1, done.total, "core facts")
         summary.core_facts, summary.fact_llm_calls = len(facts.current()), builder.llm_calls
         return summary
+
+    def _mark_read(self, state: InteractionState, batch) -> None:
+        """Store the segments' read-marks of a finished batch (its last write)."""
+        for sid, upto in batch.read_upto.items():
+            state.segment(sid).record.facts_extracted_upto = upto
+        self.engine.store.put_segments(self.namespace, [(state.segment(sid).record, state.segment(sid).profile.mean)
+                                                        for sid in sorted(batch.read_upto, key=record_number)])
+
+    def _finish_logged_batches(self, state: InteractionState, batches: list) -> list:
+        """The batches still to extract: one whose operations the log already holds (an extraction
+        killed after its log write) gets the facts those operations left and its read-marks, and is
+        not extracted again. Logged as a repair."""
+        if not batches:
+            return batches
+        logged: dict[str, list[FactOperation]] = {}
+        for op in self.engine.store.fact_ops(self.namespace):
+            if op.batch:
+                logged.setdefault(op.batch, []).append(op)
+        todo = []
+        for batch in batches:
+            ops = logged.get(batch_key(batch))
+            if not ops:
+                todo.append(batch)
+                continue
+            after = {f.id: f for op in ops for f in op.after}
+            if after:
+                vectors = self.engine.embedder.embed_documents([f.statement for f in after.values()])
+                self.engine.store.put_facts(self.namespace, list(zip(after.values(), vectors, strict=True)))
+            self._mark_read(state, batch)
+            log.warning("namespace %s: finished CoreFact batch %s from its %d logged operations (an interrupted "
+                        "extraction)", self.namespace, batch_key(batch), len(ops))
+        return todo
+
+
+def batch_key(batch) -> str:
+    """A CoreFact extraction batch's name in the operation log: its first and last message ids and size."""
+    return f"{batch.messages[0].id}…{batch.messages[-1].id} ({len(batch.messages)})"

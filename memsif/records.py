@@ -237,6 +237,8 @@ class FactOperation(_Record):
     error: str | None = None
     candidate: CoreFact | None = Field(None, description="REJECT only: the candidate fact the grounding gate "
                                                          "turned away (it has no id).")
+    batch: str | None = Field(None, description="The extraction batch that wrote it ('D1:1…D1:6'): a resumed "
+                                                "extraction finishes a logged batch instead of repeating it.")
 
     @field_validator("candidate", mode="before")
     @classmethod

@@ -13,7 +13,7 @@ from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.records import Message
 from memsif.store import MemoryStore
-from tests.fakes import FakeLLM, HashEmbedder, TableEntities
+from tests.fakes import FakeLLM, HashEmbedder, TableEntities, grounded_extraction
 
 REPLAY = Path(__file__).resolve().parent / "replay" / "crash_ingest.py"
 TOPICS = ["pottery class glaze kiln", "camping lake tent fire", "adoption agency interview", "concert violin band"]
@@ -100,3 +100,50 @@ def test_kill_9_in_the_middle_of_an_ingest_then_a_restart_finishes_it(tmp_path):
     assert seqs == list(range(len(seqs)))
     assert [d.message_id for d in engine.decisions("crash", "segment")] == [m.id for m in chat()]
     engine.close()
+
+
+# --------------------------------------------- class: kill -9 during CoreFact extraction
+def _facts_engine(store, data_dir):
+    facts = grounded_extraction({"kiln": {"subject": "A", "type": "Event", "statement": "A fired pots in the kiln."},
+                                 "lake": {"subject": "B", "type": "Event", "statement": "B camped at the lake."},
+                                 "violin": {"subject": "A", "type": "Preference",
+                                            "statement": "A plays the violin in a band."}})
+    return MemSIF(MemSIFConfig(data_dir=str(data_dir), core_facts=False, sem_mapping="affine", fact_batch_messages=6,
+                               fact_operation="model"),
+                  llm=FakeLLM({"segment_judge": slow_judge, "trajectory_judge": 0.7, "core_extract": facts,
+                               "core_operation": "A"}),
+                  embedder=HashEmbedder(), entities=TableEntities(), store=store)
+
+
+def _log(engine, ns="crash"):
+    return [(op.op, op.fact_ids, [f.statement for f in op.after]) for op in engine.fact_log(ns)]
+
+
+@pytest.mark.parametrize("dies_in", ["put_facts", "put_segments"])
+def test_an_extraction_killed_after_a_batchs_log_write_resumes_without_writing_it_twice(tmp_path, dies_in):
+    messages = chat(40)
+    clean = _facts_engine(MemoryStore(in_memory=True), tmp_path)
+    clean.ingest(messages, namespace="crash")
+    clean.build_core_facts("crash")
+    assert len(_log(clean)) >= 4
+
+    store = MemoryStore(in_memory=True)
+    first = _facts_engine(store, tmp_path)
+    first.ingest(messages, namespace="crash")
+    original, calls = getattr(store, dies_in), []
+
+    def die_on_the_third_batch(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt("killed")  # after the third batch's operations reached the log
+        return original(*args, **kwargs)
+
+    setattr(store, dies_in, die_on_the_third_batch)
+    with pytest.raises(KeyboardInterrupt):
+        first.build_core_facts("crash")
+    setattr(store, dies_in, original)
+    restarted = _facts_engine(store, tmp_path)
+    restarted.build_core_facts("crash")
+    assert _log(restarted) == _log(clean), "an interrupted batch's operations were written twice or lost"
+    assert [f.statement for f in restarted.facts("crash")] == [f.statement for f in clean.facts("crash")]
+    assert [op.seq for op in restarted.fact_log("crash")] == list(range(len(_log(clean))))

@@ -173,7 +173,7 @@ def test_another_transcript_with_the_same_ids_is_refused_not_silently_skipped(en
     engine = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}))
     engine.ingest(make_messages(["I planted tomatoes.", "Slugs ate them."]), namespace="s")
     before = [m.text for m in engine.messages("s")]
-    with pytest.raises(MemSIFError, match="D1:1, D1:2 with different text"):
+    with pytest.raises(MemSIFError, match="already holds 2 of these messages with other content: D1:1 text"):
         engine.ingest(make_messages(["Mia flies to Oslo.", "Her bike is red."]), namespace="s")
     assert [m.text for m in engine.messages("s")] == before
     assert engine.ingest(make_messages(["I planted tomatoes.", "Slugs ate them."]), namespace="s").messages == 0
