@@ -204,6 +204,13 @@ MUTATIONS = [
         "            pass",
         "tests/test_crash.py::test_an_extraction_killed_after_a_batchs_log_write_resumes_without_writing_it_twice",
     ),
+    (
+        "CJK and other unspaced scripts in lexical search",
+        "memsif/lexical.py",
+        "            if _UNSPACED.search(t.text):",
+        "            if False:",
+        "tests/test_retrieval.py::test_chinese_japanese_thai_and_korean_words_are_found_by_keyword",
+    ),
 ]
 
 

@@ -15,7 +15,9 @@ name is one of a sentence's terms, which lets "What did Caroline ..." prefer Car
 
 from __future__ import annotations
 
+import re
 import threading
+import unicodedata
 import zlib
 from collections import Counter
 from collections.abc import Sequence
@@ -89,12 +91,51 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
+#: Scripts written without spaces between words (Han, Hiragana, Katakana, Hangul, Thai, Lao, Khmer,
+#: Myanmar): a run of them is indexed as its characters and character bigrams (the CJK analyzers'
+#: usual scheme), since the tokenizer would keep a whole clause as one token.
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff]+")
+_SPACED_RUN = re.compile(r"[^\W_]+")
+
+
+def _graphemes(text: str) -> list[str]:
+    """Characters with their combining marks (Thai vowel and tone marks stay on their consonant)."""
+    out: list[str] = []
+    for ch in text:
+        if out and unicodedata.category(ch) in ("Mn", "Mc"):
+            out[-1] += ch
+        else:
+            out.append(ch)
+    return out
+
+
+def _unspaced_terms(token: str) -> list[str]:
+    """Terms of a token holding unspaced script: each run's characters and bigrams; the letters and
+    digits between runs as lower-case words, single letters kept ("C盘" → "c", "盘")."""
+    out: list[str] = []
+    last = 0
+    for run in _UNSPACED.finditer(token):
+        out += [w.lower() for w in _SPACED_RUN.findall(token[last:run.start()])]
+        chars = _graphemes(run.group())
+        out += chars + [chars[i] + chars[i + 1] for i in range(len(chars) - 1)]
+        last = run.end()
+    return out + [w.lower() for w in _SPACED_RUN.findall(token[last:])]
+
+
 def terms(text: str) -> list[str]:
     """Lexical terms of ``text``: lower-cased Snowball stems of its words and numbers, stop words and
-    punctuation left out."""
+    punctuation left out; a run of unspaced script (Chinese, Japanese, Thai, …) gives its characters
+    and character bigrams."""
     with _LOCK:
-        tokens = [t for t in _nlp().make_doc(text) if (t.is_alpha or t.like_num) and not t.is_stop]
-        return _stemmer().stemWords([t.lower_ for t in tokens if len(t.lower_) > 1 or t.like_num])
+        out: list[str] = []
+        for t in _nlp().make_doc(text):
+            if _UNSPACED.search(t.text):
+                out += _unspaced_terms(t.text)
+            elif (t.is_alpha or t.like_num) and not t.is_stop and (len(t.lower_) > 1 or t.like_num):
+                out.append(_stemmer().stemWord(t.lower_))
+        return out
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,31 @@ def test_lexical_match_finds_what_the_dense_embedder_cannot():
     assert len(fused.prefetch) == 2 and fused.query.rrf.k == 60  # prefetch + RRF in Qdrant
 
 
+UNSPACED = ["我每天早上都看早报，然后去上班。", "我的C盘满了，需要清理一下。", "上周我在京都喝了很多抹茶。",
+            "京都で抹茶を飲んだ。", "ผมชอบกินส้มตำมาก", "주말에 부산에서 회를 먹었어요."]
+
+
+@pytest.mark.parametrize(("query", "found"), [("早报", {0}), ("C盘", {1}), ("抹茶", {2, 3}), ("京都", {2, 3}),
+                                              ("抹茶を飲んだ", {3}), ("在京都喝", {2}), ("ส้มตำ", {4}), ("부산", {5})])
+def test_chinese_japanese_thai_and_korean_words_are_found_by_keyword(query, found):
+    """Scripts without spaces are indexed by characters and bigrams: a word of the question matches
+    inside a clause the tokenizer keeps whole. A constant embedder: only the lexical half can find it."""
+
+    class Flat(HashEmbedder):
+        def embed_documents(self, texts):
+            out = np.ones((len(texts), self.dim), np.float32)
+            return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    emb = Flat()
+    turns = [("Li", text, "S1") for text in UNSPACED] + [("Li", f"We talked about the weather on day {k}.", "S1")
+                                                         for k in range(4)]
+    store = _store(turns, emb)
+    assert all(lexical.encode_document(t) for t in UNSPACED), "every message gets lexical terms"
+    hits = store.hybrid_search("t", emb.embed_query("x"), lexical.encode_query(query), 3)
+    top = [h.sentence.message_id for h in hits[:len(found)]]
+    assert set(top) == {f"D{k + 1}:1" for k in found} and "lexical" in hits[0].found_by, (query, top)
+
+
 def test_evidence_is_whole_sentences_of_the_turn_it_names():
     emb = HashEmbedder()
     text = "I love hiking in the Alps every summer. My sister prefers the beach though. Work is busy."
