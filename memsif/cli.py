@@ -127,8 +127,9 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
     """Bring a store made by an earlier MemSIF up to date in place: add the hybrid sentence index
-    (dense + sparse lexical vectors) for every message that lacks it, and each sentence's Event
-    Trajectory id where it lacks it. Only adds; running it twice does nothing the second time."""
+    (dense + sparse lexical vectors) for every message that lacks it, each sentence's Event
+    Trajectory id where it lacks it, and the lexical terms of sentences this version reads
+    differently. Running it twice does nothing the second time."""
     engine = _engine(args)
     wanted = args.namespace or engine.namespaces()
     if not wanted:
@@ -141,7 +142,11 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
         updated = engine.index_sentence_trajectories(ns)
         if updated:
             print(f"{ns}: Event Trajectory ids written into the sentences of {updated} segments")
-        if not missing and not updated:
+        relexed = engine.reindex_lexical(ns)
+        if relexed:
+            print(f"{ns}: lexical terms rewritten for {relexed} sentences (Chinese, Japanese, Thai … by characters "
+                  "and bigrams)")
+        if not missing and not updated and not relexed:
             print(f"{ns}: up to date")
     engine.close()
     return 0

@@ -261,6 +261,24 @@ class MemSIF:
         with self._namespace_lock(namespace):
             return IngestPipeline(self, namespace).index_sentence_trajectories()
 
+    def reindex_lexical(self, namespace: str) -> int:
+        """Rewrite the sparse lexical vector of every stored sentence whose terms this version reads
+        differently (stores made before unspaced scripts — Chinese, Japanese, Thai — were indexed by
+        characters and bigrams); returns how many were rewritten. Dense vectors are kept."""
+        from memsif import lexical
+
+        self._require(namespace)
+        with self._namespace_lock(namespace):
+            stored = self.store.sentence_lexical(namespace)
+            stale = []
+            for sentence, vector in self.store.sentences(namespace, with_vectors=True):
+                fresh = lexical.encode_document(sentence.text, sentence.speaker)
+                old = stored.get(sentence.id)
+                if old is not None and (old.indices, old.values) != (fresh.indices, fresh.values):
+                    stale.append((sentence, vector, fresh))
+            self.store.put_sentences(namespace, stale)
+            return len(stale)
+
     def messages(self, namespace: str) -> list[Message]:
         self._require(namespace)
         return [row.message for row in self.store.messages(namespace, with_vectors=False)]

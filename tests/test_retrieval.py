@@ -376,3 +376,19 @@ def test_an_answer_naming_what_its_context_lacks_is_flagged_and_the_demo_model_i
     assert shown.startswith("Ana loves pottery in Rome.") and "packaged smoke-test model" in shown
     assert "MEMSIF_LLM_MODEL" in shown and "**Rome**" in shown
     assert shown.index("Best supporting messages") < len(shown) and "`D1:1`" in shown
+
+
+def test_upgrade_rewrites_the_lexical_terms_of_an_older_stores_chinese_sentences(engine_factory, monkeypatch):
+    from memsif import lexical as lex
+
+    engine = engine_factory(llm=FakeLLM({"segment_judge": 0.6, "trajectory_judge": 0.5}))
+    old_terms = lex.terms
+    monkeypatch.setattr(lex, "terms", lambda text: [w for w in text.lower().split() if w])  # a clause is one term
+    engine.ingest([Message(id="D1:1", namespace="zh", speaker="Li", text="我每天早上都看早报", session_id="s"),
+                   Message(id="D1:2", namespace="zh", speaker="Li", text="Plain English words here", session_id="s")],
+                  "zh")
+    monkeypatch.setattr(lex, "terms", old_terms)
+    assert engine.reindex_lexical("zh") == 2  # the Chinese sentence, and the English one (stems, stop words)
+    assert engine.reindex_lexical("zh") == 0, "a second run does nothing"
+    hits = engine.store.hybrid_search("zh", engine.embedder.embed_query("x"), lex.encode_query("早报"), 1)
+    assert hits[0].sentence.message_id == "D1:1" and "lexical" in hits[0].found_by

@@ -431,6 +431,18 @@ class MemoryStore:
             rows.append((Sentence(**rec.payload), vector))
         return sorted(rows, key=lambda r: (r[0].message_index, r[0].position))
 
+    def sentence_lexical(self, namespace: str) -> dict[str, SparseVector]:
+        """Sentence id → its stored sparse lexical vector (empty for a sentence without terms)."""
+        collection = self._sentences(namespace)
+        if collection is None:
+            return {}
+        out = {}
+        for rec in self._scroll(collection, None, with_vectors=[LEXICAL]):
+            sparse = (rec.vector or {}).get(LEXICAL)
+            out[rec.payload["id"]] = SparseVector(tuple(sparse.indices), tuple(sparse.values)) if sparse else \
+                SparseVector((), ())
+        return out
+
     def fact_ops(self, namespace: str) -> list[FactOperation]:
         """The CoreFact operation log in order."""
         rows = [FactOperation(**(rec.payload or {})) for rec in self._scroll(_FACT_OPS, _ns_filter(namespace))]
