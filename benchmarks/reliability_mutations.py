@@ -211,6 +211,27 @@ MUTATIONS = [
         "            if False:",
         "tests/test_retrieval.py::test_chinese_japanese_thai_and_korean_words_are_found_by_keyword",
     ),
+    (
+        "damaged store folder",
+        "memsif/store/qdrant.py",
+        "        check_folder(path)\n",
+        "",
+        "tests/test_store.py::test_a_damaged_store_is_a_store_error_naming_the_folder_and_nothing_changes",
+    ),
+    (
+        "read-only store folder",
+        "memsif/store/qdrant.py",
+        "        self.read_only = not _writable(path)",
+        "        self.read_only = False",
+        "tests/test_store.py::test_a_read_only_folder_can_be_read_and_refuses_writes_by_name",
+    ),
+    (
+        "delete during a question",
+        "memsif/query.py",
+        "        self._require_still_there(namespace)  # an answer from a memory deleted meanwhile is no answer",
+        "",
+        "tests/test_store.py::test_a_question_that_loses_the_race_with_a_delete_is_told_the_memory_was_deleted",
+    ),
 ]
 
 

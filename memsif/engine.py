@@ -54,7 +54,7 @@ class MemSIF:
         self._entities = entities
         self._store = store
         # One lock per namespace: a build in one namespace never waits for another session's
-        # chat or build (back-ends serialise their own calls; see store._Serialised).
+        # chat or build (back-ends serialise their own calls; see store._Guarded).
         self._ns_locks: dict[tuple[str, str], threading.RLock] = {}
         self._ns_locks_guard = threading.Lock()
         self._llms: dict[tuple, LLM] = {} if llm is None else {self.config.llm_key: llm}

@@ -43,7 +43,7 @@ from memsif import lexical
 from memsif.answercheck import unsupported_mentions
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
-from memsif.errors import LLMError, StoreError
+from memsif.errors import LLMError, NotFoundError, StoreError
 from memsif.facts.active import accumulate, normalise_subject
 from memsif.llm import LLM, generate_streamed
 from memsif.matching import jaccard
@@ -51,7 +51,7 @@ from memsif.prompts import answer as answer_prompt
 from memsif.prompts import clip, sufficiency
 from memsif.records import Evidence, RetrievedFact, TopicalSegment
 from memsif.store import MemoryStore
-from memsif.store.qdrant import SentenceHit
+from memsif.store.qdrant import CollectionMissing, SentenceHit
 from memsif.timeparse import day_text
 
 #: A message enters the answer context as evidence with at most this many characters (a pasted log
@@ -217,6 +217,7 @@ class QueryPipeline:
         """Raises StoreError (with the command that fixes it) when ``namespace`` was stored before the
         hybrid sentence index existed."""
         if self.store.count("sentence", namespace) == 0:
+            self._require_still_there(namespace)
             data = "" if self.config.qdrant_url else f" --data-dir {self.config.resolved_data_dir}"
             raise StoreError(f"Namespace {namespace!r} was stored before the hybrid sentence index existed, so "
                              f"it cannot be searched yet. Add the index (nothing stored changes): "
@@ -419,9 +420,25 @@ class QueryPipeline:
 
         Raises:
             StoreError: the namespace was stored before the sentence index (the message says how to add it).
+            NotFoundError: the namespace was deleted while the question was answered.
             LLMError: answer generation failed (sufficiency failures are recorded and fall back to
                 tracing back to Structured Interaction Memory).
         """
+        try:
+            return self._ask(namespace, question, question_date, generate, on_text)
+        except CollectionMissing as exc:
+            self._require_still_there(namespace)
+            raise StoreError(str(exc)) from exc
+
+    def _require_still_there(self, namespace: str) -> None:
+        """Raises NotFoundError when ``namespace`` was deleted during the question (by another
+        session or process): nothing of the question may be written into a deleted memory."""
+        if self.store.count("sentence", namespace) == 0 and self.store.count("message", namespace) == 0:
+            raise NotFoundError(f"Namespace {namespace!r} was deleted while this question was being answered; "
+                                "its memory is gone. Ingest the transcript again to ask it questions.")
+
+    def _ask(self, namespace: str, question: str, question_date: str | None, generate: bool,
+             on_text: Callable[[str], None] | None) -> Answer:
         self.require_sentence_index(namespace)
         start = time.perf_counter()
         result = Answer(question=question, answer="", sufficient=False, sufficiency_prob=None, traced_back=False)
@@ -457,6 +474,7 @@ class QueryPipeline:
                         on_text(piece)
 
                 self._answer(question, question_date, result, tap)
+        self._require_still_there(namespace)  # an answer from a memory deleted meanwhile is no answer
         if self.config.use_active_facts and evidence:
             with _stage(result, "active_facts"):
                 best = sorted(evidence, key=lambda e: -e.score)[:ACCUMULATED_EVIDENCE]
@@ -532,8 +550,13 @@ class QueryPipeline:
     def _accumulate(self, namespace: str, question: str, qv: np.ndarray, evidence: list[Evidence],
                     result: Answer) -> None:
         """Post-answer candidate accumulation and promotion (§3.4, Eqs. 2–4; ``facts.active.accumulate``):
-        load the clusters, embed the evidence and find its topics, accumulate, save."""
+        load the clusters, embed the evidence and find its topics, accumulate, save. A read-only store
+        keeps its clusters as they are (said in ``errors``)."""
         cfg = self.config
+        if self.store.read_only:
+            result.errors.append(f"the memory folder {self.store.location} is read-only: this question's evidence "
+                                 "was not added to the ActiveFact clusters")
+            return
         clusters = self.store.clusters(namespace)
         vectors = self.embedder.embed_documents([e.statement for e in evidence])
         names = {n for c in clusters for n in c.subject.split()}

@@ -14,7 +14,7 @@ from memsif.config import MemSIFConfig
 from memsif.interaction.sentences import build_sentences
 from memsif.query import QueryPipeline
 from memsif.records import EventTrajectory, Message, TopicalSegment
-from memsif.store import MemoryStore
+from memsif.store import MemoryStore, StoredMessage
 from tests.fakes import FakeLLM, HashEmbedder, KeywordEmbedder
 
 DAY = datetime(2023, 5, 8)
@@ -41,6 +41,7 @@ def _store(turns: list[tuple[str, str, str]], embedder, trajectories: dict[str, 
                                         trajectory_id=traj_of.get(sid)),
                          np.mean([by_id[m.id] for m in members], axis=0)))
     store.put_segments(namespace, segments)
+    store.put_messages(namespace, [StoredMessage(m, by_id[m.id], frozenset(), segment_of[m.id]) for m in messages])
     store.put_trajectories(namespace, [
         (EventTrajectory(id=tid, namespace=namespace, index=k, segment_ids=sids), np.ones(embedder.dim, np.float32))
         for k, (tid, sids) in enumerate((trajectories or {}).items())])

@@ -177,3 +177,85 @@ def test_another_transcript_with_the_same_ids_is_refused_not_silently_skipped(en
         engine.ingest(make_messages(["Mia flies to Oslo.", "Her bike is red."]), namespace="s")
     assert [m.text for m in engine.messages("s")] == before
     assert engine.ingest(make_messages(["I planted tomatoes.", "Slugs ate them."]), namespace="s").messages == 0
+
+
+# ------------------------------------------------------ class: damaged, read-only or vanishing stores
+def _built(engine_factory, path):
+    engine = _engine(engine_factory, path)
+    engine.ingest(make_messages(TEXTS))
+    engine.close()
+
+
+def _damage_meta(path):
+    (path / "meta.json").write_text("{garbage")
+
+
+def _damage_meta_layout(path):
+    (path / "meta.json").write_text('{"aliases": {}}')
+
+
+def _damage_sqlite(path):
+    (path / "collection" / "memsif_messages" / "storage.sqlite").write_bytes(b"not a database" * 64)
+
+
+def _lose_collection(path):
+    import shutil
+
+    shutil.rmtree(path / "collection" / "memsif_facts")
+
+
+@pytest.mark.parametrize(("damage", "said"), [
+    (_damage_meta, "meta.json is not a Qdrant index (JSONDecodeError"),
+    (_damage_meta_layout, "meta.json is not a Qdrant index (KeyError"),
+    (_damage_sqlite, "collection/memsif_messages/storage.sqlite is not an SQLite database"),
+    (_lose_collection, "collection memsif_facts is listed in meta.json but its storage"),
+])
+def test_a_damaged_store_is_a_store_error_naming_the_folder_and_nothing_changes(engine_factory, tmp_path, damage,
+                                                                                said, capsys):
+    from memsif.cli import main
+    from memsif.errors import StoreError
+
+    path = tmp_path / "data" / "qdrant"
+    _built(engine_factory, path)
+    damage(path)
+    before = {p: p.read_bytes() for p in path.rglob("*") if p.is_file() and p.name != ".lock"}
+    with pytest.raises(StoreError) as info:
+        MemoryStore(path=path)
+    assert said in str(info.value) and str(path) in str(info.value) and "Nothing was changed" in str(info.value)
+    assert main(["show", "--namespace", "t", "--data-dir", str(tmp_path / "data")]) != 0
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err
+    assert {p: p.read_bytes() for p in path.rglob("*") if p.is_file() and p.name != ".lock"} == before
+
+
+def test_a_read_only_folder_can_be_read_and_refuses_writes_by_name(engine_factory, tmp_path, monkeypatch):
+    from memsif.errors import StoreError
+    from memsif.store import qdrant
+
+    path = tmp_path / "q"
+    _built(engine_factory, path)
+    before = {p: p.read_bytes() for p in path.rglob("*") if p.is_file() and p.name != ".lock"}
+    monkeypatch.setattr(qdrant, "_writable", lambda folder: False)  # a read-only mount, as root sees one
+    engine = _engine(engine_factory, path)
+    assert engine.store.read_only and [m.text for m in engine.messages("t")] == TEXTS
+    assert engine.ask("What is Max?", "t").evidence_used, "questions work on a read-only memory"
+    with pytest.raises(StoreError, match=f"The memory folder {path} is read-only: it can be read, not changed"):
+        engine.ingest(make_messages(["A new message."], namespace="other"))
+    engine.close()
+    assert {p: p.read_bytes() for p in path.rglob("*") if p.is_file() and p.name != ".lock"} == before
+
+
+def test_a_question_that_loses_the_race_with_a_delete_is_told_the_memory_was_deleted(engine_factory):
+    engine = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.7, "answer": "Max."}))
+    engine.ingest(make_messages(TEXTS))
+    store = engine.store
+    search = store.hybrid_search
+
+    def deleted_meanwhile(*args, **kwargs):
+        engine.delete_namespace("t")  # another session deletes the memory mid-question
+        return search(*args, **kwargs)
+
+    store.hybrid_search = deleted_meanwhile
+    with pytest.raises(NotFoundError, match="was deleted while this question was being answered") as info:
+        engine.ask("What is Max?", "t")
+    assert "upgrade" not in str(info.value)

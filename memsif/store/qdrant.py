@@ -20,6 +20,13 @@ Collections (all records carry ``namespace``; every read filters on it):
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import json
+import logging
+import shutil
+import sqlite3
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -70,6 +77,7 @@ RecordKind = Literal["message", "sentence", "segment", "trajectory", "decision",
                      "active_fact"]
 _COLLECTION_OF = {"message": _MESSAGES, "segment": _SEGMENTS, "trajectory": _TRAJECTORIES, "decision": _DECISIONS,
                   "fact": _FACTS, "fact_op": _FACT_OPS, "cluster": _CLUSTERS, "active_fact": _ACTIVE_FACTS}
+log = logging.getLogger(__name__)
 _ID_SPACE = uuid.UUID("6f1c1c3e-5c0e-4d7a-9a57-2b1d3e0f4a11")
 
 
@@ -129,14 +137,25 @@ def _sparse(vector: SparseVector) -> models.SparseVector:
     return models.SparseVector(indices=list(vector.indices), values=list(vector.values))
 
 
-class _Serialised:
-    """Embedded Qdrant (in-process dicts and SQLite) is not thread-safe; the app serves several
-    sessions from worker threads, so every client call on it runs under one lock. Calls are short
-    (one upsert batch, one scroll page, one search); a server client needs no such lock."""
+#: Client calls that change the store (refused on a read-only folder).
+_WRITES = frozenset({"upsert", "delete", "create_collection", "delete_collection", "recreate_collection",
+                     "set_payload", "overwrite_payload", "delete_payload", "clear_payload", "create_payload_index",
+                     "update_vectors", "delete_vectors", "batch_update_points"})
+_SQLITE_HEADER = b"SQLite format 3\x00"
 
-    def __init__(self, client: QdrantClient) -> None:
+
+class _Guarded:
+    """Every client call, translated: a failure of the store itself (a damaged file, a read-only or
+    full disk, a collection deleted under it) becomes a :class:`StoreError` that names the folder,
+    what is wrong and what to do. With ``lock``, calls are serialised: embedded Qdrant (in-process
+    dicts and SQLite) is not thread-safe, and the app serves several sessions from worker threads;
+    calls are short (one upsert batch, one scroll page, one search). ``read_only`` refuses writes."""
+
+    def __init__(self, client: QdrantClient, location: str, lock: bool, read_only: bool = False) -> None:
         self._client = client
-        self._lock = threading.RLock()
+        self._location = location
+        self._lock = threading.RLock() if lock else contextlib.nullcontext()
+        self._read_only = read_only
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._client, name)
@@ -144,16 +163,94 @@ class _Serialised:
             return attr
 
         def call(*args: Any, **kwargs: Any) -> Any:
+            if self._read_only and name in _WRITES:
+                raise StoreError(f"The memory folder {self._location} is read-only: it can be read, not changed. "
+                                 "Make it writable, or copy it and set MEMSIF_DATA_DIR to the copy.")
             with self._lock:
-                return attr(*args, **kwargs)
+                try:
+                    return attr(*args, **kwargs)
+                except (StoreError, EmbedderError):
+                    raise
+                except sqlite3.DatabaseError as exc:
+                    raise StoreError(f"The memory folder {self._location} is damaged: a collection's SQLite file "
+                                     f"cannot be read ({exc}). Nothing was changed; move the folder aside and build "
+                                     "the memory again, or restore the folder from a backup.") from exc
+                except OSError as exc:
+                    raise StoreError(_os_advice(self._location, exc)) from exc
+                except ValueError as exc:
+                    if "not found" in str(exc).lower():
+                        raise CollectionMissing(f"A collection of the memory store at {self._location} is missing "
+                                                f"({exc}).") from exc
+                    raise
         return call
+
+
+class CollectionMissing(StoreError):
+    """A collection the store expected is gone (deleted by another session, or by hand)."""
+
+
+def _os_advice(location: str, exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC:
+        return (f"The disk of the memory folder {location} is full ({exc.strerror}). Free space and run the same "
+                "command again: what was written before is kept.")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return (f"The memory folder {location} cannot be written ({exc.strerror}). Make it writable, or set "
+                "MEMSIF_DATA_DIR to a writable folder.")
+    return f"The memory folder {location} could not be read or written: {exc}"
+
+
+def check_folder(path: Path) -> None:
+    """The embedded store's own files, checked before Qdrant opens them (Qdrant would raise a raw
+    ``JSONDecodeError`` or ``DatabaseError``, or silently recreate a lost collection as empty).
+
+    Raises:
+        StoreError: ``meta.json`` is not Qdrant's, a collection it lists has no storage file, or a
+            storage file is not SQLite. The message names the file; nothing is changed.
+    """
+    meta_path = path / "meta.json"
+    if not meta_path.exists():
+        return
+    advice = ("Nothing was changed. Move the folder aside and build the memory again, or restore the folder "
+              "from a backup.")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        collections = meta["collections"]
+        if not isinstance(collections, dict):
+            raise TypeError("'collections' is not an object")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"The memory folder {path} is damaged: {meta_path.name} is not a Qdrant index "
+                         f"({type(exc).__name__}: {exc}). {advice}") from exc
+    except OSError as exc:
+        raise StoreError(_os_advice(str(path), exc)) from exc
+    for name in collections:
+        storage = path / "collection" / name / "storage.sqlite"
+        if not storage.exists():
+            raise StoreError(f"The memory folder {path} is damaged: collection {name} is listed in meta.json but its "
+                             f"storage ({storage.relative_to(path)}) is missing, so its records are gone. {advice}")
+        with storage.open("rb") as f:
+            head = f.read(len(_SQLITE_HEADER))
+        if head and head != _SQLITE_HEADER:
+            raise StoreError(f"The memory folder {path} is damaged: {storage.relative_to(path)} is not an SQLite "
+                             f"database. {advice}")
+
+
+def _writable(path: Path) -> bool:
+    """Whether files can be created in ``path`` (tried, since permission bits do not bind root and a
+    read-only mount shows none)."""
+    try:
+        with tempfile.TemporaryFile(dir=path):
+            return True
+    except OSError:
+        return False
 
 
 class MemoryStore:
     """All engine state, persisted in Qdrant.
 
     Raises (from the constructor):
-        StoreError: the embedded folder is locked by another process or cannot be opened.
+        StoreError: the embedded folder is locked by another process, damaged (``check_folder``) or
+            cannot be opened. A folder that cannot be written opens read-only (``read_only``).
+    Every later call raises StoreError for a failure of the store itself (``_Guarded``).
     """
 
     def __init__(self, *, path: str | Path | None = None, url: str | None = None,
@@ -162,14 +259,16 @@ class MemoryStore:
             raise StoreError("Give exactly one of path= (embedded folder), url= (server) or in_memory=True.")
         self.location = str(path or url or ":memory:")
         self._is_server = bool(url)
+        self.read_only = False
+        self._snapshot: tempfile.TemporaryDirectory | None = None
         try:
             if in_memory:
-                self._client = _Serialised(QdrantClient(location=":memory:", force_disable_check_same_thread=True))
+                self._client = _Guarded(QdrantClient(location=":memory:", force_disable_check_same_thread=True),
+                                        self.location, lock=True)
             elif url:
-                self._client = QdrantClient(url=url, api_key=api_key or None)
+                self._client = _Guarded(QdrantClient(url=url, api_key=api_key or None), self.location, lock=False)
             else:
-                Path(path).mkdir(parents=True, exist_ok=True)
-                self._client = _Serialised(QdrantClient(path=str(path), force_disable_check_same_thread=True))
+                self._client = self._open_folder(Path(path))
         except (RuntimeError, BlockingIOError) as exc:
             if "already accessed" in str(exc) or isinstance(exc, BlockingIOError):
                 raise StoreError(
@@ -179,6 +278,27 @@ class MemoryStore:
                 ) from exc
             raise StoreError(f"Could not open the memory store at {self.location}: {exc}") from exc
         self.dim: int | None = None
+
+    def _open_folder(self, path: Path) -> _Guarded:
+        """The embedded store in ``path`` (created if missing). A folder that cannot be written is
+        opened from a snapshot copy, read-only: questions and views work, writes are refused."""
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(_os_advice(str(path), exc)) from exc
+        check_folder(path)
+        self.read_only = not _writable(path)
+        if not self.read_only:
+            return _Guarded(QdrantClient(path=str(path), force_disable_check_same_thread=True), str(path), lock=True)
+        self._snapshot = tempfile.TemporaryDirectory(prefix="memsif-read-only-")
+        copy = Path(self._snapshot.name) / "qdrant"
+        try:
+            shutil.copytree(path, copy, ignore=shutil.ignore_patterns(".lock"))
+        except OSError as exc:
+            raise StoreError(_os_advice(str(path), exc)) from exc
+        log.warning("memory folder %s is read-only: opened from a snapshot; writes are refused", path)
+        return _Guarded(QdrantClient(path=str(copy), force_disable_check_same_thread=True), str(path), lock=True,
+                        read_only=True)
 
     @classmethod
     def for_config(cls, config) -> MemoryStore:
@@ -225,6 +345,8 @@ class MemoryStore:
 
     def close(self) -> None:
         self._client.close()
+        if self._snapshot is not None:
+            self._snapshot.cleanup()
 
     # ------------------------------------------------------------------ writes
     def put_messages(self, namespace: str, rows: Iterable[StoredMessage]) -> None:
@@ -462,6 +584,8 @@ class MemoryStore:
         for start in range(0, len(points), 256):
             try:
                 self._client.upsert(collection, points=points[start:start + 256], wait=True)
+            except StoreError:
+                raise
             except Exception as exc:
                 raise StoreError(f"Writing to {collection} at {self.location} failed: {exc}") from exc
 
