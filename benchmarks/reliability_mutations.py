@@ -232,6 +232,20 @@ MUTATIONS = [
         "",
         "tests/test_store.py::test_a_question_that_loses_the_race_with_a_delete_is_told_the_memory_was_deleted",
     ),
+    (
+        "nothing relevant in memory",
+        "memsif/query.py",
+        "        result.nothing_relevant = floor > 0 and (result.relevance is None or result.relevance < floor)",
+        "        result.nothing_relevant = False",
+        "tests/test_bad_input.py::test_a_question_about_nothing_in_memory_is_answered_i_dont_know_without_the_model",
+    ),
+    (
+        "answer repeating an unsupported premise",
+        "memsif/query.py",
+        "        result.unsupported_mentions = unsupported_mentions(result.answer, result.context)",
+        '        result.unsupported_mentions = unsupported_mentions(result.answer, f"{question}\\n{result.context}")',
+        "tests/test_bad_input.py::test_an_answer_that_repeats_the_questions_premise_without_support_is_flagged",
+    ),
 ]
 
 

@@ -175,6 +175,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(f"  fact {f.id} [{f.kind}] {f.subject}: {f.statement} ({', '.join(f.source_message_ids)})")
     if result.gate_rule:
         print(f"  sufficiency gate: {result.gate_rule}")
+    if result.relevance_rule:
+        print(f"  relevance: {result.relevance_rule}")
     for e in result.evidence_used:
         print(f"  evidence {', '.join(e.source_message_ids)} [{evidence_how(e)}] "
               f"{e.subject}: {e.statement[:160]}")

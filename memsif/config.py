@@ -132,6 +132,11 @@ class MemSIFConfig:
     #: (query.AT_CHANCE_MODELS); "model": always; "never": facts + evidence every time.
     sufficiency_gate: str = "auto"
     sufficiency_threshold: float = 0.5
+    #: Below this best cosine between the question and anything retrieved (evidence sentences, facts)
+    #: nothing in the memory is about the question: the answer says so without the model. 0.30 by
+    #: measurement (benchmarks/relevance_floor.py, MiniLM): 1 of the 383 dev questions falls below it,
+    #: and 46 % of hand-written questions about things the conversations never mention. 0 turns it off.
+    relevance_floor: float = 0.30
     answer_temperature: float = 0.1
     answer_max_tokens: int = 512
     # --- Ablations (Table 3) ---
@@ -202,6 +207,9 @@ class MemSIFConfig:
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must not be negative, got {getattr(self, name)}; "
                                   f"fix MEMSIF_{name.upper()}.")
+        if not 0.0 <= self.relevance_floor < 1.0:
+            raise ConfigError(f"relevance_floor must lie in [0, 1), got {self.relevance_floor}; fix "
+                              "MEMSIF_RELEVANCE_FLOOR (0 turns the floor off).")
         if not 0.0 <= self.segment_decay <= 1.0:
             raise ConfigError(f"segment_decay must lie in [0, 1], got {self.segment_decay}.")
         if self.llm_backend not in LLM_BACKENDS:

@@ -59,6 +59,8 @@ from memsif.timeparse import day_text
 EVIDENCE_CHARS = 600
 #: The heading of the evidence in the answer context.
 EXCERPTS = "Conversation excerpts (oldest first):"
+#: The answer when nothing retrieved passes the relevance floor (``Answer.nothing_relevant``).
+NOTHING_RELEVANT = "I don't know: nothing in this memory is about that."
 #: The best this many evidence items of an answer (by priority) enter the candidate clusters (§3.4);
 #: the rest of the context is there to fill the budget, not as the answer's support.
 ACCUMULATED_EVIDENCE = 5
@@ -135,6 +137,11 @@ class Answer(BaseModel):
     model_at_chance: bool = Field(False, description="Listed in AT_CHANCE_MODELS: a demo model.")
     unsupported_mentions: list[str] = Field(default_factory=list,
                                             description="Names, numbers and dates not in ``context``.")
+    relevance: float | None = Field(None, description="Best cosine of the question with what was retrieved "
+                                                      "(evidence sentences, facts); None when nothing was.")
+    nothing_relevant: bool = Field(False, description="``relevance`` below ``relevance_floor``: nothing in "
+                                                      "the memory is about the question.")
+    relevance_rule: str = Field("", description="What the relevance floor decided, and why.")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able (dates as ISO strings)."""
@@ -459,6 +466,7 @@ class QueryPipeline:
                     return self.llm.count_tokens(self._render(fact_lines, items)) - used
                 evidence = self.trace_back(namespace, question, qv, left, measure)
                 result.traced_back = True
+        self._relevance(facts, evidence, result)
         with _stage(result, "answer"):
             result.facts_used, result.evidence_used = used_facts, evidence
             result.context = self._render(fact_lines, evidence)
@@ -473,9 +481,12 @@ class QueryPipeline:
                     if on_text is not None:
                         on_text(piece)
 
-                self._answer(question, question_date, result, tap)
+                if result.nothing_relevant:
+                    self._answer_nothing_relevant(result, tap)
+                else:
+                    self._answer(question, question_date, result, tap)
         self._require_still_there(namespace)  # an answer from a memory deleted meanwhile is no answer
-        if self.config.use_active_facts and evidence:
+        if self.config.use_active_facts and evidence and not result.nothing_relevant:
             with _stage(result, "active_facts"):
                 best = sorted(evidence, key=lambda e: -e.score)[:ACCUMULATED_EVIDENCE]
                 self._accumulate(namespace, question, qv, best, result)
@@ -505,6 +516,25 @@ class QueryPipeline:
                             f"{self.config.sufficiency_threshold}: "
                             f"{'facts only' if result.sufficient else 'facts + evidence'}")
 
+    def _relevance(self, facts: list[RetrievedFact], evidence: list[Evidence], result: Answer) -> None:
+        """``result.relevance``: the best cosine of the question with a retrieved fact or evidence
+        sentence; below ``relevance_floor`` (or nothing retrieved) the memory holds nothing about it."""
+        cosines = [f.score for f in facts] + [e.scores["dense"] for e in evidence if "dense" in e.scores]
+        result.relevance = round(max(cosines), 4) if cosines else None
+        floor = self.config.relevance_floor
+        result.nothing_relevant = floor > 0 and (result.relevance is None or result.relevance < floor)
+        best = "nothing was retrieved" if result.relevance is None else f"best match {result.relevance:.2f}"
+        result.relevance_rule = (f"nothing relevant: {best}, below the relevance floor {floor:.2f}; answered "
+                                 "without the model" if result.nothing_relevant else
+                                 f"{best} ≥ relevance floor {floor:.2f}" if floor > 0 else "relevance floor off")
+
+    def _answer_nothing_relevant(self, result: Answer, on_text: Callable[[str], None]) -> None:
+        """The answer when nothing retrieved is about the question: said, not generated (on every model)."""
+        result.answer = NOTHING_RELEVANT
+        result.model = getattr(self.llm, "name", "") or ""
+        result.model_at_chance = self.model_at_chance()
+        on_text(NOTHING_RELEVANT)
+
     def _answer(self, question: str, question_date: str | None, result: Answer,
                 on_text: Callable[[str], None] | None = None) -> None:
         """Generate the answer from ``result.context`` (streamed to ``on_text``); record tokens, the
@@ -517,7 +547,8 @@ class QueryPipeline:
         result.tokens_out += gen.tokens_out
         result.model = getattr(self.llm, "name", "") or ""
         result.model_at_chance = self.model_at_chance()
-        result.unsupported_mentions = unsupported_mentions(result.answer, f"{question}\n{result.context}")
+        # the question is not support: an answer that repeats its premise ("flew to Tokyo") must find it in the context
+        result.unsupported_mentions = unsupported_mentions(result.answer, result.context)
 
     @staticmethod
     def _render(fact_lines: list[str], evidence: list[Evidence]) -> str:

@@ -379,6 +379,8 @@ def trace_markdown(answer: Answer) -> tuple[str, str]:
         gate = "no facts to check"
     else:
         gate = "sufficiency not asked"
+    if answer.nothing_relevant:
+        gate = "nothing relevant in memory"
     title = (f"Trace · {gate} · "
              f"{'traced back to Structured Interaction Memory' if answer.traced_back else 'facts only'} · "
              f"{answer.tokens_in}+{answer.tokens_out} tokens · {answer.seconds:.1f} s")
@@ -388,8 +390,12 @@ def trace_markdown(answer: Answer) -> tuple[str, str]:
                      f"— sources {', '.join(f.source_message_ids)}")
     if answer.gate_rule:
         lines.append(f"\n_Sufficiency gate: {answer.gate_rule}_")
+    if answer.relevance_rule:
+        lines.append(f"\n_Relevance: {answer.relevance_rule}_")
     if answer.evidence_used:
-        lines.append("\n**Query-local evidence** (oldest first; how each item was found, with its scores)")
+        lines.append("\n**Nearest excerpts** (none is about the question; not given to the model)"
+                     if answer.nothing_relevant else
+                     "\n**Query-local evidence** (oldest first; how each item was found, with its scores)")
         for e in answer.evidence_used:
             where = ", ".join(x for x in (e.segment_id, e.trajectory_id) if x)
             how = evidence_how(e)

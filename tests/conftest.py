@@ -46,6 +46,8 @@ def engine_factory(tmp_path):
         config.setdefault("core_facts", False)  # Structured Interaction Memory tests need no fact LLM
         # the fake's scripted core_operation replies stand in for a model trusted with the choice
         config.setdefault("fact_operation", "model")
+        # the relevance floor is measured for the real embedder; the fakes' cosines have another scale
+        config.setdefault("relevance_floor", 0.0)
         cfg = MemSIFConfig(data_dir=str(tmp_path / "data"), **config)
         engine = MemSIF(cfg, llm=llm or FakeLLM(), embedder=embedder or HashEmbedder(),
                         entities=entities or TableEntities(), store=store or MemoryStore(in_memory=True))

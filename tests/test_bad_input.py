@@ -127,3 +127,33 @@ def test_mixed_aware_and_naive_times_follow_one_rule_on_every_entry_path(engine_
     assert [m.time for m in loaded.messages] == stored[:3]
     engine.ingest(loaded.messages, namespace="file")
     assert engine.ask("What did Ana plant?", "file", question_date="2024-03-05T08:00:00+01:00").answer
+
+
+# ------------------------------------------------------- class: a question with no relevant memory
+def test_a_question_about_nothing_in_memory_is_answered_i_dont_know_without_the_model(engine_factory):
+    from memsif.query import NOTHING_RELEVANT
+
+    texts = ["I planted San Marzano tomatoes.", "The tomato seedlings are doing well.", "Slugs ate the lettuce."]
+    llm = FakeLLM({"segment_judge": 0.6, "trajectory_judge": 0.5, "answer": "Tomatoes."})
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"tomato": 0, "slug": 1, "tokyo": 2}),
+                            relevance_floor=0.3)
+    engine.ingest(_msgs(texts))
+    far = engine.ask("When did Ana fly to Tokyo?", "t")
+    assert far.nothing_relevant and far.answer == NOTHING_RELEVANT and far.relevance < 0.3
+    assert "below the relevance floor 0.30" in far.relevance_rule and "without the model" in far.relevance_rule
+    assert not llm.calls["answer"], "the model is not asked to answer from unrelated excerpts"
+    assert far.evidence_used, "the nearest excerpts stay in the trace for the inspector"
+    assert not far.clusters_touched, "unrelated evidence does not feed the ActiveFact clusters"
+    near = engine.ask("Which tomatoes did Ana plant?", "t")
+    assert not near.nothing_relevant and near.answer == "Tomatoes." and near.relevance >= 0.3
+    assert "≥ relevance floor" in near.relevance_rule
+
+
+def test_an_answer_that_repeats_the_questions_premise_without_support_is_flagged(engine_factory):
+    texts = ["On 10 March 2024 we painted the kitchen.", "The paint was blue."]
+    llm = FakeLLM({"segment_judge": 0.6, "trajectory_judge": 0.5,
+                   "answer": "Ana flew to Tokyo on 10 March 2024."})
+    engine = engine_factory(llm=llm)
+    engine.ingest(_msgs(texts))
+    answer = engine.ask("When did Ana fly to Tokyo?", "t")
+    assert "Tokyo" in answer.unsupported_mentions, "the premise comes from the question, not from the memory"

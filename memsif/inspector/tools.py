@@ -106,7 +106,8 @@ def memory_ask(namespace: str, question: str, question_date: str = "") -> str:
     Returns:
         JSON: answer; the facts and evidence used, each with the message ids it comes from; whether the
         facts alone were judged sufficient; unsupported mentions (names, numbers, dates of the answer
-        not in its context); the model, and whether it is the packaged demo model.
+        not in its context); nothing_relevant (nothing in the memory is about the question: the answer
+        says so) with the best match's relevance; the model, and whether it is the packaged demo model.
     """
     ns = _namespace(namespace)
     if not question or not question.strip():
@@ -117,7 +118,8 @@ def memory_ask(namespace: str, question: str, question_date: str = "") -> str:
     a = eng.ask(question, namespace=ns, question_date=question_date or None)
     return _json({
             "answer": a.answer, "sufficient": a.sufficient, "model": a.model, "model_at_chance": a.model_at_chance,
-            "unsupported_mentions": a.unsupported_mentions,
+            "unsupported_mentions": a.unsupported_mentions, "nothing_relevant": a.nothing_relevant,
+            "relevance": a.relevance,
             "facts": [f.model_dump(mode="json", include=ASK_FACT_FIELDS) for f in a.facts_used],
             "evidence": [_evidence(e) for e in a.evidence_used],
             "seconds": round(a.seconds, 2)})
