@@ -166,3 +166,36 @@ def test_a_first_visit_walks_every_view(walk_url, tmp_path):
         raise
     finally:
         d.quit()
+
+
+def test_an_export_of_three_conversations_is_one_memory_in_the_page(walk_url, tmp_path):
+    """A ChatGPT export: the Conversation box lists its conversations by title and date under "All
+    conversations", the default, and one build holds all three in the order they happened."""
+    shots = Path(os.environ.get("MEMSIF_SCREENSHOT_DIR", tmp_path))
+    shots.mkdir(parents=True, exist_ok=True)
+    export = ROOT / "tests" / "data" / "formats" / "chatgpt-three-conversations.json"
+    d = _browser()
+    try:
+        d.get(walk_url)
+        WebDriverWait(d, 30).until(lambda d: d.find_elements(By.ID, "build-btn"))
+        d.find_element(By.CSS_SELECTOR, "input[type='file']").send_keys(str(export))
+        WebDriverWait(d, 30).until(lambda d: "All conversations (3" in
+                                   d.find_element(By.CSS_SELECTOR, "#sample-pick input").get_attribute("value"))
+        d.find_element(By.CSS_SELECTOR, "#sample-pick input").click()
+        options = WebDriverWait(d, 10).until(
+            lambda d: d.find_elements(By.CSS_SELECTOR, "#sample-pick li[data-testid='dropdown-option']"))
+        labels = [o.get_attribute("aria-label") for o in options]
+        assert labels[1:] == ["Garden plans · 1 January 2024 · 2 messages",
+                              "Moving to Lyon · 3 March 2024 · 3 messages", "Rent went up · 1 May 2024 · 3 messages"]
+        options[0].click()
+        d.find_element(By.ID, "build-btn").click()
+        WebDriverWait(d, 300).until(lambda d: "Topical Segments" in _text(d, "build-summary"))
+        summary = _text(d, "build-summary")
+        assert "8 messages" in summary and "3 conversations: Garden plans, Moving to Lyon, Rent went up" in summary
+        WebDriverWait(d, 30).until(lambda d: _plot_drawn(d, "timeline"))
+        d.save_screenshot(str(shots / "walk-export.png"))
+    except BaseException:
+        d.save_screenshot(str(shots / "walk-export-failed.png"))
+        raise
+    finally:
+        d.quit()

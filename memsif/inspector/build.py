@@ -249,7 +249,7 @@ def layout() -> SimpleNamespace:
                             "OpenAI messages, JSONL or text; ≤ 20 MB)",
                             file_types=[".json", ".jsonl", ".txt", ".md", ".log", ".text"])
         ui.sample = gr.Dropdown(label="Conversation (an export's are one history by default; LoCoMo's samples)",
-                                choices=[],
+                                choices=[], elem_id="sample-pick",
                                 allow_custom_value=True)
     gr.Markdown("Without a file, **Build memory** uses the bundled LoCoMo conversation conv-26 (419 messages: "
                 "its timeline in about five minutes on 2 CPU cores with the default 1.5B model, its CoreFacts "
