@@ -259,3 +259,16 @@ def test_a_client_build_streams_its_progress(app_url):
     assert len(summaries) >= 2, "the build reported nothing before its result"
     assert any(s.startswith(("Building Structured Interaction Memory", "Loading models")) for s in summaries[:-1])
     assert "Topical Segments" in summaries[-1]
+
+
+def test_an_edited_file_under_the_same_name_replaces_what_changed_and_says_so(app_url, tmp_path):
+    client = gradio_client.Client(app_url, verbose=False)
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    (first / "bike.txt").write_text("## 1 June 2024\nMia: My bike is red.\nTom: Nice bike!\n")
+    (second / "bike.txt").write_text("## 2 June 2024\nMia: My bike is red.\nTom: Nice bike!\nMia: Thanks.\n")
+    summary, _, _ = client.predict(gradio_client.handle_file(str(first / "bike.txt")), None, api_name="/build")
+    assert "2 messages" in summary
+    summary, _, _ = client.predict(gradio_client.handle_file(str(second / "bike.txt")), None, api_name="/build")
+    assert "3 messages" in summary and "replaced 2 stored message(s)" in summary and "D1:1 time" in summary
