@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from datetime import UTC, datetime
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -25,6 +26,7 @@ from memsif.records import (
     CoreFact,
     Decision,
     EventTrajectory,
+    FactOp,
     FactOperation,
     Message,
     TopicalSegment,
@@ -190,7 +192,7 @@ class MemSIF:
         or time) take the transcript's version and the namespace's memory is rebuilt from the
         corrected history: segments, trajectories and (when it had them, or with ``core_facts``)
         CoreFacts are derived again; ActiveFacts and the query log start again. The report's
-        warnings say what changed.
+        warnings and a NOOP entry of the CoreFact operation log say what changed.
 
         Raises:
             SourceConflict: without ``replace``, the transcript disagrees with stored messages; its
@@ -220,6 +222,9 @@ class MemSIF:
                 f"{' …' if len(placement.differences) > 3 else ''}); the memory was rebuilt from the corrected "
                 "history (ActiveFacts and the query log start again)")]
             log.warning("namespace %s: %s", ns, report.warnings[len(placement.notes)])
+            self.store.put_fact_ops(ns, [FactOperation(
+                namespace=ns, op=FactOp.NOOP, fact_ids=[], rule="rule", recorded_at=datetime.now(UTC).replace(tzinfo=None),
+                reason=f"source replaced: {report.warnings[len(placement.notes)]}")], self.store.count("fact_op", ns))
             return report
 
     def build_core_facts(self, namespace: str, progress: ProgressFn | None = None) -> IngestReport:
