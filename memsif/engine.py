@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import UTC, datetime
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from memsif.config import MemSIFConfig
@@ -221,10 +221,12 @@ class MemSIF:
                 f"({'; '.join(d.describe() for d in placement.differences[:3])}"
                 f"{' …' if len(placement.differences) > 3 else ''}); the memory was rebuilt from the corrected "
                 "history (ActiveFacts and the query log start again)")]
-            log.warning("namespace %s: %s", ns, report.warnings[len(placement.notes)])
-            self.store.put_fact_ops(ns, [FactOperation(
-                namespace=ns, op=FactOp.NOOP, fact_ids=[], rule="rule", recorded_at=datetime.now(UTC).replace(tzinfo=None),
-                reason=f"source replaced: {report.warnings[len(placement.notes)]}")], self.store.count("fact_op", ns))
+            said = report.warnings[len(placement.notes)]
+            log.warning("namespace %s: %s", ns, said)
+            now = datetime.now(UTC).replace(tzinfo=None)
+            self.store.put_fact_ops(ns, [FactOperation(namespace=ns, op=FactOp.NOOP, fact_ids=[], rule="rule",
+                                                       recorded_at=now, reason=f"source replaced: {said}")],
+                                    self.store.count("fact_op", ns))
             return report
 
     def build_core_facts(self, namespace: str, progress: ProgressFn | None = None) -> IngestReport:
