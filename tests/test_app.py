@@ -272,3 +272,19 @@ def test_an_edited_file_under_the_same_name_replaces_what_changed_and_says_so(ap
     assert "2 messages" in summary
     summary, _, _ = client.predict(gradio_client.handle_file(str(second / "bike.txt")), None, api_name="/build")
     assert "3 messages" in summary and "replaced 2 stored message(s)" in summary and "D1:1 time" in summary
+
+
+@pytest.mark.parametrize(("judge", "warned"), [(0.2, True), (0.8, True), ("alternate", False)])
+def test_every_build_reports_structure_health_and_warns_when_degenerate(engine_factory, judge, warned):
+    from memsif.inspector.build import structure_health
+    from tests.conftest import make_messages
+
+    flips = iter([0.8, 0.8, 0.2] * 10)
+    llm = FakeLLM({"segment_judge": (lambda p: next(flips)) if judge == "alternate" else judge,
+                   "trajectory_judge": 0.5})
+    engine = engine_factory(llm=llm, tau_split=0.0, tau_merge=0.999)
+    engine.ingest(make_messages([f"message number {k} about topic {k % 4}" for k in range(16)]))
+    line = structure_health(engine, "t")
+    assert "**Structure health**" in line and "Topical Segments hold one message" in line
+    assert "the judge decided 15 of 16 messages" in line
+    assert ("⚠️ The structure looks degenerate" in line) == warned, line

@@ -140,17 +140,41 @@ def _contents(transcripts: list) -> str:
     return "; ".join(parts)
 
 
-def _judge_warning(eng, namespace: str) -> str:
+#: A build is degenerate when more than this share of its Topical Segments hold one message …
+SINGLE_SEGMENT_WARN = 0.5
+#: … or when at least ``JUDGE_MIN_VERDICTS`` judge verdicts go one way this often.
+JUDGE_ONE_WAY_WARN = 0.95
+JUDGE_MIN_VERDICTS = 10
+
+
+def structure_health(eng, namespace: str) -> str:
+    """One line under every build: the share of single-message Topical Segments, the judge's verdict
+    split and the share of messages it decided; a warning with its reason when the structure is
+    degenerate (thresholds ``SINGLE_SEGMENT_WARN``, ``JUDGE_ONE_WAY_WARN``)."""
+    segments = eng.segments(namespace)
+    messages = sum(len(s.message_ids) for s in segments)
+    single = sum(1 for s in segments if len(s.message_ids) == 1)
     judged = [d.continued for d in eng.decisions(namespace, "segment")
               if isinstance(d, SegmentDecision) and d.rule == BoundaryRule.JUDGE]
-    if len(judged) < 5 or len(set(judged)) != 1:
-        return ""
-    return (f"\n\n⚠️ Every one of the {len(judged)} messages the judge decided was "
-            f"{'a continuation' if judged[0] else 'a split'}: the judge "
-            f"({getattr(eng.llm, 'name', 'the configured model')}) does not tell topics apart. The packaged "
-            "135M model separates same-topic from other-topic pairs at AUC 0.53 (chance 0.5; judge-check "
-            "separation 0.54), so the segments are set by φ and the thresholds; configure a bigger model "
-            "(Settings, or MEMSIF_LLM_MODEL) for real judgements.")
+    kept = sum(judged)
+    single_share = single / len(segments) if segments else 0.0
+    line = (f"\n\n**Structure health**: {single} of {len(segments)} Topical Segments hold one message "
+            f"({single_share:.0%}); the judge decided {len(judged)} of {messages} messages "
+            f"({len(judged) / max(messages, 1):.0%}): {kept} continue, {len(judged) - kept} split.")
+    reasons = []
+    if len(segments) >= 5 and single_share > SINGLE_SEGMENT_WARN:
+        reasons.append(f"more than {SINGLE_SEGMENT_WARN:.0%} of the segments are single messages")
+    one_way = max(kept, len(judged) - kept) / len(judged) if judged else 0.0
+    if len(judged) >= JUDGE_MIN_VERDICTS and one_way >= JUDGE_ONE_WAY_WARN:
+        way = "a continuation" if kept >= len(judged) - kept else "a split"
+        reasons.append(f"{one_way:.0%} of the judge's verdicts were {way} (warned at {JUDGE_ONE_WAY_WARN:.0%})")
+    if reasons:
+        line += (f"\n\n⚠️ The structure looks degenerate: {'; '.join(reasons)}. The judge "
+                 f"({getattr(eng.llm, 'name', 'the configured model')}) may not tell topics apart, or the "
+                 "thresholds do not suit this conversation: the packaged 135M model is near chance (segment-judge AUC "
+                 "0.55); the default 1.5B separates topics at AUC 0.86 (README, Models). Try the default model, "
+                 "or τ_split and τ_merge in Settings.")
+    return line
 
 
 @guard
@@ -209,7 +233,7 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
                f"{sum(r.judge_calls_segment for r in reports)} of {sum(r.messages for r in reports)} new messages; "
                f"trajectory judge {sum(r.judge_calls_trajectory for r in reports)} calls; "
                f"{sum(r.seconds for r in reports):.1f} s. CoreFacts are filled in next (CoreFacts tab).")
-    summary += _judge_warning(eng, namespace)
+    summary += structure_health(eng, namespace)
     warnings = [w for t in transcripts for w in t.warnings] + [w for r in reports for w in r.warnings]
     if warnings:
         summary += "\n\n" + "\n".join(f"⚠️ {w}" for w in warnings[:5]) + (
