@@ -117,6 +117,10 @@ def test_settings_rebuild_with_new_thresholds_and_reject_bad_ones(app_url):
     assert "τ_split=0.05" in status
     summary, _, rows = client.predict(api_name="/rebuild")
     assert "419 messages" in summary
+    base = common.engine().config
+    assert (f"Settings in force that differ from the defaults: τ_split 0.05 (default {base.tau_split:g}), "
+            f"τ_merge 0.1 (default {base.tau_merge:g})") in summary, summary
+    assert "θ_s" not in summary.split("Settings in force")[1], "a setting at its default is not named"
     assert len(rows["data"]) < len(default_rows["data"]), "a lower τ_merge should merge more messages by rule"
     with pytest.raises(Exception, match="tau_split"):
         client.predict(0.8, 0.7, 0.6, 3, 0.45, 0.45, model, api_name="/settings")

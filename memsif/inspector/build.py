@@ -23,6 +23,7 @@ from memsif.inspector.common import (
     model_share,
     new_session,
     session_engine,
+    settings_in_force,
 )
 from memsif.io import as_memories, load_transcripts
 from memsif.io.transcripts import HISTORY_FORMATS
@@ -234,6 +235,8 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
                f"trajectory judge {sum(r.judge_calls_trajectory for r in reports)} calls; "
                f"{sum(r.seconds for r in reports):.1f} s. CoreFacts are filled in next (CoreFacts tab).")
     summary += structure_health(eng, namespace)
+    if in_force := settings_in_force(settings):
+        summary += f"\n\n{in_force}"
     warnings = [w for t in transcripts for w in t.warnings] + [w for r in reports for w in r.warnings]
     if warnings:
         summary += "\n\n" + "\n".join(f"⚠️ {w}" for w in warnings[:5]) + (

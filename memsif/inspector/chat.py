@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import gradio as gr
 
 from memsif.inspector.activefacts import clusters_view
-from memsif.inspector.common import engine_for, guard, new_session, session_engine
+from memsif.inspector.common import engine_for, guard, new_session, session_engine, settings_in_force
 from memsif.inspector.corefacts import build_facts
 from memsif.query import Answer
 from memsif.records import Message
@@ -61,6 +61,8 @@ def chat(question: str, history: list | None, write: bool, namespace: str | None
                 yield (namespace, [*history, {"role": "assistant", "content": partial + " ▌"}], "",
                        gr.skip(), gr.skip(), gr.skip(), gr.skip())
         title, body = trace_markdown(result)
+        if in_force := settings_in_force(settings):
+            body += f"\n\n{in_force}"
         history += [{"role": "assistant", "content": answer_markdown(result)},
                     {"role": "assistant", "content": body, "metadata": {"title": title, "status": "done"}}]
     else:

@@ -75,6 +75,28 @@ def settings_config(base: MemSIFConfig, settings: dict[str, Any]) -> MemSIFConfi
     return base.replace(**changes)
 
 
+#: The Settings sliders: session key → (label, config field).
+SETTING_FIELDS = {"alpha": ("α", "alpha_segment"), "tau_split": ("τ_split", "tau_split"),
+                  "tau_merge": ("τ_merge", "tau_merge"), "construction_top_k": ("Top-K", "construction_top_k"),
+                  "theta_src": ("θ_s", "theta_src"), "theta_qry": ("θ_q", "theta_qry")}
+
+
+def settings_in_force(settings: dict[str, Any] | None) -> str:
+    """One sentence naming every session setting that differs from the app's defaults ("" when none):
+    the build summary and the chat trace carry it, so a changed setting never acts unnoticed."""
+    if not settings:
+        return ""
+    base = engine().config
+    changed = []
+    for key, (label, name) in SETTING_FIELDS.items():
+        if key in settings and abs(float(settings[key]) - float(getattr(base, name))) > 1e-9:
+            changed.append(f"{label} {settings[key]:g} (default {getattr(base, name):g})")
+    if settings.get("model") and settings["model"] != f"{base.llm_backend}:{base.llm_model}":
+        changed.append(f"model `{settings['model']}` (default `{base.llm_backend}:{base.llm_model}`)")
+    return ("⚙️ Settings in force that differ from the defaults: " + ", ".join(changed) +
+            " (Settings tab; “Reset to defaults” restores them).") if changed else ""
+
+
 def engine_for(settings: dict[str, Any] | None) -> MemSIF:
     """The engine with this session's settings: the shared one, or a derived one over the same store."""
     base = engine()

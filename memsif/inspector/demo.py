@@ -119,6 +119,9 @@ def build_demo(config: MemSIFConfig | None = None, forget_sessions: bool = False
                                     inputs=[s.alpha, s.tau_split, s.tau_merge, s.top_k, s.theta_src, s.theta_qry,
                                             s.model],
                                     outputs=[session_settings, s.status], api_name="settings")
+        s.reset_btn.click(settings.reset_settings,
+                          outputs=[s.alpha, s.tau_split, s.tau_merge, s.top_k, s.theta_src, s.theta_qry, s.model,
+                                   s.status], api_name=False)
         rebuilt = applied.success(settings.rebuild, inputs=[namespace, source, session_settings],
                                   outputs=[namespace, source, b.summary, b.timeline, b.table], api_name="rebuild",
                                   show_progress_on=b.summary)

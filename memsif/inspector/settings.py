@@ -27,6 +27,14 @@ def apply_settings(alpha: float, tau_split: float, tau_merge: float, top_k: floa
                       f"θ_s={theta_src}, θ_q={theta_qry}, model `{model}`. Rebuilding…")
 
 
+def reset_settings():
+    """The sliders and the model back at the app's defaults (the paper's Table 13 unless the
+    environment set others); Apply rebuilds with them."""
+    cfg = engine().config
+    return (cfg.alpha_segment, cfg.tau_split, cfg.tau_merge, cfg.construction_top_k, cfg.theta_src, cfg.theta_qry,
+            model_choices()[0], "Defaults restored in the sliders: press Apply and rebuild to use them.")
+
+
 @guard
 def rebuild(namespace: str | None, source: dict | None, settings: dict | None,
             progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
@@ -54,6 +62,8 @@ def layout(config: MemSIFConfig) -> SimpleNamespace:
         ui.theta_qry = gr.Slider(0, 1, value=config.theta_qry, step=0.05, label="θ_q")
         choices = model_choices()
         ui.model = gr.Dropdown(choices, value=choices[0], label="LLM (backend:model)")
-    ui.apply_btn = gr.Button("Apply and rebuild", variant="primary")
+    with gr.Row():
+        ui.apply_btn = gr.Button("Apply and rebuild", variant="primary")
+        ui.reset_btn = gr.Button("Reset to defaults", elem_id="reset-settings")
     ui.status = gr.Markdown()
     return ui
