@@ -61,7 +61,10 @@ def test_an_agent_sees_only_the_memory_tools_with_their_arguments(mcp_url):
     ingest = tools["memory_ingest"]
     assert set(ingest.inputSchema["required"]) == {"namespace", "transcript"}
     assert "Speaker: text" in ingest.inputSchema["properties"]["transcript"]["description"]
+    assert "OpenAI-messages JSON document" in ingest.inputSchema["properties"]["transcript"]["description"], \
+        "a wrapped argument description reaches the agent whole"
     assert "Structured Interaction Memory" in ingest.description
+    assert "whether the facts alone" in tools["memory_ask"].description, "no stray commas where lines wrapped"
 
 
 def test_an_agent_ingests_asks_and_reads_facts_in_its_own_namespace(mcp_url):

@@ -97,7 +97,9 @@ def layout() -> SimpleNamespace:
     with gr.Row():
         ui.extract_btn = gr.Button("Extract CoreFacts now")
         ui.refresh_btn = gr.Button("Refresh")
-        ui.op_filter = gr.Dropdown(["", "ADD", "UPDATE", "MERGE", "SUPERSEDE", "REJECT", "NOOP"], label="Operation")
+        ui.op_filter = gr.Dropdown([("all operations", ""), *((op, op) for op in ("ADD", "UPDATE", "MERGE", "SUPERSEDE",
+                                                                                   "REJECT", "NOOP"))],
+                                   value="", label="Operation")
         ui.subject_filter = gr.Textbox(label="Subject")
     ui.facts = gr.Dataframe(headers=FACT_COLUMNS, label="CoreFacts by type and subject (select one for its sources)",
                             wrap=True, max_height=400, column_widths=["7%", "10%", "14%", "41%", "11%", "9%", "8%"])

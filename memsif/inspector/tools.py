@@ -9,6 +9,8 @@ Namespaces starting with ``ui-`` belong to browser sessions and are refused here
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import tempfile
 from pathlib import Path
@@ -149,7 +151,35 @@ def memory_facts(namespace: str, subject: str = "") -> str:
     return _json({"namespace": ns, "core_facts": core, "active_facts": active})
 
 
+def one_line_items(doc: str) -> str:
+    """``doc`` with each ``Args:`` item and the ``Returns:`` text on one line: Gradio reads a
+    parameter's description from its first line only and joins Returns lines with commas, so a
+    wrapped docstring reaches an agent cut off ("…session headers,") or with stray commas."""
+    lines = inspect.cleandoc(doc).split("\n")
+    out: list[str] = []
+    section = ""
+    for line in lines:
+        stripped = line.strip()
+        if stripped in ("Args:", "Returns:"):
+            section = stripped
+            out.append(line)
+            continue
+        item_indent = len(line) - len(line.lstrip())
+        joins = section == "Returns:" and out[-1].strip() != "Returns:" if stripped else False
+        joins = joins or (section == "Args:" and stripped and item_indent > 4)
+        if joins:
+            out[-1] = f"{out[-1]} {stripped}"
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def register() -> None:
-    """Register the tools as API endpoints (and MCP tools) of the Blocks being built."""
+    """Register the tools as API endpoints (and MCP tools) of the Blocks being built, with their
+    docstrings as Gradio reads them (``one_line_items``)."""
     for fn in (memory_ingest, memory_ask, memory_facts):
-        gr.api(fn, api_name=fn.__name__)
+        @functools.wraps(fn)
+        def tool(*args, _fn=fn, **kwargs):
+            return _fn(*args, **kwargs)
+        tool.__doc__ = one_line_items(fn.__doc__ or "")
+        gr.api(tool, api_name=fn.__name__)
