@@ -129,6 +129,7 @@ def test_an_export_of_three_conversations_becomes_one_memory_over_mcp(mcp_url):
     ("memory_ingest", {"namespace": "x", "transcript": "{\"chats\": []}"}, "unknown JSON layout"),
     ("memory_facts", {"namespace": "nobody"}, "holds no memory yet"),
 ])
-def test_bad_calls_are_refused_with_what_to_do(mcp_url, tool, args, said):
+def test_bad_calls_are_refused_with_what_to_do(mcp_url, tool, args, said, capfd):
     failed, text = _call(mcp_url, tool, args)
     assert failed and said in text, text
+    assert "Traceback" not in capfd.readouterr().err, "a refusal is not a server fault: no traceback in the log"

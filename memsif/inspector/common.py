@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import os
 import threading
 import time
@@ -22,6 +23,8 @@ from memsif.errors import MemSIFError
 from memsif.ingest import ProgressFn
 from memsif.llm.packaged import PACKAGED_MODELS
 from memsif.locks import queue_position, sharing
+
+log = logging.getLogger(__name__)
 
 _engine: MemSIF | None = None
 _engine_lock = threading.Lock()
@@ -143,6 +146,13 @@ def session_engine(namespace: str | None, settings: dict | None = None) -> MemSI
     return eng if eng.has_memory(namespace) else None
 
 
+def refusal(message: str) -> gr.Error:
+    """The page's (and the tools') one-line refusal: shown to the user, logged as one line, no traceback
+    in the server log (an expected refusal is not a server fault)."""
+    log.info("refused: %s", message.splitlines()[0][:200] if message else "")
+    return gr.Error(message, print_exception=False)
+
+
 def guard(fn):
     """Engine errors become a visible Gradio error that says what to do. The wrapper keeps ``fn``'s
     name, docstring, signature and type hints (Gradio reads gr.Progress defaults and API/MCP
@@ -153,7 +163,7 @@ def guard(fn):
             try:
                 return (yield from fn(*args, **kwargs))
             except MemSIFError as exc:
-                raise gr.Error(str(exc)) from exc
+                raise refusal(str(exc)) from exc
         return wrapped
 
     @functools.wraps(fn)
@@ -161,7 +171,7 @@ def guard(fn):
         try:
             return fn(*args, **kwargs)
         except MemSIFError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise refusal(str(exc)) from exc
     return plain
 
 

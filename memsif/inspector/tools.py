@@ -18,7 +18,7 @@ from typing import Any
 
 import gradio as gr
 
-from memsif.inspector.common import engine, guard
+from memsif.inspector.common import engine, guard, refusal
 from memsif.io import as_memories, load_transcripts
 from memsif.records import Evidence
 
@@ -42,9 +42,9 @@ def _evidence(e: Evidence) -> dict[str, Any]:
 def _namespace(namespace: str) -> str:
     name = (namespace or "").strip()
     if not name:
-        raise gr.Error("namespace is empty: name the memory to use, e.g. 'alice-assistant'.")
+        raise refusal("namespace is empty: name the memory to use, e.g. 'alice-assistant'.")
     if name.startswith("ui-"):
-        raise gr.Error(f"namespace {name!r} starts with 'ui-', which belongs to a browser session of the inspector; "
+        raise refusal(f"namespace {name!r} starts with 'ui-', which belongs to a browser session of the inspector; "
                        "choose another name.")
     return name
 
@@ -76,7 +76,7 @@ def memory_ingest(namespace: str, transcript: str, format: str = "auto", sample:
     """
     ns = _namespace(namespace)
     if not transcript or not transcript.strip():
-        raise gr.Error("transcript is empty: pass the conversation's text.")
+        raise refusal("transcript is empty: pass the conversation's text.")
     suffix = ".json" if transcript.lstrip()[:1] in "{[" else ".txt"
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"transcript{suffix}"
@@ -113,10 +113,10 @@ def memory_ask(namespace: str, question: str, question_date: str = "") -> str:
     """
     ns = _namespace(namespace)
     if not question or not question.strip():
-        raise gr.Error("question is empty.")
+        raise refusal("question is empty.")
     eng = engine()
     if not eng.has_memory(ns):
-        raise gr.Error(f"namespace {ns!r} holds no memory yet: call memory_ingest first.")
+        raise refusal(f"namespace {ns!r} holds no memory yet: call memory_ingest first.")
     a = eng.ask(question, namespace=ns, question_date=question_date or None)
     return _json({
             "answer": a.answer, "sufficient": a.sufficient, "model": a.model, "model_at_chance": a.model_at_chance,
@@ -142,7 +142,7 @@ def memory_facts(namespace: str, subject: str = "") -> str:
     ns = _namespace(namespace)
     eng = engine()
     if not eng.has_memory(ns):
-        raise gr.Error(f"namespace {ns!r} holds no memory yet: call memory_ingest first.")
+        raise refusal(f"namespace {ns!r} holds no memory yet: call memory_ingest first.")
     wanted = subject.strip().lower()
     core = [f.model_dump(mode="json", include=CORE_FACT_FIELDS)
             for f in eng.facts(ns) if not wanted or f.subject.lower() == wanted]
