@@ -6,6 +6,7 @@ real app on the real models.
 """
 
 
+import re
 from pathlib import Path
 
 import pytest
@@ -243,6 +244,9 @@ def test_the_evaluate_lens_compares_memsif_with_flat_baselines_on_the_files_own_
     assert "questions** (" in summary and "NCE" in summary
     for system in ("| MemSIF |", "| Hybrid RAG |", "| Naive RAG |"):
         assert system in summary
+    memsif_row = next(line for line in summary.splitlines() if line.startswith("| MemSIF |"))
+    assert re.search(r"\d+\.\d % \[\d+\.\d, \d+\.\d\]", memsif_row), "no 95 % interval beside the recall"
+    assert re.search(r"\| MemSIF − Hybrid RAG \| [+-]\d+\.\d points \[[+-]\d+\.\d, [+-]\d+\.\d\]", summary)
     rows = table["data"]
     assert len(rows) > 100, "the bundled conv-26 carries more than a hundred scored questions"
     first = rows[0]  # most spread-out evidence first

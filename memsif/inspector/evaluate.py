@@ -20,7 +20,7 @@ import gradio as gr
 from memsif.engine import MemSIF
 from memsif.errors import MemSIFError
 from memsif.eval.data import load_locomo, load_longmemeval
-from memsif.eval.metrics import evidence_recall, ted
+from memsif.eval.metrics import evidence_recall, paired_bootstrap, ted
 from memsif.eval.runner import NCE_TED
 from memsif.eval.systems import CountingLLM, HybridRAGSystem, NaiveRAGSystem
 from memsif.inspector.common import JobProgress, eval_namespace, guard, in_background, model_share, session_engine
@@ -30,6 +30,12 @@ from memsif.viz import LensRow, evidence_lens
 EVAL_COLUMNS = ["question", "category", "TED", "gold evidence", "MemSIF", "Hybrid RAG", "Naive RAG",
                 "how MemSIF found the gold turns"]
 SYSTEMS = ("MemSIF", "Hybrid RAG", "Naive RAG")
+
+
+#: Bootstrap resamples of each interval (a few milliseconds for a few hundred questions).
+INTERVAL_RESAMPLES = 2000
+#: ActiveFacts listed under the summary (the rest: the ActiveFacts tab).
+ACTIVE_FACTS_LISTED = 10
 
 
 def _samples(source: dict) -> list:
@@ -59,7 +65,22 @@ def _how_found(gold: list[str], answer: Answer) -> dict[str, str]:
 
 
 def _mean(values: list[float]) -> str:
-    return f"{100 * sum(values) / len(values):.1f} %" if values else "–"
+    """The mean recall with its 95 % interval (bootstrap over the questions)."""
+    if not values:
+        return "–"
+    ci = paired_bootstrap(values, [0.0] * len(values), ["all"] * len(values), stratified=True,
+                          resamples=INTERVAL_RESAMPLES)
+    return f"{100 * ci['diff']:.1f} % [{100 * ci['ci_low']:.1f}, {100 * ci['ci_high']:.1f}]"
+
+
+def _difference(rows: list[LensRow], a: str, b: str) -> str:
+    """a − b over the questions both answered, with its paired 95 % interval."""
+    pairs = [(r.recall[a], r.recall[b]) for r in rows if r.recall[a] is not None and r.recall[b] is not None]
+    if not pairs:
+        return "–"
+    ci = paired_bootstrap([x for x, _ in pairs], [y for _, y in pairs], ["all"] * len(pairs), stratified=True,
+                          resamples=INTERVAL_RESAMPLES)
+    return f"{100 * ci['diff']:+.1f} points [{100 * ci['ci_low']:+.1f}, {100 * ci['ci_high']:+.1f}]"
 
 
 @guard
@@ -131,11 +152,14 @@ def summary_markdown(rows: list[LensRow], budget: int, eng: MemSIF, namespace: s
     nce = [r for r in rows if r.ted is not None and r.ted >= NCE_TED]
     lines = [f"**{len(rows)} questions** ({len(nce)} NCE: gold evidence spread over ≥ 30 % of the conversation), "
              f"asked retrieval-only at {budget} tokens. Evidence recall = share of gold evidence turns in the "
-             "context (by provenance).", "", "| system | all questions | NCE |", "|---|---|---|"]
+             "context (by provenance), with its 95 % interval (bootstrap over questions; differences paired "
+             "on the same questions).", "", f"| system | all {len(rows)} questions | {len(nce)} NCE |", "|---|---|---|"]
     for name in SYSTEMS:
         all_r = [r.recall[name] for r in rows if r.recall[name] is not None]
         nce_r = [r.recall[name] for r in nce if r.recall[name] is not None]
         lines.append(f"| {name} | {_mean(all_r)} | {_mean(nce_r)} |")
+    lines.append(f"| MemSIF − Hybrid RAG | {_difference(rows, 'MemSIF', 'Hybrid RAG')} | "
+                 f"{_difference(nce, 'MemSIF', 'Hybrid RAG')} |")
     by_trajectory = sum(1 for r in rows for how in r.how.values() if how.startswith("trajectory"))
     lines.append(f"\nGold turns MemSIF's Event Trajectory path brought in: {by_trajectory}.")
     core_sources = {m for f in eng.facts(namespace, history=True) for m in f.source_message_ids}
@@ -145,9 +169,11 @@ def summary_markdown(rows: list[LensRow], budget: int, eng: MemSIF, namespace: s
         lines.append(f"\n**ActiveFacts** the questions promoted: {len(promoted)}; "
                      f"{len(recovered)} of them rest on messages no CoreFact was written from (recovered through "
                      "query demand):")
-        for a in promoted[:10]:
+        for a in promoted[:ACTIVE_FACTS_LISTED]:
             tag = "recovered by query demand" if a.id in recovered else "its sources are CoreFact sources too"
             lines.append(f"- `{a.id}` {a.statement} — sources {', '.join(a.source_message_ids)} ({tag})")
+        if len(promoted) > ACTIVE_FACTS_LISTED:
+            lines.append(f"- …and {len(promoted) - ACTIVE_FACTS_LISTED} more (ActiveFacts tab)")
     else:
         lines.append("\nNo ActiveFact was promoted by these questions (θ_s and θ_q not both reached).")
     return "\n".join(lines)
