@@ -247,6 +247,9 @@ def test_the_evaluate_lens_compares_memsif_with_flat_baselines_on_the_files_own_
     memsif_row = next(line for line in summary.splitlines() if line.startswith("| MemSIF |"))
     assert re.search(r"\d+\.\d % \[\d+\.\d, \d+\.\d\]", memsif_row), "no 95 % interval beside the recall"
     assert re.search(r"\| MemSIF − Hybrid RAG \| [+-]\d+\.\d points \[[+-]\d+\.\d, [+-]\d+\.\d\]", summary)
+    from memsif.inspector import common
+
+    assert not [ns for ns in common.engine().namespaces() if ns.endswith("-eval")], "the evaluation copy stayed"
     rows = table["data"]
     assert len(rows) > 100, "the bundled conv-26 carries more than a hundred scored questions"
     first = rows[0]  # most spread-out evidence first
@@ -297,3 +300,14 @@ def test_every_build_reports_structure_health_and_warns_when_degenerate(engine_f
     assert "**Structure health**" in line and "Topical Segments hold one message" in line
     assert "the judge decided 15 of 16 messages" in line
     assert ("⚠️ The structure looks degenerate" in line) == warned, line
+
+
+def test_evaluation_copies_a_crashed_process_left_are_removed_on_start(engine_factory):
+    from memsif.inspector.common import remove_evaluation_copies
+    from tests.conftest import make_messages
+
+    engine = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}))
+    for ns in ("ui-0123456789ab-eval", "ui-0123456789ab", "alice-eval"):
+        engine.ingest(make_messages(["I planted tomatoes."], namespace=ns), namespace=ns)
+    assert remove_evaluation_copies(engine) == ["ui-0123456789ab-eval"]
+    assert sorted(engine.namespaces()) == ["alice-eval", "ui-0123456789ab"], "only a session's evaluation copy goes"

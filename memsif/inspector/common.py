@@ -38,7 +38,18 @@ def engine() -> MemSIF:
         if _engine is None:
             _engine = MemSIF(MemSIFConfig.from_env())
             _engine.load_models()
+            remove_evaluation_copies(_engine)
         return _engine
+
+
+def remove_evaluation_copies(eng: MemSIF) -> list[str]:
+    """Delete the Evaluate tab's copies a crashed process left in the store (``eval_namespace``);
+    returns their names."""
+    left = [ns for ns in eng.namespaces() if ns.startswith("ui-") and ns.endswith("-eval")]
+    for ns in left:
+        eng.delete_namespace(ns)
+        log.warning("removed %s, an evaluation copy a stopped process left in the store", ns)
+    return left
 
 
 def set_engine(eng: MemSIF | None) -> None:

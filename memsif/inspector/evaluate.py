@@ -104,6 +104,13 @@ def evaluate(namespace: str | None, source: dict | None, settings: dict | None,
 
     def work(report):
         eng.delete_namespace(target)
+        try:
+            rows = _ask_all(report)
+            return rows, summary_markdown(rows, budget, eng, target)
+        finally:  # the copy never outlives its evaluation (a crash leaves it to the next start: common.engine)
+            eng.delete_namespace(target)
+
+    def _ask_all(report) -> list[LensRow]:
         export = eng.export_namespace(namespace)
         export["clusters"], export["active_facts"] = [], []
         eng.import_namespace(export, target)
@@ -142,8 +149,8 @@ def evaluate(namespace: str | None, source: dict | None, settings: dict | None,
         if kind == "status":
             yield value, gr.skip(), gr.skip(), gr.skip()
         else:
-            rows = value
-    yield (summary_markdown(rows, budget, eng, target), evidence_lens(rows, nce_only=True), table_rows(rows), rows)
+            rows, summary = value
+    yield summary, evidence_lens(rows, nce_only=True), table_rows(rows), rows
 
 
 def summary_markdown(rows: list[LensRow], budget: int, eng: MemSIF, namespace: str) -> str:
