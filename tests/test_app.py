@@ -216,6 +216,7 @@ def test_a_bad_upload_gets_one_message_in_the_page_and_the_memory_stays(app_url,
     png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
     _, said = client.predict(gradio_client.handle_file(str(png)), api_name="/samples")
     summary, _, _ = client.predict(gradio_client.handle_file(str(png)), None, api_name="/build")
+    assert re.search(r"It holds 2 messages in \d+ Topical Segments, from `bike.txt`", summary), summary
     for text in (said, summary):
         assert text.count("was not loaded") == 1 and "**photo.json**" in text
         assert "looks like Portable Network Graphics" in text and "Accepted: LoCoMo" in text

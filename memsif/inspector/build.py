@@ -131,6 +131,16 @@ def question_hint(transcripts: list) -> str:
     return f"What did {speakers.most_common(1)[0][0]} talk about?" if speakers else "Ask this memory a question"
 
 
+def _kept(namespace: str, previous: dict | None, settings: dict | None) -> str:
+    """What the session's memory still holds after a refused upload (the refusal replaces the build
+    summary on the page, so it says what stayed)."""
+    eng = session_engine(namespace, settings)
+    if eng is None or not previous:
+        return ""
+    return (f" It holds {len(eng.messages(namespace))} messages in {len(eng.segments(namespace))} Topical "
+            f"Segments, from `{previous.get('name', 'the last build')}`.")
+
+
 def _contents(transcripts: list) -> str:
     """What was built, for the summary: sample ids, or an export's conversation titles."""
     parts = []
@@ -193,7 +203,7 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
         path = checked_path(file) if file is not None else str(EXAMPLE)
         transcripts = as_memories(load_upload(path, sample))
     except (UploadRefused, gr.Error) as exc:  # one message in the page; the views and memory stay
-        yield namespace, previous, str(exc), gr.skip(), gr.skip()
+        yield namespace, previous, str(exc) + _kept(namespace, previous, settings), gr.skip(), gr.skip()
         return
     source = {"path": path, "sample": sample or None, "name": Path(path).name,
               "samples": [t.sample_id for t in transcripts], "hint": question_hint(transcripts),
