@@ -24,19 +24,27 @@ import os
 import sys
 
 from memsif.config import MemSIFConfig
-from memsif.inspector import build_demo
+from memsif.inspector import PAGE_CSS, build_demo
 from memsif.inspector.build import MAX_UPLOAD_BYTES
+
+
+def forget_sessions(env: dict[str, str] | None = None) -> bool:
+    """Whether a session's memory is deleted when its browser tab closes: ``MEMSIF_APP_FORGET_SESSIONS``
+    ("1" or "0"); by default on when the app runs on a Hugging Face Space (``SPACE_ID`` is set: a public
+    page, where visitors' memories should not pile up), off elsewhere."""
+    env = os.environ if env is None else env
+    default = "1" if env.get("SPACE_ID") else "0"
+    return env.get("MEMSIF_APP_FORGET_SESSIONS", default).strip() == "1"
 
 
 def main(argv: list[str] | None = None) -> None:
     """Read the configuration (environment, ``--mcp``), build the page and serve it."""
     args = sys.argv[1:] if argv is None else argv
     mcp = "--mcp" in args or os.environ.get("MEMSIF_APP_MCP", "0") == "1"
-    demo = build_demo(MemSIFConfig.from_env(), mcp=mcp,
-                      forget_sessions=os.environ.get("MEMSIF_APP_FORGET_SESSIONS", "0") == "1")
+    demo = build_demo(MemSIFConfig.from_env(), mcp=mcp, forget_sessions=forget_sessions())
     demo.queue(default_concurrency_limit=4).launch(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), show_error=True,
-        max_file_size=MAX_UPLOAD_BYTES, mcp_server=mcp)
+        max_file_size=MAX_UPLOAD_BYTES, mcp_server=mcp, css=PAGE_CSS)
 
 
 if __name__ == "__main__":

@@ -207,6 +207,29 @@ def cmd_facts(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from memsif.store.transfer import write_export
+
+    engine = _engine(args)
+    data = engine.export_namespace(args.namespace, decimals=args.decimals)
+    path = write_export(data, args.out)
+    print(f"{args.namespace}: {len(data['messages'])} messages, {len(data['segments'])} Topical Segments, "
+          f"{len(data['facts'])} CoreFacts, {len(data['clusters'])} candidate clusters written to {path} "
+          f"({path.stat().st_size / 2**20:.1f} MiB)")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from memsif.store.transfer import read_export
+
+    data = read_export(args.path)
+    engine = _engine(args)
+    ns = engine.import_namespace(data, args.namespace)
+    print(f"{ns}: {len(data['messages'])} messages, {len(data['segments'])} Topical Segments, "
+          f"{len(data['facts'])} CoreFacts imported into {engine.config.resolved_data_dir}")
+    return 0
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     engine = _engine(args)
     ns = args.namespace
@@ -315,6 +338,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", help="memory folder (default: $MEMSIF_DATA_DIR or ~/.local/share/memsif)")
     p.add_argument("--namespace", action="append", help="only these namespaces (repeat; default: all)")
     p.set_defaults(func=cmd_upgrade)
+
+    p = sub.add_parser("export", help="write a namespace's whole memory (vectors and logs included) to a file")
+    p.add_argument("out", help="the file to write (.json, or .json.gz for gzip)")
+    p.add_argument("--namespace", required=True)
+    p.add_argument("--data-dir")
+    p.add_argument("--decimals", type=int, help="round vector components to this many decimals (4 makes the "
+                   "file about a third of the size; default: exact)")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("import", help="read a file written by export into a namespace that holds no memory")
+    p.add_argument("path")
+    p.add_argument("--namespace", help="import under this namespace (default: the one it was exported from)")
+    p.add_argument("--data-dir")
+    p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("show", help="print a namespace's segments and trajectories")
     p.add_argument("--namespace", required=True)

@@ -348,12 +348,19 @@ class MemSIF:
         self._require(namespace)
         return select_operations(self.store.fact_ops(namespace), op, subject)
 
-    def export_namespace(self, namespace: str) -> dict[str, Any]:
-        """Everything of ``namespace`` as one JSON-able dict (``memsif.store.transfer``)."""
+    def export_namespace(self, namespace: str, decimals: int | None = None,
+                         provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Everything of ``namespace`` as one JSON-able dict (``memsif.store.transfer.export_namespace``:
+        ``decimals`` rounds vectors, ``provenance`` says how the memory was built).
+
+        Raises:
+            NotFoundError: the namespace holds no memory.
+        """
         from memsif.store.transfer import export_namespace
 
         self._require(namespace)
-        return export_namespace(self.store, self.embedder, namespace)
+        with self._namespace_lock(namespace), self._namespace_lock(namespace, "clusters"):
+            return export_namespace(self.store, self.embedder, namespace, decimals, provenance)
 
     def import_namespace(self, data: dict[str, Any], namespace: str | None = None) -> str:
         """Write an ``export_namespace`` dict into the store (under ``namespace`` if given); returns the

@@ -69,3 +69,9 @@ class SourceConflict(MemSIFError):
             "conversation, ingest it into another namespace.")
         self.namespace = namespace
         self.differences = differences
+
+
+class JobCancelled(MemSIFError):
+    """A job (a build, a CoreFact extraction, an answer) stopped before it finished because the memory
+    it works on was replaced or deleted (``memsif.locks.cancel``); ``str()`` is the reason. What the
+    job had not yet written is not written."""

@@ -25,7 +25,8 @@ from memsif.interaction.sentences import build_sentences
 from memsif.interaction.state import InteractionState
 from memsif.interaction.trajectories import TrajectoryBuilder
 from memsif.io.placement import differences
-from memsif.locks import job
+from memsif.io.transcripts import spoken_text
+from memsif.locks import check_cancelled, job
 from memsif.records import Decision, FactOperation, Message, record_number
 from memsif.store import StoredMessage
 
@@ -200,8 +201,8 @@ class IngestPipeline:
     def embed(self, fresh: Sequence[Message]) -> tuple[np.ndarray, list[frozenset[str]]]:
         """(n, d) message embeddings and key-entity sets (NER runs while torch embeds)."""
         texts = [m.text for m in fresh]
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            entities_future = pool.submit(self.engine.entity_extractor.extract, texts)
+        with ThreadPoolExecutor(max_workers=1) as pool:  # key entities from what was said, not a photo's caption
+            entities_future = pool.submit(self.engine.entity_extractor.extract, [spoken_text(t) for t in texts])
             vectors = self.engine.embedder.embed_documents(texts)
             return vectors, entities_future.result()
 
@@ -225,6 +226,7 @@ class IngestPipeline:
                 if seg.record.trajectory_id is None:
                     assign(seg)
         for k, (msg, vec, ents) in enumerate(zip(fresh, vectors, entity_sets, strict=True)):
+            check_cancelled()  # nothing of this call is stored yet: a cancelled build leaves nothing
             before = state.current_segment
             state.add_message(msg, vec, ents)
             decision = segments.place(state, msg)
@@ -315,6 +317,7 @@ class IngestPipeline:
                 progress(0, len(batches), "core facts")
             for done in build_core_facts(builder, facts, ns, batches, state.segment_of, trajectory_of,
                                          state.vectors, cfg.fact_parallel):
+                check_cancelled()  # a batch finished after its memory was replaced is not written
                 for op in done.operations:
                     op.batch = batch_key(done.batch)
                 seq = store.put_fact_ops(ns, done.operations, seq)

@@ -13,7 +13,9 @@ session's build waited. A :class:`FairLock` hands the model over call by call:
 
 A job is named by the code that does the work (the engine names it after its namespace and kind)
 with :func:`job`; :func:`interactive` marks a chat answer. :func:`queue_position` tells a waiting
-job its place in line, for progress displays.
+job its place in line, for progress displays. :func:`cancel` stops the jobs of a name that started
+before it (a memory replaced or deleted): each raises ``JobCancelled`` at its next model call or
+check point (:func:`check_cancelled`), waiting in line or not.
 """
 
 from __future__ import annotations
@@ -27,15 +29,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from memsif.errors import JobCancelled
+
 #: Classes of work, most urgent first.
 INTERACTIVE, STRUCTURE, FACTS = 0, 1, 2
 KINDS = {"interactive": INTERACTIVE, "structure": STRUCTURE, "facts": FACTS}
 #: What a class is called in a progress display.
 KIND_NAMES = {INTERACTIVE: "a chat answer", STRUCTURE: "a memory build", FACTS: "a CoreFact extraction"}
 
-_job: contextvars.ContextVar[tuple[str, int] | None] = contextvars.ContextVar("memsif_job", default=None)
+#: (name, class, cancel epoch at its start) of the job this thread works for.
+_job: contextvars.ContextVar[tuple[str, int, int] | None] = contextvars.ContextVar("memsif_job", default=None)
 _interactive = contextvars.ContextVar("memsif_interactive", default=False)
 _locks: weakref.WeakSet[FairLock] = weakref.WeakSet()
+#: name → (cancel epoch, reason): jobs of that name started at an earlier epoch are cancelled.
+_cancels: dict[str, tuple[int, str]] = {}
+_cancels_lock = threading.Lock()
 
 
 @contextmanager
@@ -48,7 +56,9 @@ def job(name: str, kind: str = "structure") -> Iterator[None]:
     """
     if kind not in KINDS:
         raise ValueError(f"unknown job kind {kind!r}; use one of {', '.join(KINDS)}")
-    token = _job.set((name, KINDS[kind]))
+    with _cancels_lock:
+        epoch = _cancels.get(name, (0, ""))[0]
+    token = _job.set((name, KINDS[kind], epoch))
     try:
         yield
     finally:
@@ -63,6 +73,33 @@ def interactive() -> Iterator[None]:
         yield
     finally:
         _interactive.reset(token)
+
+
+def cancel(name: str, reason: str) -> None:
+    """Stop every job named ``name`` that is running or waiting now: each raises ``JobCancelled(reason)``
+    at its next model call or :func:`check_cancelled`. Jobs of that name started later run normally."""
+    with _cancels_lock:
+        _cancels[name] = (_cancels.get(name, (0, ""))[0] + 1, reason)
+    for lock in list(_locks):
+        with lock._cond:
+            lock._cond.notify_all()
+
+
+def cancelled_reason() -> str | None:
+    """Why this thread's job was cancelled, or None while it may go on."""
+    named = _job.get()
+    if named is None:
+        return None
+    with _cancels_lock:
+        epoch, reason = _cancels.get(named[0], (0, ""))
+    return reason if epoch > named[2] else None
+
+
+def check_cancelled() -> None:
+    """A check point of long work. Raises JobCancelled: this thread's job was cancelled (:func:`cancel`)."""
+    reason = cancelled_reason()
+    if reason is not None:
+        raise JobCancelled(reason)
 
 
 def _current() -> tuple[str, int]:
@@ -104,18 +141,26 @@ class FairLock:
         return min(self._waiting, key=self._order_key)
 
     def __enter__(self) -> FairLock:
+        check_cancelled()
         name, cls = _current()
         ticket = _Ticket(name, cls, next(self._arrivals))
         with self._cond:
             self._queue_and_take(ticket)
         return self
 
-    def _queue_and_take(self, ticket: _Ticket) -> None:
-        """Wait (holding ``_cond``) until ``ticket`` is next and the lock is free, then take it."""
+    def _queue_and_take(self, ticket: _Ticket, cancellable: bool = True) -> None:
+        """Wait (holding ``_cond``) until ``ticket`` is next and the lock is free, then take it. A
+        cancelled job leaves the line with JobCancelled (``cancel`` wakes every waiter) unless not
+        ``cancellable`` (a holder taking back the lock it lent, whose ``with`` block must release it)."""
         self._waiting.append(ticket)
         try:
             while self._holder is not None or self._next() is not ticket:
                 self._cond.wait()
+                if cancellable:
+                    check_cancelled()
+        except BaseException:
+            self._cond.notify_all()  # the one behind may be next now
+            raise
         finally:
             self._waiting.remove(ticket)
         self._take(ticket)
@@ -146,7 +191,7 @@ class FairLock:
             if holder is None or not self._waiting or self._next().cls >= holder.cls:
                 return
             self._release()
-            self._queue_and_take(holder)
+            self._queue_and_take(holder, cancellable=False)
 
     def position(self, name: str) -> tuple[int, list[int]] | None:
         """(place in line, classes of the jobs ahead) of job ``name`` if it waits here, else None.

@@ -19,6 +19,7 @@ from memsif.records import (
     Message,
     SegmentDecision,
     TopicalSegment,
+    TrajectoryDecision,
 )
 
 if TYPE_CHECKING:  # memsif.query loads the retrieval stack; the figures need only its Answer's fields
@@ -95,9 +96,12 @@ def phi_timeline(decisions: Sequence[Decision], messages: Sequence[Message], tau
     return fig
 
 
-def segment_rows(segments: Sequence[TopicalSegment], decisions: Sequence[Decision]) -> list[list[Any]]:
-    """One row per Topical Segment: id, trajectory, size, first..last message, how it was opened
-    (from the segment decisions of ``decisions``)."""
+def segment_rows(segments: Sequence[TopicalSegment], decisions: Sequence[Decision],
+                 session_names: dict[str, str] | None = None) -> list[list[Any]]:
+    """One row per Topical Segment: id, trajectory, size, first..last message, its sessions (by
+    ``session_names``, e.g. an export's conversation titles, where given), how it was opened (from the
+    segment decisions of ``decisions``)."""
+    names = session_names or {}
     opened = {d.message_id: d for d in _segment_decisions(decisions)}
     rows = []
     for s in segments:
@@ -110,7 +114,7 @@ def segment_rows(segments: Sequence[TopicalSegment], decisions: Sequence[Decisio
             if d.judge_prob is not None:
                 how += f" P={d.judge_prob:.2f}"
         rows.append([s.id, s.trajectory_id or "", len(s.message_ids), s.message_ids[0], s.message_ids[-1],
-                     ", ".join(s.session_ids), how, ", ".join(s.entities[:8])])
+                     ", ".join(names.get(i, i) for i in s.session_ids), how, ", ".join(s.entities[:8])])
     return rows
 
 
@@ -163,26 +167,64 @@ def trajectory_graph(segments: Sequence[TopicalSegment], trajectories: Sequence[
     return fig
 
 
-def trajectory_swimlanes(segments: Sequence[TopicalSegment], trajectories: Sequence[EventTrajectory],
-                         first_index: dict[str, int]) -> go.Figure:
-    """One lane per Event Trajectory; a bar per member segment over its message-index span."""
+#: Outcome of one Top-K candidate E_j for a closing segment S_i → (legend name, marker symbol, colour).
+TRAJECTORY_OUTCOMES = {
+    "joined": ("joined this trajectory", "star", "#2a9d8f"),
+    "judge_no": ("judge: not the same event", "x", "#e76f51"),
+    "judge_other": ("judge: same event, a likelier one was joined", "diamond", "#f4a261"),
+    "below_floor": ("φ at or below the floor: incompatible by rule", "circle-open", "#999"),
+    "opened": ("opened a new trajectory", "triangle-up", "#264653"),
+}
+
+
+def _candidate_outcome(d: TrajectoryDecision, c) -> str:
+    if not d.created and c.trajectory_id == d.trajectory_id:
+        return "joined"
+    if c.compatible:
+        return "judge_other"
+    return "below_floor" if c.judge_prob is None else "judge_no"
+
+
+def trajectory_decisions_plot(decisions: Sequence[Decision], segments: Sequence[TopicalSegment],
+                              first_index: dict[str, int], min_phi: float) -> go.Figure:
+    """Why each closed Topical Segment S_i joined its Event Trajectory (§3.2): at the segment's first
+    message index, φ(S_i, E_j) of each of its Top-K candidates, marked by outcome
+    (``TRAJECTORY_OUTCOMES``: joined, the judge's no, a compatible one not chosen, below the rule floor
+    ``min_phi``), and a triangle at 0 where the segment opened a new trajectory. Hover gives the φ
+    terms and the judge's probability. ``decisions`` as ``MemSIF.decisions(ns)`` returns them."""
     by_id = {s.id: s for s in segments}
+    points: dict[str, tuple[list, list, list]] = {k: ([], [], []) for k in TRAJECTORY_OUTCOMES}
+    chosen = [d for d in decisions if isinstance(d, TrajectoryDecision) and d.segment_id in by_id]
+    for d in chosen:
+        seg = by_id[d.segment_id]
+        x = first_index.get(seg.message_ids[0], 0) if seg.message_ids else 0
+        for c in d.candidates:
+            key = _candidate_outcome(d, c)
+            judged = f", judge P(same event) {c.judge_prob:.2f}" if c.judge_prob is not None else ""
+            points[key][0].append(x)
+            points[key][1].append(c.score.phi)
+            points[key][2].append(f"{d.segment_id} → {c.trajectory_id}: φ {c.score.phi:.3f} "
+                                  f"(s_sem {c.score.s_sem:.2f}, J {c.score.jaccard:.2f}){judged}<br>"
+                                  f"{TRAJECTORY_OUTCOMES[key][0]}")
+        if d.created:
+            points["opened"][0].append(x)
+            points["opened"][1].append(0.0)
+            points["opened"][2].append(f"{d.segment_id} opened {d.trajectory_id} ({len(d.candidates)} candidates "
+                                       "scored, none joined)")
     fig = go.Figure()
-    for t in trajectories:
-        xs, ys, hover = [], [], []
-        for sid in t.segment_ids:
-            s = by_id[sid]
-            a, b = first_index[s.message_ids[0]], first_index[s.message_ids[-1]]
-            xs += [a, b + 1, None]
-            ys += [t.id, t.id, None]
-            hover += [f"{sid}: {s.message_ids[0]}..{s.message_ids[-1]}"] * 3
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"width": 10}, name=t.id, hovertext=hover,
-                                 hoverinfo="text"))
-    span = max((first_index[s.message_ids[-1]] for s in segments if s.message_ids), default=0) + 1
-    fig.update_layout(xaxis={"title": "message index", "tickformat": "d", "dtick": index_tick(span)},
-                      yaxis={"title": "trajectory", "type": "category"},
-                      height=max(300, 22 * len(trajectories)), showlegend=False,
-                      margin={"l": 60, "r": 20, "t": 30, "b": 40})
+    for key, (name, symbol, colour) in TRAJECTORY_OUTCOMES.items():
+        xs, ys, hover = points[key]
+        if xs:
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=f"{name} ({len(xs)})", hovertext=hover,
+                                     hoverinfo="text", marker={"symbol": symbol, "color": colour, "size": 9}))
+    fig.add_hline(y=min_phi, line_dash="dash", annotation_text=f"φ floor {min_phi:g}")
+    joined = sum(1 for d in chosen if not d.created)
+    span = max(first_index.values(), default=0) + 1
+    fig.update_layout(xaxis={"title": "message index (segment start)", "tickformat": "d", "dtick": index_tick(span)},
+                      yaxis={"title": "φ(S_i, E_j)", "range": [-0.05, 1.02]}, height=380,
+                      legend={"orientation": "h", "y": -0.25}, margin={"l": 60, "r": 20, "t": 40, "b": 40},
+                      title=f"Why segments joined their trajectories: {joined} of {len(chosen)} joined one, "
+                            f"{len(chosen) - joined} opened one")
     return fig
 
 

@@ -79,9 +79,12 @@ def test_a_client_builds_the_example_asks_and_reads_every_view(app_url):
     figure, again = client.predict(api_name="/timeline")
     assert figure is not None
     assert again["data"] == segments["data"]
-    graph, lanes, picker = client.predict(api_name="/trajectories")
-    assert graph is not None and lanes is not None
-    assert [c[0] for c in picker["choices"]][:2] == ["E1", "E2"]
+    graph, why, picker = client.predict(api_name="/trajectories")
+    assert graph is not None and why is not None
+    sizes = [int(re.search(r"(\d+) messages", label).group(1)) for label, _ in picker["choices"]]
+    assert sizes == sorted(sizes, reverse=True), "the trajectory picker does not list the largest first"
+    assert all(label.startswith(f"{value} · ") and " segment" in label for label, value in picker["choices"])
+    assert "E1" in [value for _, value in picker["choices"]]
     rows = client.predict("E1", api_name="/trajectory")
     assert rows["data"] and rows["data"][0][1] == "D1:1"
     facts_again, _ = client.predict(None, "Caroline", api_name="/facts")
@@ -202,8 +205,12 @@ def test_an_export_of_three_conversations_is_listed_by_title_and_built_into_one_
     assert box["value"] == "all conversations" and labels[0].startswith("All conversations (3")
     assert labels[1:] == ["Garden plans · 1 January 2024 · 2 messages", "Moving to Lyon · 3 March 2024 · 3 messages",
                           "Rent went up · 1 May 2024 · 3 messages"]
-    summary, _, _ = client.predict(gradio_client.handle_file(str(export)), "all conversations", api_name="/build")
+    summary, _, rows = client.predict(gradio_client.handle_file(str(export)), "all conversations", api_name="/build")
     assert "8 messages" in summary and "3 conversations: Garden plans, Moving to Lyon, Rent went up" in summary
+    sessions = {name for row in rows["data"] for name in row[5].split(", ")}
+    assert sessions <= {"Garden plans", "Moving to Lyon", "Rent went up"} and sessions, \
+        f"the segment table names conversations by id, not title: {sessions}"
+    assert {name for row in client.predict(api_name="/timeline")[1]["data"] for name in row[5].split(", ")} == sessions
 
 
 def test_a_bad_upload_gets_one_message_in_the_page_and_the_memory_stays(app_url, tmp_path):
@@ -312,3 +319,112 @@ def test_evaluation_copies_a_crashed_process_left_are_removed_on_start(engine_fa
         engine.ingest(make_messages(["I planted tomatoes."], namespace=ns), namespace=ns)
     assert remove_evaluation_copies(engine) == ["ui-0123456789ab-eval"]
     assert sorted(engine.namespaces()) == ["alice-eval", "ui-0123456789ab"], "only a session's evaluation copy goes"
+
+
+def test_without_a_file_the_example_is_its_prebuilt_memory_and_live_builds_it_again(app_url, monkeypatch):
+    """The page's first visit: the example's memory made by this engine's models is imported in seconds,
+    says how it was built, and keeps its clusters; ticking "live" builds it for real instead."""
+    from memsif.inspector import build, common
+
+    eng = common.engine()
+    [conv] = build.as_memories(build.load_upload(str(build.EXAMPLE)))
+    eng.ingest_transcript(conv, "prebuild", core_facts=True)
+    eng.ask("What did Caroline research?", "prebuild")
+    made = eng.export_namespace("prebuild", decimals=4, provenance={
+        "model": "fake-llm", "built": "2026-12-01", "machine": "2 CPU cores", "structure_seconds": 266,
+        "core_facts_seconds": 537, "questions": [{"question": "What did Caroline research?"}],
+        "command": "PYTHONPATH=. python benchmarks/build_example.py"})
+    eng.delete_namespace("prebuild")
+    monkeypatch.setattr(build, "example_memory", lambda: made)
+
+    client = gradio_client.Client(app_url, verbose=False)
+    summary, timeline, segments = client.predict(None, None, False, api_name="/build")
+    assert "prebuilt example memory" in summary and "built on 2026-12-01 with `fake-llm`" in summary, summary
+    assert "Structured Interaction Memory in 266 s, CoreFacts in 537 s" in summary and "Loaded in" in summary
+    assert "**Structure health**" in summary and timeline is not None and len(segments["data"]) == len(made["segments"])
+    status, facts, _ = client.predict(api_name="/build_facts")
+    assert "current CoreFacts" in status and "no new operations" in status, "the prebuilt memory was extracted again"
+    assert len(facts["data"]) == len(made["facts"])
+    assert client.predict(api_name="/clusters")[1]["data"], "the prebuilt memory's candidate clusters are gone"
+    again, _, _ = client.predict(None, None, False, api_name="/build")
+    assert "Already loaded" in again
+
+    live = client.submit(None, None, True, api_name="/build")
+    live.result(timeout=300)
+    said = [out[0] for out in live.outputs()]
+    assert any(s.startswith("Building Structured Interaction Memory") for s in said[:-1]), said[:3]
+    assert "prebuilt" not in said[-1] and "(replaced the memory of `locomo-conv-26.json`)" in said[-1]
+
+
+def test_the_example_is_built_live_when_the_prebuilt_memory_is_not_this_engines(app_url, monkeypatch):
+    from memsif.inspector import build
+
+    monkeypatch.setattr(build, "example_memory", lambda: {"format": "memsif-namespace/1", "embedder": "hash-embedder",
+                                                          "provenance": {"model": "another-model"}})
+    client = gradio_client.Client(app_url, verbose=False)
+    summary, _, _ = client.predict(None, None, False, api_name="/build")
+    assert "419 messages" in summary and "prebuilt" not in summary
+
+
+def test_a_corefact_job_whose_memory_is_replaced_ends_with_its_reason_and_no_error(engine_factory, monkeypatch):
+    import json
+
+    from memsif.inspector import corefacts
+    from memsif.locks import cancel
+    from tests.conftest import make_messages
+
+    def extract(prompt):
+        cancel("ui-job", "the memory was replaced by a build of `b.txt`")
+        return json.dumps({"facts": []})
+
+    engine = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5, "core_extract": extract,
+                                         "core_operation": "A"}))
+    engine.ingest(make_messages(["I planted tomatoes.", "They grow fast."], namespace="ui-job"), namespace="ui-job")
+    monkeypatch.setattr(corefacts, "session_engine", lambda ns, settings=None: engine)
+    *_, (status, facts, ops) = list(corefacts.build_facts("ui-job", None, progress=lambda *a, **k: None))
+    assert status == "⏹️ CoreFact extraction stopped: the memory was replaced by a build of `b.txt`."
+    assert facts == [] and ops == []
+
+
+def test_a_failed_build_says_why_shows_the_memory_that_exists_and_starts_no_corefacts(engine_factory, monkeypatch,
+                                                                                       tmp_path):
+    from memsif.errors import StoreError
+    from memsif.inspector import build, corefacts
+
+    engine = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}))
+    monkeypatch.setattr(build, "loading_engine", lambda settings: iter([("done", engine)]))
+    monkeypatch.setattr(build, "session_engine", lambda ns, settings=None: engine if engine.has_memory(ns) else None)
+
+    def broken(*args, **kwargs):
+        raise StoreError("the memory folder is full; free disk space")
+
+    monkeypatch.setattr(engine, "ingest_transcript", broken)
+    chat = tmp_path / "bike.txt"
+    chat.write_text("## 1 June 2024\nMia: My bike is red.\nTom: Nice bike!\n")
+    *_, (ns, source, summary, fig, rows) = list(build.build(str(chat), None, "ui-fail", None, None,
+                                                            progress=lambda *a, **k: None))
+    assert summary == "⚠️ The build failed: the memory folder is full; free disk space This session holds no memory now."
+    assert fig is None and rows == [] and source["failed"]
+    [(status, *_)] = list(corefacts.facts_after_build(source, ns, None))
+    assert status.startswith("CoreFacts were not extracted: the build did not finish")
+
+
+@pytest.mark.parametrize(("env", "forget"), [
+    ({}, False), ({"SPACE_ID": "memsif/inspector"}, True),
+    ({"SPACE_ID": "x", "MEMSIF_APP_FORGET_SESSIONS": "0"}, False),
+    ({"MEMSIF_APP_FORGET_SESSIONS": "1"}, True), ({"MEMSIF_APP_FORGET_SESSIONS": " 1 "}, True)])
+def test_sessions_are_forgotten_by_default_on_a_space_only(env, forget):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("memsif_app", Path(__file__).resolve().parents[1] / "app.py")
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    assert app.forget_sessions(env) is forget
+
+
+def test_a_plain_text_file_is_offered_as_the_whole_file_not_by_its_stem(app_url, tmp_path):
+    client = gradio_client.Client(app_url, verbose=False)
+    chat = tmp_path / "chat.txt"
+    chat.write_text("## 1 June 2024\nMia: My bike is red.\nTom: Nice bike!\n")
+    box, _ = client.predict(gradio_client.handle_file(str(chat)), api_name="/samples")
+    assert box["choices"] == [["the whole file · 2 messages", "chat"]] and box["value"] == "chat"

@@ -9,6 +9,7 @@ for confirmation and empties the views. Screenshots go to ``$MEMSIF_SCREENSHOT_D
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -56,6 +57,110 @@ def _pick_first(driver, elem_id: str) -> str:
     chosen = option.get_attribute("aria-label")
     option.click()
     return chosen
+
+
+def _errors_shown(driver) -> list[str]:
+    """Texts of the Error badges and toasts on the page (Gradio marks a failed event on its outputs)."""
+    found = driver.find_elements(By.CSS_SELECTOR, ".error, [data-testid='toast-body'], .toast-body.error")
+    return [e.text for e in found if e.is_displayed()]
+
+
+def _set_number(driver, elem_id: str, value: float) -> None:
+    box = driver.find_element(By.CSS_SELECTOR, f"#{elem_id} input[type='number']")
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(str(value), Keys.TAB)
+
+
+def test_a_first_visit_sees_the_prebuilt_example_at_once_then_warnings_and_a_stopped_job(walk_url, tmp_path):
+    """The states a visitor meets first (issue 25): the models loading, said from the first moment; the
+    bundled example from its prebuilt memory within 10 s of the click, with how it was built; a
+    degenerate build (τ_split at 0.95) warned of, with the setting in force named; a CoreFact job whose
+    memory is replaced by another build ends with its reason and no Error badge."""
+    from memsif.inspector.build import EXAMPLE_MEMORY
+
+    if not EXAMPLE_MEMORY.exists():
+        pytest.fail(f"{EXAMPLE_MEMORY.name} is missing: PYTHONPATH=. python benchmarks/build_example.py makes it")
+    shots = Path(os.environ.get("MEMSIF_SCREENSHOT_DIR", tmp_path))
+    shots.mkdir(parents=True, exist_ok=True)
+    mini = _mini_locomo(tmp_path / "conv-26-mini.json")
+    d = _browser()
+    try:
+        d.get(walk_url)
+        WebDriverWait(d, 30).until(lambda d: d.find_elements(By.ID, "build-btn"))
+        WebDriverWait(d, 30).until(lambda d: _text(d, "build-summary"))
+        if "Loading the models" in _text(d, "build-summary"):  # the module's first page: models still loading
+            d.save_screenshot(str(shots / "walk-loading-models.png"))
+        WebDriverWait(d, 180).until(lambda d: "Models loaded" in _text(d, "build-summary"))
+
+        # 1. the example at once, from its prebuilt memory
+        clicked = time.time()
+        d.find_element(By.ID, "build-btn").click()
+        WebDriverWait(d, 10).until(lambda d: "prebuilt example memory" in _text(d, "build-summary")
+                                   and _plot_drawn(d, "timeline"))
+        seconds = time.time() - clicked
+        summary = _text(d, "build-summary")
+        assert "419 messages" in summary and "Qwen2.5-Coder-1.5B-Instruct" in summary and "built on" in summary
+        assert seconds <= 10, f"the prebuilt example took {seconds:.1f} s"
+        d.save_screenshot(str(shots / "walk-prebuilt-example.png"))
+        _tab(d, "CoreFacts")
+        WebDriverWait(d, 60).until(lambda d: "current CoreFacts" in _text(d, "corefacts-status"))
+        assert len(d.find_elements(By.CSS_SELECTOR, "#fact-ops tbody tr")) > 10
+        _tab(d, "ActiveFacts")
+        WebDriverWait(d, 30).until(lambda d: _plot_drawn(d, "clusters"))
+        d.save_screenshot(str(shots / "walk-prebuilt-activefacts.png"))
+        _tab(d, "Trajectories")
+        WebDriverWait(d, 30).until(lambda d: _plot_drawn(d, "traj-graph") and _plot_drawn(d, "traj-decisions"))
+        d.save_screenshot(str(shots / "walk-prebuilt-trajectories.png"))
+
+        # 2. a degenerate build: warned, with the setting in force named
+        _tab(d, "Build")
+        d.find_element(By.CSS_SELECTOR, "input[type='file']").send_keys(str(mini))
+        time.sleep(2)
+        d.find_element(By.ID, "build-btn").click()
+        WebDriverWait(d, 300).until(lambda d: "35 messages" in _text(d, "build-summary")
+                                    and "Structure health" in _text(d, "build-summary"))
+        _tab(d, "Settings")  # rebuilds the file with every message split by rule
+        _set_number(d, "tau-split", 0.95)
+        _set_number(d, "tau-merge", 0.99)
+        time.sleep(1)
+        d.find_element(By.ID, "apply-settings").click()
+        _tab(d, "Build")
+        WebDriverWait(d, 600).until(lambda d: "35 messages" in _text(d, "build-summary")
+                                    and "τ_split 0.95" in _text(d, "build-summary"))
+        summary = _text(d, "build-summary")
+        assert "The structure looks degenerate" in summary and "single messages" in summary, summary
+        assert "τ_split 0.95 (default 0.325)" in summary, summary
+        d.save_screenshot(str(shots / "walk-degenerate-warning.png"))
+
+        # 3. its CoreFact job, replaced by another build, ends with the reason and no Error badge
+        _tab(d, "CoreFacts")
+        WebDriverWait(d, 120).until(lambda d: "Extracting CoreFacts" in _text(d, "corefacts-status")
+                                    or "Loading the model" in _text(d, "corefacts-status"))
+        _tab(d, "Build")
+        next(b for b in d.find_elements(By.CSS_SELECTOR, "button[aria-label='Clear']") if b.is_displayed()).click()
+        time.sleep(1)
+        garden = ROOT / "tests" / "data" / "garden-chat.txt"
+        d.find_element(By.CSS_SELECTOR, "input[type='file']").send_keys(str(garden))
+        time.sleep(2)
+        d.find_element(By.ID, "build-btn").click()
+        _tab(d, "CoreFacts")
+        WebDriverWait(d, 300).until(lambda d: "CoreFact extraction stopped" in _text(d, "corefacts-status"))
+        stopped = _text(d, "corefacts-status")
+        assert "replaced by a build of" in stopped and "garden-chat.txt" in stopped, stopped
+        _tab(d, "Build")
+        WebDriverWait(d, 600).until(lambda d: "garden-chat.txt" in _text(d, "build-summary")
+                                    and "Topical Segments" in _text(d, "build-summary"))
+        assert not _errors_shown(d), _errors_shown(d)
+        _tab(d, "CoreFacts")
+        d.save_screenshot(str(shots / "walk-job-stopped.png"))
+        assert not _errors_shown(d), _errors_shown(d)
+        _tab(d, "Settings")
+        d.find_element(By.ID, "reset-settings").click()
+    except BaseException:
+        d.save_screenshot(str(shots / "walk-first-visit-failed.png"))
+        raise
+    finally:
+        d.quit()
 
 
 def test_a_first_visit_walks_every_view(walk_url, tmp_path):
@@ -142,6 +247,7 @@ def test_a_first_visit_walks_every_view(walk_url, tmp_path):
                                     or "Hybrid RAG" in _text(d, "eval-summary"))
         summary = _text(d, "eval-summary")
         assert "questions" in summary and "Naive RAG" in summary
+        assert "95 % interval" in summary and re.search(r"\d+\.\d % \[\d+\.\d, \d+\.\d\]", summary), summary
         next(x for x in d.find_elements(By.CSS_SELECTOR, "label") if x.text.strip() == "all questions").click()
         WebDriverWait(d, 30).until(lambda d: _plot_drawn(d, "eval-plot"))
         d.save_screenshot(str(shots / "walk-evaluate.png"))

@@ -45,6 +45,16 @@ def test_ingest_json_then_show(tmp_path):
     again = _run("ingest", str(path), "--json", "--no-progress", data_dir=tmp_path / "d")
     assert json.loads(again.stdout.strip().splitlines()[-1])["messages"] == 0
 
+    exported = _run("export", str(tmp_path / "chat.json.gz"), "--namespace", "chat", "--decimals", "4",
+                    data_dir=tmp_path / "d")
+    assert exported.returncode == 0 and "8 messages" in exported.stdout, exported.stderr
+    imported = _run("import", str(tmp_path / "chat.json.gz"), "--namespace", "copy", data_dir=tmp_path / "d2")
+    assert imported.returncode == 0 and "copy: 8 messages" in imported.stdout, imported.stderr
+    copy = json.loads(_run("show", "--namespace", "copy", "--json", data_dir=tmp_path / "d2").stdout.splitlines()[-1])
+    assert [s["message_ids"] for s in copy["segments"]] == [s["message_ids"] for s in memory["segments"]]
+    twice = _run("import", str(tmp_path / "chat.json.gz"), "--namespace", "copy", data_dir=tmp_path / "d2")
+    assert twice.returncode == 2 and "already holds memory" in twice.stderr and "Traceback" not in twice.stderr
+
 
 def test_malformed_file_is_a_clear_error_with_exit_code_2(tmp_path):
     path = tmp_path / "bad.jsonl"

@@ -252,3 +252,65 @@ def test_a_waiting_job_is_told_its_place_without_other_sessions_names():
     for t in [h, *workers]:
         t.join(5)
     assert queue_position("ui-mine") is None
+
+
+def test_a_cancelled_job_leaves_the_line_and_a_job_started_after_the_cancel_runs():
+    from memsif.errors import JobCancelled
+    from memsif.locks import FairLock, cancel, job
+
+    lock, outcome = FairLock(), {}
+    queued = threading.Event()
+
+    def waiter(name):
+        with job("ns-cancel", "facts"):
+            queued.set()
+            try:
+                with lock:
+                    outcome[name] = "ran"
+            except JobCancelled as exc:
+                outcome[name] = f"cancelled: {exc}"
+
+    with lock:  # another job holds the model; ours waits in line
+        t = threading.Thread(target=waiter, args=("old",))
+        t.start()
+        assert queued.wait(5)
+        time.sleep(0.2)
+        cancel("ns-cancel", "the memory was replaced")
+        t.join(5)
+        assert outcome == {"old": "cancelled: the memory was replaced"}, "the cancel did not reach the waiter"
+    assert lock.position("ns-cancel") is None
+    waiter("new")  # started after the cancel: not affected
+    assert outcome["new"] == "ran"
+    with lock:  # the line moves on after a cancelled waiter left it
+        pass
+
+
+def test_a_build_cancelled_midway_writes_nothing_and_a_corefact_job_stops_before_its_batch(engine_factory):
+    from memsif.errors import JobCancelled
+    from memsif.locks import cancel
+
+    cancels = iter([True])
+
+    def judge(prompt):  # the first judge call happens while the page replaces this memory
+        if next(cancels, False):
+            cancel("cancel-me", "the memory was replaced by a build of `b.txt`")
+        return 0.9
+
+    engine = engine_factory(llm=FakeLLM({"segment_judge": judge, "trajectory_judge": 0.1}), tau_split=0.0,
+                            tau_merge=1.0)
+    texts = [f"Message number {i} about the garden." for i in range(6)]
+    with pytest.raises(JobCancelled, match="replaced by a build of"):
+        engine.ingest(make_messages(texts, namespace="cancel-me"), namespace="cancel-me")
+    assert not engine.has_memory("cancel-me"), "a cancelled build stored part of its messages"
+    engine.ingest(make_messages(texts, namespace="cancel-me"), namespace="cancel-me")  # a new job runs
+    assert engine.has_memory("cancel-me")
+
+    def extract(prompt):
+        cancel("cancel-me", "this session's memory was deleted")
+        return json.dumps(FACTS)
+
+    engine.llm.answers.update({"core_extract": extract, "core_operation": "A"})
+    with pytest.raises(JobCancelled, match="was deleted"):
+        engine.build_core_facts("cancel-me")
+    assert engine.store.count("fact_op", "cancel-me") == 0 and not engine.facts("cancel-me"), \
+        "a batch finished after the cancel was written"

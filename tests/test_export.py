@@ -44,3 +44,44 @@ def test_bad_imports_are_refused(engine_factory):
     other = engine_factory(embedder=HashEmbedder(dim=32, name="other"))
     with pytest.raises(EmbedderError, match="MEMSIF_EMBEDDER_MODEL"):
         other.import_namespace(data, namespace="x")
+
+
+@pytest.mark.parametrize("name", ["memory.json", "memory.json.gz"])
+def test_an_export_file_round_trips_plain_or_gzip_and_rounded_vectors_keep_retrieval(engine_factory, tmp_path, name):
+    import numpy as np
+
+    from memsif.store.transfer import read_export, write_export
+
+    engine, _ = _engine(engine_factory, sufficient=0.1)
+    engine.ask("Where did Melanie go camping?", namespace="t")
+    exact = engine.export_namespace("t")
+    made = engine.export_namespace("t", decimals=4, provenance={"model": "fake-llm", "built": "2026-12-01"})
+    path = write_export(made, tmp_path / name)
+    data = read_export(path)
+    assert data["provenance"] == {"model": "fake-llm", "built": "2026-12-01"}
+    for kept, full in zip(data["messages"], exact["messages"], strict=True):
+        assert np.abs(np.asarray(kept["vector"]) - np.asarray(full["vector"])).max() <= 5e-5
+    engine.import_namespace(data, namespace="copy")
+    assert _snapshot(engine, "copy")[:5] == _snapshot(engine, "t")[:5]
+    asked = engine.ask("Where did Melanie go camping?", namespace="copy")
+    original = engine.ask("Where did Melanie go camping?", namespace="t")
+    assert [e.source_message_ids for e in asked.evidence_used] == [e.source_message_ids for e in original.evidence_used]
+
+
+@pytest.mark.parametrize(("content", "said"), [
+    (b"", "not JSON"), (b"\x1f\x8b\x08\x00garbage", "not JSON or gzip"), (b"\xff\xfe{", "not JSON"),
+    (b'{"format": "other"}', None)])
+def test_a_bad_export_file_gets_a_clear_error(engine_factory, tmp_path, content, said):
+    from memsif.store.transfer import read_export
+
+    path = tmp_path / "bad.json.gz"
+    path.write_bytes(content)
+    if said is None:  # JSON, but not an export: the import names the expected format
+        engine, _ = _engine(engine_factory, sufficient=0.1)
+        with pytest.raises(MemSIFError, match="Not a MemSIF namespace export"):
+            engine.import_namespace(read_export(path))
+        return
+    with pytest.raises(MemSIFError, match=said):
+        read_export(path)
+    with pytest.raises(MemSIFError, match="Cannot read the export"):
+        read_export(tmp_path / "missing.json")

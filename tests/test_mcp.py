@@ -67,6 +67,16 @@ def test_an_agent_sees_only_the_memory_tools_with_their_arguments(mcp_url):
     assert "whether the facts alone" in tools["memory_ask"].description, "no stray commas where lines wrapped"
 
 
+def test_with_mcp_on_the_page_endpoints_keep_their_api_docs(mcp_url):
+    import gradio_client
+
+    api = gradio_client.Client(mcp_url.removesuffix("gradio_api/mcp/"), verbose=False).view_api(
+        print_info=False, return_format="dict")
+    named = set(api["named_endpoints"])
+    wanted = {"/build", "/ask", "/timeline", "/evaluate", "/memory_ingest", "/memory_ask", "/memory_facts"}
+    assert wanted <= named, named
+
+
 def test_an_agent_ingests_asks_and_reads_facts_in_its_own_namespace(mcp_url):
     failed, text = _call(mcp_url, "memory_ingest", {"namespace": "alice-agent", "transcript": TRANSCRIPT,
                                                    "core_facts": True})

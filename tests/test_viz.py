@@ -25,7 +25,7 @@ def test_timeline_has_one_trace_per_outcome_and_threshold_lines(engine_factory):
 
 def test_trajectory_and_cluster_figures(engine_factory):
     from memsif.records import CandidateCluster
-    from memsif.viz import cluster_scatter, fact_rows, op_rows, trajectory_graph, trajectory_swimlanes
+    from memsif.viz import cluster_scatter, fact_rows, op_rows, trajectory_decisions_plot, trajectory_graph
 
     engine = engine_factory(llm=FakeLLM({"segment_judge": 0.2, "trajectory_judge": 0.9}),
                             embedder=FixedEmbedder(VECTORS), alpha_segment=1.0, sem_mapping="affine",
@@ -39,8 +39,14 @@ def test_trajectory_and_cluster_figures(engine_factory):
     assert list(nodes.x) == [index[s.message_ids[0]] for s in segments]  # time order
     edges = [x for x in graph.data[0].x if x is not None]
     assert len(edges) == 2 * sum(len(t.segment_ids) - 1 for t in trajectories)
-    lanes = trajectory_swimlanes(segments, trajectories, index)
-    assert [t.name for t in lanes.data] == [t.id for t in trajectories]
+    why = trajectory_decisions_plot(engine.decisions("t"), segments, index, 0.0)
+    names = {t.name.rsplit(" (", 1)[0]: len(t.x) for t in why.data}
+    # S3 joined S1's E1; "opposite" (φ 0) is at the floor against E1 (S2) and, for S3, against S2's E2
+    assert names == {"joined this trajectory": 1, "opened a new trajectory": 2,
+                     "φ at or below the floor: incompatible by rule": 2}, names
+    joined = next(t for t in why.data if t.name.startswith("joined"))
+    assert list(joined.x) == [index[segments[2].message_ids[0]]] and "S3 → E1" in joined.hovertext[0]
+    assert "1 of 3 joined one, 2 opened one" in why.layout.title.text
     clusters = [CandidateCluster(id="C1", subject="mel", score_src=0.5, score_qry=0.6, sources=["a", "b"],
                                  queries=["q1", "q2"], statements=["s"], active_fact_id="A1"),
                 CandidateCluster(id="C2", subject="car", score_src=0.0, score_qry=0.0, sources=["a"],

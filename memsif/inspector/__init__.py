@@ -8,6 +8,6 @@ over ``common`` (the shared engine, sessions, background work) and assembled by
 :func:`memsif.inspector.demo.build_demo`. ``app.py`` at the top of the repository runs it.
 """
 
-from memsif.inspector.demo import build_demo
+from memsif.inspector.demo import PAGE_CSS, build_demo
 
-__all__ = ["build_demo"]
+__all__ = ["PAGE_CSS", "build_demo"]

@@ -4,7 +4,10 @@ table (§3.2); delete the session's memory."""
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
+import time
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
@@ -12,14 +15,14 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.errors import MemSIFError, SourceConflict
+from memsif.errors import JobCancelled, MemSIFError, SourceConflict
 from memsif.inspector.common import (
     JobProgress,
     delete_memory,
     engine,
-    engine_for,
     guard,
     in_background,
+    loading_engine,
     model_share,
     new_session,
     session_engine,
@@ -28,10 +31,18 @@ from memsif.inspector.common import (
 from memsif.io import as_memories, load_transcripts
 from memsif.io.transcripts import HISTORY_FORMATS
 from memsif.records import BoundaryRule, SegmentDecision
+from memsif.store.transfer import read_export
 from memsif.timeparse import day_text
 from memsif.viz import SEGMENT_COLUMNS, phi_timeline, segment_rows
 
+log = logging.getLogger(__name__)
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "assets" / "locomo-conv-26.json"
+#: ``EXAMPLE``'s memory prebuilt with the default models (``benchmarks/build_example.py``): the first
+#: visit imports it in seconds instead of building for a quarter of an hour.
+EXAMPLE_MEMORY = EXAMPLE.with_name("example-memory-conv-26.json.gz")
+#: How many of the example's own questions the prebuilt memory was asked (they leave ActiveFacts).
+EXAMPLE_QUESTIONS = 6
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 
 NOTATION_TIMELINE = """
@@ -90,6 +101,10 @@ def sample_choices(transcripts: list) -> tuple[list[tuple[str, str]], str | None
         choices = [(f"All conversations ({len(exports)}, one history)", ALL_CONVERSATIONS)] + [
             (f"{t.title} · {day_text(t.first_time)} · {len(t.messages)} messages", t.sample_id) for t in listed]
         return choices, ALL_CONVERSATIONS
+    if len(transcripts) == 1 and transcripts[0].format not in ("locomo", "longmemeval"):
+        t = transcripts[0]  # a plain file is one conversation: say so rather than show its file stem alone
+        what = f"“{t.title}”" if t.format in HISTORY_FORMATS and t.title else "the whole file"
+        return [(f"{what} · {len(t.messages)} messages", t.sample_id)], t.sample_id
     ids = [t.sample_id for t in transcripts]
     return [(i, i) for i in ids], ids[0] if ids else None
 
@@ -107,15 +122,16 @@ def list_samples(file):
     return gr.Dropdown(choices=choices, value=value), gr.skip()
 
 
-def timeline_view(namespace: str | None, settings: dict | None = None):
-    """φ timeline figure and the Topical Segment table of this session's memory."""
+def timeline_view(namespace: str | None, settings: dict | None = None, source: dict | None = None):
+    """φ timeline figure and the Topical Segment table of this session's memory (sessions named by
+    the conversation titles of the build's ``source``, where an export gave them)."""
     eng = session_engine(namespace, settings)
     if eng is None:
         return None, []
     decisions = eng.decisions(namespace, "segment")
     messages = eng.messages(namespace)
     fig = phi_timeline(decisions, messages, eng.config.tau_split, eng.config.tau_merge)
-    return fig, segment_rows(eng.segments(namespace), decisions)
+    return fig, segment_rows(eng.segments(namespace), decisions, (source or {}).get("session_titles"))
 
 
 def question_hint(transcripts: list) -> str:
@@ -188,14 +204,84 @@ def structure_health(eng, namespace: str) -> str:
     return line
 
 
+@functools.lru_cache(maxsize=1)
+def example_memory() -> dict | None:
+    """The prebuilt example memory (``EXAMPLE_MEMORY``, an export with its provenance), read once;
+    None when the file is absent or unreadable (the example is then built live)."""
+    if not EXAMPLE_MEMORY.exists():
+        return None
+    try:
+        return read_export(EXAMPLE_MEMORY)
+    except MemSIFError as exc:
+        log.warning("the prebuilt example memory is not used: %s", exc)
+        return None
+
+
+def prebuilt_for(eng, settings: dict | None) -> dict | None:
+    """The prebuilt example memory when it shows what this engine would build: made with its embedder
+    and its LLM, and no session setting differs from the defaults; else None (built live)."""
+    data = example_memory()
+    if data is None or settings_in_force(settings):
+        return None
+    made_by = data.get("provenance", {})
+    if data.get("embedder") != eng.embedder.name or made_by.get("model") != getattr(eng.llm, "name", None):
+        return None
+    return data
+
+
+def prebuilt_summary(data: dict, imported_s: float | None) -> str:
+    """What the page says of the prebuilt example: what it holds, how and when it was built."""
+    p = data.get("provenance", {})
+    asked = p.get("questions") or []
+    loaded = f"Loaded in {imported_s:.1f} s. " if imported_s is not None else "Already loaded. "
+    current = sum(f["fact"]["status"] == "current" for f in data["facts"])
+    return (f"**{len(data['messages'])} messages** → **{len(data['segments'])} Topical Segments**, "
+            f"**{len(data['trajectories'])} Event Trajectories**, **{current} current CoreFacts** from "
+            f"`{EXAMPLE.name}` (conv-26): the **prebuilt example memory**, built on "
+            f"{p.get('built', '?')} with `{p.get('model', '?')}` on {p.get('machine', '?')} — Structured Interaction "
+            f"Memory in {p.get('structure_seconds', '?')} s, CoreFacts in {p.get('core_facts_seconds', '?')} s; "
+            f"{len(asked)} of its own questions were asked, which left its candidate clusters "
+            f"(ActiveFacts tab). {loaded}Tick **Build the example live** to watch it being built instead "
+            f"(`{p.get('command', 'benchmarks/build_example.py')}` rebuilds this file).")
+
+
+def load_prebuilt(eng, namespace: str, data: dict, previous: dict | None, source: dict) -> str:
+    """Import the prebuilt example into ``namespace`` (replacing another memory it holds); returns the
+    build summary."""
+    if previous and previous.get("prebuilt") and eng.has_memory(namespace):
+        return prebuilt_summary(data, None)
+    replaced = ""
+    if eng.has_memory(namespace):
+        delete_memory(eng, namespace, "the memory was replaced by the prebuilt example")
+        replaced = f" (It replaced the memory of `{previous['name']}`.)" if previous else ""
+    start = time.perf_counter()
+    eng.import_namespace(data, namespace)
+    return prebuilt_summary(data, time.perf_counter() - start) + replaced
+
+
+def stopped_summary(eng, namespace: str, exc: MemSIFError) -> str:
+    """The build summary of a build that stopped (cancelled or failed): why, and what the memory
+    holds now (the views below show exactly that)."""
+    if isinstance(exc, JobCancelled):
+        head = f"⏹️ The build stopped: {exc}."
+    else:
+        head = f"⚠️ The build failed: {exc}"
+    if not eng.has_memory(namespace):
+        return head + " This session holds no memory now."
+    return (head + f" This session's memory holds what was built before it stopped: {len(eng.messages(namespace))} "
+            f"messages in {len(eng.segments(namespace))} Topical Segments (below). Build again to go on: stored "
+            "messages are skipped. CoreFacts were not extracted.")
+
+
 @guard
 def build(file, sample: str | None, namespace: str | None, settings: dict | None, previous: dict | None = None,
-          progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+          live: bool = False, progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
     """Build Structured Interaction Memory (Topical Segments, Event Trajectories) from the uploaded
-    transcript, or the bundled LoCoMo example when none is given, streaming counts as it goes.
-    Building another transcript than the session's last one replaces the session's memory; the
-    same one again adds nothing. CoreFacts follow in ``build_facts`` (the UI chains it). API clients
-    without a browser session get a fresh namespace.
+    transcript, streaming counts as it goes. Without a file the bundled LoCoMo example is loaded from
+    its prebuilt memory in seconds (``EXAMPLE_MEMORY``; built live with ``live``, with session settings
+    or another model). Building another transcript than the session's last one replaces the session's
+    memory; the same one again adds nothing. CoreFacts follow in ``build_facts`` (the UI chains it).
+    API clients without a browser session get a fresh namespace.
     Yields (namespace, source, summary, timeline figure, segment rows)."""
     namespace = namespace or new_session()
     sample = None if sample == ALL_CONVERSATIONS else sample
@@ -207,12 +293,25 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
         return
     source = {"path": path, "sample": sample or None, "name": Path(path).name,
               "samples": [t.sample_id for t in transcripts], "hint": question_hint(transcripts),
-              "questions": sum(len(t.extra.get("qa", [])) for t in transcripts)}
-    eng = engine_for(settings)
+              "questions": sum(len(t.extra.get("qa", [])) for t in transcripts),
+              "session_titles": {c["sample_id"]: c["title"] for t in transcripts for c in t.extra.get("sessions", [])}}
+    eng = None
+    for kind, value in loading_engine(settings):  # the first click after a start waits for the models
+        if kind == "status":
+            yield namespace, previous, value, gr.skip(), gr.skip()
+        else:
+            eng = value
+    prebuilt = prebuilt_for(eng, settings) if file is None and not live else None
+    if prebuilt is not None:
+        source["prebuilt"] = True
+        summary = load_prebuilt(eng, namespace, prebuilt, previous, source)
+        fig, rows = timeline_view(namespace, settings)
+        yield namespace, source, summary + structure_health(eng, namespace), fig, rows
+        return
     replaced = ""
-    if previous and (previous.get("name"), previous.get("samples")) != (source["name"], source["samples"]) \
-            and eng.has_memory(namespace):
-        delete_memory(eng, namespace)
+    if previous and (previous.get("name"), previous.get("samples"), bool(previous.get("prebuilt"))) != \
+            (source["name"], source["samples"], False) and eng.has_memory(namespace):
+        delete_memory(eng, namespace, f"the memory was replaced by a build of `{source['name']}`")
         replaced = f" (replaced the memory of `{previous['name']}`)"
     total = sum(len(t.messages) for t in transcripts)
 
@@ -231,13 +330,19 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
         return (f"Building Structured Interaction Memory: {state.stage} — {state.done} of "
                 f"{state.total} new messages placed · {seconds:.0f} s{model_share(namespace)}")
 
-    for kind, value in in_background(work, progress, describe):
-        if kind == "status":
-            yield namespace, source, value, gr.skip(), gr.skip()
-        else:
-            reports = value
+    try:
+        for kind, value in in_background(work, progress, describe):
+            if kind == "status":
+                yield namespace, source, value, gr.skip(), gr.skip()
+            else:
+                reports = value
+    except MemSIFError as exc:  # said in the summary, with the memory that exists; no stale progress
+        source["failed"] = str(exc)
+        fig, rows = timeline_view(namespace, settings, source)
+        yield namespace, source, stopped_summary(eng, namespace, exc), fig, rows
+        return
     report = reports[-1]
-    fig, rows = timeline_view(namespace, settings)
+    fig, rows = timeline_view(namespace, settings, source)
     summary = (f"**{report.total_messages} messages** → **{report.segments} Topical Segments**, "
                f"**{report.trajectories} Event Trajectories** from `{source['name']}` "
                f"({_contents(transcripts)}){replaced}. Segment judge on "
@@ -288,11 +393,16 @@ def layout() -> SimpleNamespace:
         ui.sample = gr.Dropdown(label="Conversation (an export's are one history by default; LoCoMo's samples)",
                                 choices=[], elem_id="sample-pick",
                                 allow_custom_value=True)
-    gr.Markdown("Without a file, **Build memory** uses the bundled LoCoMo conversation conv-26 (419 messages: "
-                "its timeline in about five minutes on 2 CPU cores with the default 1.5B model, its CoreFacts "
-                "about ten minutes more). Building another transcript replaces this session's memory; the same file "
-                "grown (an export downloaded again) adds its new messages, and an edited one replaces what changed.")
-    ui.build_btn = gr.Button("Build memory", variant="primary", elem_id="build-btn")
+    gr.Markdown("Without a file, **Build memory** shows the bundled LoCoMo conversation conv-26 (419 messages) at "
+                "once, from its memory prebuilt with the default models; built live it takes about five minutes to "
+                "its timeline on 2 CPU cores with the default 1.5B model, and its CoreFacts about ten minutes more. "
+                "Uploads are always built live. Building another transcript replaces this session's memory; the same "
+                "file grown (an export downloaded again) adds its new messages, and an edited one replaces what "
+                "changed.")
+    with gr.Row():
+        ui.build_btn = gr.Button("Build memory", variant="primary", elem_id="build-btn", scale=3)
+        ui.live = gr.Checkbox(label="Build the example live (no file: about a quarter of an hour)", value=False,
+                              elem_id="build-live", scale=1)
     ui.summary = gr.Markdown(elem_id="build-summary")
     ui.timeline = gr.Plot(label="φ(u_t, S_i) per message against τ_split and τ_merge", elem_id="timeline")
     with gr.Accordion("What the timeline shows", open=False):

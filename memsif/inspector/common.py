@@ -22,7 +22,7 @@ from memsif.engine import MemSIF
 from memsif.errors import MemSIFError
 from memsif.ingest import ProgressFn
 from memsif.llm.packaged import PACKAGED_MODELS
-from memsif.locks import queue_position, sharing
+from memsif.locks import cancel, queue_position, sharing
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +111,34 @@ def settings_in_force(settings: dict[str, Any] | None) -> str:
             " (Settings tab; “Reset to defaults” restores them).") if changed else ""
 
 
+def models_loaded() -> bool:
+    """Whether the process's engine has loaded its models (the first use after a start waits for them)."""
+    return _engine is not None
+
+
+def loading_engine(settings: dict[str, Any] | None) -> Iterator[tuple[str, Any]]:
+    """``engine_for(settings)``, saying so while the models load: yields ("status", text) every half
+    second until they are loaded (only on the first use after the server starts), then ("done", engine).
+
+    Raises:
+        gr.Error: the models cannot be loaded, or a bad model setting.
+    """
+    if models_loaded():
+        yield "done", engine_for(settings)
+        return
+    cfg = MemSIFConfig.from_env()
+
+    def describe(_state: JobProgress, seconds: float) -> str:
+        return (f"⏳ Loading the models (embedder `{cfg.embedder_model}`, entity recogniser, LLM `{cfg.llm_model}`): "
+                f"the first use after the server starts takes about a minute on 2 CPU cores… {seconds:.0f} s")
+
+    yield "status", describe(JobProgress(), 0.0)
+    try:
+        yield from in_background(lambda _report: engine_for(settings), lambda *_a, **_k: None, describe)
+    except MemSIFError as exc:
+        raise refusal(f"The models could not be loaded: {exc}") from exc
+
+
 def engine_for(settings: dict[str, Any] | None) -> MemSIF:
     """The engine with this session's settings: the shared one, or a derived one over the same store."""
     base = engine()
@@ -136,8 +164,12 @@ def eval_namespace(namespace: str) -> str:
     return f"{namespace}-eval"
 
 
-def delete_memory(eng: MemSIF, namespace: str) -> None:
-    """Delete a session's memory and the Evaluate tab's copy of it."""
+def delete_memory(eng: MemSIF, namespace: str, reason: str = "this session's memory was deleted") -> None:
+    """Delete a session's memory and the Evaluate tab's copy of it. Its jobs still running or waiting
+    for the model (a CoreFact extraction, an evaluation) stop first with ``reason`` (``locks.cancel``),
+    so none writes into the memory that replaces it."""
+    for ns in (namespace, eval_namespace(namespace)):
+        cancel(ns, reason)
     eng.delete_namespace(namespace)
     eng.delete_namespace(eval_namespace(namespace))
 

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
+from memsif.errors import JobCancelled, NotFoundError
 from memsif.inspector.common import (
     MESSAGE_COLUMNS,
     JobProgress,
@@ -46,16 +47,21 @@ def build_facts(namespace: str | None, settings: dict | None, progress=gr.Progre
                 "Facts appear below as each batch is written.")
 
     shown = -1
-    for kind, value in in_background(work, progress, describe):
-        if kind == "status":
-            written = len(eng.fact_log(namespace))
-            if written != shown:  # a batch was written: show its facts and operations now
-                shown = written
-                yield (value, *facts_view(namespace, None, None, settings))
+    try:
+        for kind, value in in_background(work, progress, describe):
+            if kind == "status":
+                written = len(eng.fact_log(namespace))
+                if written != shown:  # a batch was written: show its facts and operations now
+                    shown = written
+                    yield (value, *facts_view(namespace, None, None, settings))
+                else:
+                    yield value, gr.skip(), gr.skip()
             else:
-                yield value, gr.skip(), gr.skip()
-        else:
-            report = value
+                report = value
+    except (JobCancelled, NotFoundError) as exc:  # its memory was replaced or deleted: a reason, no error
+        reason = str(exc) if isinstance(exc, JobCancelled) else "this session's memory was deleted or replaced"
+        yield f"⏹️ CoreFact extraction stopped: {reason}.", *facts_view(namespace, None, None, settings)
+        return
     facts, ops = facts_view(namespace, None, None, settings)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(report.fact_ops.items())) or "no new operations"
     if report.fact_ops.get("REJECT"):
@@ -63,6 +69,17 @@ def build_facts(namespace: str | None, settings: dict | None, progress=gr.Progre
                    "filter the log by REJECT for the reasons)")
     yield (f"**{report.core_facts} current CoreFacts**; this pass: {counts}; {report.fact_llm_calls} LLM calls, "
            f"{report.fact_errors} errors (see the log)."), facts, ops
+
+
+def facts_after_build(source: dict | None, namespace: str | None, settings: dict | None,
+                      progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+    """``build_facts`` chained after a build: not started when the build failed (the status says
+    why and how to start it). Yields as ``build_facts``."""
+    if (source or {}).get("failed"):
+        yield ("CoreFacts were not extracted: the build did not finish. **Extract CoreFacts** extracts them for "
+               "the messages that were built."), gr.skip(), gr.skip()
+        return
+    yield from build_facts(namespace, settings, progress)
 
 
 @guard

@@ -4,20 +4,47 @@ delete empties every view)."""
 
 from __future__ import annotations
 
+import time
+
 import gradio as gr
 
 from memsif.config import MemSIFConfig
 from memsif.errors import MemSIFError
 from memsif.inspector import activefacts, build, chat, corefacts, evaluate, settings, tools, trajectories
-from memsif.inspector.common import engine, forget_session, new_session
+from memsif.inspector.common import engine, forget_session, models_loaded, new_session
 
 
-def _preload() -> None:
-    """Load the models while the page is already usable (first build or question does not wait)."""
+def _preload():
+    """Load the models while the page is already usable, saying so in the build summary the first time
+    after a start (a click meanwhile shows the same state, ``common.loading_engine``). Yields the
+    build summary."""
+    if models_loaded():
+        yield gr.skip()
+        return
+    start = time.perf_counter()
+    yield ("⏳ Loading the models (first visit after the server started: about 15 s on 2 CPU cores); "
+           "**Build memory** can be pressed now and goes on as soon as they are ready.")
     try:
         engine()
     except MemSIFError as exc:  # shown again, as a gr.Error, on first use
         print(f"MemSIF: could not load the models: {exc}")
+        yield f"⚠️ The models could not be loaded: {exc}"
+        return
+    yield (f"✅ Models loaded in {time.perf_counter() - start:.0f} s. **Build memory** without a file shows the "
+           "bundled example at once.")
+
+
+#: The MCP type of the page's own endpoints (Gradio lists a function with a ``_mcp_type`` other than
+#: "tool", "resource" or "prompt" in the API docs but not as an MCP tool).
+PAGE_ENDPOINT = "page"
+
+#: The page's own CSS (``launch(css=PAGE_CSS)``; Gradio 6 takes it there). Table headers wrap between
+#: words only: Gradio's wrapping tables break any word that does not fit its column ("segme nt").
+PAGE_CSS = """
+table thead th, table thead th * { word-break: normal !important; overflow-wrap: normal !important;
+                                   hyphens: none !important; }
+table thead th { min-width: max-content; }
+"""
 
 
 def build_demo(config: MemSIFConfig | None = None, forget_sessions: bool = False, mcp: bool = False) -> gr.Blocks:
@@ -25,8 +52,8 @@ def build_demo(config: MemSIFConfig | None = None, forget_sessions: bool = False
     ``memsif.inspector.tools`` (``/memory_ingest``, ``/memory_ask``, ``/memory_facts``) sit beside
     them. ``config`` sets the Settings tab's starting values; ``forget_sessions`` deletes a session's
     memory when its browser tab closes (public Spaces); with ``mcp`` (launch with ``mcp_server=True``)
-    the page's per-session endpoints stay callable but are left out of the API docs and of MCP, so an
-    agent sees only the tools that take a namespace."""
+    the page's per-session endpoints stay callable and documented (``view_api``) but are left out of
+    MCP's tool list, so an agent sees only the tools that take a namespace."""
     cfg = config or MemSIFConfig.from_env()
     with gr.Blocks(title="MemSIF inspector") as demo:
         namespace = gr.State(delete_callback=forget_session if forget_sessions else None)
@@ -53,7 +80,8 @@ def build_demo(config: MemSIFConfig | None = None, forget_sessions: bool = False
         per_session = [namespace, session_settings]
         traj_views = [t.graph, t.lanes, t.pick]
         fact_views = [f.status, f.facts, f.ops]
-        demo.load(new_session, outputs=namespace, api_name=False).then(_preload, api_name=False)
+        preloaded = demo.load(new_session, outputs=namespace, api_name=False).then(
+            _preload, outputs=b.summary, api_name=False, show_progress="hidden")
 
         # Build
         b.forget_confirm.change(lambda ok: gr.Button(interactive=bool(ok)), inputs=b.forget_confirm,
@@ -64,17 +92,18 @@ def build_demo(config: MemSIFConfig | None = None, forget_sessions: bool = False
                                     a.table, a.sources, e.summary, e.plot, e.table, e.rows, b.forget_confirm,
                                     b.forget_btn], api_name="forget")
         b.upload.change(build.list_samples, inputs=b.upload, outputs=[b.sample, b.summary], api_name="samples")
-        built = b.build_btn.click(build.build, inputs=[b.upload, b.sample, namespace, session_settings, source],
+        built = b.build_btn.click(build.build, inputs=[b.upload, b.sample, namespace, session_settings, source, b.live],
                                   outputs=[namespace, source, b.summary, b.timeline, b.table], api_name="build",
-                                  show_progress_on=b.summary)
+                                  show_progress_on=b.summary, cancels=[preloaded])  # its summary is the build's now
         built.success(trajectories.trajectories_view, inputs=per_session, outputs=traj_views, api_name=False)
         built.success(lambda src: gr.Textbox(placeholder=(src or {}).get("hint") or "Ask this memory a question"),
                       inputs=source, outputs=c.question, api_name=False)
-        built.success(corefacts.build_facts, inputs=per_session, outputs=fact_views, show_progress_on=f.status,
-                      api_name=False)
-        build_tab.select(build.timeline_view, inputs=per_session, outputs=[b.timeline, b.table], api_name=False)
+        built.success(corefacts.facts_after_build, inputs=[source, *per_session], outputs=fact_views,
+                      show_progress_on=f.status, api_name=False)
+        build_tab.select(build.timeline_view, inputs=[*per_session, source], outputs=[b.timeline, b.table],
+                         api_name=False)
         timeline_btn = gr.Button(visible=False)
-        timeline_btn.click(build.timeline_view, inputs=per_session, outputs=[b.timeline, b.table],
+        timeline_btn.click(build.timeline_view, inputs=[*per_session, source], outputs=[b.timeline, b.table],
                            api_name="timeline")
 
         # Chat
@@ -131,9 +160,9 @@ def build_demo(config: MemSIFConfig | None = None, forget_sessions: bool = False
         rebuilt.success(corefacts.build_facts, inputs=per_session, outputs=fact_views, show_progress_on=f.status,
                         api_name=False)
 
-        if mcp:  # per-session page endpoints mean nothing to an agent: keep them out of MCP's tool list
+        if mcp:  # per-session page endpoints mean nothing to an agent: out of MCP's tool list, still in the API docs
             for fn in demo.fns.values():
-                if fn.api_visibility == "public":
-                    fn.api_visibility = "undocumented"
+                if fn.api_visibility == "public" and fn.fn is not None:
+                    fn.fn._mcp_type = PAGE_ENDPOINT  # Gradio's MCP server lists only fns without a type, or "tool"
         tools.register()
     return demo

@@ -43,8 +43,8 @@ def rebuild(namespace: str | None, source: dict | None, settings: dict | None,
         yield namespace, source, "Nothing to rebuild yet: build memory in the Build tab.", gr.skip(), gr.skip()
         return
     if namespace:
-        delete_memory(engine(), namespace)
-    yield from build(source["path"], source["sample"], namespace, settings, None, progress)
+        delete_memory(engine(), namespace, "the memory is being rebuilt with new settings")
+    yield from build(source["path"], source["sample"], namespace, settings, None, live=True, progress=progress)
 
 
 def layout(config: MemSIFConfig) -> SimpleNamespace:
@@ -54,8 +54,8 @@ def layout(config: MemSIFConfig) -> SimpleNamespace:
                 "this session's memory from the last transcript.")
     with gr.Row():
         ui.alpha = gr.Slider(0, 1, value=config.alpha_segment, step=0.05, label="α (semantic weight in φ, Eq. 1)")
-        ui.tau_split = gr.Slider(0, 1, value=config.tau_split, step=0.005, label="τ_split")
-        ui.tau_merge = gr.Slider(0, 1, value=config.tau_merge, step=0.005, label="τ_merge")
+        ui.tau_split = gr.Slider(0, 1, value=config.tau_split, step=0.005, label="τ_split", elem_id="tau-split")
+        ui.tau_merge = gr.Slider(0, 1, value=config.tau_merge, step=0.005, label="τ_merge", elem_id="tau-merge")
         ui.top_k = gr.Slider(1, 10, value=config.construction_top_k, step=1, label="Top-K trajectories")
     with gr.Row():
         ui.theta_src = gr.Slider(0, 1, value=config.theta_src, step=0.05, label="θ_s")
@@ -63,7 +63,7 @@ def layout(config: MemSIFConfig) -> SimpleNamespace:
         choices = model_choices()
         ui.model = gr.Dropdown(choices, value=choices[0], label="LLM (backend:model)")
     with gr.Row():
-        ui.apply_btn = gr.Button("Apply and rebuild", variant="primary")
+        ui.apply_btn = gr.Button("Apply and rebuild", variant="primary", elem_id="apply-settings")
         ui.reset_btn = gr.Button("Reset to defaults", elem_id="reset-settings")
-    ui.status = gr.Markdown()
+    ui.status = gr.Markdown(elem_id="settings-status")
     return ui

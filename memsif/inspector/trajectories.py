@@ -1,5 +1,6 @@
-"""Trajectories tab: Topical Segments linked into Event Trajectories (graph in time order and
-swimlanes over message index) and a picker listing one trajectory's segments and messages (§3.2)."""
+"""Trajectories tab: Topical Segments linked into Event Trajectories (graph in time order), why each
+segment joined its trajectory (φ of its Top-K candidates, the judge's verdicts), and a picker listing
+one trajectory's segments and messages (§3.2)."""
 
 from __future__ import annotations
 
@@ -8,25 +9,50 @@ from types import SimpleNamespace
 import gradio as gr
 
 from memsif.inspector.common import guard, session_engine
+from memsif.records import record_number
+from memsif.timeparse import day_text
 from memsif.viz import (
     TRAJECTORY_DETAIL_COLUMNS,
+    trajectory_decisions_plot,
     trajectory_detail_rows,
     trajectory_graph,
-    trajectory_swimlanes,
 )
 
 
 @guard
 def trajectories_view(namespace: str | None, settings: dict | None = None):
-    """Trajectory graph, swimlanes and the trajectory ids of this session's memory."""
+    """Trajectory graph, the trajectory decisions plot and the trajectory picker of this session's memory."""
     eng = session_engine(namespace, settings)
     if eng is None:
         return None, None, gr.Dropdown(choices=[], value=None)
     segments, trajectories = eng.segments(namespace), eng.trajectories(namespace)
-    index = {m.id: m.index for m in eng.messages(namespace)}
-    ids = [t.id for t in trajectories]
-    return (trajectory_graph(segments, trajectories, index), trajectory_swimlanes(segments, trajectories, index),
-            gr.Dropdown(choices=ids, value=None))
+    messages = eng.messages(namespace)
+    index = {m.id: m.index for m in messages}
+    return (trajectory_graph(segments, trajectories, index),
+            trajectory_decisions_plot(eng.decisions(namespace, "trajectory"), segments, index,
+                                      eng.config.trajectory_min_phi),
+            gr.Dropdown(choices=trajectory_choices(segments, trajectories, messages), value=None))
+
+
+def trajectory_choices(segments, trajectories, messages) -> list[tuple[str, str]]:
+    """(label, id) per Event Trajectory for the picker, largest first: its size, dates and key
+    entities (or its first words where it has none), so a trajectory is found by what it is about."""
+    by_seg = {s.id: s for s in segments}
+    by_msg = {m.id: m for m in messages}
+    rows = []
+    for t in trajectories:
+        members = [by_seg[i] for i in t.segment_ids if i in by_seg]
+        ids = [m for s in members for m in s.message_ids if m in by_msg]
+        if not ids:
+            continue
+        times = [by_msg[m].time for m in ids if by_msg[m].time]
+        when = (day_text(min(times)) if min(times).date() == max(times).date()
+                else f"{day_text(min(times))} – {day_text(max(times))}") if times else "undated"
+        entities = list(dict.fromkeys(e for s in members for e in s.entities))[:4]
+        about = ", ".join(entities) if entities else " ".join(by_msg[ids[0]].text.split()[:8]) + "…"
+        rows.append((len(ids), f"{t.id} · {about} · {len(members)} segment{'s' * (len(members) != 1)}, "
+                               f"{len(ids)} messages · {when}", t.id))
+    return [(label, tid) for _, label, tid in sorted(rows, key=lambda r: (-r[0], record_number(r[2])))]
 
 
 @guard
@@ -44,8 +70,10 @@ def layout() -> SimpleNamespace:
     ui = SimpleNamespace()
     ui.refresh_btn = gr.Button("Refresh")
     ui.graph = gr.Plot(label="Topical Segments linked into Event Trajectories", elem_id="traj-graph")
-    ui.lanes = gr.Plot(label="Event Trajectories over time", elem_id="traj-lanes")
-    ui.pick = gr.Dropdown(label="Trajectory", choices=[], allow_custom_value=True)
+    ui.lanes = gr.Plot(label="Why each segment joined its trajectory: φ(S_i, E_j) of its Top-K candidates",
+                       elem_id="traj-decisions")
+    ui.pick = gr.Dropdown(label="Trajectory (largest first: what it is about, its size and dates)", choices=[],
+                          allow_custom_value=True)
     ui.table = gr.Dataframe(headers=TRAJECTORY_DETAIL_COLUMNS, label="Its segments and messages", wrap=True,
                             max_height=400)
     return ui

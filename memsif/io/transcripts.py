@@ -27,6 +27,18 @@ from memsif.records import Message
 from memsif.timeparse import find_date, parse_time
 
 #: Every format ``load_transcripts`` reads; "auto" detects one from the content.
+#: How a LoCoMo image turn's caption is written into its message text: "… [shares a photo: <caption>]".
+PHOTO_CAPTION = "[shares a photo: "
+
+
+def spoken_text(text: str) -> str:
+    """A message's text without the photo caption it carries (``PHOTO_CAPTION``): what the speaker
+    said. Key entities come from it; a machine-written caption ("a photo of a dog on a couch") names no
+    topic the speakers chose."""
+    at = text.find(PHOTO_CAPTION)
+    return text if at < 0 else text[:at].rstrip()
+
+
 FORMATS = ("locomo", "longmemeval", "chatgpt", "claude", "openai", "jsonl", "text")
 
 _SPEAKER_LINE = re.compile(r"^([^\s:#][^:\n]{0,59}?)\s*:\s?(.*)$")
@@ -350,7 +362,7 @@ def _load_locomo(item: dict, path: str, i: int, sid: str) -> Transcript:
             turn = fm.validate(fm.LoCoMoTurn, raw_turn, path=path, sample=sid, position=where)
             text = turn.text.strip()
             if turn.blip_caption:
-                text = f"{text} [shares a photo: {turn.blip_caption}]".strip()
+                text = f"{text} {PHOTO_CAPTION}{turn.blip_caption}]".strip()
             if not text:
                 continue
             messages.append(_msg(sid, turn.dia_id or f"D{n}:{t + 1}", turn.speaker, text, when, f"session_{n}",

@@ -22,7 +22,7 @@ from memsif.config import MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
 from memsif.llm import NO_WORDS, YES_WORDS, Generation
 from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
-from memsif.locks import FairLock
+from memsif.locks import FairLock, check_cancelled
 from memsif.prompts import Prompt
 
 
@@ -134,7 +134,9 @@ class LlamaCppLLM:
             kwargs.update(self._json_constraint(json_schema, text))
         with self._lock:  # no reset: llama-cpp-python reuses the cached prefix it shares with the last prompt
             result = self._llm.create_completion(text, max_tokens=max_new_tokens, temperature=temperature,
-                                                 seed=0, stop=list(stop) or None, **kwargs)
+                                                 seed=0, stop=list(stop) or None,
+                                                 stopping_criteria=self._lib.StoppingCriteriaList([_cancel_point]),
+                                                 **kwargs)
         usage = result.get("usage", {})
         return Generation(result["choices"][0]["text"], int(usage.get("prompt_tokens", 0)),
                           int(usage.get("completion_tokens", 0)))
@@ -199,6 +201,13 @@ llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=256, logits_all=False, verbo
 llm.eval(llm.tokenize(b"hello world " * 24, add_bos=True))
 """
 _PROBED: set[str] = set()
+
+
+def _cancel_point(_input_ids: np.ndarray, _logits: np.ndarray) -> bool:
+    """Per sampled token: a job cancelled mid-generation (its memory replaced) stops here with
+    JobCancelled instead of finishing a reply nobody will store. Never stops generation otherwise."""
+    check_cancelled()
+    return False
 
 
 def _probe(model_path: str) -> None:

@@ -19,7 +19,7 @@ from memsif.config import MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
 from memsif.llm import NO_WORDS, YES_WORDS, Generation
 from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
-from memsif.locks import FairLock
+from memsif.locks import FairLock, check_cancelled
 from memsif.prompts import Prompt
 
 log = logging.getLogger(__name__)
@@ -303,6 +303,7 @@ class _YieldToInteractive:
     def __call__(self, input_ids, scores, **kwargs):
         import torch
 
+        check_cancelled()  # a job whose memory was replaced stops mid-reply
         self.lock.yield_to_urgent()
         return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
