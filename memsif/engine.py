@@ -358,9 +358,8 @@ class MemSIF:
         """
         from memsif.store.transfer import export_namespace
 
-        self._require(namespace)
-        with self._namespace_lock(namespace), self._namespace_lock(namespace, "clusters"):
-            return export_namespace(self.store, self.embedder, namespace, decimals, provenance)
+        self._require(namespace)  # no lock: a copy for Evaluate must not wait for a CoreFact extraction
+        return export_namespace(self.store, self.embedder, namespace, decimals, provenance)
 
     def import_namespace(self, data: dict[str, Any], namespace: str | None = None) -> str:
         """Write an ``export_namespace`` dict into the store (under ``namespace`` if given); returns the

@@ -428,3 +428,13 @@ def test_a_plain_text_file_is_offered_as_the_whole_file_not_by_its_stem(app_url,
     chat.write_text("## 1 June 2024\nMia: My bike is red.\nTom: Nice bike!\n")
     box, _ = client.predict(gradio_client.handle_file(str(chat)), api_name="/samples")
     assert box["choices"] == [["the whole file · 2 messages", "chat"]] and box["value"] == "chat"
+
+
+def test_a_build_that_replaces_a_memory_empties_the_chat_about_the_old_one():
+    from memsif.inspector.build import chat_after_build
+
+    chat, trace, pick, context, plot = chat_after_build({"name": "b.txt", "replaced": True})
+    assert chat == [] and trace is None and context == "" and plot is None and pick.choices == []
+    import gradio as gr
+
+    assert list(chat_after_build({"name": "b.txt"})) == [gr.skip()] * 5, "a build of the same file emptied the chat"

@@ -85,3 +85,31 @@ def test_a_bad_export_file_gets_a_clear_error(engine_factory, tmp_path, content,
         read_export(path)
     with pytest.raises(MemSIFError, match="Cannot read the export"):
         read_export(tmp_path / "missing.json")
+
+
+def test_the_shipped_example_memory_is_the_bundled_conversation_built_by_the_default_models(engine_factory):
+    """``assets/example-memory-conv-26.json.gz`` (benchmarks/build_example.py) holds every message of the
+    bundled conv-26 in Topical Segments and Event Trajectories, CoreFacts with their log, the clusters its
+    questions left, and how it was built; it imports into a store of the default embedder."""
+    from memsif.config import PACKAGED_LLM
+    from memsif.inspector.build import EXAMPLE, EXAMPLE_MEMORY, EXAMPLE_QUESTIONS
+    from memsif.io import as_memories, load_transcripts
+    from memsif.store.transfer import read_export
+
+    data = read_export(EXAMPLE_MEMORY)
+    made = data["provenance"]
+    assert made["llm_model"] == PACKAGED_LLM and made["embedder"] == data["embedder"] == "all-MiniLM-L6-v2"
+    assert {"built", "machine", "structure_seconds", "core_facts_seconds", "command"} <= set(made)
+    assert len(made["questions"]) == EXAMPLE_QUESTIONS
+    [conv] = as_memories(load_transcripts(EXAMPLE))
+    assert [m["message"]["id"] for m in data["messages"]] == [m.id for m in conv.messages]
+    assert [m["message"]["text"] for m in data["messages"]] == [m.text for m in conv.messages], \
+        "the prebuilt memory is of another version of the bundled transcript: rebuild it"
+    in_segments = [i for s in data["segments"] for i in s["message_ids"]]
+    assert sorted(in_segments) == sorted(m.id for m in conv.messages)
+    assert all(s["trajectory_id"] for s in data["segments"])
+    assert sum(f["fact"]["status"] == "current" for f in data["facts"]) >= 40 and data["fact_ops"]
+    assert data["clusters"], "its questions left no candidate clusters"
+    engine = engine_factory(embedder=HashEmbedder(dim=data["dim"], name="all-MiniLM-L6-v2"))
+    engine.import_namespace(data, namespace="example")
+    assert len(engine.segments("example")) == len(data["segments"]) and engine.clusters("example")

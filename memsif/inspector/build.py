@@ -253,6 +253,7 @@ def load_prebuilt(eng, namespace: str, data: dict, previous: dict | None, source
     replaced = ""
     if eng.has_memory(namespace):
         delete_memory(eng, namespace, "the memory was replaced by the prebuilt example")
+        source["replaced"] = True
         replaced = f" (It replaced the memory of `{previous['name']}`.)" if previous else ""
     start = time.perf_counter()
     eng.import_namespace(data, namespace)
@@ -312,6 +313,7 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
     if previous and (previous.get("name"), previous.get("samples"), bool(previous.get("prebuilt"))) != \
             (source["name"], source["samples"], False) and eng.has_memory(namespace):
         delete_memory(eng, namespace, f"the memory was replaced by a build of `{source['name']}`")
+        source["replaced"] = True
         replaced = f" (replaced the memory of `{previous['name']}`)"
     total = sum(len(t.messages) for t in transcripts)
 
@@ -357,6 +359,14 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
         summary += "\n\n" + "\n".join(f"⚠️ {w}" for w in warnings[:5]) + (
             f"\n\n…and {len(warnings) - 5} more." if len(warnings) > 5 else "")
     yield namespace, source, summary, fig, rows
+
+
+def chat_after_build(source: dict | None):
+    """The Chat tab after a build: emptied when the build replaced another memory (its answers were
+    about that one), else left as it is. Returns (chat, trace, message picker, message context, plot)."""
+    if not (source or {}).get("replaced"):
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+    return VIEWS_EMPTY[3:8]
 
 
 def forget(namespace: str | None, confirmed: bool = False):

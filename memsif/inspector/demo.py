@@ -96,6 +96,8 @@ def build_demo(config: MemSIFConfig | None = None, forget_sessions: bool = False
                                   outputs=[namespace, source, b.summary, b.timeline, b.table], api_name="build",
                                   show_progress_on=b.summary, cancels=[preloaded])  # its summary is the build's now
         built.success(trajectories.trajectories_view, inputs=per_session, outputs=traj_views, api_name=False)
+        built.then(build.chat_after_build, inputs=source, outputs=[c.chatbot, c.trace, c.pick, c.context,
+                                                                   c.context_plot], api_name=False)
         built.success(lambda src: gr.Textbox(placeholder=(src or {}).get("hint") or "Ask this memory a question"),
                       inputs=source, outputs=c.question, api_name=False)
         built.success(corefacts.facts_after_build, inputs=[source, *per_session], outputs=fact_views,

@@ -18,12 +18,13 @@ from types import SimpleNamespace
 import gradio as gr
 
 from memsif.engine import MemSIF
-from memsif.errors import MemSIFError
+from memsif.errors import JobCancelled, MemSIFError, NotFoundError
 from memsif.eval.data import load_locomo, load_longmemeval
 from memsif.eval.metrics import evidence_recall, paired_bootstrap, ted
 from memsif.eval.runner import NCE_TED
 from memsif.eval.systems import CountingLLM, HybridRAGSystem, NaiveRAGSystem
 from memsif.inspector.common import JobProgress, eval_namespace, guard, in_background, model_share, session_engine
+from memsif.locks import check_cancelled, job
 from memsif.query import Answer
 from memsif.viz import LensRow, evidence_lens
 
@@ -105,7 +106,8 @@ def evaluate(namespace: str | None, source: dict | None, settings: dict | None,
     def work(report):
         eng.delete_namespace(target)
         try:
-            rows = _ask_all(report)
+            with job(target, "structure"):  # a rebuild or delete of the session's memory cancels it (locks.cancel)
+                rows = _ask_all(report)
             return rows, summary_markdown(rows, budget, eng, target)
         finally:  # the copy never outlives its evaluation (a crash leaves it to the next start: common.engine)
             eng.delete_namespace(target)
@@ -125,6 +127,7 @@ def evaluate(namespace: str | None, source: dict | None, settings: dict | None,
             position = {m.id: k for k, m in enumerate(sample.messages)}
             texts = {m.id: m.text for m in sample.messages}
             for q in sample.questions:
+                check_cancelled()
                 answer = eng.ask(q.question, target, q.question_date, generate=False)
                 got = {"MemSIF": answer.context_source_ids,
                        "Hybrid RAG": hybrid.answer(q, generate=False).context_ids,
@@ -145,11 +148,16 @@ def evaluate(namespace: str | None, source: dict | None, settings: dict | None,
         return (f"Evaluating: {state.stage} — {state.done} of {state.total} questions · {seconds:.0f} s"
                 f"{model_share(namespace)}")
 
-    for kind, value in in_background(work, progress, describe):
-        if kind == "status":
-            yield value, gr.skip(), gr.skip(), gr.skip()
-        else:
-            rows, summary = value
+    try:
+        for kind, value in in_background(work, progress, describe):
+            if kind == "status":
+                yield value, gr.skip(), gr.skip(), gr.skip()
+            else:
+                rows, summary = value
+    except (JobCancelled, NotFoundError) as exc:  # the memory it copied was replaced or deleted meanwhile
+        reason = str(exc) if isinstance(exc, JobCancelled) else "this session's memory was deleted or replaced"
+        yield f"⏹️ The evaluation stopped: {reason}. Run it again on the memory that exists now.", None, [], []
+        return
     yield summary, evidence_lens(rows, nce_only=True), table_rows(rows), rows
 
 
