@@ -25,9 +25,8 @@ from memsif.interaction.sentences import build_sentences
 from memsif.interaction.state import InteractionState
 from memsif.interaction.trajectories import TrajectoryBuilder
 from memsif.io.placement import differences
-from memsif.io.transcripts import spoken_text
 from memsif.locks import check_cancelled, job
-from memsif.records import Decision, FactOperation, Message, record_number
+from memsif.records import Decision, FactOperation, Message, record_number, spoken_text
 from memsif.store import StoredMessage
 
 if TYPE_CHECKING:

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from memsif.records import spoken_text
+
 #: BM25 parameters (Robertson & Zaragoza's usual values) and the typical number of terms of a sentence.
 K1 = 1.2
 B = 0.75
@@ -77,9 +79,15 @@ def split_sentences(text: str) -> list[str]:
     flat = " ".join(text.split())
     if not flat:
         return []
-    with _LOCK:
-        doc = _nlp()(flat)
-        raw = [s.text.strip() for s in doc.sents if s.text.strip()]
+    spoken = spoken_text(flat)  # a photo caption is a sentence of its own, whatever the sentencizer makes of "["
+    caption = flat[len(spoken):].strip()
+    raw: list[str] = []
+    if spoken:
+        with _LOCK:
+            doc = _nlp()(spoken)
+            raw = [s.text.strip() for s in doc.sents if s.text.strip()]
+    if caption:
+        raw.append(caption)
     out: list[str] = []
     for sentence in raw:
         if out and (len(sentence.split()) < MIN_SENTENCE_WORDS or len(out[-1].split()) < MIN_SENTENCE_WORDS):

@@ -49,15 +49,20 @@ _cancels_lock = threading.Lock()
 @contextmanager
 def job(name: str, kind: str = "structure") -> Iterator[None]:
     """Model calls made inside this block (in this thread) belong to job ``name`` of ``kind``
-    ("interactive", "structure" or "facts").
+    ("interactive", "structure" or "facts"). The job can be cancelled from the moment it is entered
+    (:func:`cancel`); a block of the same name inside it is part of it (cancelled with it).
 
     Raises:
         ValueError: an unknown kind.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown job kind {kind!r}; use one of {', '.join(KINDS)}")
-    with _cancels_lock:
-        epoch = _cancels.get(name, (0, ""))[0]
+    outer = _job.get()
+    if outer is not None and outer[0] == name:  # a step of a job already under way: cancelled with it
+        epoch = outer[2]
+    else:
+        with _cancels_lock:
+            epoch = _cancels.get(name, (0, ""))[0]
     token = _job.set((name, KINDS[kind], epoch))
     try:
         yield

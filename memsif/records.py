@@ -42,6 +42,18 @@ Vectors = Annotated[list[Any], BeforeValidator(_to_vectors),
                                     return_type=list[list[float]])]
 
 
+#: How a LoCoMo image turn's caption is written into its message text: "… [shares a photo: <caption>]".
+PHOTO_CAPTION = "[shares a photo: "
+
+
+def spoken_text(text: str) -> str:
+    """A message's text without the photo caption it carries (``PHOTO_CAPTION``): what the speaker
+    said. Key entities come from it; a machine-written caption ("a photo of a dog on a couch") names no
+    topic the speakers chose."""
+    at = text.find(PHOTO_CAPTION)
+    return text if at < 0 else text[:at].rstrip()
+
+
 class Message(_Record):
     """One message u_t of the interaction history H (§3.2).
 

@@ -4,7 +4,7 @@ import pytest
 
 from memsif.records import BoundaryRule
 from tests.conftest import make_messages
-from tests.fakes import FakeLLM, FixedEmbedder
+from tests.fakes import FakeLLM, FixedEmbedder, TableEntities
 
 # alpha = 1 and the affine mapping make φ = (cos + 1) / 2, easy to compute by hand.
 VECTORS = {"same": [1.0, 0.0], "same again": [1.0, 0.0], "opposite": [-1.0, 0.0], "orthogonal": [0.0, 1.0]}
@@ -118,3 +118,19 @@ def test_ablations_without_segments_and_without_trajectories(engine_factory):
     engine2.ingest(make_messages(["same", "same again", "opposite"]))
     assert engine2.trajectories("t") == [] and llm2.calls == {}
     assert all(s.trajectory_id is None for s in engine2.segments("t"))
+
+
+def test_a_photo_caption_gives_no_key_entities_and_is_a_sentence_of_its_own(engine_factory):
+    """LoCoMo image turns carry a machine-written caption: key entities come from what was said, and
+    the sentence index keeps the caption whole as its own sentence (no stray "[" on the one before)."""
+    from memsif.lexical import split_sentences
+
+    said = "It's a lot to take in, but I'm feeling hopeful and optimistic."
+    text = f"{said} [shares a photo: a sign for an adoption agency on a brick wall]"
+    assert split_sentences(text) == [said, "[shares a photo: a sign for an adoption agency on a brick wall]"]
+    entities = TableEntities({said: {"optimism"}, text: {"sign", "brick wall"}})
+    engine = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}), entities=entities)
+    engine.ingest(make_messages([text]))
+    [segment] = engine.segments("t")
+    assert segment.entities == ["optimism"], segment.entities
+    assert [s.text for s, _ in engine.store.sentences("t")] == split_sentences(text)

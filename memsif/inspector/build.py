@@ -29,8 +29,9 @@ from memsif.inspector.common import (
     settings_in_force,
 )
 from memsif.io import as_memories, load_transcripts
+from memsif.locks import job
 from memsif.io.transcripts import HISTORY_FORMATS
-from memsif.records import BoundaryRule, SegmentDecision
+from memsif.records import BoundaryRule, SegmentDecision, TrajectoryDecision
 from memsif.store.transfer import read_export
 from memsif.timeparse import day_text
 from memsif.viz import SEGMENT_COLUMNS, phi_timeline, segment_rows
@@ -188,6 +189,12 @@ def structure_health(eng, namespace: str) -> str:
     line = (f"\n\n**Structure health**: {single} of {len(segments)} Topical Segments hold one message "
             f"({single_share:.0%}); the judge decided {len(judged)} of {messages} messages "
             f"({len(judged) / max(messages, 1):.0%}): {kept} continue, {len(judged) - kept} split.")
+    assigned = [d for d in eng.decisions(namespace, "trajectory") if isinstance(d, TrajectoryDecision)]
+    if assigned:
+        asked = [c.compatible for d in assigned for c in d.candidates if c.judge_prob is not None]
+        line += (f" Event Trajectories: {sum(not d.created for d in assigned)} of {len(assigned)} segments joined an "
+                 f"earlier one; the trajectory judge called {sum(asked)} of the {len(asked)} candidates it was "
+                 "asked about the same event (Trajectories tab).")
     reasons = []
     if len(segments) >= 5 and single_share > SINGLE_SEGMENT_WARN:
         reasons.append(f"more than {SINGLE_SEGMENT_WARN:.0%} of the segments are single messages")
@@ -319,6 +326,10 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
 
     def work(report):
         reports = []
+        with job(namespace, "structure"):  # cancellable from its start (a Delete meanwhile stops it)
+            return _build_all(report, reports)
+
+    def _build_all(report, reports):
         for t in transcripts:
             try:
                 reports.append(eng.ingest_transcript(t, namespace, report, core_facts=False))

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import gradio as gr
 
 from memsif.errors import JobCancelled, NotFoundError
+from memsif.locks import job
 from memsif.inspector.common import (
     MESSAGE_COLUMNS,
     JobProgress,
@@ -34,7 +35,8 @@ def build_facts(namespace: str | None, settings: dict | None, progress=gr.Progre
         return
 
     def work(report):
-        return eng.build_core_facts(namespace, progress=report)
+        with job(namespace, "facts"):  # cancellable from its start, also while it waits for the namespace
+            return eng.build_core_facts(namespace, progress=report)
 
     def describe(state: JobProgress, seconds: float) -> str:
         if not state.total:

@@ -23,22 +23,10 @@ from typing import Any
 from memsif.errors import TranscriptError
 from memsif.io import formats as fm
 from memsif.io.decode import decode, repair
-from memsif.records import Message
+from memsif.records import PHOTO_CAPTION, Message
 from memsif.timeparse import find_date, parse_time
 
 #: Every format ``load_transcripts`` reads; "auto" detects one from the content.
-#: How a LoCoMo image turn's caption is written into its message text: "… [shares a photo: <caption>]".
-PHOTO_CAPTION = "[shares a photo: "
-
-
-def spoken_text(text: str) -> str:
-    """A message's text without the photo caption it carries (``PHOTO_CAPTION``): what the speaker
-    said. Key entities come from it; a machine-written caption ("a photo of a dog on a couch") names no
-    topic the speakers chose."""
-    at = text.find(PHOTO_CAPTION)
-    return text if at < 0 else text[:at].rstrip()
-
-
 FORMATS = ("locomo", "longmemeval", "chatgpt", "claude", "openai", "jsonl", "text")
 
 _SPEAKER_LINE = re.compile(r"^([^\s:#][^:\n]{0,59}?)\s*:\s?(.*)$")
