@@ -1,11 +1,15 @@
 """Build the inspector's prebuilt example memory: the bundled LoCoMo conversation conv-26 with the
-default models (Structured Interaction Memory, CoreFacts, and the candidate clusters and ActiveFacts a
-few example questions leave), exported with how it was built (model, date, seconds) for the page's
-first visit (``memsif.inspector.build.EXAMPLE_MEMORY``).
+default models (Structured Interaction Memory, CoreFacts, and the candidate clusters and ActiveFacts
+the conversation's own questions leave), exported with how it was built (model, date, seconds) for
+the page's first visit (``memsif.inspector.build.EXAMPLE_MEMORY``).
 
     PYTHONPATH=. python benchmarks/build_example.py [--out assets/example-memory-conv-26.json.gz]
+    PYTHONPATH=. python benchmarks/build_example.py --resume assets/example-memory-conv-26.json.gz
 
-Takes about 15 minutes on 2 CPU cores; prints the figures it stores.
+Questions are the conversation's own (not adversarial), in file order: at least ``--questions``, then
+more until an ActiveFact is promoted (up to ``--max-questions``). ``--resume`` imports an export made
+by this script and only asks further questions (its build figures are kept). About 17 minutes on 2
+CPU cores from scratch; prints the figures it stores.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.inspector.build import EXAMPLE, EXAMPLE_MEMORY, EXAMPLE_QUESTIONS
 from memsif.io import as_memories, load_transcripts
-from memsif.store.transfer import write_export
+from memsif.store.transfer import read_export, write_export
 
 
 def main() -> None:
@@ -31,37 +35,47 @@ def main() -> None:
     parser.add_argument("--out", default=str(EXAMPLE_MEMORY))
     parser.add_argument("--data-dir", help="memory folder for the build (default: a temporary one)")
     parser.add_argument("--questions", type=int, default=EXAMPLE_QUESTIONS,
-                        help="how many of the conversation's own questions to ask (they leave ActiveFacts)")
+                        help="ask at least this many of the conversation's own questions (they leave clusters)")
+    parser.add_argument("--max-questions", type=int, default=24,
+                        help="ask more, in file order, until an ActiveFact is promoted or this many were asked")
+    parser.add_argument("--resume", help="an export made by this script: import it and only ask further questions")
     args = parser.parse_args()
     data_dir = args.data_dir or tempfile.mkdtemp(prefix="memsif-example-")
     eng = MemSIF(MemSIFConfig.from_env(data_dir=data_dir))
     load_s = eng.load_models()
     (transcript,) = as_memories(load_transcripts(EXAMPLE))
     ns = transcript.sample_id
-    t0 = time.perf_counter()
-    report = eng.ingest_transcript(transcript, ns, core_facts=False)
-    structure_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    facts = eng.build_core_facts(ns)
-    facts_s = time.perf_counter() - t0
-    questions = [q["question"] for q in transcript.extra.get("qa", [])
-                 if q.get("category") != 5 and q.get("question")][:args.questions]
-    asked = []
-    for question in questions:
+    if args.resume:
+        previous = read_export(args.resume)
+        eng.import_namespace(previous, ns)
+        provenance = previous["provenance"]
+        if provenance.get("model") != eng.llm.name:
+            raise SystemExit(f"{args.resume} was built with {provenance.get('model')}, this engine runs {eng.llm.name}")
+    else:
+        t0 = time.perf_counter()
+        report = eng.ingest_transcript(transcript, ns, core_facts=False)
+        structure_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        facts = eng.build_core_facts(ns)
+        provenance = {
+            "model": eng.llm.name, "llm_model": eng.config.llm_model, "embedder": eng.embedder.name,
+            "memsif": memsif.__version__, "built": datetime.now(UTC).strftime("%Y-%m-%d"),
+            "machine": f"{os.cpu_count()} CPU cores ({platform.machine()})", "model_load_seconds": round(load_s, 1),
+            "structure_seconds": round(structure_s), "core_facts_seconds": round(time.perf_counter() - t0),
+            "messages": report.total_messages, "segments": report.segments, "trajectories": report.trajectories,
+            "core_facts": len(eng.facts(ns)), "fact_errors": facts.fact_errors, "questions": [],
+            "command": "PYTHONPATH=. python benchmarks/build_example.py"}
+    asked = provenance["questions"]
+    own = [q["question"] for q in transcript.extra.get("qa", []) if q.get("category") != 5 and q.get("question")]
+    for question in own[len(asked):args.max_questions]:
+        if len(asked) >= args.questions and eng.active_facts(ns):
+            break
         t0 = time.perf_counter()
         answer = eng.ask(question, ns)
         asked.append({"question": question, "answer": answer.answer, "seconds": round(time.perf_counter() - t0, 1)})
         print(f"asked {question!r}: {answer.answer!r} ({asked[-1]['seconds']} s)")
-    provenance = {
-        "model": eng.llm.name, "llm_model": eng.config.llm_model, "embedder": eng.embedder.name,
-        "memsif": memsif.__version__,
-        "built": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "machine": f"{os.cpu_count()} CPU cores ({platform.machine()})",
-        "model_load_seconds": round(load_s, 1), "structure_seconds": round(structure_s), "core_facts_seconds":
-        round(facts_s), "messages": report.total_messages, "segments": report.segments,
-        "trajectories": report.trajectories, "core_facts": len(eng.facts(ns)), "fact_errors": facts.fact_errors,
-        "questions": asked, "command": "PYTHONPATH=. python benchmarks/build_example.py",
-    }
+    provenance["active_facts"] = len(eng.active_facts(ns))
+    provenance["clusters"] = len(eng.clusters(ns))
     path = write_export(eng.export_namespace(ns, decimals=4, provenance=provenance), args.out)
     eng.close()
     print(json.dumps(provenance, indent=1))

@@ -314,3 +314,15 @@ def test_a_build_cancelled_midway_writes_nothing_and_a_corefact_job_stops_before
         engine.build_core_facts("cancel-me")
     assert engine.store.count("fact_op", "cancel-me") == 0 and not engine.facts("cancel-me"), \
         "a batch finished after the cancel was written"
+
+
+def test_a_step_of_a_job_is_cancelled_with_the_job_it_belongs_to():
+    from memsif.errors import JobCancelled
+    from memsif.locks import cancel, check_cancelled, job
+
+    with job("ns-steps", "structure"):
+        cancel("ns-steps", "the memory was deleted")
+        with job("ns-steps", "facts"), pytest.raises(JobCancelled, match="was deleted"):
+            check_cancelled()  # entered after the cancel, but part of the job that was under way
+        with job("ns-other", "facts"):
+            check_cancelled()  # another name: not cancelled

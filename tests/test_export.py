@@ -100,7 +100,7 @@ def test_the_shipped_example_memory_is_the_bundled_conversation_built_by_the_def
     made = data["provenance"]
     assert made["llm_model"] == PACKAGED_LLM and made["embedder"] == data["embedder"] == "all-MiniLM-L6-v2"
     assert {"built", "machine", "structure_seconds", "core_facts_seconds", "command"} <= set(made)
-    assert len(made["questions"]) == EXAMPLE_QUESTIONS
+    assert len(made["questions"]) >= EXAMPLE_QUESTIONS and made["active_facts"] == len(data["active_facts"]) >= 1
     [conv] = as_memories(load_transcripts(EXAMPLE))
     assert [m["message"]["id"] for m in data["messages"]] == [m.id for m in conv.messages]
     assert [m["message"]["text"] for m in data["messages"]] == [m.text for m in conv.messages], \

@@ -42,7 +42,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "assets" / "locomo-conv-26.json"
 #: ``EXAMPLE``'s memory prebuilt with the default models (``benchmarks/build_example.py``): the first
 #: visit imports it in seconds instead of building for a quarter of an hour.
 EXAMPLE_MEMORY = EXAMPLE.with_name("example-memory-conv-26.json.gz")
-#: How many of the example's own questions the prebuilt memory was asked (they leave ActiveFacts).
+#: How many of the example's own questions the prebuilt memory was asked at least (more until one
+#: ActiveFact is promoted: ``benchmarks/build_example.py``).
 EXAMPLE_QUESTIONS = 6
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 
@@ -247,7 +248,8 @@ def prebuilt_summary(data: dict, imported_s: float | None) -> str:
             f"`{EXAMPLE.name}` (conv-26): the **prebuilt example memory**, built on "
             f"{p.get('built', '?')} with `{p.get('model', '?')}` on {p.get('machine', '?')} — Structured Interaction "
             f"Memory in {p.get('structure_seconds', '?')} s, CoreFacts in {p.get('core_facts_seconds', '?')} s; "
-            f"{len(asked)} of its own questions were asked, which left its candidate clusters "
+            f"{len(asked)} of its own questions were asked, which left {len(data['clusters'])} candidate clusters "
+            f"and {len(data['active_facts'])} promoted ActiveFact{'s' * (len(data['active_facts']) != 1)} "
             f"(ActiveFacts tab). {loaded}Tick **Build the example live** to watch it being built instead "
             f"(`{p.get('command', 'benchmarks/build_example.py')}` rebuilds this file).")
 
