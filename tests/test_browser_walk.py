@@ -65,6 +65,17 @@ def _errors_shown(driver) -> list[str]:
     return [e.text for e in found if e.is_displayed()]
 
 
+def _clipped_headers(driver) -> list[str]:
+    """Table headers on the visible tab whose text is cut off by their column (``PAGE_CSS`` keeps words
+    whole, so a word that does not fit is cut, not broken)."""
+    return driver.execute_script("""
+        return [...document.querySelectorAll('thead th')].filter(th => th.offsetParent !== null).flatMap(th => {
+            const box = th.querySelector('.header-content') || th;
+            const text = th.innerText.trim();
+            return text && box.scrollWidth > box.clientWidth + 1 ? [text] : [];
+        });""")
+
+
 def _set_number(driver, elem_id: str, value: float) -> None:
     box = driver.find_element(By.CSS_SELECTOR, f"#{elem_id} input[type='number']")
     box.send_keys(Keys.CONTROL, "a")
@@ -101,12 +112,16 @@ def test_a_first_visit_sees_the_prebuilt_example_at_once_then_warnings_and_a_sto
         summary = _text(d, "build-summary")
         assert "419 messages" in summary and "Qwen2.5-Coder-1.5B-Instruct" in summary and "built on" in summary
         assert seconds <= 10, f"the prebuilt example took {seconds:.1f} s"
+        assert not _clipped_headers(d), _clipped_headers(d)
         d.save_screenshot(str(shots / "walk-prebuilt-example.png"))
         _tab(d, "CoreFacts")
         WebDriverWait(d, 60).until(lambda d: "current CoreFacts" in _text(d, "corefacts-status"))
         WebDriverWait(d, 30).until(lambda d: "ADD" in d.find_element(By.ID, "fact-ops").text)
+        assert not _clipped_headers(d), _clipped_headers(d)
         _tab(d, "ActiveFacts")
-        WebDriverWait(d, 30).until(lambda d: _plot_drawn(d, "clusters"))
+        WebDriverWait(d, 30).until(lambda d: _plot_drawn(d, "clusters")
+                                   and "not promoted" in d.find_element(By.ID, "clusters-table").text)
+        assert not _clipped_headers(d), _clipped_headers(d)
         d.save_screenshot(str(shots / "walk-prebuilt-activefacts.png"))
         _tab(d, "Trajectories")
         WebDriverWait(d, 30).until(lambda d: _plot_drawn(d, "traj-graph") and _plot_drawn(d, "traj-decisions"))

@@ -55,7 +55,7 @@ def layout() -> SimpleNamespace:
     ui.plot = gr.Plot(label="Candidate clusters: Score_src vs Score_qry (Eq. 4)", elem_id="clusters")
     ui.table = gr.Dataframe(headers=CLUSTER_COLUMNS, label="Candidate clusters C_k (select one for its source "
                             "messages R_k)", wrap=True, elem_id="clusters-table",
-                            column_widths=["6%", "12%", "25%", "7%", "7%", "4%", "22%", "8%", "9%"])
+                            column_widths=["7%", "12%", "23%", "9%", "9%", "4%", "19%", "10%", "7%"])
     ui.sources = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages R_k of the selected cluster", wrap=True)
     with gr.Accordion("What the scores mean", open=False):
         gr.Markdown(NOTATION_ACTIVE)
