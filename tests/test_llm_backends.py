@@ -55,6 +55,29 @@ def test_openai_generate_and_http_errors():
         bad.generate(Prompt("answer", "v", "?"))
 
 
+def test_openai_constrained_json_falls_back_to_the_json_mode_a_server_takes():
+    """llama-cpp-python's server refuses OpenAI's json_schema response format (422) and takes
+    {"type": "json_object", "schema": …}; the back-end switches once and keeps the form that works."""
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        seen.append(body.get("response_format"))
+        if (body.get("response_format") or {}).get("type") == "json_schema":
+            return httpx.Response(422, text='{"detail": "response_format.type: Input should be text or json_object"}')
+        return httpx.Response(200, json={"choices": [{"message": {"content": '{"facts": []}'}}]})
+
+    llm = OpenAICompatibleLLM("http://server/v1", "m", client=httpx.Client(transport=httpx.MockTransport(handler)))
+    schema = {"type": "object", "properties": {"facts": {"type": "array"}}}
+    for _ in range(2):
+        assert llm.generate(Prompt("core_extract", "v", "Facts?"), json_schema=schema).text == '{"facts": []}'
+    assert [f["type"] for f in seen] == ["json_schema", "json_object", "json_object"]
+    assert seen[1]["schema"] == schema and llm.json_format == "json_object"
+    plain, _ = _server([], status=422)  # a refusal of a request without a schema is not retried
+    with pytest.raises(LLMError, match="422"):
+        plain.generate(Prompt("answer", "v", "?"))
+
+
 @pytest.mark.integration
 def test_transformers_class_loads_a_local_folder():
     """The de-quantised cache of the packaged GGUF is a plain local model folder: the same class

@@ -29,8 +29,8 @@ from memsif.inspector.common import (
     settings_in_force,
 )
 from memsif.io import as_memories, load_transcripts
-from memsif.locks import job
 from memsif.io.transcripts import HISTORY_FORMATS
+from memsif.locks import job
 from memsif.records import BoundaryRule, SegmentDecision, TrajectoryDecision
 from memsif.store.transfer import read_export
 from memsif.timeparse import day_text

@@ -9,7 +9,6 @@ from types import SimpleNamespace
 import gradio as gr
 
 from memsif.errors import JobCancelled, NotFoundError
-from memsif.locks import job
 from memsif.inspector.common import (
     MESSAGE_COLUMNS,
     JobProgress,
@@ -18,6 +17,7 @@ from memsif.inspector.common import (
     model_share,
     session_engine,
 )
+from memsif.locks import job
 from memsif.records import record_number
 from memsif.viz import FACT_COLUMNS, OP_COLUMNS, fact_rows, message_rows, op_rows
 

@@ -1,6 +1,9 @@
 """OpenAI-compatible HTTP back-end (vLLM, TGI, llama.cpp server, Ollama, OpenAI).
 
 Yes/no decisions ask for one token with ``logprobs`` and compare the answer tokens' probabilities.
+Constrained JSON asks for OpenAI's ``{"type": "json_schema"}`` response format; a server that
+refuses it (llama-cpp-python's ``llama_cpp.server`` knows only ``{"type": "json_object", "schema": …}``)
+is asked in that form from then on.
 """
 
 from __future__ import annotations
@@ -16,6 +19,25 @@ from memsif.llm import NO_WORDS, YES_WORDS, Generation
 from memsif.prompts import Prompt
 
 
+class _Refused(LLMError):
+    """The server answered a request with an HTTP error status (``status``)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+#: Response formats for constrained JSON, tried in this order: OpenAI's (vLLM, TGI, Ollama, OpenAI),
+#: then the JSON mode with a schema of llama-cpp-python's server (and Anyscale).
+JSON_FORMATS = ("json_schema", "json_object")
+
+
+def _response_format(form: str, schema: dict) -> dict:
+    if form == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": "response", "schema": schema}}
+    return {"type": "json_object", "schema": schema}
+
+
 class OpenAICompatibleLLM:
     """Chat completions at ``base_url`` (e.g. ``http://localhost:8000/v1``) with model ``model``."""
 
@@ -27,6 +49,7 @@ class OpenAICompatibleLLM:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = client or httpx.Client(timeout=timeout_s, headers=headers)
         self._tokenizer = None
+        self.json_format = JSON_FORMATS[0]  # the form this server takes (switched on its first refusal)
 
     @classmethod
     def from_config(cls, config: MemSIFConfig) -> OpenAICompatibleLLM:
@@ -38,7 +61,8 @@ class OpenAICompatibleLLM:
             response.raise_for_status()
             return response.json()
         except httpx.HTTPStatusError as exc:
-            raise LLMError(f"{self._url} answered {exc.response.status_code}: {exc.response.text[:300]}") from exc
+            raise _Refused(f"{self._url} answered {exc.response.status_code}: {exc.response.text[:300]}",
+                           exc.response.status_code) from exc
         except (httpx.HTTPError, ValueError) as exc:
             raise LLMError(f"Could not reach the model server at {self._url} ({exc}); "
                            "check MEMSIF_LLM_BASE_URL and that the server is running.") from exc
@@ -84,9 +108,16 @@ class OpenAICompatibleLLM:
         if stop:
             body["stop"] = list(stop)
         if json_schema is not None:
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "response", "schema": json_schema}}
-        data = self._post(body)
+            body["response_format"] = _response_format(self.json_format, json_schema)
+        try:
+            data = self._post(body)
+        except _Refused as exc:  # a server that does not take this response format: the next form, once
+            later = JSON_FORMATS[JSON_FORMATS.index(self.json_format) + 1:]
+            if json_schema is None or exc.status not in (400, 422) or not later:
+                raise
+            self.json_format = later[0]
+            body["response_format"] = _response_format(self.json_format, json_schema)
+            data = self._post(body)
         try:
             text = data["choices"][0]["message"]["content"] or ""
         except (KeyError, IndexError, TypeError) as exc:
