@@ -26,6 +26,9 @@ from functools import cache
 
 from memsif.records import spoken_text
 
+#: The version of the lexical encoding (terms, stems, weights): a stored sparse vector made by another
+#: version is encoded again on import (2: scripts without spaces indexed by characters and bigrams).
+VERSION = 2
 #: BM25 parameters (Robertson & Zaragoza's usual values) and the typical number of terms of a sentence.
 K1 = 1.2
 B = 0.75

@@ -98,10 +98,10 @@ def test_a_first_visit_sees_the_prebuilt_example_at_once_then_warnings_and_a_sto
     try:
         d.get(walk_url)
         WebDriverWait(d, 30).until(lambda d: d.find_elements(By.ID, "build-btn"))
-        WebDriverWait(d, 30).until(lambda d: _text(d, "build-summary"))
-        if "Loading the models" in _text(d, "build-summary"):  # the module's first page: models still loading
+        WebDriverWait(d, 30).until(lambda d: _text(d, "models-status"))
+        if "Loading the models" in _text(d, "models-status"):  # the module's first page: models still loading
             d.save_screenshot(str(shots / "walk-loading-models.png"))
-        WebDriverWait(d, 180).until(lambda d: "Models loaded" in _text(d, "build-summary"))
+        WebDriverWait(d, 180).until(lambda d: "Models loaded" in _text(d, "models-status"))
 
         # 1. the example at once, from its prebuilt memory
         clicked = time.time()

@@ -113,3 +113,22 @@ def test_the_shipped_example_memory_is_the_bundled_conversation_built_by_the_def
     engine = engine_factory(embedder=HashEmbedder(dim=data["dim"], name="all-MiniLM-L6-v2"))
     engine.import_namespace(data, namespace="example")
     assert len(engine.segments("example")) == len(data["segments"]) and engine.clusters("example")
+
+
+def test_an_import_takes_the_stored_lexical_vectors_of_its_version_and_encodes_others_again(engine_factory,
+                                                                                             monkeypatch):
+    from memsif import lexical
+
+    engine, _ = _engine(engine_factory, sufficient=0.1)
+    data = json.loads(json.dumps(engine.export_namespace("t")))
+    before = engine.store.sentence_lexical("t")
+
+    def never(*args, **kwargs):
+        raise AssertionError("encoded again although the export holds this version's vectors")
+
+    with monkeypatch.context() as m:
+        m.setattr(lexical, "encode_documents", never)
+        engine.import_namespace(data, namespace="same")
+    assert engine.store.sentence_lexical("same") == before
+    engine.import_namespace({**data, "lexical_version": lexical.VERSION - 1}, namespace="older")
+    assert engine.store.sentence_lexical("older") == before  # encoded again, by this version

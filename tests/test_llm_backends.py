@@ -55,16 +55,20 @@ def test_openai_generate_and_http_errors():
         bad.generate(Prompt("answer", "v", "?"))
 
 
-def test_openai_constrained_json_falls_back_to_the_json_mode_a_server_takes():
-    """llama-cpp-python's server refuses OpenAI's json_schema response format (422) and takes
-    {"type": "json_object", "schema": …}; the back-end switches once and keeps the form that works."""
+@pytest.mark.parametrize(("status", "said"), [
+    (422, '{"detail": "response_format.type: Input should be text or json_object"}'),
+    (500, '{"error": {"message": "1 validation error: type: expected \'text\' or \'json_object\'"}}')])
+def test_openai_constrained_json_falls_back_to_the_json_mode_a_server_takes(status, said):
+    """llama-cpp-python's server refuses OpenAI's json_schema response format (with a 500 that holds
+    its validation error; others with 422) and takes {"type": "json_object", "schema": …}; the
+    back-end switches once and keeps the form that works."""
     seen = []
 
     def handler(request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         seen.append(body.get("response_format"))
         if (body.get("response_format") or {}).get("type") == "json_schema":
-            return httpx.Response(422, text='{"detail": "response_format.type: Input should be text or json_object"}')
+            return httpx.Response(status, text=said)
         return httpx.Response(200, json={"choices": [{"message": {"content": '{"facts": []}'}}]})
 
     llm = OpenAICompatibleLLM("http://server/v1", "m", client=httpx.Client(transport=httpx.MockTransport(handler)))
@@ -76,6 +80,10 @@ def test_openai_constrained_json_falls_back_to_the_json_mode_a_server_takes():
     plain, _ = _server([], status=422)  # a refusal of a request without a schema is not retried
     with pytest.raises(LLMError, match="422"):
         plain.generate(Prompt("answer", "v", "?"))
+    broken, _ = _server([], status=500)  # nor a server fault that is not about the format
+    with pytest.raises(LLMError, match="500"):
+        broken.generate(Prompt("core_extract", "v", "Facts?"), json_schema=schema)
+    assert broken.json_format == "json_schema"
 
 
 @pytest.mark.integration

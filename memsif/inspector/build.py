@@ -31,7 +31,7 @@ from memsif.inspector.common import (
 from memsif.io import as_memories, load_transcripts
 from memsif.io.transcripts import HISTORY_FORMATS
 from memsif.locks import job
-from memsif.records import BoundaryRule, SegmentDecision, TrajectoryDecision
+from memsif.records import BoundaryRule, CoreFact, SegmentDecision, TrajectoryDecision
 from memsif.store.transfer import read_export
 from memsif.timeparse import day_text
 from memsif.viz import SEGMENT_COLUMNS, phi_timeline, segment_rows
@@ -242,7 +242,7 @@ def prebuilt_summary(data: dict, imported_s: float | None) -> str:
     p = data.get("provenance", {})
     asked = p.get("questions") or []
     loaded = f"Loaded in {imported_s:.1f} s. " if imported_s is not None else "Already loaded. "
-    current = sum(f["fact"]["status"] == "current" for f in data["facts"])
+    current = sum(CoreFact.model_validate(f["fact"]).status == "current" for f in data["facts"])
     return (f"**{len(data['messages'])} messages** → **{len(data['segments'])} Topical Segments**, "
             f"**{len(data['trajectories'])} Event Trajectories**, **{current} current CoreFacts** from "
             f"`{EXAMPLE.name}` (conv-26): the **prebuilt example memory**, built on "
@@ -422,6 +422,7 @@ def layout() -> SimpleNamespace:
                 "Uploads are always built live. Building another transcript replaces this session's memory; the same "
                 "file grown (an export downloaded again) adds its new messages, and an edited one replaces what "
                 "changed.")
+    ui.models = gr.Markdown(elem_id="models-status")
     with gr.Row():
         ui.build_btn = gr.Button("Build memory", variant="primary", elem_id="build-btn", scale=3)
         ui.live = gr.Checkbox(label="Build the example live (no file: about a quarter of an hour)", value=False,

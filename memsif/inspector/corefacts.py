@@ -52,7 +52,11 @@ def build_facts(namespace: str | None, settings: dict | None, progress=gr.Progre
     try:
         for kind, value in in_background(work, progress, describe):
             if kind == "status":
-                written = len(eng.fact_log(namespace))
+                try:
+                    written = len(eng.fact_log(namespace))
+                except NotFoundError:  # deleted meanwhile: the job's own end (JobCancelled) says why
+                    yield value, gr.skip(), gr.skip()
+                    continue
                 if written != shown:  # a batch was written: show its facts and operations now
                     shown = written
                     yield (value, *facts_view(namespace, None, None, settings))

@@ -15,9 +15,9 @@ from memsif.inspector.common import engine, forget_session, models_loaded, new_s
 
 
 def _preload():
-    """Load the models while the page is already usable, saying so in the build summary the first time
-    after a start (a click meanwhile shows the same state, ``common.loading_engine``). Yields the
-    build summary."""
+    """Load the models while the page is already usable, saying so in the Build tab's models line the
+    first time after a start (a click meanwhile shows the same state in the build summary,
+    ``common.loading_engine``). Yields the models line."""
     if models_loaded():
         yield gr.skip()
         return
@@ -26,6 +26,7 @@ def _preload():
            "**Build memory** can be pressed now and goes on as soon as they are ready.")
     try:
         engine()
+        build.example_memory()  # read once now: the first "Build memory" only imports it
     except MemSIFError as exc:  # shown again, as a gr.Error, on first use
         print(f"MemSIF: could not load the models: {exc}")
         yield f"⚠️ The models could not be loaded: {exc}"
@@ -80,8 +81,8 @@ def build_demo(config: MemSIFConfig | None = None, forget_sessions: bool = False
         per_session = [namespace, session_settings]
         traj_views = [t.graph, t.lanes, t.pick]
         fact_views = [f.status, f.facts, f.ops]
-        preloaded = demo.load(new_session, outputs=namespace, api_name=False).then(
-            _preload, outputs=b.summary, api_name=False, show_progress="hidden")
+        demo.load(new_session, outputs=namespace, api_name=False).then(
+            _preload, outputs=b.models, api_name=False, show_progress="hidden")
 
         # Build
         b.forget_confirm.change(lambda ok: gr.Button(interactive=bool(ok)), inputs=b.forget_confirm,
@@ -94,7 +95,7 @@ def build_demo(config: MemSIFConfig | None = None, forget_sessions: bool = False
         b.upload.change(build.list_samples, inputs=b.upload, outputs=[b.sample, b.summary], api_name="samples")
         built = b.build_btn.click(build.build, inputs=[b.upload, b.sample, namespace, session_settings, source, b.live],
                                   outputs=[namespace, source, b.summary, b.timeline, b.table], api_name="build",
-                                  show_progress_on=b.summary, cancels=[preloaded])  # its summary is the build's now
+                                  show_progress_on=b.summary)
         built.success(trajectories.trajectories_view, inputs=per_session, outputs=traj_views, api_name=False)
         built.then(build.chat_after_build, inputs=source, outputs=[c.chatbot, c.trace, c.pick, c.context,
                                                                    c.context_plot], api_name=False)

@@ -26,6 +26,13 @@ class _Refused(LLMError):
         super().__init__(message)
         self.status = status
 
+    def of_response_format(self) -> bool:
+        """Whether the refusal is about the request's response format: a 400 or 422 (a validation
+        error), or a 500 whose text names it (llama_cpp.server answers 500 with its validation error)."""
+        said = str(self).lower()
+        return self.status in (400, 422) or (self.status == 500 and ("json_object" in said
+                                                                     or "response_format" in said))
+
 
 #: Response formats for constrained JSON, tried in this order: OpenAI's (vLLM, TGI, Ollama, OpenAI),
 #: then the JSON mode with a schema of llama-cpp-python's server (and Anyscale).
@@ -113,7 +120,7 @@ class OpenAICompatibleLLM:
             data = self._post(body)
         except _Refused as exc:  # a server that does not take this response format: the next form, once
             later = JSON_FORMATS[JSON_FORMATS.index(self.json_format) + 1:]
-            if json_schema is None or exc.status not in (400, 422) or not later:
+            if json_schema is None or not exc.of_response_format() or not later:
                 raise
             self.json_format = later[0]
             body["response_format"] = _response_format(self.json_format, json_schema)

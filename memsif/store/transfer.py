@@ -18,6 +18,7 @@ from memsif import lexical
 from memsif.embed import Embedder
 from memsif.errors import EmbedderError, MemSIFError
 from memsif.interaction.sentences import build_sentences
+from memsif.lexical import SparseVector
 from memsif.records import (
     DECISION,
     ActiveFact,
@@ -47,12 +48,15 @@ def export_namespace(store: MemoryStore, embedder: Embedder, namespace: str, dec
 
     actives = {a.id: a for a in store.active_facts(namespace)}
     clusters = store.clusters(namespace)
+    sparse = store.sentence_lexical(namespace)
     return {
         "format": EXPORT_FORMAT, "namespace": namespace, "embedder": embedder.name, "dim": embedder.dim,
-        "provenance": dict(provenance or {}),
+        "provenance": dict(provenance or {}), "lexical_version": lexical.VERSION,
         "messages": [{"message": r.message.model_dump(mode="json"), "vector": _vector(r.vector),
                       "entities": sorted(r.entities), "segment_id": r.segment_id} for r in store.messages(namespace)],
-        "sentences": [{"sentence": sen.model_dump(mode="json"), "vector": _vector(v)}
+        "sentences": [{"sentence": sen.model_dump(mode="json"), "vector": _vector(v),
+                       "lexical": {"indices": list(sparse[sen.id].indices), "values": list(sparse[sen.id].values)}
+                       if sen.id in sparse else None}
                       for sen, v in store.sentences(namespace, with_vectors=True)],
         "segments": [s.model_dump(mode="json") for s in store.segments(namespace)],
         "trajectories": [t.model_dump(mode="json") for t in store.trajectories(namespace)],
@@ -97,7 +101,11 @@ def import_namespace(store: MemoryStore, embedder: Embedder, data: dict[str, Any
     messages = [Message(**re_ns(m["message"])) for m in data["messages"]]
     if data.get("sentences"):  # exports made before the sentence index hold none: built here
         sentences = [Sentence(**re_ns(x["sentence"])) for x in data["sentences"]]
-        sparse = lexical.encode_documents([x.text for x in sentences], [x.speaker for x in sentences])
+        stored = [x.get("lexical") for x in data["sentences"]]
+        if data.get("lexical_version") == lexical.VERSION and all(s is not None for s in stored):
+            sparse = [SparseVector(tuple(s["indices"]), tuple(s["values"])) for s in stored]  # as encoded then
+        else:  # another lexical encoding (or none stored): encoded again by this version
+            sparse = lexical.encode_documents([x.text for x in sentences], [x.speaker for x in sentences])
         store.put_sentences(ns, [(x, np.asarray(row["vector"], dtype=np.float32), sp)
                                  for x, row, sp in zip(sentences, data["sentences"], sparse, strict=True)])
     else:
