@@ -397,7 +397,7 @@ def forget(namespace: str | None, confirmed: bool = False):
 
 
 #: What every view shows after a delete, in the order ``build_demo`` lists them: timeline, segments,
-#: source, chat, trace, message picker, message context, its plot, trajectory graph, swimlanes,
+#: source, chat, trace, message picker, message context, its plot, trajectory graph, trajectory decisions,
 #: trajectory picker, trajectory table, CoreFacts status, facts, fact sources, log, clusters plot,
 #: clusters, cluster sources, evaluation summary, plot, table and kept rows.
 VIEWS_EMPTY = (None, [], None, [], None, gr.Dropdown(choices=[], value=None, interactive=False), "", None,
