@@ -57,3 +57,31 @@ def engine_factory(tmp_path):
     yield build
     for engine in engines:
         engine.close()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_up(proc, url: str, log: Path, seconds: float, what: str) -> str | None:
+    """Poll ``url`` until it answers; None when it does, else why not (``what`` exited, or did not answer
+    within ``seconds``; the tail of its ``log``). A process that never answered is killed."""
+    import time
+    import urllib.request
+
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return None
+        except OSError:
+            if proc.poll() is not None:
+                return f"{what} exited with {proc.returncode}: {log.read_text()[-2000:]}"
+            time.sleep(0.5)
+    proc.kill()
+    return f"{what} did not answer within {seconds:.0f} s: {log.read_text()[-2000:]}"

@@ -7,11 +7,9 @@ Screenshots go to ``$MEMSIF_SCREENSHOT_DIR`` when set (else the test's temporary
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,8 @@ webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+from tests.conftest import free_port, wait_until_up  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TRANSCRIPT = Path(__file__).resolve().parent / "data" / "garden-chat.txt"
@@ -30,33 +30,17 @@ pytestmark = [pytest.mark.integration,
                                  reason="needs Debian's chromium and chromium-driver (apt-get install ...)")]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_app(tmp_path_factory, **env_extra):
     """Start ``python app.py`` on a free port with its own data folder; yields its URL, then stops it."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "MEMSIF_DATA_DIR": str(tmp_path_factory.mktemp("browser-data")),
            "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False", **env_extra}
     log = tmp_path_factory.mktemp("browser-log") / "app.log"
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            break
-        except OSError:
-            if proc.poll() is not None:
-                pytest.fail(f"app.py exited: {log.read_text()[-2000:]}")
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail(f"app.py did not answer within 120 s: {log.read_text()[-2000:]}")
+    if (failed := wait_until_up(proc, url, log, 120, "app.py")) is not None:
+        pytest.fail(failed)
     yield url
     proc.terminate()
     proc.wait(20)

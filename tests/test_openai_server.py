@@ -6,36 +6,18 @@ ask. Skipped, with the reason, where the server cannot start.
 """
 
 import importlib.util
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 
 from memsif.config import PACKAGED_LLM, MemSIFConfig
 from memsif.records import BoundaryRule, SegmentDecision
+from tests.conftest import free_port, wait_until_up
+from tests.test_cli import TRANSCRIPT  # 8 messages over two sessions: a dog named Max, a tax return
 
 pytestmark = pytest.mark.integration
 
-TRANSCRIPT = """## 8 May 2023
-Alice: I adopted a beagle puppy named Max last week.
-Bob: Congrats! How is Max settling in?
-Alice: He chews everything, my shoes included.
-Bob: Puppies do that. Did you try chew toys?
-Alice: Switching topics, my tax return is due on Friday.
-Bob: Did you file the forms for your freelance income?
-## 20 June 2023
-Alice: Max graduated from puppy school today!
-Bob: Great news, he must be calmer now.
-"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -50,25 +32,15 @@ def server_url(tmp_path_factory):
     from memsif.llm import packaged_gguf
 
     folder, gguf_file = packaged_gguf(PACKAGED_LLM, MemSIFConfig.from_env().resolved_cache_dir)
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(folder / gguf_file),
                                  "--model_alias", "qwen", "--host", "127.0.0.1", "--port", str(port),
                                  "--n_ctx", "4096"], stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.time() + 180
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(url + "/models", timeout=2)
-            break
-        except OSError:
-            if proc.poll() is not None:
-                pytest.skip(f"llama_cpp.server exited with {proc.returncode}: {log.read_text()[-1500:]}")
-            time.sleep(1)
-    else:
-        proc.kill()
-        pytest.skip(f"llama_cpp.server did not answer within 180 s: {log.read_text()[-1500:]}")
+    if (failed := wait_until_up(proc, url + "/models", log, 180, "llama_cpp.server")) is not None:
+        pytest.skip(failed)
     yield url
     proc.terminate()
     proc.wait(30)
