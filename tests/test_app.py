@@ -439,3 +439,19 @@ def test_a_build_that_replaces_a_memory_empties_the_chat_about_the_old_one():
     import gradio as gr
 
     assert list(chat_after_build({"name": "b.txt"})) == [gr.skip()] * 5, "a build of the same file emptied the chat"
+
+
+def test_a_click_while_the_models_load_says_so_until_they_are_loaded(monkeypatch):
+    import time
+
+    from memsif.inspector import common
+
+    def slow(settings):
+        time.sleep(1.2)
+        return "engine"
+
+    monkeypatch.setattr(common, "_engine", None)
+    monkeypatch.setattr(common, "engine_for", slow)
+    said = list(common.loading_engine(None))
+    assert said[0][0] == "status" and said[0][1].startswith("⏳ Loading the models") and len(said) >= 3
+    assert said[-1] == ("done", "engine")

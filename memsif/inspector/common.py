@@ -35,10 +35,11 @@ def engine() -> MemSIF:
     """The process's one engine (embedded Qdrant locks its folder), created on first use."""
     global _engine
     with _engine_lock:
-        if _engine is None:
-            _engine = MemSIF(MemSIFConfig.from_env())
-            _engine.load_models()
-            remove_evaluation_copies(_engine)
+        if _engine is None:  # published only once loaded: ``models_loaded`` tells a loading engine apart
+            eng = MemSIF(MemSIFConfig.from_env())
+            eng.load_models()
+            remove_evaluation_copies(eng)
+            _engine = eng
         return _engine
 
 
@@ -130,7 +131,7 @@ def loading_engine(settings: dict[str, Any] | None) -> Iterator[tuple[str, Any]]
 
     def describe(_state: JobProgress, seconds: float) -> str:
         return (f"⏳ Loading the models (embedder `{cfg.embedder_model}`, entity recogniser, LLM `{cfg.llm_model}`): "
-                f"the first use after the server starts takes about a minute on 2 CPU cores… {seconds:.0f} s")
+                f"the first use after the server starts takes about 15 s on 2 CPU cores… {seconds:.0f} s")
 
     yield "status", describe(JobProgress(), 0.0)
     try:
