@@ -183,14 +183,15 @@ def structure_health(eng, namespace: str) -> str:
     segments = eng.segments(namespace)
     messages = sum(len(s.message_ids) for s in segments)
     single = sum(1 for s in segments if len(s.message_ids) == 1)
-    judged = [d.continued for d in eng.decisions(namespace, "segment")
+    decisions = eng.decisions(namespace)  # one read for both kinds
+    judged = [d.continued for d in decisions
               if isinstance(d, SegmentDecision) and d.rule == BoundaryRule.JUDGE]
     kept = sum(judged)
     single_share = single / len(segments) if segments else 0.0
     line = (f"\n\n**Structure health**: {single} of {len(segments)} Topical Segments hold one message "
             f"({single_share:.0%}); the judge decided {len(judged)} of {messages} messages "
             f"({len(judged) / max(messages, 1):.0%}): {kept} continue, {len(judged) - kept} split.")
-    assigned = [d for d in eng.decisions(namespace, "trajectory") if isinstance(d, TrajectoryDecision)]
+    assigned = [d for d in decisions if isinstance(d, TrajectoryDecision)]
     if assigned:
         asked = [c.compatible for d in assigned for c in d.candidates if c.judge_prob is not None]
         line += (f" Event Trajectories: {sum(not d.created for d in assigned)} of {len(assigned)} segments joined an "
