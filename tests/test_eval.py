@@ -10,6 +10,7 @@ import pytest
 from memsif.eval.data import EvalQuestion, EvalSample, load_locomo, load_longmemeval, seeded_order
 from memsif.eval.metrics import (
     asv,
+    best_sentences,
     evidence_recall,
     fixed_segments,
     locomo_f1,
@@ -17,6 +18,7 @@ from memsif.eval.metrics import (
     paired_bootstrap,
     random_sntd,
     sntd,
+    strict_recall,
     ted,
     token_f1,
 )
@@ -110,6 +112,23 @@ def test_evidence_recall_by_text_and_by_provenance():
     assert text == 0.5, "only D1:1's text is in the context"
     assert ids == 1.0, "both ids are behind the context (D1:3 through a fact)"
     assert evidence_recall([], texts, context, []) == (None, None)
+
+
+def test_strict_recall_needs_the_sentence_that_bears_the_answer():
+    texts = {"D1:1": "We went hiking on Sunday with the kids. Later I adopted a cat named Miso from the shelter.",
+             "D1:2": "Sounds lovely. Tell me more about the trip."}
+    assert best_sentences(texts["D1:1"], "a cat named Miso") == ["Later I adopted a cat named Miso from the shelter."]
+    answer_bearing = "- Ann: Later I adopted a  cat named Miso from the shelter."
+    other_sentence = "- Ann: We went hiking on Sunday with the kids."
+    assert strict_recall(["D1:1"], texts, "a cat named Miso", answer_bearing) == 1.0
+    assert strict_recall(["D1:1"], texts, "a cat named Miso", other_sentence) == 0.0, \
+        "another sentence of the gold turn is not the evidence"
+    # no sentence shares a word with the answer: a tie, so every sentence is needed
+    both = "- Bo: Sounds lovely. Tell me more about the trip."
+    assert strict_recall(["D1:2"], texts, "Yes", both) == 1.0
+    assert strict_recall(["D1:2"], texts, "Yes", "- Bo: Sounds lovely.") == 0.0
+    assert strict_recall(["D1:1", "D1:9"], texts, "Miso", answer_bearing) == 0.5, "an unknown turn id is not found"
+    assert strict_recall([], texts, "Miso", answer_bearing) is None
 
 
 def test_ted_on_hand_computed_cases():

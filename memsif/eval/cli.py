@@ -264,7 +264,8 @@ def add_parsers(sub) -> None:
     c = esub.add_parser("compare", help="paired bootstrap between two result files (App. D.2)")
     c.add_argument("a", help="questions.jsonl[:LABEL] of system A")
     c.add_argument("b", help="questions.jsonl[:LABEL] of system B")
-    c.add_argument("--metric", default="llm_correct", choices=["llm_correct", "f1", "recall_text", "recall_ids"])
+    c.add_argument("--metric", default="llm_correct",
+                   choices=["llm_correct", "f1", "recall_text", "recall_ids", "recall_strict"])
     c.add_argument("--resamples", type=int, default=10_000)
     c.add_argument("--seed", type=int, default=0)
     c.set_defaults(func=cmd_compare)

@@ -1,4 +1,4 @@
-"""Scores that need no LLM: token F1, evidence recall, TED (Eq. 5), ASV (Eqs. 7–8), SNTD@k
+"""Scores that need no LLM: token F1, evidence recall (text, provenance, strict), TED (Eq. 5), ASV (Eqs. 7–8), SNTD@k
 (Eqs. 10–11) and the paired bootstrap (App. D.2)."""
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
+
+from memsif import lexical
 
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
 _PUNCT = str.maketrans("", "", string.punctuation + "‘’“”")
@@ -67,6 +69,35 @@ def evidence_recall(gold_ids: Sequence[str], gold_texts: dict[str, str], context
     text = sum(1 for g in gold_ids if _squash(gold_texts.get(g, "\0")) in haystack) / len(gold_ids)
     ids = sum(1 for g in gold_ids if g in wanted) / len(gold_ids)
     return text, ids
+
+
+def best_sentences(turn: str, answer: str) -> list[str]:
+    """The sentences of ``turn`` (split as the sentence index splits them, ``lexical.split_sentences``)
+    with the highest token F1 against the gold ``answer``; all of them on a tie (so a turn that shares
+    no word with the answer needs every sentence)."""
+    sentences = lexical.split_sentences(turn)
+    if not sentences:
+        return []
+    scores = [token_f1(s, answer) for s in sentences]
+    top = max(scores)
+    return [s for s, f in zip(sentences, scores, strict=True) if f == top]
+
+
+def strict_recall(gold_ids: Sequence[str], gold_texts: dict[str, str], gold_answer: str,
+                  context: str) -> float | None:
+    """Strict evidence recall of one question: share of gold turns whose *answer-bearing sentences*
+    (``best_sentences``: the turn's sentences that best overlap the gold answer by token F1; ties →
+    all) all appear verbatim (case and spacing ignored) in the context. Stricter than both measures
+    of ``evidence_recall``, which count a turn when any of its sentences is a context source; a
+    paraphrasing CoreFact does not count here. None without gold turns."""
+    if not gold_ids:
+        return None
+    haystack = _squash(context)
+    found = 0
+    for g in gold_ids:
+        needed = best_sentences(gold_texts.get(g, ""), str(gold_answer))
+        found += bool(needed) and all(_squash(s) in haystack for s in needed)
+    return found / len(gold_ids)
 
 
 def ted(positions: Sequence[int], length: int) -> float | None:

@@ -24,7 +24,7 @@ import numpy as np
 
 from memsif.errors import MemSIFError
 from memsif.eval.data import CATEGORIES, EvalSample, seeded_order
-from memsif.eval.metrics import asv, evidence_recall, fixed_segments, locomo_f1, random_sntd, sntd, ted
+from memsif.eval.metrics import asv, evidence_recall, fixed_segments, locomo_f1, random_sntd, sntd, strict_recall, ted
 from memsif.eval.systems import (
     ABLATIONS,
     BuildCost,
@@ -203,6 +203,7 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
                     row["nce"] = row["ted"] is not None and row["ted"] >= NCE_TED
                     row["recall_text"], row["recall_ids"] = evidence_recall(q.evidence_ids, texts, ans.context,
                                                                             ans.context_ids)
+                    row["recall_strict"] = strict_recall(q.evidence_ids, texts, q.gold, ans.context)
                     if options.generate and options.judge in ("f1", "both"):
                         row["f1"] = round(locomo_f1(ans.answer, q.gold, q.category), 4)
                     if options.generate and options.judge in ("llm", "both"):
@@ -256,7 +257,8 @@ def _scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"n": len(rows), "f1": _mean(r.get("f1") for r in rows),
             "acc": _mean(r.get("llm_correct") for r in rows),
             "recall_text": _mean(r["recall_text"] for r in rows),
-            "recall_ids": _mean(r["recall_ids"] for r in rows)}
+            "recall_ids": _mean(r["recall_ids"] for r in rows),
+            "recall_strict": _mean(r.get("recall_strict") for r in rows)}
 
 
 def score_blocks(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -314,15 +316,17 @@ def report(summary: dict[str, Any]) -> str:
     systems = summary["systems"]
     for metric, title in (("f1", "Token F1 (%)"), ("acc", "LLM-judge ACC (%)"),
                           ("recall_text", "Evidence recall, turn text in context (%)"),
-                          ("recall_ids", "Evidence recall, turn id among context sources (%)")):
-        if all(s["total"][metric] is None for s in systems.values()):
+                          ("recall_ids", "Evidence recall, turn id among context sources (%)"),
+                          ("recall_strict", "Strict evidence recall, the turn's answer-bearing sentences in "
+                                            "context (%)")):
+        if all(s["total"].get(metric) is None for s in systems.values()):
             continue
         lines += [f"## {title}", "", "| system | " + " | ".join(CATEGORIES) + " | Total | NCE |",
                   "|---|" + "---|" * (len(CATEGORIES) + 2)]
         for label, s in systems.items():
-            cells = [_pct(s["categories"][c][metric]) for c in CATEGORIES]
-            lines.append(f"| {label} | " + " | ".join(cells) + f" | {_pct(s['total'][metric])} | "
-                         f"{_pct(s['nce'][metric])} |")
+            cells = [_pct(s["categories"][c].get(metric)) for c in CATEGORIES]
+            lines.append(f"| {label} | " + " | ".join(cells) + f" | {_pct(s['total'].get(metric))} | "
+                         f"{_pct(s['nce'].get(metric))} |")
         lines.append("")
     lines += ["Questions per category: " + ", ".join(
         f"{c} {next(iter(systems.values()))['categories'][c]['n']}" for c in CATEGORIES) +
