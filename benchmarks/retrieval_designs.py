@@ -1,7 +1,7 @@
 """Evidence recall of retrieval designs on built memories, without answer generation.
 
 Each design is a set of MemSIF settings (``MemSIFConfig`` fields) applied to the same built memory;
-the table shows evidence recall by provenance and by text, Total and on the NCE subset (TED ≥ 0.3),
+the table shows evidence recall by provenance, strict (answer-bearing sentences) and by text, Total and on the NCE subset (TED ≥ 0.3),
 the mean context tokens and seconds per question. ActiveFacts are off (no state changes between
 designs); CoreFacts as the design says.
 
@@ -21,7 +21,7 @@ import numpy as np
 from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.eval.data import load_locomo, load_longmemeval
-from memsif.eval.metrics import evidence_recall, ted
+from memsif.eval.metrics import evidence_recall, strict_recall, ted
 
 DESIGNS: dict[str, dict] = {
     "flat sentences (hybrid)": {"use_segments": False, "use_trajectories": False, "use_core_facts": False},
@@ -45,14 +45,17 @@ def run(engine: MemSIF, samples, namespace_of, overrides: dict, budget: int) -> 
             ans = eng.ask(q.question, namespace_of(sample), generate=False)
             seconds = time.perf_counter() - t
             text, ids = evidence_recall(q.evidence_ids, texts, ans.context, ans.context_source_ids)
+            strict = strict_recall(q.evidence_ids, texts, q.gold, ans.context)
             spread = ted([position[e] for e in q.evidence_ids if e in position], len(sample.messages))
-            rows.append({"text": text, "ids": ids, "nce": spread is not None and spread >= 0.3,
+            rows.append({"text": text, "ids": ids, "strict": strict, "nce": spread is not None and spread >= 0.3,
                          "tokens": ans.context_tokens, "seconds": seconds, "category": q.category})
     nce = [r for r in rows if r["nce"]]
     return {"n": len(rows), "n_nce": len(nce),
             "ids": float(np.mean([r["ids"] for r in rows])), "text": float(np.mean([r["text"] for r in rows])),
             "nce_ids": float(np.mean([r["ids"] for r in nce])) if nce else None,
             "nce_text": float(np.mean([r["text"] for r in nce])) if nce else None,
+            "strict": float(np.mean([r["strict"] for r in rows])),
+            "nce_strict": float(np.mean([r["strict"] for r in nce])) if nce else None,
             "tokens": float(np.mean([r["tokens"] for r in rows])),
             "p50_s": float(np.percentile([r["seconds"] for r in rows], 50)),
             "p95_s": float(np.percentile([r["seconds"] for r in rows], 95))}
@@ -79,14 +82,15 @@ def main() -> None:
     engine.load_models()
     samples = (load_locomo if args.dataset == "locomo" else load_longmemeval)(
         args.data, args.samples.split(",") if args.samples else None)
-    print(f"| design (budget {args.budget}) | provenance Total | NCE | text Total | NCE | context tokens | "
-          "p50 s | p95 s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(f"| design (budget {args.budget}) | provenance Total | NCE | strict Total | NCE | text Total | NCE | "
+          "context tokens | p50 s | p95 s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, overrides in designs.items():
         r = run(engine, samples, lambda s: f"{args.tag}-{args.dataset}-{s.sample_id}", overrides, args.budget)
         if args.json:
             print(json.dumps({"design": name, **r}))
-        print(f"| {name} | {r['ids']:.3f} | {r['nce_ids']:.3f} | {r['text']:.3f} | {r['nce_text']:.3f} | "
+        print(f"| {name} | {r['ids']:.3f} | {r['nce_ids']:.3f} | {r['strict']:.3f} | {r['nce_strict']:.3f} | "
+              f"{r['text']:.3f} | {r['nce_text']:.3f} | "
               f"{r['tokens']:.0f} | {r['p50_s']:.2f} | {r['p95_s']:.2f} |", flush=True)
     engine.close()
 

@@ -10,7 +10,7 @@ constructions over the same segments (φ of Eq. 1 against mean-pooled trajectory
 thresholds; single link over member messages; a shared rare key entity). Figures, not pass/fail.
 
     python -m memsif eval locomo --data ../shared/data/locomo/locomo_dev.json --retrieval-only --data-dir D
-    python benchmarks/trajectory_evidence.py --data-dir D [--data ...] [--samples conv-26,...]
+    python benchmarks/trajectory_evidence.py --data-dir D [--tag T] [--data ...] [--samples conv-26,...]
 """
 
 from __future__ import annotations
@@ -101,6 +101,7 @@ def main() -> None:
     parser.add_argument("--data", default=str(DEFAULT_DATA))
     parser.add_argument("--data-dir", required=True, help="folder of memories built by `memsif eval locomo`")
     parser.add_argument("--samples", default="conv-26,conv-30,conv-47")
+    parser.add_argument("--tag", default="eval", help="the eval's namespace tag (default: eval)")
     args = parser.parse_args()
     engine = MemSIF(MemSIFConfig.from_env(data_dir=args.data_dir))
     cfg = engine.config
@@ -117,7 +118,7 @@ def main() -> None:
     sizes: dict[str, list[str]] = defaultdict(list)
     pairs_total = questions = 0
     for sample in load_locomo(args.data, args.samples.split(",")):
-        ns = f"eval-locomo-{sample.sample_id}"
+        ns = f"{args.tag}-locomo-{sample.sample_id}"
         segments = sorted(engine.store.segments(ns), key=lambda s: s.index)
         if not segments:
             raise SystemExit(f"no memory for {sample.sample_id} in {args.data_dir} (namespace {ns}): build it "

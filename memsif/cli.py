@@ -172,7 +172,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
           f"Memory: {result.traced_back}; tokens {result.tokens_in} in / {result.tokens_out} out; "
           f"{result.seconds:.1f} s")
     for f in result.facts_used:
-        print(f"  fact {f.id} [{f.kind}] {f.subject}: {f.statement} ({', '.join(f.source_message_ids)})")
+        print(f"  fact {f.id} [{f.kind}{', subject' if f.found_by == 'subject' else ''}] {f.subject}: {f.statement} "
+              f"({', '.join(f.source_message_ids)})")
+    if result.aggregation_rule:
+        print(f"  question: {result.aggregation_rule}")
     if result.gate_rule:
         print(f"  sufficiency gate: {result.gate_rule}")
     if result.relevance_rule:

@@ -119,6 +119,9 @@ class MemSIFConfig:
     segment_entity_weight: float = 1.0
     #: Each further sentence of one segment keeps this share of its priority (1 = no sharing).
     segment_decay: float = 1.0
+    #: The Event Trajectory path at query time: the other segments of the best hits' trajectories are
+    #: searched for what the question still lacks. Construction is unaffected (``use_trajectories``).
+    trajectory_path: bool = True
     #: Event Trajectories of the best hits whose other segments are searched (the NCE path; old name
     #: ``trajectory_top_k``, MEMSIF_TRAJECTORY_TOP_K, still accepted).
     query_trajectory_top_k: int = 2
@@ -128,6 +131,18 @@ class MemSIFConfig:
     trajectory_evidence: int = 4
     #: A trajectory-path sentence enters with this share of its score in the restricted search.
     trajectory_weight: float = 1.0
+    #: The aggregation path (§3.3–3.4): a question that asks for a set of things about the speakers it
+    #: names ("What activities does Melanie partake in?"; ``entities.asks_for_several``) also gets
+    #: up to this many of those speakers' CoreFacts and ActiveFacts, by cosine, whatever Event
+    #: Trajectory they came from. 0 = off.
+    aggregation_fact_top_k: int = 16
+    #: The aggregation path's evidence: only sentences of the speakers the question names.
+    aggregation_speaker_only: bool = False
+    #: The facts in the answer context bring their source turns: the sentence of each source turn
+    #: that best matches the question joins the evidence candidates (path "fact").
+    fact_sources: bool = True
+    #: A fact-source sentence enters with this share of its score in the search over the facts' sources.
+    fact_source_weight: float = 1.0
     #: "auto": the model's sufficiency verdict decides only for models not measured at chance
     #: (query.AT_CHANCE_MODELS); "model": always; "never": facts + evidence every time.
     sufficiency_gate: str = "auto"
@@ -203,7 +218,7 @@ class MemSIFConfig:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}; fix MEMSIF_{name.upper()}.")
         for name in ("fact_top_k", "query_trajectory_top_k", "trajectory_evidence", "speaker_boost", "segment_weight",
-                     "segment_entity_weight", "trajectory_weight"):
+                     "segment_entity_weight", "trajectory_weight", "aggregation_fact_top_k", "fact_source_weight"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must not be negative, got {getattr(self, name)}; "
                                   f"fix MEMSIF_{name.upper()}.")

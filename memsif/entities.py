@@ -42,6 +42,38 @@ class EntityExtractor(Protocol):
         """One lower-cased entity set per text, in order."""
         ...
 
+    def asks_for_several(self, question: str) -> bool:
+        """Whether ``question`` asks for a set of things ("What activities does Melanie partake in?",
+        "How many times …"): the aggregation questions of the query pipeline (§3.3–3.4)."""
+        ...
+
+
+_HOW_MANY = re.compile(r"^\W*how\s+many\b", re.IGNORECASE)
+_WH = {"what", "which", "who", "whom", "whose"}
+#: Words that end in "s" but are not plural nouns, for the regex rule.
+_NOT_PLURAL = set("is was has does was this its his hers yours ours theirs us as less unless always perhaps "
+                  "across thus plus whereas besides towards afterwards".split())
+
+
+def _regex_asks_for_several(question: str) -> bool:
+    """The dependency-free rule: "how many", or a wh-word followed within three words, before the
+    first auxiliary verb, by a word that looks plural (ends in "s", not "is/was/has/does…")."""
+    if _HOW_MANY.search(question):
+        return True
+    words = [w.lower() for w in _WORD.findall(question)]
+    for i, word in enumerate(words[:6]):
+        if word in _WH:
+            for nxt in words[i + 1:i + 4]:
+                if nxt in _AUXILIARIES:
+                    break
+                if len(nxt) > 3 and nxt.endswith("s") and not nxt.endswith("ss") and nxt not in _NOT_PLURAL:
+                    return True
+    return False
+
+
+_AUXILIARIES = set("is are was were do does did has have had can could will would shall should may might must "
+                   "am be been".split())
+
 
 class RegexEntityExtractor:
     """Dependency-free fallback: capitalised non-initial words and long content words."""
@@ -62,6 +94,10 @@ class RegexEntityExtractor:
                         items.add(lower)
             out.append(frozenset(items))
         return out
+
+    def asks_for_several(self, question: str) -> bool:
+        """``_regex_asks_for_several``."""
+        return _regex_asks_for_several(question)
 
 
 class SpacyEntityExtractor:
@@ -102,6 +138,22 @@ class SpacyEntityExtractor:
                         items.add(lemma)
             out.append(frozenset(items))
         return out
+
+    def asks_for_several(self, question: str) -> bool:
+        """"How many …", or a wh-determiner / wh-pronoun whose next words reach a plural noun (NNS,
+        NNPS) before a verb: "What activities …", "Which classical musicians …", "What LGBTQ+ events …"
+        (part-of-speech tags; "What has Melanie painted?" is not caught)."""
+        if _HOW_MANY.search(question):
+            return True
+        tokens = list(self._nlp(question))
+        for i, tok in enumerate(tokens[:6]):
+            if tok.tag_ in ("WDT", "WP"):
+                for nxt in tokens[i + 1:i + 5]:
+                    if nxt.tag_ in ("NNS", "NNPS"):
+                        return True
+                    if nxt.tag_.startswith("VB") or nxt.tag_ == "MD":
+                        break
+        return False
 
 
 def load_entity_extractor(use_spacy: bool = True) -> EntityExtractor:

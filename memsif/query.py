@@ -142,6 +142,9 @@ class Answer(BaseModel):
     nothing_relevant: bool = Field(False, description="``relevance`` below ``relevance_floor``: nothing in "
                                                       "the memory is about the question.")
     relevance_rule: str = Field("", description="What the relevance floor decided, and why.")
+    aggregation: bool = Field(False, description="The question asks for several things about the speakers it "
+                                                 "names: their facts were gathered (the aggregation path).")
+    aggregation_rule: str = Field("", description="Why the aggregation path was or was not taken.")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able (dates as ISO strings)."""
@@ -184,7 +187,7 @@ class _Item:
 class _Candidate:
     hit: SentenceHit
     priority: float
-    path: str                     # "search" (the whole memory) or "trajectory" (another segment of one)
+    path: str  # "search" (the whole memory), "trajectory" (another segment of one) or "fact" (a fact's source)
     segment_score: float = 0.0
 
 
@@ -202,23 +205,39 @@ class QueryPipeline:
             self._token_counts[text] = self.llm.count_tokens(text)
         return self._token_counts[text]
 
-    def retrieve_facts(self, namespace: str, qv: np.ndarray) -> list[RetrievedFact]:
+    def retrieve_facts(self, namespace: str, qv: np.ndarray, subjects: Sequence[str] = ()) -> list[RetrievedFact]:
         """CoreFacts (current only) and ActiveFacts by cosine to the (d,) question embedding ``qv``,
-        best first, at most ``fact_top_k``."""
+        best first, at most ``fact_top_k``; with ``subjects`` (the aggregation path) also up to
+        ``aggregation_fact_top_k`` facts of those speakers, whatever their rank among all facts
+        (``found_by="subject"``)."""
+        cfg = self.config
+        found = self._facts(namespace, qv, cfg.fact_top_k)
+        if subjects and cfg.aggregation_fact_top_k:
+            taken = {f.id for f in found}
+            found += [f.model_copy(update={"found_by": "subject"})
+                      for f in self._facts(namespace, qv, cfg.aggregation_fact_top_k, subjects) if f.id not in taken]
+        return found
+
+    def _facts(self, namespace: str, qv: np.ndarray, limit: int, subjects: Sequence[str] = ()) -> list[RetrievedFact]:
+        """The ``limit`` facts (CoreFacts and ActiveFacts) nearest ``qv``, of ``subjects`` only when given."""
         cfg = self.config
         found: list[RetrievedFact] = []
         if cfg.use_core_facts:
+            filters = {"subject": list(subjects)} if subjects else {}
             found += [RetrievedFact(kind="core", id=f.id, subject=f.subject, type=f.type, statement=f.statement,
                                     event_time=f.event_time, source_message_ids=f.source_message_ids,
                                     score=round(score, 4))
-                      for f, score in self.store.search_facts(namespace, qv, cfg.fact_top_k)]
+                      for f, score in self.store.search_facts(namespace, qv, limit, **filters)]
         if cfg.use_active_facts:
+            # an ActiveFact's subject is "speaker: topic" (normalised): its speaker part is matched
+            wanted = {normalise_subject(s) for s in subjects}
+            nearest = self.store.search_active_facts(namespace, qv, 4 * limit if subjects else limit)
             found += [RetrievedFact(kind="active", id=a.id, subject=a.subject, type="Active", statement=a.statement,
                                     event_time=a.event_time, source_message_ids=a.source_message_ids,
                                     score=round(score, 4))
-                      for a, score in self.store.search_active_facts(namespace, qv, cfg.fact_top_k)]
+                      for a, score in nearest if not wanted or a.subject.split(":")[0].strip() in wanted]
         found.sort(key=lambda f: -f.score)
-        return found[:cfg.fact_top_k]
+        return found[:limit]
 
     def require_sentence_index(self, namespace: str) -> None:
         """Raises StoreError (with the command that fixes it) when ``namespace`` was stored before the
@@ -232,20 +251,27 @@ class QueryPipeline:
 
     # ------------------------------------------------------------------ query-local evidence
     def trace_back(self, namespace: str, question: str, qv: np.ndarray, budget: int,
-                   measure: Callable[[list[Evidence]], int] | None = None) -> list[Evidence]:
+                   measure: Callable[[list[Evidence]], int] | None = None, *, named: list[str] | None = None,
+                   facts: Sequence[RetrievedFact] = (), aggregation: bool = False) -> list[Evidence]:
         """Query-local evidence (§3.4) for ``question`` within ``budget`` tokens: whole sentences of
         source turns, found by hybrid search, ranked with their Topical Segments' relevance and
-        completed through Event Trajectories (module docstring); chronological order.
+        completed through Event Trajectories (module docstring) and through the source turns of
+        ``facts`` (the facts in the context; ``fact_sources``); chronological order. ``named``: the
+        speakers the question names (found from the store when None); ``aggregation``: the question
+        asks for several things about them (with ``aggregation_speaker_only``, only their sentences).
 
         Items are costed piece by piece (sentence, speaker prefix, date line), which overcounts a
         little (the tokenizer merges across pieces); with ``measure`` (the tokens of the whole
         context holding some evidence) the slack this leaves is filled too, never past ``budget``."""
         cfg = self.config
         qs = lexical.encode_query(question)
-        named = named_speakers(question, self.store.speakers(namespace))
+        if named is None:
+            named = named_speakers(question, self.store.speakers(namespace))
         content = without_names(question, named) if cfg.dense_without_names else question
         cv = self.embedder.embed_query(content) if content != question else qv
-        search = dict(speakers=named, speaker_boost=cfg.speaker_boost)
+        search: dict[str, Any] = dict(speakers=named, speaker_boost=cfg.speaker_boost)
+        if aggregation and named and cfg.aggregation_speaker_only:  # what they did is in their own turns
+            search.update(speaker=list(named))
         hits = self.store.hybrid_search(namespace, cv, qs, cfg.evidence_candidates, **search)
         if not hits:
             return []
@@ -255,8 +281,10 @@ class QueryPipeline:
         seg_score = self._segment_scores(hits, segments, q_entities) if cfg.use_segments else {}
         candidates = [_Candidate(h, h.fused + seg_score.get(h.sentence.segment_id, 0.0), "search",
                                  seg_score.get(h.sentence.segment_id, 0.0)) for h in hits]
-        if cfg.use_trajectories and segments:
+        if cfg.use_trajectories and cfg.trajectory_path and segments:
             candidates += self._trajectory_path(namespace, cv, qs, hits, segments, seg_score, search)
+        if cfg.fact_sources and facts:
+            candidates += self._fact_source_path(namespace, cv, qs, facts, seg_score, search)
         room = budget - self.llm.count_tokens(EXCERPTS) - 1
         evidence = self._select(candidates, segments, room)
         if measure is not None and evidence:
@@ -345,6 +373,22 @@ class QueryPipeline:
                                   seg_score.get(h.sentence.segment_id, 0.0)))
         return out
 
+    def _fact_source_path(self, namespace: str, qv: np.ndarray, qs: lexical.SparseVector,
+                          facts: Sequence[RetrievedFact], seg_score: dict[str, float],
+                          search: dict[str, Any]) -> list[_Candidate]:
+        """A fact carries its source turns: one hybrid search restricted to the facts' source messages
+        gives, for each, its sentence that best matches the question (path "fact")."""
+        sources = list(dict.fromkeys(m for f in facts for m in f.source_message_ids))
+        if not sources:
+            return []
+        found = self.store.hybrid_search(namespace, qv, qs, 4 * len(sources), candidates=4 * len(sources),
+                                         message_id=sources, path_scores=False, **search)
+        best: dict[str, SentenceHit] = {}
+        for h in found:
+            best.setdefault(h.sentence.message_id, h)
+        return [_Candidate(h, self.config.fact_source_weight * h.fused, "fact",
+                           seg_score.get(h.sentence.segment_id or "", 0.0)) for h in best.values()]
+
     def _select(self, candidates: list[_Candidate], segments: dict[str, TopicalSegment],
                 budget: int) -> list[Evidence]:
         """Greedy fill of ``budget`` tokens by priority; a segment's k-th sentence counts
@@ -386,8 +430,7 @@ class QueryPipeline:
             item.sentences[s.position] = s.text
             item.sentence_ids.append(s.id)
             item.found_by.update(c.hit.found_by)
-            if "trajectory" in paths[s.id]:
-                item.found_by.add("trajectory")
+            item.found_by.update(p for p in ("trajectory", "fact") if p in paths[s.id])
             if c.segment_score:
                 item.found_by.add("segment")
                 item.scores.setdefault("segment", c.segment_score)
@@ -451,7 +494,9 @@ class QueryPipeline:
         result = Answer(question=question, answer="", sufficient=False, sufficiency_prob=None, traced_back=False)
         with _stage(result, "retrieve_facts"):
             qv = self.embedder.embed_query(question)
-            facts = self.retrieve_facts(namespace, qv)
+            named = named_speakers(question, self.store.speakers(namespace))
+            self._question_form(question, named, result)
+            facts = self.retrieve_facts(namespace, qv, named if result.aggregation else ())
         with _stage(result, "sufficiency"):
             self._gate(question, facts, result)
         with _stage(result, "trace_back"):
@@ -464,7 +509,8 @@ class QueryPipeline:
 
                 def measure(items: list[Evidence]) -> int:  # tokens of the evidence part, as the context holds it
                     return self.llm.count_tokens(self._render(fact_lines, items)) - used
-                evidence = self.trace_back(namespace, question, qv, left, measure)
+                evidence = self.trace_back(namespace, question, qv, left, measure, named=named, facts=used_facts,
+                                           aggregation=result.aggregation)
                 result.traced_back = True
         self._relevance(facts, evidence, result)
         with _stage(result, "answer"):
@@ -492,6 +538,20 @@ class QueryPipeline:
                 self._accumulate(namespace, question, qv, best, result)
         result.seconds = time.perf_counter() - start
         return result
+
+    def _question_form(self, question: str, named: list[str], result: Answer) -> None:
+        """``result.aggregation``: the question names speakers and asks for a set of things about them
+        (``entities.asks_for_several``), so their facts are gathered across Event Trajectories."""
+        several = self.entities is not None and self.entities.asks_for_several(question)
+        result.aggregation = bool(named) and several and self.config.aggregation_fact_top_k > 0
+        if result.aggregation:
+            result.aggregation_rule = (f"asks for several things about {', '.join(named)}: up to "
+                                       f"{self.config.aggregation_fact_top_k} of their facts join the context")
+        elif several:
+            result.aggregation_rule = ("asks for several things but names no speaker: the nearest facts only"
+                                       if not named else "aggregation path off (aggregation_fact_top_k = 0)")
+        else:
+            result.aggregation_rule = "asks for one thing: the nearest facts"
 
     def _gate(self, question: str, facts: list[RetrievedFact], result: Answer) -> None:
         """The sufficiency gate (§3.5): sets ``result.sufficient``, its probability and ``gate_rule``."""

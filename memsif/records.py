@@ -328,12 +328,16 @@ class RetrievedFact(_Record):
     event_time: datetime | None = None
     source_message_ids: list[str] = Field(default_factory=list)
     score: float
+    found_by: Literal["similarity", "subject"] = Field(
+        "similarity", description="'similarity': among the facts nearest the question; 'subject': a fact of a "
+                                  "speaker the question names, found by the aggregation path (§3.3–3.4).")
 
 
 class Evidence(_Record):
     """Query-local evidence (§3.4): whole sentences of one source turn, with the turn's id, speaker and
     date; supports the current answer and is cleared after it. ``found_by`` says how it was found
-    ("dense", "lexical", "segment", "trajectory"; several when several paths found it) and ``scores``
+    ("dense", "lexical", "segment", "trajectory", "fact": a source turn of a fact in the context;
+    several when several paths found it) and ``scores``
     holds the scores of each path (fused rank score, segment and trajectory relevance, ...)."""
 
     statement: str

@@ -370,6 +370,8 @@ def evidence_how(evidence: Evidence) -> str:
         parts.append(f"segment {scores['segment']:.3f}")
     if "trajectory" in found_by:
         parts.append("trajectory path")
+    if "fact" in found_by:
+        parts.append("a fact's source")
     return " · ".join(parts)
 
 
@@ -429,7 +431,10 @@ def trace_markdown(answer: Answer) -> tuple[str, str]:
     lines = ["**Facts used**" if answer.facts_used else "_No facts used._"]
     for f in answer.facts_used:
         lines.append(f"- `{f.id}` ({f.kind}, {f.type}) {f.subject}: {f.statement} "
-                     f"— sources {', '.join(f.source_message_ids)}")
+                     f"— sources {', '.join(f.source_message_ids)}"
+                     f"{' · a fact of the speaker asked about' if f.found_by == 'subject' else ''}")
+    if answer.aggregation_rule:
+        lines.append(f"\n_Question: {answer.aggregation_rule}_")
     if answer.gate_rule:
         lines.append(f"\n_Sufficiency gate: {answer.gate_rule}_")
     if answer.relevance_rule:

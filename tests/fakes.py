@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from memsif.entities import RegexEntityExtractor
 from memsif.errors import LLMError
 from memsif.llm import Generation
 from memsif.prompts import Prompt
@@ -129,6 +130,9 @@ class TableEntities:
 
     def extract(self, texts: Sequence[str]) -> list[frozenset[str]]:
         return [frozenset(self.table.get(t, set())) for t in texts]
+
+    def asks_for_several(self, question: str) -> bool:
+        return RegexEntityExtractor().asks_for_several(question)
 
 
 class KeywordEmbedder(HashEmbedder):

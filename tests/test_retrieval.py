@@ -393,3 +393,72 @@ def test_upgrade_rewrites_the_lexical_terms_of_an_older_stores_chinese_sentences
     assert engine.reindex_lexical("zh") == 0, "a second run does nothing"
     hits = engine.store.hybrid_search("zh", engine.embedder.embed_query("x"), lex.encode_query("早报"), 1)
     assert hits[0].sentence.message_id == "D1:1" and "lexical" in hits[0].found_by
+
+
+SEVERAL = ["What activities does Melanie partake in?", "Which classical musicians does Melanie enjoy?",
+           "What LGBTQ+ events has Caroline participated in?", "How many times has Melanie gone to the beach?",
+           "What books has Melanie read?", "What items has Melanie bought?"]
+ONE = ["What did Caroline research?", "When did Melanie go camping?", "What is Caroline's identity?",
+       "Where did Caroline move from?", "What does Melanie think about the adoption?", "Who is Caroline?"]
+
+
+@pytest.mark.parametrize("extractor", ["spacy", "regex"])
+def test_a_question_that_asks_for_several_things_is_told_from_one_that_asks_for_one(extractor):
+    from memsif.entities import RegexEntityExtractor, SpacyEntityExtractor
+
+    if extractor == "spacy":
+        try:
+            found = SpacyEntityExtractor()
+        except OSError as exc:
+            pytest.skip(f"spaCy pipeline not installed: {exc}")
+    else:
+        found = RegexEntityExtractor()
+    assert [q for q in SEVERAL if not found.asks_for_several(q)] == []
+    assert [q for q in ONE if found.asks_for_several(q)] == []
+
+
+def _facts(store, embedder, rows: list[tuple[str, str, str]], namespace: str = "t") -> None:
+    """(id, subject, statement from the turn of the same number) CoreFacts."""
+    from memsif.records import CoreFact
+
+    facts = [CoreFact(id=fid, namespace=namespace, subject=subject, type="Event", statement=text,
+                      source_message_ids=[f"D{fid[1:]}:1"]) for fid, subject, text in rows]
+    store.put_facts(namespace, list(zip(facts, embedder.embed_documents([f.statement for f in facts]), strict=True)))
+
+
+def test_an_aggregation_question_gathers_the_named_speakers_facts_and_their_source_sentences():
+    """"What activities does Ann do?" names Ann and asks for several things: beside the nearest facts
+    (fact_top_k = 1 here) up to aggregation_fact_top_k of Ann's facts join, none of Bo's; each used
+    fact brings its source turn's best sentence into the evidence (found by "fact")."""
+    from tests.fakes import TableEntities
+
+    emb = HashEmbedder()
+    turns = [("Ann", "We went camping at the lake. The weather was cold all week.", "S1"),
+             ("Bo", "I started pottery classes on Mondays.", "S2"),
+             ("Ann", "Yesterday I took the kids to the museum. Traffic was awful.", "S3"),
+             ("Ann", "I signed up for a pottery class. It is like therapy.", "S4"),
+             ("Bo", "I like running in the park.", "S5")]
+    store = _store(turns, emb)
+    _facts(store, emb, [("F1", "Ann", "Ann went camping at the lake."), ("F2", "Bo", "Bo takes pottery classes."),
+                        ("F3", "Ann", "Ann took the kids to the museum."),
+                        ("F4", "Ann", "Ann signed up for a pottery class."), ("F5", "Bo", "Bo likes running.")])
+    cfg = MemSIFConfig(use_active_facts=False, fact_top_k=1, aggregation_fact_top_k=8, context_tokens=1500)
+    pipeline = QueryPipeline(cfg, FakeLLM(), emb, store, TableEntities())
+    question = "What activities does Ann do?"
+    answer = pipeline.ask("t", question, generate=False)
+    assert answer.aggregation and "Ann" in answer.aggregation_rule
+    by_id = {f.id: f for f in answer.facts_used}
+    assert {"F1", "F3", "F4"} <= set(by_id), "every fact of Ann's, across segments"
+    assert {f.id for f in answer.facts_used if f.found_by == "subject"} <= {"F1", "F3", "F4"}, "none of Bo's"
+    assert sum(f.found_by == "similarity" for f in answer.facts_used) == 1
+    from_facts = {e.source_message_ids[0]: e for e in answer.evidence_used if "fact" in e.found_by}
+    assert {"D1:1", "D3:1", "D4:1"} <= set(from_facts), "each fact's source turn is in the evidence"
+    # one for one: the same question without the aggregation path has one fact
+    off = QueryPipeline(cfg.replace(aggregation_fact_top_k=0, fact_sources=False), FakeLLM(), emb, store,
+                        TableEntities()).ask("t", question, generate=False)
+    assert not off.aggregation and len(off.facts_used) == 1
+    assert not any("fact" in e.found_by for e in off.evidence_used)
+    # a question for one thing takes the nearest facts only
+    one = pipeline.ask("t", "Where did Ann go camping?", generate=False)
+    assert not one.aggregation and one.aggregation_rule.startswith("asks for one thing")
+    assert len(one.facts_used) == 1

@@ -465,10 +465,12 @@ class MemoryStore:
             rows.append((CoreFact(**rec.payload), vector))
         return sorted(rows, key=lambda r: record_number(r[0].id))
 
-    def search_facts(self, namespace: str, vector: np.ndarray, limit: int) -> list[tuple[CoreFact, float]]:
-        """Current CoreFacts of ``namespace`` nearest to ``vector`` ((d,)) by cosine, best first."""
+    def search_facts(self, namespace: str, vector: np.ndarray, limit: int,
+                     **equals: Any) -> list[tuple[CoreFact, float]]:
+        """Current CoreFacts of ``namespace`` nearest to ``vector`` ((d,)) by cosine, best first; only
+        those whose payload matches ``equals`` when given (e.g. ``subject=["Melanie"]``)."""
         return [(CoreFact(**payload), score) for payload, score
-                in self._search(_FACTS, namespace, vector, limit, status="current")]
+                in self._search(_FACTS, namespace, vector, limit, status="current", **equals)]
 
     def search_active_facts(self, namespace: str, vector: np.ndarray, limit: int) -> list[tuple[ActiveFact, float]]:
         """Promoted ActiveFacts of ``namespace`` nearest to ``vector`` ((d,)) by cosine, best first."""
