@@ -136,6 +136,9 @@ class MemSIFConfig:
     #: up to this many of those speakers' CoreFacts and ActiveFacts, by cosine, whatever Event
     #: Trajectory they came from. 0 = off.
     aggregation_fact_top_k: int = 16
+    #: ``segment_weight`` for an aggregation question: its answer is spread over many events, so a
+    #: segment's relevance, which favours the one best topic, is given this weight instead.
+    aggregation_segment_weight: float = 0.25
     #: The aggregation path's evidence: only sentences of the speakers the question names.
     aggregation_speaker_only: bool = False
     #: The facts in the answer context bring their source turns: the sentence of each source turn
@@ -218,7 +221,8 @@ class MemSIFConfig:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}; fix MEMSIF_{name.upper()}.")
         for name in ("fact_top_k", "query_trajectory_top_k", "trajectory_evidence", "speaker_boost", "segment_weight",
-                     "segment_entity_weight", "trajectory_weight", "aggregation_fact_top_k", "fact_source_weight"):
+                     "segment_entity_weight", "trajectory_weight", "aggregation_fact_top_k", "fact_source_weight",
+                     "aggregation_segment_weight"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must not be negative, got {getattr(self, name)}; "
                                   f"fix MEMSIF_{name.upper()}.")

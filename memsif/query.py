@@ -15,10 +15,18 @@ speaker and date (``Evidence``), found by
    sentences plus the overlap of its key entities with the question's (the J term of φ, Eq. 1); a
    sentence's priority is its own score plus its segment's relevance, and each segment's further
    sentences count for less, so one topic cannot fill the budget;
-3. **Event Trajectories as the path to dispersed evidence**: for the trajectories of the best
-   evidence, their *other* segments are searched (a hybrid search restricted to those segments)
-   for what the question still lacks — the question's terms not yet covered — and the budget is
-   shared across trajectories.
+3. **Event Trajectories as the path to dispersed evidence** (``trajectory_path``): for the
+   trajectories of the best evidence, their *other* segments are searched (a hybrid search
+   restricted to those segments) for what the question still lacks — the question's terms not yet
+   covered — and the budget is shared across trajectories;
+4. **the facts' source turns** (``fact_sources``): each fact in the context carries the turns it
+   was written from, and the sentence of each that best matches the question joins the candidates.
+
+**The aggregation path** (§3.3–3.4): a question that asks for several things about the speakers it
+names ("What activities does Melanie partake in?", ``entities.asks_for_several``) gathers up to
+``aggregation_fact_top_k`` of those speakers' facts across every Event Trajectory beside the nearest
+facts, and ranks its evidence with ``aggregation_segment_weight`` for the segments' relevance
+(its answer is spread over many events, not one topic).
 
 The items fill the answer context after the facts until ``context_tokens`` is used, and are shown
 in chronological order under their dates. It costs no LLM call, which keeps a question within
@@ -278,7 +286,8 @@ class QueryPipeline:
         segments = {s.id: s for s in self.store.segments(namespace)} if (cfg.use_segments or cfg.use_trajectories) \
             else {}
         q_entities = self._question_entities(question)
-        seg_score = self._segment_scores(hits, segments, q_entities) if cfg.use_segments else {}
+        weight = cfg.aggregation_segment_weight if aggregation else cfg.segment_weight
+        seg_score = self._segment_scores(hits, segments, q_entities, weight) if cfg.use_segments else {}
         candidates = [_Candidate(h, h.fused + seg_score.get(h.sentence.segment_id, 0.0), "search",
                                  seg_score.get(h.sentence.segment_id, 0.0)) for h in hits]
         if cfg.use_trajectories and cfg.trajectory_path and segments:
@@ -303,10 +312,10 @@ class QueryPipeline:
         return self.entities.extract([question])[0]
 
     def _segment_scores(self, hits: list[SentenceHit], segments: dict[str, TopicalSegment],
-                        q_entities: frozenset[str]) -> dict[str, float]:
+                        q_entities: frozenset[str], weight: float) -> dict[str, float]:
         """A Topical Segment's relevance from its members: the fused scores of its best
         ``segment_members`` sentences, plus the Jaccard overlap of its key entities with the
-        question's (the J term of φ) scaled to one top fused score."""
+        question's (the J term of φ) scaled to one top fused score; times ``weight``."""
         cfg = self.config
         by_segment: dict[str, list[float]] = defaultdict(list)
         for h in hits:
@@ -317,7 +326,7 @@ class QueryPipeline:
         for sid, scores in by_segment.items():
             best = sorted(scores, reverse=True)[:cfg.segment_members]
             entity = jaccard(q_entities, frozenset(segments[sid].entities)) if sid in segments and q_entities else 0.0
-            out[sid] = cfg.segment_weight * (sum(best) / cfg.segment_members + cfg.segment_entity_weight * top * entity)
+            out[sid] = weight * (sum(best) / cfg.segment_members + cfg.segment_entity_weight * top * entity)
         return out
 
     def _trajectory_path(self, namespace: str, qv: np.ndarray, qs: lexical.SparseVector,

@@ -462,3 +462,22 @@ def test_an_aggregation_question_gathers_the_named_speakers_facts_and_their_sour
     one = pipeline.ask("t", "Where did Ann go camping?", generate=False)
     assert not one.aggregation and one.aggregation_rule.startswith("asks for one thing")
     assert len(one.facts_used) == 1
+
+
+def test_an_aggregation_question_ranks_its_evidence_with_its_own_segment_weight():
+    """Its answer is spread over many events: with aggregation_segment_weight 0 no segment relevance is
+    added to its sentences' priority, while a question for one thing keeps segment_weight."""
+    from tests.fakes import TableEntities
+
+    emb = HashEmbedder()
+    turns = [("Ann", "We went camping at the lake.", "S1"), ("Ann", "The lake was cold.", "S1"),
+             ("Ann", "I took the kids to the museum.", "S2"), ("Bo", "Nice museum!", "S2")]
+    store = _store(turns, emb)
+    cfg = MemSIFConfig(use_core_facts=False, use_active_facts=False, context_tokens=1500,
+                       segment_weight=0.25, aggregation_segment_weight=0.0)
+    pipeline = QueryPipeline(cfg, FakeLLM(), emb, store, TableEntities())
+    several = pipeline.ask("t", "What activities does Ann do at the lake?", generate=False)
+    assert several.aggregation and several.evidence_used
+    assert not any("segment" in e.found_by for e in several.evidence_used)
+    one = pipeline.ask("t", "Where did Ann go camping?", generate=False)
+    assert not one.aggregation and any("segment" in e.found_by for e in one.evidence_used)

@@ -76,3 +76,22 @@ def test_the_trajectory_graph_stays_readable_at_150_segments():
     rows = list(fig.layout.yaxis.ticktext)
     assert rows[0] == "single-segment" and len(rows) == 8  # 7 multi-segment trajectories + one shared row
     assert "7 link two or more of the 167 segments" in fig.layout.title.text
+
+
+def test_the_trace_says_why_facts_and_evidence_came_in():
+    from memsif.query import Answer
+    from memsif.records import Evidence, RetrievedFact
+    from memsif.viz import trace_markdown
+
+    answer = Answer(question="What activities does Ann do?", answer="camping", sufficient=False,
+                    sufficiency_prob=None, traced_back=True, aggregation=True,
+                    aggregation_rule="asks for several things about Ann: up to 16 of their facts join the context",
+                    facts_used=[RetrievedFact(kind="core", id="F3", subject="Ann", type="Event",
+                                              statement="Ann went camping.", source_message_ids=["D1:1"],
+                                              score=0.5, found_by="subject")],
+                    evidence_used=[Evidence(statement="We went camping.", subject="Ann", source_message_ids=["D1:1"],
+                                            found_by=["dense", "fact"], scores={"dense": 0.5, "fused": 0.03})])
+    _, body = trace_markdown(answer)
+    assert "a fact of the speaker asked about" in body
+    assert "_Question: asks for several things about Ann" in body
+    assert "a fact's source" in body
