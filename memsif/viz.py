@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
@@ -262,7 +262,8 @@ class LensRow:
     turns and their message indexes, its TED (None with fewer than two gold turns), which gold turns
     each system's context held (``found``, by system name), how MemSIF found each gold turn it held
     (``how``: "search (S12)", "trajectory E3", "fact F4") and each system's evidence recall (None
-    without gold turns)."""
+    without gold turns): by provenance (``recall``) and strict (``strict``: the gold turns'
+    answer-bearing sentences in the context, ``eval.metrics.strict_recall``)."""
 
     question: str
     category: str
@@ -273,6 +274,7 @@ class LensRow:
     how: dict[str, str]
     recall: dict[str, float | None]
     sample: str = ""
+    strict: dict[str, float | None] = field(default_factory=dict)
 
 
 def evidence_lens(rows: Sequence[LensRow], nce_only: bool = True, nce_ted: float = 0.3) -> go.Figure:

@@ -255,6 +255,9 @@ def test_the_evaluate_lens_compares_memsif_with_flat_baselines_on_the_files_own_
     memsif_row = next(line for line in summary.splitlines() if line.startswith("| MemSIF |"))
     assert re.search(r"\d+\.\d % \[\d+\.\d, \d+\.\d\]", memsif_row), "no 95 % interval beside the recall"
     assert re.search(r"\| MemSIF − Hybrid RAG \| [+-]\d+\.\d points \[[+-]\d+\.\d, [+-]\d+\.\d\]", summary)
+    strict = summary.split("**Strict evidence recall**")[1]
+    assert re.search(r"\| Hybrid RAG \| \d+\.\d % \[", strict), "strict recall is given for every system"
+    assert re.search(r"\| MemSIF − Hybrid RAG \| [+-]\d+\.\d points", strict)
     from memsif.inspector import common
 
     assert not [ns for ns in common.engine().namespaces() if ns.endswith("-eval")], "the evaluation copy stayed"

@@ -20,7 +20,7 @@ import gradio as gr
 from memsif.engine import MemSIF
 from memsif.errors import JobCancelled, MemSIFError, NotFoundError
 from memsif.eval.data import load_locomo, load_longmemeval
-from memsif.eval.metrics import evidence_recall, paired_bootstrap, ted
+from memsif.eval.metrics import evidence_recall, paired_bootstrap, strict_recall, ted
 from memsif.eval.runner import NCE_TED
 from memsif.eval.systems import CountingLLM, HybridRAGSystem, NaiveRAGSystem
 from memsif.inspector.common import JobProgress, eval_namespace, guard, in_background, model_share, session_engine
@@ -57,6 +57,7 @@ def _how_found(gold: list[str], answer: Answer) -> dict[str, str]:
         for mid in e.source_message_ids:
             if mid in gold and mid not in out:
                 out[mid] = (f"trajectory {e.trajectory_id}" if "trajectory" in e.found_by
+                            else "a fact's source turn" if "fact" in e.found_by
                             else f"search ({e.segment_id or 'no segment'})")
     for f in answer.facts_used:
         for mid in f.source_message_ids:
@@ -74,9 +75,15 @@ def _mean(values: list[float]) -> str:
     return f"{100 * ci['diff']:.1f} % [{100 * ci['ci_low']:.1f}, {100 * ci['ci_high']:.1f}]"
 
 
-def _difference(rows: list[LensRow], a: str, b: str) -> str:
-    """a − b over the questions both answered, with its paired 95 % interval."""
-    pairs = [(r.recall[a], r.recall[b]) for r in rows if r.recall[a] is not None and r.recall[b] is not None]
+def _values(rows: list[LensRow], name: str, measure: str = "recall") -> list[float]:
+    """One system's recall values by ``measure`` ("recall": provenance, or "strict"), None left out."""
+    return [v for r in rows if (v := getattr(r, measure).get(name)) is not None]
+
+
+def _difference(rows: list[LensRow], a: str, b: str, measure: str = "recall") -> str:
+    """a − b over the questions both answered, by ``measure``, with its paired 95 % interval."""
+    pairs = [(x, y) for r in rows if (x := getattr(r, measure).get(a)) is not None
+             and (y := getattr(r, measure).get(b)) is not None]
     if not pairs:
         return "–"
     ci = paired_bootstrap([x for x, _ in pairs], [y for _, y in pairs], ["all"] * len(pairs), stratified=True,
@@ -129,16 +136,17 @@ def evaluate(namespace: str | None, source: dict | None, settings: dict | None,
             for q in sample.questions:
                 check_cancelled()
                 answer = eng.ask(q.question, target, q.question_date, generate=False)
-                got = {"MemSIF": answer.context_source_ids,
-                       "Hybrid RAG": hybrid.answer(q, generate=False).context_ids,
-                       "Naive RAG": naive.answer(q, generate=False).context_ids}
+                flat = {"Hybrid RAG": hybrid.answer(q, generate=False), "Naive RAG": naive.answer(q, generate=False)}
+                got = {"MemSIF": answer.context_source_ids, **{name: a.context_ids for name, a in flat.items()}}
+                contexts = {"MemSIF": answer.context, **{name: a.context for name, a in flat.items()}}
                 recall = {name: evidence_recall(q.evidence_ids, texts, "", ids)[1] for name, ids in got.items()}
+                strict = {name: strict_recall(q.evidence_ids, texts, q.gold, c) for name, c in contexts.items()}
                 rows.append(LensRow(
                     question=q.question, category=q.category, sample=sample.sample_id,
                     ted=ted([position[e] for e in q.evidence_ids], len(sample.messages)),
                     gold=q.evidence_ids, gold_index=[position[e] for e in q.evidence_ids],
                     found={name: [e for e in q.evidence_ids if e in set(ids)] for name, ids in got.items()},
-                    recall=recall, how=_how_found(q.evidence_ids, answer)))
+                    recall=recall, strict=strict, how=_how_found(q.evidence_ids, answer)))
                 report(len(rows), len(questions), "questions")
         return rows
 
@@ -175,6 +183,13 @@ def summary_markdown(rows: list[LensRow], budget: int, eng: MemSIF, namespace: s
         lines.append(f"| {name} | {_mean(all_r)} | {_mean(nce_r)} |")
     lines.append(f"| MemSIF − Hybrid RAG | {_difference(rows, 'MemSIF', 'Hybrid RAG')} | "
                  f"{_difference(nce, 'MemSIF', 'Hybrid RAG')} |")
+    lines += ["", "**Strict evidence recall**: a gold turn counts only when its sentences that best match the gold "
+              "answer are in the context (a fact built from it does not count).", "",
+              f"| system | all {len(rows)} questions | {len(nce)} NCE |", "|---|---|---|"]
+    for name in SYSTEMS:
+        lines.append(f"| {name} | {_mean(_values(rows, name, 'strict'))} | {_mean(_values(nce, name, 'strict'))} |")
+    lines.append(f"| MemSIF − Hybrid RAG | {_difference(rows, 'MemSIF', 'Hybrid RAG', 'strict')} | "
+                 f"{_difference(nce, 'MemSIF', 'Hybrid RAG', 'strict')} |")
     by_trajectory = sum(1 for r in rows for how in r.how.values() if how.startswith("trajectory"))
     lines.append(f"\nGold turns MemSIF's Event Trajectory path brought in: {by_trajectory}.")
     core_sources = {m for f in eng.facts(namespace, history=True) for m in f.source_message_ids}
