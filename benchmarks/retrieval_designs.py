@@ -1,9 +1,9 @@
 """Evidence recall of retrieval designs on built memories, without answer generation.
 
 Each design is a set of MemSIF settings (``MemSIFConfig`` fields) applied to the same built memory;
-the table shows evidence recall by provenance, strict (answer-bearing sentences) and by text, Total and on the NCE subset (TED ≥ 0.3),
-the mean context tokens and seconds per question. ActiveFacts are off (no state changes between
-designs); CoreFacts as the design says.
+the table shows evidence recall by provenance, strict (answer-bearing sentences) and by text, Total
+and on the NCE subset (TED ≥ 0.3), the mean context tokens and seconds per question. ActiveFacts
+are off (no state changes between designs); CoreFacts as the design says.
 
     python -m memsif eval locomo --data ../shared/data/locomo/locomo_dev.json --system memsif \\
         --retrieval-only --limit 1 --data-dir D      # builds the memories once

@@ -506,12 +506,12 @@ class QueryPipeline:
             named = named_speakers(question, self.store.speakers(namespace))
             self._question_form(question, named, result)
             facts = self.retrieve_facts(namespace, qv, named if result.aggregation else ())
+        fact_lines, used_facts, left = self._fit(
+            facts, lambda f: f"- {f.subject}: {f.statement} ({day_text(f.event_time)})",
+            self.config.context_tokens - (self.llm.count_tokens("Facts:") + 1 if facts else 0))
         with _stage(result, "sufficiency"):
-            self._gate(question, facts, result)
+            self._gate(question, used_facts, result)  # on the facts the answer would see
         with _stage(result, "trace_back"):
-            fact_lines, used_facts, left = self._fit(
-                facts, lambda f: f"- {f.subject}: {f.statement} ({day_text(f.event_time)})",
-                self.config.context_tokens - (self.llm.count_tokens("Facts:") + 1 if facts else 0))
             evidence: list[Evidence] = []
             if not result.sufficient:
                 used = self.config.context_tokens - left
@@ -571,6 +571,11 @@ class QueryPipeline:
             result.gate_rule = (f"sufficiency not asked: {getattr(self.llm, 'name', 'the model')} is not trusted "
                                 f"with it (sufficiency_gate={self.config.sufficiency_gate}); facts + evidence")
             return
+        best, floor = max(f.score for f in facts), self.config.gate_fact_floor
+        relevance = f"best fact {best:.2f} {'≥' if best >= floor else '<'} the gate's relevance floor {floor:.2f}"
+        if best < floor:
+            result.gate_rule = f"sufficiency not asked: {relevance} (the facts are not about it); facts + evidence"
+            return
         prompt = sufficiency.build(question, [f"{f.subject}: {f.statement}" for f in facts])
         result.tokens_in += self.llm.count_tokens(prompt.text)
         try:
@@ -581,7 +586,7 @@ class QueryPipeline:
             return
         result.sufficiency_prob = p
         result.sufficient = p >= self.config.sufficiency_threshold
-        result.gate_rule = (f"P(sufficient) = {p:.2f} {'≥' if result.sufficient else '<'} "
+        result.gate_rule = (f"{relevance}; P(sufficient) = {p:.2f} {'≥' if result.sufficient else '<'} "
                             f"{self.config.sufficiency_threshold}: "
                             f"{'facts only' if result.sufficient else 'facts + evidence'}")
 

@@ -9,7 +9,9 @@ from memsif.records import Message
 from tests.fakes import FakeLLM, KeywordEmbedder
 
 MAY = datetime(2023, 5, 8)
-CFG = dict(core_facts=True, tau_split=0.0, tau_merge=0.01, sem_mapping="affine", trajectory_min_phi=1.0)
+# the gate's relevance floor is off here (the fake embedder's cosines mean nothing); it has its own test
+CFG = dict(core_facts=True, tau_split=0.0, tau_merge=0.01, sem_mapping="affine", trajectory_min_phi=1.0,
+           gate_fact_floor=0.0)
 FACTS = {"facts": [{"subject": "Melanie", "type": "Preference", "statement": "Melanie loves pottery.",
                     "sources": [1]}]}
 

@@ -239,6 +239,7 @@ def test_a_trusted_model_decides_and_the_setting_overrides_auto(engine_factory, 
     monkeypatch.setattr(query, "SUFFICIENCY_MEASURED_MODELS", ("fake-llm",))
     llm = FakeLLM({"sufficiency": 0.99})
     engine = _facts_engine(engine_factory, llm)
+    engine = engine.with_config(engine.config.replace(gate_fact_floor=0.0))  # the floor: its own test
     result = engine.ask("What does Ana love?", namespace="t")
     assert result.sufficient and not result.traced_back and "facts only" in result.gate_rule
     never = engine.with_config(engine.config.replace(sufficiency_gate="never"))
@@ -247,6 +248,27 @@ def test_a_trusted_model_decides_and_the_setting_overrides_auto(engine_factory, 
     llm.name = "SmolLM2-135M-Instruct"
     forced = engine.with_config(engine.config.replace(sufficiency_gate="model"))
     assert forced.ask("What does Ana love?", namespace="t").sufficient
+
+
+def test_the_gate_asks_only_when_the_facts_the_answer_would_see_are_about_the_question(engine_factory,
+                                                                                      monkeypatch):
+    """Below the gate's relevance floor (the best fact's cosine to the question) the model is not asked
+    and evidence is added, however sure it would be; the rule names the best fact's score and the floor."""
+    from memsif import query
+
+    monkeypatch.setattr(query, "SUFFICIENCY_MEASURED_MODELS", ("fake-llm",))
+    llm = FakeLLM({"sufficiency": 0.99})
+    engine = _facts_engine(engine_factory, llm)
+    best = engine.ask("What does Ana love?", namespace="t", generate=False).facts_used[0].score
+    above = engine.with_config(engine.config.replace(gate_fact_floor=max(0.0, best - 0.01)))
+    result = above.ask("What does Ana love?", namespace="t", generate=False)
+    assert result.sufficient and not result.traced_back and "≥ the gate's relevance floor" in result.gate_rule
+    asked = len(llm.calls["sufficiency"])
+    below = engine.with_config(engine.config.replace(gate_fact_floor=min(1.0, best + 0.01)))
+    result = below.ask("What does Ana love?", namespace="t", generate=False)
+    assert not result.sufficient and result.traced_back and result.evidence_used
+    assert len(llm.calls["sufficiency"]) == asked, "the model is not asked below the floor"
+    assert f"best fact {best:.2f} < the gate's relevance floor" in result.gate_rule
 
 
 def test_bad_retrieval_settings_are_refused():

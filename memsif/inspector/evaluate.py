@@ -57,7 +57,7 @@ def _how_found(gold: list[str], answer: Answer) -> dict[str, str]:
         for mid in e.source_message_ids:
             if mid in gold and mid not in out:
                 out[mid] = (f"trajectory {e.trajectory_id}" if "trajectory" in e.found_by
-                            else "a fact's source turn" if "fact" in e.found_by
+                            else f"fact source ({e.segment_id or 'no segment'})" if "fact" in e.found_by
                             else f"search ({e.segment_id or 'no segment'})")
     for f in answer.facts_used:
         for mid in f.source_message_ids:
