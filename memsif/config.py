@@ -121,7 +121,11 @@ class MemSIFConfig:
     segment_decay: float = 1.0
     #: The Event Trajectory path at query time: the other segments of the best hits' trajectories are
     #: searched for what the question still lacks. Construction is unaffected (``use_trajectories``).
-    trajectory_path: bool = True
+    #: Off by measurement: the trajectories the 1.5B's judge builds put 0 of conv-26's 40 pairs of NCE
+    #: gold turns in different segments into one trajectory (3 % expected by chance;
+    #: ``benchmarks/trajectory_evidence.py``), and the path left evidence recall unchanged (README,
+    #: "Evaluation"). Turn it on with a judge whose trajectories group an event's segments.
+    trajectory_path: bool = False
     #: Event Trajectories of the best hits whose other segments are searched (the NCE path; old name
     #: ``trajectory_top_k``, MEMSIF_TRAJECTORY_TOP_K, still accepted).
     query_trajectory_top_k: int = 2
@@ -134,11 +138,14 @@ class MemSIFConfig:
     #: The aggregation path (§3.3–3.4): a question that asks for a set of things about the speakers it
     #: names ("What activities does Melanie partake in?"; ``entities.asks_for_several``) also gets
     #: up to this many of those speakers' CoreFacts and ActiveFacts, by cosine, whatever Event
-    #: Trajectory they came from. 0 = off.
-    aggregation_fact_top_k: int = 16
+    #: Trajectory they came from. 0 = off, by measurement: with the 1.5B's CoreFacts (about half of
+    #: them right) 16 such facts lowered evidence recall on conv-26's 20 aggregation questions from
+    #: 84.2 % to 79.6 % (the facts took the room of evidence; README, "Evaluation").
+    aggregation_fact_top_k: int = 0
     #: ``segment_weight`` for an aggregation question: its answer is spread over many events, so a
-    #: segment's relevance, which favours the one best topic, is given this weight instead.
-    aggregation_segment_weight: float = 0.25
+    #: segment's relevance, which favours the one best topic, is given this weight instead (0: those
+    #: questions rank sentences as the flat search does, which holds more of the NCE evidence).
+    aggregation_segment_weight: float = 0.0
     #: The aggregation path's evidence: only sentences of the speakers the question names.
     aggregation_speaker_only: bool = False
     #: The facts in the answer context bring their source turns: the sentence of each source turn

@@ -550,15 +550,18 @@ class QueryPipeline:
 
     def _question_form(self, question: str, named: list[str], result: Answer) -> None:
         """``result.aggregation``: the question names speakers and asks for a set of things about them
-        (``entities.asks_for_several``), so their facts are gathered across Event Trajectories."""
+        (``entities.asks_for_several``): the aggregation path (their facts across Event Trajectories,
+        up to ``aggregation_fact_top_k``; segments weighted ``aggregation_segment_weight``)."""
+        cfg = self.config
         several = self.entities is not None and self.entities.asks_for_several(question)
-        result.aggregation = bool(named) and several and self.config.aggregation_fact_top_k > 0
+        result.aggregation = bool(named) and several
         if result.aggregation:
-            result.aggregation_rule = (f"asks for several things about {', '.join(named)}: up to "
-                                       f"{self.config.aggregation_fact_top_k} of their facts join the context")
+            facts = (f"up to {cfg.aggregation_fact_top_k} of their facts join the nearest ones"
+                     if cfg.aggregation_fact_top_k else "the nearest facts (aggregation_fact_top_k = 0)")
+            result.aggregation_rule = (f"asks for several things about {', '.join(named)}: {facts}; segment "
+                                       f"relevance weighted {cfg.aggregation_segment_weight:g}")
         elif several:
-            result.aggregation_rule = ("asks for several things but names no speaker: the nearest facts only"
-                                       if not named else "aggregation path off (aggregation_fact_top_k = 0)")
+            result.aggregation_rule = "asks for several things but names no speaker: the nearest facts"
         else:
             result.aggregation_rule = "asks for one thing: the nearest facts"
 

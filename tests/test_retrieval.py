@@ -190,7 +190,11 @@ def test_the_trajectory_path_brings_in_another_segment_of_the_same_event(sentenc
     qv = emb.embed_query(question)
     flat = _pipeline(store, emb, evidence_candidates=2, use_trajectories=False)
     assert "D15:1" not in {e.source_message_ids[0] for e in flat.trace_back("t", question, qv, 1500)}
-    with_et = _pipeline(store, emb, evidence_candidates=2, query_trajectory_top_k=1, trajectory_anchor_hits=2)
+    off = _pipeline(store, emb, evidence_candidates=2, query_trajectory_top_k=1, trajectory_anchor_hits=2)
+    assert "D15:1" not in {e.source_message_ids[0] for e in off.trace_back("t", question, qv, 1500)}, \
+        "the path is off by default (trajectory_path)"
+    with_et = _pipeline(store, emb, evidence_candidates=2, query_trajectory_top_k=1, trajectory_anchor_hits=2,
+                        trajectory_path=True)
     filters = []
     search = store.hybrid_search
     store.hybrid_search = lambda *a, **k: filters.append(k) or search(*a, **k)
@@ -464,7 +468,8 @@ def test_an_aggregation_question_gathers_the_named_speakers_facts_and_their_sour
     _facts(store, emb, [("F1", "Ann", "Ann went camping at the lake."), ("F2", "Bo", "Bo takes pottery classes."),
                         ("F3", "Ann", "Ann took the kids to the museum."),
                         ("F4", "Ann", "Ann signed up for a pottery class."), ("F5", "Bo", "Bo likes running.")])
-    cfg = MemSIFConfig(use_active_facts=False, fact_top_k=1, aggregation_fact_top_k=8, context_tokens=1500)
+    cfg = MemSIFConfig(use_active_facts=False, fact_top_k=1, aggregation_fact_top_k=8, context_tokens=1500,
+                       fact_sources=True)
     pipeline = QueryPipeline(cfg, FakeLLM(), emb, store, TableEntities())
     question = "What activities does Ann do?"
     answer = pipeline.ask("t", question, generate=False)
@@ -478,7 +483,7 @@ def test_an_aggregation_question_gathers_the_named_speakers_facts_and_their_sour
     # one for one: the same question without the aggregation path has one fact
     off = QueryPipeline(cfg.replace(aggregation_fact_top_k=0, fact_sources=False), FakeLLM(), emb, store,
                         TableEntities()).ask("t", question, generate=False)
-    assert not off.aggregation and len(off.facts_used) == 1
+    assert off.aggregation and "aggregation_fact_top_k = 0" in off.aggregation_rule and len(off.facts_used) == 1
     assert not any("fact" in e.found_by for e in off.evidence_used)
     # a question for one thing takes the nearest facts only
     one = pipeline.ask("t", "Where did Ann go camping?", generate=False)
