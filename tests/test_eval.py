@@ -236,6 +236,13 @@ def test_a_run_resets_activefacts_across_conversations_and_never_feeds_gold(engi
     assert summary["systems"]["memsif"]["cost"]["build_llm_calls"] > 0
     assert summary["systems"]["full-context"]["cost"]["build_llm_calls"] == 0
     assert "| memsif |" in (out / "report.md").read_text()
+    # how MemSIF found each gold turn: every gold turn of its rows is counted once, under one path
+    paths = summary["systems"]["memsif"]["gold_paths"]["total"]
+    assert sum(paths.values()) == sum(len(r["evidence_ids"]) for r in memsif)
+    assert paths["missed"] == sum(e not in r["context_ids"] for r in memsif for e in r["evidence_ids"])
+    assert summary["systems"]["naive-rag"]["gold_paths"]["total"] is None, "a baseline has no paths"
+    assert "How MemSIF's context found the gold turns" in (out / "report.md").read_text()
+    assert all(r["recall_strict"] is not None for r in rows)
     assert (out / "scores.html").exists() and (out / "diagnostics.html").exists()
     assert set(summary["diagnostics"]["asv"]) == {"1", "2", "4", "8"}
 

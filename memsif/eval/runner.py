@@ -267,6 +267,24 @@ def score_blocks(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "total": _scores(rows), "nce": _scores([r for r in rows if r["nce"]])}
 
 
+#: The kinds of path a gold turn can enter MemSIF's context by (``systems.context_paths``), in report order.
+GOLD_PATHS = ("search", "fact source", "trajectory", "fact", "missed")
+
+
+def gold_paths(rows: list[dict[str, Any]]) -> dict[str, int] | None:
+    """How MemSIF's context found the gold turns of ``rows``: counts per ``GOLD_PATHS`` kind; None for
+    rows without paths (baselines, older result files)."""
+    if not rows or any("sys_paths" not in r for r in rows):
+        return None
+    counts = dict.fromkeys(GOLD_PATHS, 0)
+    for r in rows:
+        for gid in r["evidence_ids"]:
+            how = r["sys_paths"].get(gid)
+            counts["missed" if how is None else "fact source" if how.startswith("fact source")
+                   else how.split()[0]] += 1
+    return counts
+
+
 def summarise(rows: list[dict[str, Any]], builds: dict[str, list[dict[str, Any]]],
               options: EvalOptions) -> dict[str, Any]:
     """Per system/ablation: scores by category and Total, on the NCE subset, and the cost figures."""
@@ -284,6 +302,7 @@ def summarise(rows: list[dict[str, Any]], builds: dict[str, list[dict[str, Any]]
         messages = sum(b["messages"] for b in built) or 1
         out["systems"][label] = {
             **score_blocks(mine),
+            "gold_paths": {"total": gold_paths(mine), "nce": gold_paths([r for r in mine if r["nce"]])},
             "cost": {
                 "questions": n_q,
                 "build_seconds": round(build_seconds, 1), "build_tokens": build_tokens,
@@ -331,6 +350,16 @@ def report(summary: dict[str, Any]) -> str:
     lines += ["Questions per category: " + ", ".join(
         f"{c} {next(iter(systems.values()))['categories'][c]['n']}" for c in CATEGORIES) +
         f"; NCE (TED ≥ {NCE_TED}) {next(iter(systems.values()))['nce']['n']}." if systems else "", ""]
+    traced = {label: s["gold_paths"] for label, s in systems.items() if (s.get("gold_paths") or {}).get("total")}
+    if traced:
+        lines += ["## How MemSIF's context found the gold turns (Total / NCE)", "",
+                  "| system | " + " | ".join(GOLD_PATHS) + " |", "|---|" + "---|" * len(GOLD_PATHS)]
+        for label, paths in traced.items():
+            nce = paths["nce"] or dict.fromkeys(GOLD_PATHS, 0)
+            lines.append(f"| {label} | " + " | ".join(f"{paths['total'][k]} / {nce[k]}" for k in GOLD_PATHS) + " |")
+        lines += ["", "search: the hybrid sentence search; fact source: a fact's source sentence; trajectory: "
+                  "another segment of an Event Trajectory; fact: only as a CoreFact's or ActiveFact's provenance.",
+                  ""]
     lines += ["## Cost (App. H: construction + retrieval + answering, amortised over questions)", "",
               "| system | questions | build s | LLM calls / message | tokens / query | s / query | "
               "context tokens |", "|---|---|---|---|---|---|---|"]

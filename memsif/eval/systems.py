@@ -206,6 +206,22 @@ class NaiveRAGSystem(_TurnBaseline):
         return keep
 
 
+def context_paths(answer: Any) -> dict[str, str]:
+    """How each source turn entered a ``memsif.query.Answer``'s context: "trajectory E3", "fact
+    source (S4)" (a fact's source sentence), "search (S12)" (the hybrid search, in Topical Segment
+    S12), or "fact F4" (only as a fact's provenance). The first path that brought it wins."""
+    out: dict[str, str] = {}
+    for e in answer.evidence_used:
+        for mid in e.source_message_ids:
+            out.setdefault(mid, f"trajectory {e.trajectory_id}" if "trajectory" in e.found_by
+                           else f"fact source ({e.segment_id or 'no segment'})" if "fact" in e.found_by
+                           else f"search ({e.segment_id or 'no segment'})")
+    for f in answer.facts_used:
+        for mid in f.source_message_ids:
+            out.setdefault(mid, f"fact {f.id}")
+    return out
+
+
 def _counted(llm: CountingLLM, ask: Callable[[], Any], extra: Callable[[Any], dict[str, Any]]) -> SystemAnswer:
     """Run ``ask`` (returning a ``memsif.query.Answer``) and count its LLM calls, tokens and seconds."""
     start = time.perf_counter()
@@ -300,7 +316,7 @@ class MemSIFSystem:
                                                           generate=generate),
                         lambda r: {"sufficient": r.sufficient, "sufficiency_prob": r.sufficiency_prob,
                                    "traced_back": r.traced_back, "gate_rule": r.gate_rule, "errors": r.errors,
-                                   "aggregation": r.aggregation,
+                                   "aggregation": r.aggregation, "paths": context_paths(r),
                                    "fact_ids": [f.id for f in r.facts_used],
                                    "first_token_s": r.first_token_seconds,
                                    "active_facts_changed": r.active_facts_changed})

@@ -22,7 +22,7 @@ from memsif.errors import JobCancelled, MemSIFError, NotFoundError
 from memsif.eval.data import load_locomo, load_longmemeval
 from memsif.eval.metrics import evidence_recall, paired_bootstrap, strict_recall, ted
 from memsif.eval.runner import NCE_TED
-from memsif.eval.systems import CountingLLM, HybridRAGSystem, NaiveRAGSystem
+from memsif.eval.systems import CountingLLM, HybridRAGSystem, NaiveRAGSystem, context_paths
 from memsif.inspector.common import JobProgress, eval_namespace, guard, in_background, model_share, session_engine
 from memsif.locks import check_cancelled, job
 from memsif.query import Answer
@@ -51,19 +51,8 @@ def _samples(source: dict) -> list:
 
 def _how_found(gold: list[str], answer: Answer) -> dict[str, str]:
     """Per gold turn in MemSIF's context: the path that brought it ("trajectory E3", "search (S12)",
-    "fact F4")."""
-    out: dict[str, str] = {}
-    for e in answer.evidence_used:
-        for mid in e.source_message_ids:
-            if mid in gold and mid not in out:
-                out[mid] = (f"trajectory {e.trajectory_id}" if "trajectory" in e.found_by
-                            else f"fact source ({e.segment_id or 'no segment'})" if "fact" in e.found_by
-                            else f"search ({e.segment_id or 'no segment'})")
-    for f in answer.facts_used:
-        for mid in f.source_message_ids:
-            if mid in gold and mid not in out:
-                out[mid] = f"fact {f.id}"
-    return out
+    "fact F4"; ``eval.systems.context_paths``)."""
+    return {mid: how for mid, how in context_paths(answer).items() if mid in gold}
 
 
 def _mean(values: list[float]) -> str:
