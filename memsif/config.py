@@ -142,10 +142,11 @@ class MemSIFConfig:
     #: them right) 16 such facts lowered evidence recall on conv-26's 20 aggregation questions from
     #: 84.2 % to 79.6 % (the facts took the room of evidence; README, "Evaluation").
     aggregation_fact_top_k: int = 0
-    #: ``segment_weight`` for an aggregation question: its answer is spread over many events, so a
-    #: segment's relevance, which favours the one best topic, is given this weight instead (0: those
-    #: questions rank sentences as the flat search does, which holds more of the NCE evidence).
-    aggregation_segment_weight: float = 0.0
+    #: ``segment_weight`` for an aggregation question (its answer is spread over many events, and a
+    #: segment's relevance favours the one best topic). The same 0.25 by measurement: 0 held less of the
+    #: gold evidence of conv-26's 20 aggregation questions (82.5 % against 84.2 %; without CoreFacts
+    #: 0 was better; benchmarks/results/dev/designs-conv26-s13.md).
+    aggregation_segment_weight: float = 0.25
     #: The aggregation path's evidence: only sentences of the speakers the question names.
     aggregation_speaker_only: bool = False
     #: The facts in the answer context bring their source turns: the sentence of each source turn
