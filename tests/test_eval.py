@@ -341,6 +341,13 @@ def test_compare_reads_plain_and_gzipped_results_and_pairs_by_question(tmp_path,
     result = json.loads(capsys.readouterr().out)
     assert result["diff"] == 0.5 and result["ci_low"] == result["ci_high"] == 0.5 and result["questions"] == 6
     assert result["resampled"] == "conversations"
+    # the NCE subset: only the questions whose rows say nce
+    nce = [{**r, "nce": i < 3} for i, r in enumerate(rows("memsif", [1.0, 0.0, 1.0, 0.0, 0.0, 0.0]))]
+    (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(r) for r in nce))
+    assert main(["eval", "compare", str(tmp_path / "c.jsonl"), str(tmp_path / "b.jsonl"), "--metric", "f1",
+                 "--subset", "nce", "--resamples", "200"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["questions"] == 3 and result["subset"] == "nce" and result["diff"] == pytest.approx(2 / 3 - 0.5)
 
 
 @pytest.mark.parametrize(("flag", "value", "message"), [

@@ -85,8 +85,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise SystemExit(f"--resamples must be at least 1, not {args.resamples}")
     a, b = load(args.a), load(args.b)
     shared = sorted(set(a) & set(b))
+    if args.subset == "nce":
+        shared = [q for q in shared if a[q].get("nce")]
     if not shared:
-        raise SystemExit("the two result files share no question ids")
+        raise SystemExit("the two result files share no question ids"
+                         + (" on the NCE subset" if args.subset == "nce" else ""))
     metric = args.metric
     if any(metric not in a[q] or metric not in b[q] for q in shared):
         raise SystemExit(f"metric {metric!r} is missing in some rows (was the judge run?)")
@@ -98,7 +101,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     groups = [a[q]["sample_id"] if dataset == "locomo" else a[q]["category"] for q in common]
     result = paired_bootstrap([float(a[q][metric]) for q in common], [float(b[q][metric]) for q in common],
                               groups, stratified=dataset != "locomo", resamples=args.resamples, seed=args.seed)
-    result.update(metric=metric, questions=len(common), questions_in_a=len(a), questions_in_b=len(b),
+    result.update(metric=metric, subset=args.subset, questions=len(common), questions_in_a=len(a), questions_in_b=len(b),
                   undefined_left_out=len(shared) - len(common),
                   resampled="conversations" if dataset == "locomo" else "questions within categories")
     if dataset == "locomo" and len(set(groups)) < 2:
@@ -266,6 +269,8 @@ def add_parsers(sub) -> None:
     c.add_argument("b", help="questions.jsonl[:LABEL] of system B")
     c.add_argument("--metric", default="llm_correct",
                    choices=["llm_correct", "f1", "recall_text", "recall_ids", "recall_strict"])
+    c.add_argument("--subset", default="all", choices=["all", "nce"],
+                   help="the questions compared: all, or the NCE subset (TED ≥ 0.3)")
     c.add_argument("--resamples", type=int, default=10_000)
     c.add_argument("--seed", type=int, default=0)
     c.set_defaults(func=cmd_compare)
