@@ -15,12 +15,13 @@ speaker and date (``Evidence``), found by
    sentences plus the overlap of its key entities with the question's (the J term of φ, Eq. 1); a
    sentence's priority is its own score plus its segment's relevance, and each segment's further
    sentences count for less, so one topic cannot fill the budget;
-3. **Event Trajectories as the path to dispersed evidence** (``trajectory_path``): for the
-   trajectories of the best evidence, their *other* segments are searched (a hybrid search
+3. **Event Trajectories as the path to dispersed evidence** (``trajectory_path``, off by default):
+   for the trajectories of the best evidence, their *other* segments are searched (a hybrid search
    restricted to those segments) for what the question still lacks — the question's terms not yet
    covered — and the budget is shared across trajectories;
-4. **the facts' source turns** (``fact_sources``): each fact in the context carries the turns it
-   was written from, and the sentence of each that best matches the question joins the candidates.
+4. **the facts' source turns** (``fact_sources``, off by default): each fact in the context carries
+   the turns it was written from, and the sentence of each that best matches the question joins the
+   candidates.
 
 **The aggregation path** (§3.3–3.4): a question that asks for several things about the speakers it
 names ("What activities does Melanie partake in?", ``entities.asks_for_several``) gathers up to
