@@ -101,7 +101,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     groups = [a[q]["sample_id"] if dataset == "locomo" else a[q]["category"] for q in common]
     result = paired_bootstrap([float(a[q][metric]) for q in common], [float(b[q][metric]) for q in common],
                               groups, stratified=dataset != "locomo", resamples=args.resamples, seed=args.seed)
-    result.update(metric=metric, subset=args.subset, questions=len(common), questions_in_a=len(a), questions_in_b=len(b),
+    result.update(metric=metric, subset=args.subset, questions=len(common), questions_in_a=len(a),
+                  questions_in_b=len(b),
                   undefined_left_out=len(shared) - len(common),
                   resampled="conversations" if dataset == "locomo" else "questions within categories")
     if dataset == "locomo" and len(set(groups)) < 2:
