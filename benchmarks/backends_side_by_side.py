@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def one(model: str, backend: str, answer_tokens: int) -> dict:
     from memsif.config import MemSIFConfig
     from memsif.eval.data import load_locomo
-    from memsif.facts.schema import parse_schema
     from memsif.llm import generate_streamed, load_llm
     from memsif.llm.structured import parse_json_reply
     from memsif.prompts import answer, core_extract, segment_judge
+    from memsif.records import parse_schema
     from memsif.timeparse import day_text
 
     messages = load_locomo(str(ROOT / "assets" / "locomo-conv-26.json"))[0].messages

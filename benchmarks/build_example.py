@@ -27,7 +27,7 @@ from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.inspector.build import EXAMPLE, EXAMPLE_MEMORY, EXAMPLE_QUESTIONS
 from memsif.io import as_memories, load_transcripts
-from memsif.store.transfer import read_export, write_export
+from memsif.transfer import read_export, write_export
 
 
 def main() -> None:

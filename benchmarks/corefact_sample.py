@@ -23,7 +23,7 @@ from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.eval.data import load_locomo
 from memsif.facts.core import CoreFactBuilder
-from memsif.facts.schema import parse_schema
+from memsif.records import parse_schema
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
 

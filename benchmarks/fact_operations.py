@@ -23,9 +23,8 @@ from pathlib import Path
 from memsif.config import PACKAGED_LLM, MemSIFConfig
 from memsif.embed import SentenceTransformerEmbedder
 from memsif.facts.core import Candidate, CoreFactBuilder, FactState
-from memsif.facts.schema import parse_schema
 from memsif.llm import load_llm
-from memsif.records import CoreFact
+from memsif.records import CoreFact, parse_schema
 
 PAIRS = Path(__file__).parent / "data" / "fact-operations.jsonl"
 

@@ -1,7 +1,7 @@
 """Where should MemSIF say "nothing in this memory is about that"? (issue 24, no LLM)
 
 Each dev conversation's sentences are indexed as MemSIF indexes them (``build_sentences``, the
-default embedder) and each question is searched as ``QueryPipeline.trace_back`` searches (hybrid,
+default embedder) and each question is searched as ``EvidenceRetriever.trace_back`` searches (hybrid,
 speaker names out of the dense query). The quantity is the best dense cosine among the hits.
 
 - *relevant*: the conversation's own scored questions (LoCoMo categories 1–4).
@@ -31,7 +31,7 @@ from memsif.config import MemSIFConfig
 from memsif.embed import SentenceTransformerEmbedder
 from memsif.eval.data import load_locomo
 from memsif.interaction.sentences import build_sentences
-from memsif.query import named_speakers, without_names
+from memsif.retrieval import named_speakers, without_names
 from memsif.store import MemoryStore, StoredMessage
 
 ROOT = Path(__file__).resolve().parents[1]

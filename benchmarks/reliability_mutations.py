@@ -84,7 +84,7 @@ MUTATIONS = [
     ),
     (
         "huge message clipped",
-        "memsif/query.py",
+        "memsif/retrieval.py",
         "EVIDENCE_CHARS = 600",
         "EVIDENCE_CHARS = 10**9",
         "tests/test_bad_input.py::test_a_30000_token_pasted_log_is_stored_whole_warned_about_and_clipped_for_the_models",

@@ -2,7 +2,8 @@
 
 Each design is a set of MemSIF settings (``MemSIFConfig`` fields) applied to the same built memory;
 the table shows evidence recall by provenance, strict (answer-bearing sentences) and by text, Total
-and on the NCE subset (TED ≥ 0.3), the mean context tokens and seconds per question. ActiveFacts
+and on the NCE subset (TED ≥ 0.3), on the questions that took the aggregation path
+(``Answer.aggregation``), the mean context tokens and seconds per question. ActiveFacts
 are off (no state changes between designs); CoreFacts as the design says.
 
     python -m memsif eval locomo --data ../shared/data/locomo/locomo_dev.json --system memsif \\
@@ -48,17 +49,26 @@ def run(engine: MemSIF, samples, namespace_of, overrides: dict, budget: int) -> 
             strict = strict_recall(q.evidence_ids, texts, q.gold, ans.context)
             spread = ted([position[e] for e in q.evidence_ids if e in position], len(sample.messages))
             rows.append({"text": text, "ids": ids, "strict": strict, "nce": spread is not None and spread >= 0.3,
-                         "tokens": ans.context_tokens, "seconds": seconds, "category": q.category})
+                         "tokens": ans.context_tokens, "seconds": seconds, "category": q.category,
+                         "aggregation": ans.aggregation})
     nce = [r for r in rows if r["nce"]]
+    agg = [r for r in rows if r["aggregation"]]
     return {"n": len(rows), "n_nce": len(nce),
             "ids": float(np.mean([r["ids"] for r in rows])), "text": float(np.mean([r["text"] for r in rows])),
             "nce_ids": float(np.mean([r["ids"] for r in nce])) if nce else None,
             "nce_text": float(np.mean([r["text"] for r in nce])) if nce else None,
             "strict": float(np.mean([r["strict"] for r in rows])),
             "nce_strict": float(np.mean([r["strict"] for r in nce])) if nce else None,
+            "n_agg": len(agg),
+            "agg_ids": float(np.mean([r["ids"] for r in agg])) if agg else None,
+            "agg_strict": float(np.mean([r["strict"] for r in agg])) if agg else None,
             "tokens": float(np.mean([r["tokens"] for r in rows])),
             "p50_s": float(np.percentile([r["seconds"] for r in rows], 50)),
             "p95_s": float(np.percentile([r["seconds"] for r in rows], 95))}
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
 
 
 def main() -> None:
@@ -83,14 +93,14 @@ def main() -> None:
     samples = (load_locomo if args.dataset == "locomo" else load_longmemeval)(
         args.data, args.samples.split(",") if args.samples else None)
     print(f"| design (budget {args.budget}) | provenance Total | NCE | strict Total | NCE | text Total | NCE | "
-          "context tokens | p50 s | p95 s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "aggregation provenance | strict | context tokens | p50 s | p95 s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, overrides in designs.items():
         r = run(engine, samples, lambda s: f"{args.tag}-{args.dataset}-{s.sample_id}", overrides, args.budget)
         if args.json:
             print(json.dumps({"design": name, **r}))
         print(f"| {name} | {r['ids']:.3f} | {r['nce_ids']:.3f} | {r['strict']:.3f} | {r['nce_strict']:.3f} | "
-              f"{r['text']:.3f} | {r['nce_text']:.3f} | "
+              f"{r['text']:.3f} | {r['nce_text']:.3f} | {_fmt(r['agg_ids'])} | {_fmt(r['agg_strict'])} | "
               f"{r['tokens']:.0f} | {r['p50_s']:.2f} | {r['p95_s']:.2f} |", flush=True)
     engine.close()
 

@@ -211,7 +211,7 @@ def cmd_facts(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from memsif.store.transfer import write_export
+    from memsif.transfer import write_export
 
     engine = _engine(args)
     data = engine.export_namespace(args.namespace, decimals=args.decimals)
@@ -223,7 +223,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from memsif.store.transfer import read_export
+    from memsif.transfer import read_export
 
     data = read_export(args.path)
     engine = _engine(args)

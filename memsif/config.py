@@ -107,7 +107,7 @@ class MemSIFConfig:
     fact_top_k: int = 8
     #: Sentences taken from the hybrid (dense + lexical) search as evidence candidates.
     evidence_candidates: int = 200
-    #: The dense search leaves out the names of the speakers a question names (query.without_names).
+    #: The dense search leaves out the names of the speakers a question names (retrieval.without_names).
     dense_without_names: bool = True
     #: Sentences of the speakers a question names get their fused score × (1 + this).
     speaker_boost: float = 0.5
@@ -147,6 +147,9 @@ class MemSIFConfig:
     #: gold evidence of conv-26's 20 aggregation questions (82.5 % against 84.2 %; without CoreFacts
     #: 0 was better; benchmarks/results/dev/designs-conv26-s13.md).
     aggregation_segment_weight: float = 0.25
+    #: ``segment_decay`` for an aggregation question: each further sentence of one Topical Segment
+    #: keeps this share of its priority, so the context spreads over the many events the answer needs.
+    aggregation_segment_decay: float = 1.0
     #: The aggregation path's evidence: only sentences of the speakers the question names.
     aggregation_speaker_only: bool = False
     #: The facts in the answer context bring their source turns: the sentence of each source turn
@@ -246,8 +249,9 @@ class MemSIFConfig:
         if not 0.0 <= self.relevance_floor < 1.0:
             raise ConfigError(f"relevance_floor must lie in [0, 1), got {self.relevance_floor}; fix "
                               "MEMSIF_RELEVANCE_FLOOR (0 turns the floor off).")
-        if not 0.0 <= self.segment_decay <= 1.0:
-            raise ConfigError(f"segment_decay must lie in [0, 1], got {self.segment_decay}.")
+        for name in ("segment_decay", "aggregation_segment_decay"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f"{name} must lie in [0, 1], got {getattr(self, name)}; fix MEMSIF_{name.upper()}.")
         if self.llm_backend not in LLM_BACKENDS:
             raise ConfigError(f"llm_backend must be one of {LLM_BACKENDS}, got {self.llm_backend!r}.")
         if self.sem_mapping not in SEM_MAPPINGS:

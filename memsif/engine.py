@@ -1,5 +1,5 @@
 """The MemSIF engine: holds the back-ends, locks and reads; each step lives in its module
-(construction in ``memsif.ingest``, questions in ``memsif.query``, transfer in ``memsif.store.transfer``)."""
+(construction in ``memsif.ingest``, questions in ``memsif.query``, transfer in ``memsif.transfer``)."""
 
 from __future__ import annotations
 
@@ -177,7 +177,7 @@ class MemSIF:
         if not ns:
             raise MemSIFError("ingest needs a namespace: pass namespace=... or set Message.namespace.")
         with self._namespace_lock(ns):
-            return IngestPipeline(self, ns).run(messages, progress,
+            return IngestPipeline(self.config, self, ns).run(messages, progress,
                                                 self.config.core_facts if core_facts is None else core_facts)
 
     def ingest_transcript(self, transcript: Transcript, namespace: str | None = None,
@@ -252,21 +252,21 @@ class MemSIF:
     def missing_sentence_index(self, namespace: str) -> int:
         """How many of ``namespace``'s messages have no sentence in the hybrid index (stores built
         before it existed; ``index_sentences`` adds them)."""
-        return len(IngestPipeline(self, namespace).unindexed_messages())
+        return len(IngestPipeline(self.config, self, namespace).unindexed_messages())
 
     def index_sentences(self, namespace: str) -> int:
         """Add the hybrid sentence index for every stored message of ``namespace`` that lacks it;
         returns how many sentences were written (``NotFoundError`` for a namespace without memory)."""
         self._require(namespace)
         with self._namespace_lock(namespace):
-            return IngestPipeline(self, namespace).index_sentences()
+            return IngestPipeline(self.config, self, namespace).index_sentences()
 
     def index_sentence_trajectories(self, namespace: str) -> int:
         """Write each sentence's Event Trajectory id where it differs from its segment's (stores made
         before sentences held it); returns how many segments' sentences were updated."""
         self._require(namespace)
         with self._namespace_lock(namespace):
-            return IngestPipeline(self, namespace).index_sentence_trajectories()
+            return IngestPipeline(self.config, self, namespace).index_sentence_trajectories()
 
     def reindex_lexical(self, namespace: str) -> int:
         """Rewrite the sparse lexical vector of every stored sentence whose terms this version reads
@@ -350,13 +350,13 @@ class MemSIF:
 
     def export_namespace(self, namespace: str, decimals: int | None = None,
                          provenance: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Everything of ``namespace`` as one JSON-able dict (``memsif.store.transfer.export_namespace``:
+        """Everything of ``namespace`` as one JSON-able dict (``memsif.transfer.export_namespace``:
         ``decimals`` rounds vectors, ``provenance`` says how the memory was built).
 
         Raises:
             NotFoundError: the namespace holds no memory.
         """
-        from memsif.store.transfer import export_namespace
+        from memsif.transfer import export_namespace
 
         self._require(namespace)  # no lock: a copy for Evaluate must not wait for a CoreFact extraction
         return export_namespace(self.store, self.embedder, namespace, decimals, provenance)
@@ -369,7 +369,7 @@ class MemSIF:
             MemSIFError: not an export, or the target namespace already holds memory.
             EmbedderError: the export was made with another embedder.
         """
-        from memsif.store.transfer import check_export, import_namespace
+        from memsif.transfer import check_export, import_namespace
 
         check_export(data, self.embedder)
         ns = namespace or data["namespace"]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -30,7 +30,12 @@ from memsif.records import Decision, FactOperation, Message, record_number, spok
 from memsif.store import StoredMessage
 
 if TYPE_CHECKING:
-    from memsif.engine import MemSIF
+    from memsif.config import MemSIFConfig
+    from memsif.embed import Embedder
+    from memsif.entities import EntityExtractor
+    from memsif.llm import LLM
+    from memsif.matching import SemanticMapping
+    from memsif.store import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -92,12 +97,27 @@ class _Structured:
     reassigned: set[str] = field(default_factory=set)  # earlier segments given a trajectory by this ingest
 
 
-class IngestPipeline:
-    """One namespace's ingest with ``engine``'s back-ends (loaded when a step first needs them)."""
+class Backends(Protocol):
+    """The back-ends an ingest uses, each loaded when a step first reads it (``MemSIF`` is one)."""
 
-    def __init__(self, engine: MemSIF, namespace: str) -> None:
-        self.engine = engine
-        self.config = engine.config
+    @property
+    def llm(self) -> LLM: ...
+    @property
+    def embedder(self) -> Embedder: ...
+    @property
+    def entity_extractor(self) -> EntityExtractor: ...
+    @property
+    def store(self) -> MemoryStore: ...
+    @property
+    def semantic_mapping(self) -> SemanticMapping: ...
+
+
+class IngestPipeline:
+    """One namespace's ingest under ``config`` with ``backends`` (loaded when a step first needs them)."""
+
+    def __init__(self, config: MemSIFConfig, backends: Backends, namespace: str) -> None:
+        self.backends = backends
+        self.config = config
         self.namespace = namespace
         self.stages: dict[str, float] = {}
 
@@ -119,8 +139,8 @@ class IngestPipeline:
             admitted = self.admit(state, messages)
             with self.stage("embed_and_entities"):
                 vectors, entity_sets = self.embed(admitted.fresh)
-            seg_builder = SegmentBuilder(self.config, self.engine.semantic_mapping, self.engine.llm)
-            traj_builder = TrajectoryBuilder(self.config, self.engine.semantic_mapping, self.engine.llm)
+            seg_builder = SegmentBuilder(self.config, self.backends.semantic_mapping, self.backends.llm)
+            traj_builder = TrajectoryBuilder(self.config, self.backends.semantic_mapping, self.backends.llm)
             with self.stage("structure"):
                 structured = self.structure(state, admitted.fresh, vectors, entity_sets, seg_builder, traj_builder,
                                             progress)
@@ -140,8 +160,8 @@ class IngestPipeline:
     def load_state(self) -> InteractionState:
         """The namespace's working state from the store, after repairing what an interrupted ingest
         left (``interaction.restore``; a repair is written and logged)."""
-        store, ns = self.engine.store, self.namespace
-        state = messages_state(ns, store.dim or self.engine.embedder.dim, store.messages(ns))
+        store, ns = self.backends.store, self.namespace
+        state = messages_state(ns, store.dim or self.backends.embedder.dim, store.messages(ns))
         decisions = store.decisions(ns)
         repair = plan_repair(state, store.segments(ns), store.trajectories(ns), decisions)
         if repair.needed:
@@ -153,7 +173,7 @@ class IngestPipeline:
         return state
 
     def _write_repair(self, state: InteractionState, repair: Repair) -> None:
-        store, ns = self.engine.store, self.namespace
+        store, ns = self.backends.store, self.namespace
         # sentences of messages never stored (read only now: a repair is rare, every ingest loads state)
         store.delete("sentence", ns, [sen.id for sen, _ in store.sentences(ns) if sen.message_id not in state.messages])
         store.delete("segment", ns, repair.dropped_segments)
@@ -201,8 +221,8 @@ class IngestPipeline:
         """(n, d) message embeddings and key-entity sets (NER runs while torch embeds)."""
         texts = [m.text for m in fresh]
         with ThreadPoolExecutor(max_workers=1) as pool:  # key entities from what was said, not a photo's caption
-            entities_future = pool.submit(self.engine.entity_extractor.extract, [spoken_text(t) for t in texts])
-            vectors = self.engine.embedder.embed_documents(texts)
+            entities_future = pool.submit(self.backends.entity_extractor.extract, [spoken_text(t) for t in texts])
+            vectors = self.backends.embedder.embed_documents(texts)
             return vectors, entities_future.result()
 
     def structure(self, state: InteractionState, fresh: Sequence[Message], vectors: np.ndarray,
@@ -244,13 +264,13 @@ class IngestPipeline:
     def persist(self, state: InteractionState, fresh: list[Message], structured: _Structured) -> None:
         """The sentence index of the new messages, then every record the structure step touched.
         Messages go last, so an ingest killed before them is redone by the next one."""
-        store, ns = self.engine.store, self.namespace
+        store, ns = self.backends.store, self.namespace
         with self.stage("sentences"):
             indexed = fresh
             if len(state.messages) > len(fresh) and store.count("sentence", ns) == 0:
                 indexed = list(state.messages.values())  # a store made before the sentence index: add it too
             trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
-            sentences = build_sentences(indexed, state.vectors, state.segment_of, self.engine.embedder, trajectory_of)
+            sentences = build_sentences(indexed, state.vectors, state.segment_of, self.backends.embedder, trajectory_of)
         with self.stage("store"):
             touched_traj = {state.segment(sid).record.trajectory_id for sid in structured.touched} - {None}
             store.put_segments(ns, [(state.segment(sid).record, state.segment(sid).profile.mean)
@@ -266,7 +286,7 @@ class IngestPipeline:
 
     def unindexed_messages(self) -> list[StoredMessage]:
         """Stored messages without a sentence in the hybrid index (stores built before it existed)."""
-        store, ns = self.engine.store, self.namespace
+        store, ns = self.backends.store, self.namespace
         indexed = {sen.message_id for sen, _ in store.sentences(ns)} if store.count("sentence", ns) else set()
         return [r for r in store.messages(ns) if r.message.id not in indexed]
 
@@ -274,17 +294,17 @@ class IngestPipeline:
         """Add the hybrid sentence index (dense + sparse lexical vectors) of every stored message that
         lacks it; returns how many sentences were written."""
         rows = self.unindexed_messages()
-        trajectory_of = {s.id: s.trajectory_id for s in self.engine.store.segments(self.namespace)}
+        trajectory_of = {s.id: s.trajectory_id for s in self.backends.store.segments(self.namespace)}
         sentences = build_sentences([r.message for r in rows], {r.message.id: r.vector for r in rows},
-                                    {r.message.id: r.segment_id for r in rows if r.segment_id}, self.engine.embedder,
+                                    {r.message.id: r.segment_id for r in rows if r.segment_id}, self.backends.embedder,
                                     trajectory_of)
-        self.engine.store.put_sentences(self.namespace, sentences)
+        self.backends.store.put_sentences(self.namespace, sentences)
         return len(sentences)
 
     def index_sentence_trajectories(self) -> int:
         """Write the trajectory id of every segment whose stored sentences name another (stores made
         before sentences held it); returns how many segments were updated."""
-        store, ns = self.engine.store, self.namespace
+        store, ns = self.backends.store, self.namespace
         trajectory_of = {s.id: s.trajectory_id for s in store.segments(ns)}
         stale = {sen.segment_id: trajectory_of[sen.segment_id] for sen, _ in store.sentences(ns)
                  if sen.segment_id in trajectory_of and sen.trajectory_id != trajectory_of[sen.segment_id]}
@@ -299,15 +319,15 @@ class IngestPipeline:
         (kill -9) finishes that batch from its logged operations instead of extracting it again, so no
         batch's operations are written twice."""
         from memsif.facts.core import CoreFactBuilder, FactState, build_core_facts, operation_trusted, unread_batches
-        from memsif.facts.schema import parse_schema
+        from memsif.records import parse_schema
 
-        store, ns, cfg = self.engine.store, self.namespace, self.config
+        store, ns, cfg = self.backends.store, self.namespace, self.config
         with job(ns, "facts"):
             batches = unread_batches([s.record for s in state.segments], state.messages, cfg.fact_batch_messages)
             batches = self._finish_logged_batches(state, batches)
             facts = FactState.of(store.facts(ns, with_vectors=True))
-            builder = CoreFactBuilder(self.engine.llm, self.engine.embedder, parse_schema(cfg.core_schema),
-                                      ask_operation=operation_trusted(cfg.fact_operation, self.engine.llm),
+            builder = CoreFactBuilder(self.backends.llm, self.backends.embedder, parse_schema(cfg.core_schema),
+                                      ask_operation=operation_trusted(cfg.fact_operation, self.backends.llm),
                                       messages=state.messages)
             trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
             summary = CoreFactSummary()
@@ -334,7 +354,7 @@ class IngestPipeline:
         """Store the segments' read-marks of a finished batch (its last write)."""
         for sid, upto in batch.read_upto.items():
             state.segment(sid).record.facts_extracted_upto = upto
-        self.engine.store.put_segments(self.namespace, [(state.segment(sid).record, state.segment(sid).profile.mean)
+        self.backends.store.put_segments(self.namespace, [(state.segment(sid).record, state.segment(sid).profile.mean)
                                                         for sid in sorted(batch.read_upto, key=record_number)])
 
     def _finish_logged_batches(self, state: InteractionState, batches: list) -> list:
@@ -344,7 +364,7 @@ class IngestPipeline:
         if not batches:
             return batches
         logged: dict[str, list[FactOperation]] = {}
-        for op in self.engine.store.fact_ops(self.namespace):
+        for op in self.backends.store.fact_ops(self.namespace):
             if op.batch:
                 logged.setdefault(op.batch, []).append(op)
         todo = []
@@ -355,8 +375,8 @@ class IngestPipeline:
                 continue
             after = {f.id: f for op in ops for f in op.after}
             if after:
-                vectors = self.engine.embedder.embed_documents([f.statement for f in after.values()])
-                self.engine.store.put_facts(self.namespace, list(zip(after.values(), vectors, strict=True)))
+                vectors = self.backends.embedder.embed_documents([f.statement for f in after.values()])
+                self.backends.store.put_facts(self.namespace, list(zip(after.values(), vectors, strict=True)))
             self._mark_read(state, batch)
             log.warning("namespace %s: finished CoreFact batch %s from its %d logged operations (an interrupted "
                         "extraction)", self.namespace, batch_key(batch), len(ops))

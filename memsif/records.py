@@ -6,6 +6,7 @@ Topical Segments are ``S1, S2, …`` and Event Trajectories ``E1, E2, …`` in c
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -350,3 +351,33 @@ class Evidence(_Record):
     sentence_ids: list[str] = Field(default_factory=list)
     found_by: list[str] = Field(default_factory=list)
     scores: dict[str, float] = Field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- the CoreFact schema
+@dataclass(frozen=True)
+class FactType:
+    """One type of the configurable CoreFact schema Y_core (§3.3, App. C.1), fixed before construction."""
+
+    name: str
+    description: str
+
+
+#: The paper's LoCoMo/LongMemEval schema (App. C.1).
+DEFAULT_SCHEMA: tuple[FactType, ...] = (
+    FactType("Identity", "static attributes such as occupation, location, identity"),
+    FactType("Event", "time-anchored occurrences such as travel, achievements, things done"),
+    FactType("Preference", "subjective attitudes: likes and dislikes in food, entertainment, career"),
+    FactType("Relation", "social ties such as family, friends, colleagues"),
+)
+
+
+def parse_schema(text: str) -> tuple[FactType, ...]:
+    """``"Identity:desc;Event:desc"`` (MEMSIF_CORE_SCHEMA) → fact types; empty text → the default."""
+    if not text.strip():
+        return DEFAULT_SCHEMA
+    types = []
+    for part in text.split(";"):
+        name, _, description = part.partition(":")
+        if name.strip():
+            types.append(FactType(name.strip(), description.strip() or name.strip()))
+    return tuple(types)

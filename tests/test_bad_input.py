@@ -9,7 +9,7 @@ import pytest
 from memsif.errors import MemSIFError, TranscriptError
 from memsif.io import load_transcripts
 from memsif.prompts import core_extract
-from memsif.query import EVIDENCE_CHARS
+from memsif.retrieval import EVIDENCE_CHARS
 from memsif.records import Message
 from tests.fakes import FakeLLM, KeywordEmbedder
 

@@ -13,7 +13,7 @@ from memsif.query import Answer
 ROOT = Path(__file__).resolve().parents[1] / "memsif"
 #: Modules that parse or write JSON documents whose keys happen to share record field names.
 JSON_EDGES = {
-    "store/qdrant.py", "store/transfer.py",        # Qdrant payloads; the export document
+    "store/qdrant.py", "transfer.py",        # Qdrant payloads; the export document
     "io/transcripts.py", "io/formats.py",          # transcript files (LoCoMo, LongMemEval, chat exports)
     "eval/data.py",                                # benchmark dataset files
     "eval/runner.py",                              # its per-question result rows, written as JSON lines

@@ -50,7 +50,7 @@ def test_bad_imports_are_refused(engine_factory):
 def test_an_export_file_round_trips_plain_or_gzip_and_rounded_vectors_keep_retrieval(engine_factory, tmp_path, name):
     import numpy as np
 
-    from memsif.store.transfer import read_export, write_export
+    from memsif.transfer import read_export, write_export
 
     engine, _ = _engine(engine_factory, sufficient=0.1)
     engine.ask("Where did Melanie go camping?", namespace="t")
@@ -72,7 +72,7 @@ def test_an_export_file_round_trips_plain_or_gzip_and_rounded_vectors_keep_retri
     (b"", "not JSON"), (b"\x1f\x8b\x08\x00garbage", "not JSON or gzip"), (b"\xff\xfe{", "not JSON"),
     (b'{"format": "other"}', None)])
 def test_a_bad_export_file_gets_a_clear_error(engine_factory, tmp_path, content, said):
-    from memsif.store.transfer import read_export
+    from memsif.transfer import read_export
 
     path = tmp_path / "bad.json.gz"
     path.write_bytes(content)
@@ -94,7 +94,7 @@ def test_the_shipped_example_memory_is_the_bundled_conversation_built_by_the_def
     from memsif.config import PACKAGED_LLM
     from memsif.inspector.build import EXAMPLE, EXAMPLE_MEMORY, EXAMPLE_QUESTIONS
     from memsif.io import as_memories, load_transcripts
-    from memsif.store.transfer import read_export
+    from memsif.transfer import read_export
 
     data = read_export(EXAMPLE_MEMORY)
     made = data["provenance"]

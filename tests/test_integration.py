@@ -174,10 +174,10 @@ def test_extraction_prompts_give_valid_json_per_prompt(built):
     batch with the JSON schema mask elsewhere): every reply of the real extraction prompt finishes
     and parses to the schema."""
     from memsif.facts.core import EXTRACT_MAX_TOKENS, CoreFactBuilder
-    from memsif.facts.schema import parse_schema
     from memsif.llm import generate_many
     from memsif.llm.structured import parse_json_reply
     from memsif.prompts import core_extract
+    from memsif.records import parse_schema
 
     engine, _, messages = built
     builder = CoreFactBuilder(engine.llm, engine.embedder, parse_schema(""))

@@ -125,7 +125,7 @@ def test_evidence_is_whole_sentences_of_the_turn_it_names():
     emb = HashEmbedder()
     text = "I love hiking in the Alps every summer. My sister prefers the beach though. Work is busy."
     store = _store([("Ben", text, "S1"), ("Ana", "Nice, the Alps are beautiful in July.", "S1")], emb)
-    evidence = _pipeline(store, emb).trace_back("t", "Where does Ben hike?", emb.embed_query("Where does Ben hike?"),
+    evidence = _pipeline(store, emb).retriever.trace_back("t", "Where does Ben hike?", emb.embed_query("Where does Ben hike?"),
                                                 1500)
     sentences = set(lexical.split_sentences(text))
     mine = [e for e in evidence if e.source_message_ids == ["D1:1"]]
@@ -168,8 +168,8 @@ def test_segments_share_the_budget_so_one_topic_does_not_crowd_out_the_rest():
     # A budget that holds four turns: without sharing, Paris fills it; with sharing, Rome gets in.
     flat = _pipeline(store, emb, context_tokens=70, use_segments=False, use_trajectories=False)
     shared = _pipeline(store, emb, context_tokens=70, use_trajectories=False, segment_decay=0.5)
-    assert all(e.segment_id == "S1" for e in flat.trace_back("t", question, qv, 60))
-    assert {"S1", "S2"} <= {e.segment_id for e in shared.trace_back("t", question, qv, 60)}
+    assert all(e.segment_id == "S1" for e in flat.retriever.trace_back("t", question, qv, 60))
+    assert {"S1", "S2"} <= {e.segment_id for e in shared.retriever.trace_back("t", question, qv, 60)}
 
 
 @pytest.mark.parametrize("sentence_trajectories", [True, False], ids=["sentences-with-trajectory", "older-store"])
@@ -189,16 +189,16 @@ def test_the_trajectory_path_brings_in_another_segment_of_the_same_event(sentenc
     question = "Did the adoption agency approve it?"
     qv = emb.embed_query(question)
     flat = _pipeline(store, emb, evidence_candidates=2, use_trajectories=False)
-    assert "D15:1" not in {e.source_message_ids[0] for e in flat.trace_back("t", question, qv, 1500)}
+    assert "D15:1" not in {e.source_message_ids[0] for e in flat.retriever.trace_back("t", question, qv, 1500)}
     off = _pipeline(store, emb, evidence_candidates=2, query_trajectory_top_k=1, trajectory_anchor_hits=2)
-    assert "D15:1" not in {e.source_message_ids[0] for e in off.trace_back("t", question, qv, 1500)}, \
+    assert "D15:1" not in {e.source_message_ids[0] for e in off.retriever.trace_back("t", question, qv, 1500)}, \
         "the path is off by default (trajectory_path)"
     with_et = _pipeline(store, emb, evidence_candidates=2, query_trajectory_top_k=1, trajectory_anchor_hits=2,
                         trajectory_path=True)
     filters = []
     search = store.hybrid_search
     store.hybrid_search = lambda *a, **k: filters.append(k) or search(*a, **k)
-    evidence = {e.source_message_ids[0]: e for e in with_et.trace_back("t", question, qv, 1500)}
+    evidence = {e.source_message_ids[0]: e for e in with_et.retriever.trace_back("t", question, qv, 1500)}
     assert "D15:1" in evidence and "trajectory" in evidence["D15:1"].found_by
     assert evidence["D15:1"].trajectory_id == "E1"
     restricted = [k for k in filters if "trajectory_id" in k]
@@ -351,7 +351,7 @@ def test_hybrid_rag_baseline_fills_its_budget_with_sentences():
 
 
 def test_the_dense_search_leaves_out_the_named_speakers_and_their_sentences_rise():
-    from memsif.query import named_speakers, without_names
+    from memsif.retrieval import named_speakers, without_names
 
     speakers = ["Caroline", "Melanie", "Jon Snow"]
     question = "What did Caroline's mother tell jon about the race?"

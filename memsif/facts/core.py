@@ -30,13 +30,12 @@ from memsif.embed import Embedder
 from memsif.errors import LLMError, LLMOutputError
 from memsif.facts import grounding
 from memsif.facts.active import normalise_subject
-from memsif.facts.schema import FactType
 from memsif.facts.values import Values, mask, values
 from memsif.llm import LLM, Generation, generate_many
 from memsif.llm.structured import parse_json_reply, salvage_items
 from memsif.matching import cosine, cosines
 from memsif.prompts import core_extract, core_operation
-from memsif.records import CoreFact, FactOp, FactOperation, Message, TopicalSegment, record_number
+from memsif.records import CoreFact, FactOp, FactOperation, FactType, Message, TopicalSegment, record_number
 from memsif.timeparse import annotate_relative_dates, day_text
 
 #: Existing facts below this statement cosine are not comparable: the candidate is added by rule.

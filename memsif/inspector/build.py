@@ -32,8 +32,8 @@ from memsif.io import as_memories, load_transcripts
 from memsif.io.transcripts import HISTORY_FORMATS
 from memsif.locks import job
 from memsif.records import BoundaryRule, CoreFact, SegmentDecision, TrajectoryDecision
-from memsif.store.transfer import read_export
 from memsif.timeparse import day_text
+from memsif.transfer import read_export
 from memsif.viz import SEGMENT_COLUMNS, phi_timeline, segment_rows
 
 log = logging.getLogger(__name__)

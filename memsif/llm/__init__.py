@@ -1,4 +1,4 @@
-"""LLM back-ends behind one small protocol.
+"""LLM back-ends behind one small protocol (``memsif.llm.base``), and the one that a config names.
 
 Decisions that pick among a few options are *scored*, not generated: ``yes_probability`` runs one
 forward pass and compares the probabilities of the answer tokens (DESIGN.md, "Structured output").
@@ -9,119 +9,24 @@ from __future__ import annotations
 import importlib.util
 import logging
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
 
 from memsif.config import PACKAGED_LLM, MemSIFConfig
 from memsif.errors import LLMError
+from memsif.llm.base import (
+    LLM,
+    NO_WORDS,
+    YES_WORDS,
+    Generation,
+    context_window,
+    generate_many,
+    generate_streamed,
+)
 from memsif.llm.packaged import is_packaged, packaged_gguf
-from memsif.prompts import Prompt
+
+__all__ = ["LLM", "NO_WORDS", "YES_WORDS", "Generation", "context_window", "generate_many", "generate_streamed",
+           "load_llm", "resolved_backend"]
 
 log = logging.getLogger(__name__)
-
-#: Spellings of the two answers whose first-token probabilities are compared.
-YES_WORDS = ("yes", "Yes", "YES")
-NO_WORDS = ("no", "No", "NO")
-
-
-@dataclass(frozen=True)
-class Generation:
-    """Text produced by ``generate`` with its token counts."""
-
-    text: str
-    tokens_in: int
-    tokens_out: int
-
-
-class LLM(Protocol):
-    """What the engine needs from a language model."""
-
-    name: str
-
-    def yes_probability(self, prompts: Sequence[Prompt]) -> list[float]:
-        """P(yes) / (P(yes) + P(no)) for each prompt's first answer token, in [0, 1].
-
-        Raises:
-            LLMError: the model could not be called.
-            LLMOutputError: neither answer token is among the model's candidates.
-        """
-        ...
-
-    def choice_probabilities(self, prompt: Prompt, labels: Sequence[str]) -> list[float]:
-        """Probability of each single-token ``label`` (e.g. "A", "B") as the first answer token,
-        normalised over the labels; one forward pass.
-
-        Raises:
-            LLMError, LLMOutputError: as for ``yes_probability``.
-        """
-        ...
-
-    def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
-                 json_schema: dict | None = None, stop: Sequence[str] = ()) -> Generation:
-        """Free text for ``prompt`` (sampling at ``temperature``; 0 means greedy). With ``json_schema``
-        the back-end constrains or requests JSON of that schema where it can; generation ends at any
-        of the ``stop`` strings."""
-        ...
-
-    def count_tokens(self, text: str) -> int:
-        """Number of tokens of ``text`` with this model's tokenizer."""
-        ...
-
-
-def generate_many(llm: LLM, prompts: Sequence[Prompt], max_new_tokens: int = 512, temperature: float = 0.1,
-                  json_schema: dict | None = None) -> list[Generation | Exception]:
-    """``llm.generate`` for several independent prompts: one padded batch where the back-end offers
-    ``generate_batch`` (transformers: on CPU a batch of 4 costs about 1.4× one prompt's per-token
-    time), else one after the other. One result per prompt, in order: a ``Generation``, or the
-    ``LLMError`` that prompt raised (the others still count)."""
-    batch = getattr(llm, "generate_batch", None)
-    if batch is not None and len(prompts) > 1:
-        try:
-            return list(batch(prompts, max_new_tokens=max_new_tokens, temperature=temperature,
-                              json_schema=json_schema))
-        except LLMError:
-            pass  # the batch failed as a whole: each prompt alone says which one fails
-    out: list[Generation | Exception] = []
-    for prompt in prompts:
-        try:
-            out.append(llm.generate(prompt, max_new_tokens=max_new_tokens, temperature=temperature,
-                                    json_schema=json_schema))
-        except LLMError as exc:
-            out.append(exc)
-    return out
-
-
-def generate_streamed(llm: LLM, prompt: Prompt, on_text: Callable[[str], None] | None, max_new_tokens: int = 512,
-                      temperature: float = 0.1, stop: Sequence[str] = ()) -> Generation:
-    """``llm.generate`` that hands each new piece of text to ``on_text`` as it is produced (the chat
-    shows the answer token by token). Back-ends with ``generate_stream`` (llama.cpp, transformers)
-    stream; others give the whole text once at the end. Without ``on_text`` it is ``generate``.
-
-    Raises:
-        LLMError: as ``generate``.
-    """
-    stream = getattr(llm, "generate_stream", None)
-    if on_text is None or stream is None:
-        gen = llm.generate(prompt, max_new_tokens=max_new_tokens, temperature=temperature, stop=stop)
-        if on_text is not None and gen.text:
-            on_text(gen.text)
-        return gen
-    pieces: list[str] = []
-    result = None
-    for item in stream(prompt, max_new_tokens=max_new_tokens, temperature=temperature, stop=stop):
-        if isinstance(item, Generation):  # the last item: the whole text with its token counts
-            result = item
-            break
-        pieces.append(item)
-        on_text(item)
-    return result or Generation("".join(pieces), llm.count_tokens(prompt.text), len(pieces))
-
-
-def context_window(llm: LLM) -> int:
-    """Tokens ``llm`` attends to (prompt + answer); 4096 when the back-end does not say."""
-    return int(getattr(llm, "context_window", 0) or 4096)
-
 
 _CACHE: dict[tuple, LLM] = {}
 _CACHE_LOCK = threading.Lock()

@@ -15,7 +15,7 @@ import httpx
 
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
-from memsif.llm import NO_WORDS, YES_WORDS, Generation
+from memsif.llm.base import NO_WORDS, YES_WORDS, Generation
 from memsif.prompts import Prompt
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
-from memsif.llm import NO_WORDS, YES_WORDS, Generation
+from memsif.llm.base import NO_WORDS, YES_WORDS, Generation
 from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
 from memsif.locks import FairLock, check_cancelled
 from memsif.prompts import Prompt

@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from memsif.facts.schema import FactType
 from memsif.prompts import Prompt, clip
+from memsif.records import FactType
 
 NAME = "core_extract"
 #: Version 4: instructions, fact types and a worked example come first and are the same for every

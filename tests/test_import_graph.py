@@ -1,0 +1,91 @@
+"""The import graph of ``memsif`` runs one way (issue 27): no module imports, directly or through
+others, a module that imports it, and no module imports one of a higher layer. Every import counts,
+those inside functions and under ``TYPE_CHECKING`` too: a late import is still a dependency.
+
+The layers, lowest first (a module may import its own layer's modules or lower ones):
+
+0. foundations: records, errors, config, timeparse, lexical, matching, entities, locks
+1. back-ends and what they read: embed, llm, store, prompts, io
+2. the method's steps: interaction (Structured Interaction Memory), facts (Dual-Track Fact Memory),
+   answercheck
+3. pipelines: ingest, retrieval, query, transfer
+4. the engine
+5. what uses the engine: eval, viz, cli, inspector
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+ROOT = Path(__file__).resolve().parents[1] / "memsif"
+
+LAYERS: dict[str, int] = {
+    "memsif": 0, "memsif.records": 0, "memsif.errors": 0, "memsif.config": 0, "memsif.timeparse": 0,
+    "memsif.lexical": 0, "memsif.matching": 0, "memsif.entities": 0, "memsif.locks": 0,
+    "memsif.embed": 1, "memsif.llm": 1, "memsif.store": 1, "memsif.prompts": 1, "memsif.io": 1,
+    "memsif.interaction": 2, "memsif.facts": 2, "memsif.answercheck": 2,
+    "memsif.ingest": 3, "memsif.retrieval": 3, "memsif.query": 3, "memsif.transfer": 3,
+    "memsif.engine": 4,
+    "memsif.eval": 5, "memsif.viz": 5, "memsif.cli": 5, "memsif.__main__": 5, "memsif.inspector": 5,
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> nx.DiGraph:
+    """Every ``memsif`` module → the ``memsif`` modules it imports (a package's ``__init__`` is the
+    package's name; ``from memsif.x import y`` is an arrow to ``memsif.x.y`` when that is a module)."""
+    modules = {_module_name(p): p for p in ROOT.rglob("*.py")}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(modules)
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                           for a in node.names]
+            for target in targets:
+                if target in modules and target != name:
+                    graph.add_edge(name, target)
+    return graph
+
+
+def layer(module: str) -> int:
+    """The layer of ``module``: that of its longest listed prefix."""
+    parts = module.split(".")
+    for k in range(len(parts), 0, -1):
+        if ".".join(parts[:k]) in LAYERS:
+            return LAYERS[".".join(parts[:k])]
+    raise KeyError(f"{module} has no layer: add it to LAYERS")
+
+
+def test_every_module_has_a_layer():
+    for module in import_graph():
+        layer(module)
+
+
+def test_no_import_circle():
+    circles = [sorted(c) for c in nx.strongly_connected_components(import_graph()) if len(c) > 1]
+    assert not circles, f"import circles: {circles}"
+
+
+def test_no_arrow_runs_up_the_layers():
+    graph = import_graph()
+    upward = [f"{a} (layer {layer(a)}) → {b} (layer {layer(b)})" for a, b in graph.edges if layer(b) > layer(a)]
+    assert not upward, "imports of a higher layer:\n" + "\n".join(sorted(upward))
+
+
+def test_the_graph_sees_late_and_type_checking_imports():
+    """The checks above can fail: the engine imports the pipelines (late imports included)."""
+    graph = import_graph()
+    assert graph.has_edge("memsif.engine", "memsif.ingest")
+    assert graph.has_edge("memsif.engine", "memsif.transfer")  # imported inside a method
+    assert layer("memsif.store.qdrant") == 1 and layer("memsif.inspector.demo") == 5
