@@ -213,16 +213,16 @@ MUTATIONS = [
     ),
     (
         "damaged store folder",
-        "memsif/store/qdrant.py",
-        "        check_folder(path)\n",
+        "memsif/store/connection.py",
+        "    check_folder(path)\n",
         "",
         "tests/test_store.py::test_a_damaged_store_is_a_store_error_naming_the_folder_and_nothing_changes",
     ),
     (
         "read-only store folder",
-        "memsif/store/qdrant.py",
-        "        self.read_only = not _writable(path)",
-        "        self.read_only = False",
+        "memsif/store/connection.py",
+        "    if writable(path):",
+        "    if True:",
         "tests/test_store.py::test_a_read_only_folder_can_be_read_and_refuses_writes_by_name",
     ),
     (

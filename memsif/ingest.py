@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from memsif.entities import EntityExtractor
     from memsif.llm import LLM
     from memsif.matching import SemanticMapping
-    from memsif.store import MemoryStore
+    from memsif.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class Backends(Protocol):
     @property
     def entity_extractor(self) -> EntityExtractor: ...
     @property
-    def store(self) -> MemoryStore: ...
+    def store(self) -> Store: ...
     @property
     def semantic_mapping(self) -> SemanticMapping: ...
 

@@ -31,8 +31,8 @@ from memsif.prompts import answer as answer_prompt
 from memsif.prompts import sufficiency
 from memsif.records import Evidence, RetrievedFact
 from memsif.retrieval import EXCERPTS, EvidenceRetriever, named_speakers
-from memsif.store import MemoryStore
-from memsif.store.qdrant import CollectionMissing
+from memsif.store import Store
+from memsif.store.connection import CollectionMissing
 from memsif.timeparse import day_text
 
 #: The answer when nothing retrieved passes the relevance floor (``Answer.nothing_relevant``).
@@ -107,7 +107,7 @@ class Answer(BaseModel):
 class QueryPipeline:
     """One question at a time against one namespace."""
 
-    def __init__(self, config: MemSIFConfig, llm: LLM, embedder: Embedder, store: MemoryStore,
+    def __init__(self, config: MemSIFConfig, llm: LLM, embedder: Embedder, store: Store,
                  entities=None) -> None:
         self.config, self.llm, self.embedder, self.store = config, llm, embedder, store
         self.entities = entities

@@ -48,8 +48,7 @@ from memsif.llm import LLM
 from memsif.matching import jaccard
 from memsif.prompts import clip
 from memsif.records import Evidence, RetrievedFact, TopicalSegment
-from memsif.store import MemoryStore
-from memsif.store.qdrant import SentenceHit
+from memsif.store import SentenceHit, Store
 from memsif.timeparse import day_text
 
 #: A message enters the answer context as evidence with at most this many characters (a pasted log
@@ -127,7 +126,7 @@ class _Candidate:
 class EvidenceRetriever:
     """Facts and evidence sentences for one question at a time (no LLM call; ``llm`` counts tokens)."""
 
-    def __init__(self, config: MemSIFConfig, llm: LLM, embedder: Embedder, store: MemoryStore,
+    def __init__(self, config: MemSIFConfig, llm: LLM, embedder: Embedder, store: Store,
                  entities=None) -> None:
         self.config, self.llm, self.embedder, self.store = config, llm, embedder, store
         self.entities = entities

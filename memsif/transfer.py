@@ -30,12 +30,12 @@ from memsif.records import (
     Sentence,
     TopicalSegment,
 )
-from memsif.store.qdrant import MemoryStore, StoredMessage
+from memsif.store import Store, StoredMessage
 
 EXPORT_FORMAT = "memsif-namespace/1"
 
 
-def export_namespace(store: MemoryStore, embedder: Embedder, namespace: str, decimals: int | None = None,
+def export_namespace(store: Store, embedder: Embedder, namespace: str, decimals: int | None = None,
                      provenance: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything of ``namespace`` as one JSON-able dict (vectors included). ``decimals`` rounds the
     vector components (4 keeps cosine similarities within ~1e-4 and makes a file a third of the size;
@@ -69,7 +69,7 @@ def export_namespace(store: MemoryStore, embedder: Embedder, namespace: str, dec
     }
 
 
-def import_namespace(store: MemoryStore, embedder: Embedder, data: dict[str, Any], namespace: str) -> None:
+def import_namespace(store: Store, embedder: Embedder, data: dict[str, Any], namespace: str) -> None:
     """Write an ``export_namespace`` dict into ``namespace`` (which must hold no memory).
 
     Raises:

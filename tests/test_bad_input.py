@@ -9,8 +9,8 @@ import pytest
 from memsif.errors import MemSIFError, TranscriptError
 from memsif.io import load_transcripts
 from memsif.prompts import core_extract
-from memsif.retrieval import EVIDENCE_CHARS
 from memsif.records import Message
+from memsif.retrieval import EVIDENCE_CHARS
 from tests.fakes import FakeLLM, KeywordEmbedder
 
 MAY = datetime(2023, 5, 8)

@@ -125,8 +125,8 @@ def test_evidence_is_whole_sentences_of_the_turn_it_names():
     emb = HashEmbedder()
     text = "I love hiking in the Alps every summer. My sister prefers the beach though. Work is busy."
     store = _store([("Ben", text, "S1"), ("Ana", "Nice, the Alps are beautiful in July.", "S1")], emb)
-    evidence = _pipeline(store, emb).retriever.trace_back("t", "Where does Ben hike?", emb.embed_query("Where does Ben hike?"),
-                                                1500)
+    question = "Where does Ben hike?"
+    evidence = _pipeline(store, emb).retriever.trace_back("t", question, emb.embed_query(question), 1500)
     sentences = set(lexical.split_sentences(text))
     mine = [e for e in evidence if e.source_message_ids == ["D1:1"]]
     assert mine, "the turn that answers must be found"

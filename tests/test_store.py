@@ -158,7 +158,7 @@ def test_a_deleted_namespace_is_gone_from_search_views_and_disk_after_a_restart(
     assert again.namespaces() == ["b"] and not again.has_memory("a")
     from typing import get_args
 
-    from memsif.store.qdrant import RecordKind
+    from memsif.store import RecordKind
     for kind in get_args(RecordKind):
         assert again.store.count(kind, "a") == 0, f"{kind} records of the deleted namespace are still stored"
     assert again.store.count("decision", "b") > 0, "the other namespace must stay"
@@ -230,12 +230,12 @@ def test_a_damaged_store_is_a_store_error_naming_the_folder_and_nothing_changes(
 
 def test_a_read_only_folder_can_be_read_and_refuses_writes_by_name(engine_factory, tmp_path, monkeypatch):
     from memsif.errors import StoreError
-    from memsif.store import qdrant
+    from memsif.store import connection
 
     path = tmp_path / "q"
     _built(engine_factory, path)
     before = {p: p.read_bytes() for p in path.rglob("*") if p.is_file() and p.name != ".lock"}
-    monkeypatch.setattr(qdrant, "_writable", lambda folder: False)  # a read-only mount, as root sees one
+    monkeypatch.setattr(connection, "writable", lambda folder: False)  # a read-only mount, as root sees one
     engine = _engine(engine_factory, path)
     assert engine.store.read_only and [m.text for m in engine.messages("t")] == TEXTS
     assert engine.ask("What is Max?", "t").evidence_used, "questions work on a read-only memory"

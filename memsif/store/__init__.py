@@ -1,9 +1,10 @@
 """Persistence of all engine state in Qdrant (embedded folder, in-memory, or a server).
 
-``qdrant.py``: ``MemoryStore``, typed records in and out (collection names are its own);
-``transfer.py``: a namespace as one JSON document and back.
+``base.py``: the ``Store`` contract; ``qdrant.py``: ``MemoryStore``, typed records in and out (collection
+names are its own); ``connection.py``: opening and guarding the Qdrant client.
 """
 
-from memsif.store.qdrant import MemoryStore, StoredMessage
+from memsif.store.base import RecordKind, SentenceHit, Store, StoredMessage
+from memsif.store.qdrant import MemoryStore
 
-__all__ = ["MemoryStore", "StoredMessage"]
+__all__ = ["MemoryStore", "RecordKind", "SentenceHit", "Store", "StoredMessage"]

@@ -20,22 +20,14 @@ Collections (all records carry ``namespace``; every read filters on it):
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import json
 import logging
-import shutil
-import sqlite3
-import tempfile
-import threading
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 
 from memsif.errors import EmbedderError, StoreError
 from memsif.lexical import SparseVector
@@ -52,6 +44,8 @@ from memsif.records import (
     TopicalSegment,
     record_number,
 )
+from memsif.store.base import RecordKind, SentenceHit, StoredMessage
+from memsif.store.connection import connect
 
 _MESSAGES = "memsif_messages"
 _SEGMENTS = "memsif_segments"
@@ -72,9 +66,7 @@ RRF_K = 60
 _VECTOR_COLLECTIONS = (_MESSAGES, _SEGMENTS, _TRAJECTORIES, _FACTS, _ACTIVE_FACTS)
 _LOG_COLLECTIONS = (_DECISIONS, _FACT_OPS, _CLUSTERS)
 _ALL_COLLECTIONS = (*_VECTOR_COLLECTIONS, *_LOG_COLLECTIONS)
-#: The kinds of record the store holds, and each one's collection.
-RecordKind = Literal["message", "sentence", "segment", "trajectory", "decision", "fact", "fact_op", "cluster",
-                     "active_fact"]
+#: Each kind of record's collection.
 _COLLECTION_OF = {"message": _MESSAGES, "segment": _SEGMENTS, "trajectory": _TRAJECTORIES, "decision": _DECISIONS,
                   "fact": _FACTS, "fact_op": _FACT_OPS, "cluster": _CLUSTERS, "active_fact": _ACTIVE_FACTS}
 log = logging.getLogger(__name__)
@@ -89,32 +81,6 @@ def sentence_collection(namespace: str) -> str:
 def point_id(namespace: str, kind: str, record_id: str) -> str:
     """Stable UUID of a record: the same (namespace, kind, id) always maps to the same point."""
     return str(uuid.uuid5(_ID_SPACE, f"{namespace}\x1f{kind}\x1f{record_id}"))
-
-
-@dataclass
-class SentenceHit:
-    """A sentence found by hybrid search: the fused score (reciprocal rank fusion of the two
-    searches, done by Qdrant) and, where the sentence was among that search's candidates, its cosine
-    (``dense``) and BM25 (``lexical``) scores."""
-
-    sentence: Sentence
-    fused: float
-    dense: float | None = None
-    lexical: float | None = None
-
-    @property
-    def found_by(self) -> list[str]:
-        return [name for name, v in ((DENSE, self.dense), (LEXICAL, self.lexical)) if v is not None]
-
-
-@dataclass
-class StoredMessage:
-    """A message as stored: the record, its (d,) embedding, key entities and segment."""
-
-    message: Message
-    vector: np.ndarray
-    entities: frozenset[str]
-    segment_id: str | None
 
 
 def _ns_filter(namespace: str, **equals: Any) -> models.Filter:
@@ -137,113 +103,6 @@ def _sparse(vector: SparseVector) -> models.SparseVector:
     return models.SparseVector(indices=list(vector.indices), values=list(vector.values))
 
 
-#: Client calls that change the store (refused on a read-only folder).
-_WRITES = frozenset({"upsert", "delete", "create_collection", "delete_collection", "recreate_collection",
-                     "set_payload", "overwrite_payload", "delete_payload", "clear_payload", "create_payload_index",
-                     "update_vectors", "delete_vectors", "batch_update_points"})
-_SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-class _Guarded:
-    """Every client call, translated: a failure of the store itself (a damaged file, a read-only or
-    full disk, a collection deleted under it) becomes a :class:`StoreError` that names the folder,
-    what is wrong and what to do. With ``lock``, calls are serialised: embedded Qdrant (in-process
-    dicts and SQLite) is not thread-safe, and the app serves several sessions from worker threads;
-    calls are short (one upsert batch, one scroll page, one search). ``read_only`` refuses writes."""
-
-    def __init__(self, client: QdrantClient, location: str, lock: bool, read_only: bool = False) -> None:
-        self._client = client
-        self._location = location
-        self._lock = threading.RLock() if lock else contextlib.nullcontext()
-        self._read_only = read_only
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._client, name)
-        if not callable(attr):
-            return attr
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            if self._read_only and name in _WRITES:
-                raise StoreError(f"The memory folder {self._location} is read-only: it can be read, not changed. "
-                                 "Make it writable, or copy it and set MEMSIF_DATA_DIR to the copy.")
-            with self._lock:
-                try:
-                    return attr(*args, **kwargs)
-                except (StoreError, EmbedderError):
-                    raise
-                except sqlite3.DatabaseError as exc:
-                    raise StoreError(f"The memory folder {self._location} is damaged: a collection's SQLite file "
-                                     f"cannot be read ({exc}). Nothing was changed; move the folder aside and build "
-                                     "the memory again, or restore the folder from a backup.") from exc
-                except OSError as exc:
-                    raise StoreError(_os_advice(self._location, exc)) from exc
-                except ValueError as exc:
-                    if "not found" in str(exc).lower():
-                        raise CollectionMissing(f"A collection of the memory store at {self._location} is missing "
-                                                f"({exc}).") from exc
-                    raise
-        return call
-
-
-class CollectionMissing(StoreError):
-    """A collection the store expected is gone (deleted by another session, or by hand)."""
-
-
-def _os_advice(location: str, exc: OSError) -> str:
-    if exc.errno == errno.ENOSPC:
-        return (f"The disk of the memory folder {location} is full ({exc.strerror}). Free space and run the same "
-                "command again: what was written before is kept.")
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return (f"The memory folder {location} cannot be written ({exc.strerror}). Make it writable, or set "
-                "MEMSIF_DATA_DIR to a writable folder.")
-    return f"The memory folder {location} could not be read or written: {exc}"
-
-
-def check_folder(path: Path) -> None:
-    """The embedded store's own files, checked before Qdrant opens them (Qdrant would raise a raw
-    ``JSONDecodeError`` or ``DatabaseError``, or silently recreate a lost collection as empty).
-
-    Raises:
-        StoreError: ``meta.json`` is not Qdrant's, a collection it lists has no storage file, or a
-            storage file is not SQLite. The message names the file; nothing is changed.
-    """
-    meta_path = path / "meta.json"
-    if not meta_path.exists():
-        return
-    advice = ("Nothing was changed. Move the folder aside and build the memory again, or restore the folder "
-              "from a backup.")
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        collections = meta["collections"]
-        if not isinstance(collections, dict):
-            raise TypeError("'collections' is not an object")
-    except (ValueError, KeyError, TypeError) as exc:
-        raise StoreError(f"The memory folder {path} is damaged: {meta_path.name} is not a Qdrant index "
-                         f"({type(exc).__name__}: {exc}). {advice}") from exc
-    except OSError as exc:
-        raise StoreError(_os_advice(str(path), exc)) from exc
-    for name in collections:
-        storage = path / "collection" / name / "storage.sqlite"
-        if not storage.exists():
-            raise StoreError(f"The memory folder {path} is damaged: collection {name} is listed in meta.json but its "
-                             f"storage ({storage.relative_to(path)}) is missing, so its records are gone. {advice}")
-        with storage.open("rb") as f:
-            head = f.read(len(_SQLITE_HEADER))
-        if head and head != _SQLITE_HEADER:
-            raise StoreError(f"The memory folder {path} is damaged: {storage.relative_to(path)} is not an SQLite "
-                             f"database. {advice}")
-
-
-def _writable(path: Path) -> bool:
-    """Whether files can be created in ``path`` (tried, since permission bits do not bind root and a
-    read-only mount shows none)."""
-    try:
-        with tempfile.TemporaryFile(dir=path):
-            return True
-    except OSError:
-        return False
-
-
 class MemoryStore:
     """All engine state, persisted in Qdrant.
 
@@ -255,50 +114,11 @@ class MemoryStore:
 
     def __init__(self, *, path: str | Path | None = None, url: str | None = None,
                  api_key: str | None = None, in_memory: bool = False) -> None:
-        if sum(bool(x) for x in (path, url, in_memory)) != 1:
-            raise StoreError("Give exactly one of path= (embedded folder), url= (server) or in_memory=True.")
-        self.location = str(path or url or ":memory:")
-        self._is_server = bool(url)
-        self.read_only = False
-        self._snapshot: tempfile.TemporaryDirectory | None = None
-        try:
-            if in_memory:
-                self._client = _Guarded(QdrantClient(location=":memory:", force_disable_check_same_thread=True),
-                                        self.location, lock=True)
-            elif url:
-                self._client = _Guarded(QdrantClient(url=url, api_key=api_key or None), self.location, lock=False)
-            else:
-                self._client = self._open_folder(Path(path))
-        except (RuntimeError, BlockingIOError) as exc:
-            if "already accessed" in str(exc) or isinstance(exc, BlockingIOError):
-                raise StoreError(
-                    f"The memory folder {path} is in use by another MemSIF process (embedded Qdrant "
-                    "allows one). Stop that process, use another --data-dir, or run a Qdrant server "
-                    "and set MEMSIF_QDRANT_URL."
-                ) from exc
-            raise StoreError(f"Could not open the memory store at {self.location}: {exc}") from exc
+        connection = connect(path=path, url=url, api_key=api_key, in_memory=in_memory)
+        self._client, self.location = connection.client, connection.location
+        self._is_server, self.read_only = connection.is_server, connection.read_only
+        self._snapshot = connection.snapshot
         self.dim: int | None = None
-
-    def _open_folder(self, path: Path) -> _Guarded:
-        """The embedded store in ``path`` (created if missing). A folder that cannot be written is
-        opened from a snapshot copy, read-only: questions and views work, writes are refused."""
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(_os_advice(str(path), exc)) from exc
-        check_folder(path)
-        self.read_only = not _writable(path)
-        if not self.read_only:
-            return _Guarded(QdrantClient(path=str(path), force_disable_check_same_thread=True), str(path), lock=True)
-        self._snapshot = tempfile.TemporaryDirectory(prefix="memsif-read-only-")
-        copy = Path(self._snapshot.name) / "qdrant"
-        try:
-            shutil.copytree(path, copy, ignore=shutil.ignore_patterns(".lock"))
-        except OSError as exc:
-            raise StoreError(_os_advice(str(path), exc)) from exc
-        log.warning("memory folder %s is read-only: opened from a snapshot; writes are refused", path)
-        return _Guarded(QdrantClient(path=str(copy), force_disable_check_same_thread=True), str(path), lock=True,
-                        read_only=True)
 
     @classmethod
     def for_config(cls, config) -> MemoryStore:
@@ -401,60 +221,50 @@ class MemoryStore:
                                          key="segment_id", match=models.MatchValue(value=segment_id))]))
 
     def put_segments(self, namespace: str, rows: Iterable[tuple[TopicalSegment, np.ndarray]]) -> None:
-        self._upsert(_SEGMENTS, [
-            models.PointStruct(id=point_id(namespace, "segment", s.id), vector=v.astype(float).tolist(),
-                               payload=s.model_dump(mode="json"))
-            for s, v in rows
-        ])
+        """Upsert Topical Segments with their (d,) mean-pooled embeddings."""
+        self._put_points("segment", namespace, rows)
 
     def put_trajectories(self, namespace: str, rows: Iterable[tuple[EventTrajectory, np.ndarray]]) -> None:
-        self._upsert(_TRAJECTORIES, [
-            models.PointStruct(id=point_id(namespace, "trajectory", t.id), vector=v.astype(float).tolist(),
-                               payload=t.model_dump(mode="json"))
-            for t, v in rows
-        ])
+        """Upsert Event Trajectories with their (d,) mean-pooled embeddings."""
+        self._put_points("trajectory", namespace, rows)
 
     def put_decisions(self, namespace: str, decisions: Iterable[Decision], start_seq: int) -> int:
         """Append Structured Interaction Memory decisions numbered from ``start_seq`` (each record's
         ``seq`` is set); returns the next free number."""
-        return self._append(_DECISIONS, "decision", namespace, decisions, start_seq)
+        return self._append("decision", namespace, decisions, start_seq)
 
     def put_fact_ops(self, namespace: str, operations: Iterable[FactOperation], start_seq: int) -> int:
         """Append CoreFact operations to the log numbered from ``start_seq``; returns the next free number."""
-        return self._append(_FACT_OPS, "fact_op", namespace, operations, start_seq)
+        return self._append("fact_op", namespace, operations, start_seq)
 
-    def _append(self, collection: str, kind: str, namespace: str, rows: Iterable[Any], start_seq: int) -> int:
-        points = []
-        seq = start_seq
-        for row in rows:
+    def _append(self, kind: RecordKind, namespace: str, rows: Iterable[Any], start_seq: int) -> int:
+        rows = list(rows)
+        for seq, row in enumerate(rows, start_seq):
             row.seq = seq
-            payload = {**row.model_dump(mode="json"), "namespace": namespace}
-            points.append(models.PointStruct(id=point_id(namespace, kind, str(seq)), vector={}, payload=payload))
-            seq += 1
-        self._upsert(collection, points)
-        return seq
+        self._put_points(kind, namespace, ((row, None) for row in rows), key=lambda row: str(row.seq))
+        return start_seq + len(rows)
 
     def put_clusters(self, namespace: str, clusters: Iterable[CandidateCluster]) -> None:
-        """Upsert candidate clusters C_k (§3.4) with their embeddings."""
-        self._upsert(_CLUSTERS, [
-            models.PointStruct(id=point_id(namespace, "cluster", c.id), vector={},
-                               payload={**c.model_dump(mode="json"), "namespace": namespace})
-            for c in clusters
-        ])
+        """Upsert candidate clusters C_k (§3.4) with their embeddings (in the payload)."""
+        self._put_points("cluster", namespace, ((c, None) for c in clusters))
 
     def put_active_facts(self, namespace: str, rows: Iterable[tuple[ActiveFact, np.ndarray]]) -> None:
         """Upsert promoted ActiveFacts with their (d,) statement embeddings."""
-        self._upsert(_ACTIVE_FACTS, [
-            models.PointStruct(id=point_id(namespace, "active_fact", a.id), vector=v.astype(float).tolist(),
-                               payload={**a.model_dump(mode="json"), "namespace": namespace})
-            for a, v in rows
-        ])
+        self._put_points("active_fact", namespace, rows)
 
     def put_facts(self, namespace: str, rows: Iterable[tuple[CoreFact, np.ndarray]]) -> None:
-        self._upsert(_FACTS, [
-            models.PointStruct(id=point_id(namespace, "fact", f.id), vector=v.astype(float).tolist(),
-                               payload=f.model_dump(mode="json"))
-            for f, v in rows
+        """Upsert CoreFacts (current and superseded) with their (d,) statement embeddings."""
+        self._put_points("fact", namespace, rows)
+
+    def _put_points(self, kind: RecordKind, namespace: str, rows: Iterable[tuple[Any, np.ndarray | None]],
+                    key: Callable[[Any], str] = lambda record: record.id) -> None:
+        """Upsert records of ``kind`` into its collection, each with its (d,) vector (None: a collection
+        without vectors); the payload is the record's JSON and its ``namespace``."""
+        self._upsert(_COLLECTION_OF[kind], [
+            models.PointStruct(id=point_id(namespace, kind, key(record)),
+                               vector={} if vector is None else vector.astype(float).tolist(),
+                               payload={**record.model_dump(mode="json"), "namespace": namespace})
+            for record, vector in rows
         ])
 
     def facts(self, namespace: str, with_vectors: bool = False) -> list[tuple[CoreFact, np.ndarray | None]]:
@@ -608,12 +418,6 @@ class MemoryStore:
                for rec in self._scroll(_MESSAGES, _ns_filter(namespace), with_vectors=with_vectors)]
         out.sort(key=lambda r: r.message.index)
         return out
-
-    def get_messages(self, namespace: str, ids: Iterable[str]) -> list[StoredMessage]:
-        """Messages by source id (missing ids are skipped), in chronological order."""
-        points = self._client.retrieve(_MESSAGES, ids=[point_id(namespace, "message", i) for i in ids],
-                                       with_payload=True, with_vectors=True)
-        return sorted((_stored_message(rec.payload, rec.vector) for rec in points), key=lambda r: r.message.index)
 
     def segments(self, namespace: str) -> list[TopicalSegment]:
         segs = [TopicalSegment(**rec.payload) for rec in self._scroll(_SEGMENTS, _ns_filter(namespace))]

@@ -1,0 +1,192 @@
+"""Opening a Qdrant client for the MemoryStore: an embedded folder (checked, read-only when it cannot
+be written), ``:memory:``, or a server; and every client call guarded (``Guarded``), so a failure of the
+store itself is a :class:`StoreError` that says what to do."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import logging
+import shutil
+import sqlite3
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from qdrant_client import QdrantClient
+
+from memsif.errors import EmbedderError, StoreError
+
+log = logging.getLogger(__name__)
+
+#: Client calls that change the store (refused on a read-only folder).
+_WRITES = frozenset({"upsert", "delete", "create_collection", "delete_collection", "recreate_collection",
+                     "set_payload", "overwrite_payload", "delete_payload", "clear_payload", "create_payload_index",
+                     "update_vectors", "delete_vectors", "batch_update_points"})
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+class Guarded:
+    """Every client call, translated: a failure of the store itself (a damaged file, a read-only or
+    full disk, a collection deleted under it) becomes a :class:`StoreError` that names the folder,
+    what is wrong and what to do. With ``lock``, calls are serialised: embedded Qdrant (in-process
+    dicts and SQLite) is not thread-safe, and the app serves several sessions from worker threads;
+    calls are short (one upsert batch, one scroll page, one search). ``read_only`` refuses writes."""
+
+    def __init__(self, client: QdrantClient, location: str, lock: bool, read_only: bool = False) -> None:
+        self._client = client
+        self._location = location
+        self._lock = threading.RLock() if lock else contextlib.nullcontext()
+        self._read_only = read_only
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self._read_only and name in _WRITES:
+                raise StoreError(f"The memory folder {self._location} is read-only: it can be read, not changed. "
+                                 "Make it writable, or copy it and set MEMSIF_DATA_DIR to the copy.")
+            with self._lock:
+                try:
+                    return attr(*args, **kwargs)
+                except (StoreError, EmbedderError):
+                    raise
+                except sqlite3.DatabaseError as exc:
+                    raise StoreError(f"The memory folder {self._location} is damaged: a collection's SQLite file "
+                                     f"cannot be read ({exc}). Nothing was changed; move the folder aside and build "
+                                     "the memory again, or restore the folder from a backup.") from exc
+                except OSError as exc:
+                    raise StoreError(os_advice(self._location, exc)) from exc
+                except ValueError as exc:
+                    if "not found" in str(exc).lower():
+                        raise CollectionMissing(f"A collection of the memory store at {self._location} is missing "
+                                                f"({exc}).") from exc
+                    raise
+        return call
+
+
+class CollectionMissing(StoreError):
+    """A collection the store expected is gone (deleted by another session, or by hand)."""
+
+
+def os_advice(location: str, exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC:
+        return (f"The disk of the memory folder {location} is full ({exc.strerror}). Free space and run the same "
+                "command again: what was written before is kept.")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return (f"The memory folder {location} cannot be written ({exc.strerror}). Make it writable, or set "
+                "MEMSIF_DATA_DIR to a writable folder.")
+    return f"The memory folder {location} could not be read or written: {exc}"
+
+
+def check_folder(path: Path) -> None:
+    """The embedded store's own files, checked before Qdrant opens them (Qdrant would raise a raw
+    ``JSONDecodeError`` or ``DatabaseError``, or silently recreate a lost collection as empty).
+
+    Raises:
+        StoreError: ``meta.json`` is not Qdrant's, a collection it lists has no storage file, or a
+            storage file is not SQLite. The message names the file; nothing is changed.
+    """
+    meta_path = path / "meta.json"
+    if not meta_path.exists():
+        return
+    advice = ("Nothing was changed. Move the folder aside and build the memory again, or restore the folder "
+              "from a backup.")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        collections = meta["collections"]
+        if not isinstance(collections, dict):
+            raise TypeError("'collections' is not an object")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"The memory folder {path} is damaged: {meta_path.name} is not a Qdrant index "
+                         f"({type(exc).__name__}: {exc}). {advice}") from exc
+    except OSError as exc:
+        raise StoreError(os_advice(str(path), exc)) from exc
+    for name in collections:
+        storage = path / "collection" / name / "storage.sqlite"
+        if not storage.exists():
+            raise StoreError(f"The memory folder {path} is damaged: collection {name} is listed in meta.json but its "
+                             f"storage ({storage.relative_to(path)}) is missing, so its records are gone. {advice}")
+        with storage.open("rb") as f:
+            head = f.read(len(_SQLITE_HEADER))
+        if head and head != _SQLITE_HEADER:
+            raise StoreError(f"The memory folder {path} is damaged: {storage.relative_to(path)} is not an SQLite "
+                             f"database. {advice}")
+
+
+def writable(path: Path) -> bool:
+    """Whether files can be created in ``path`` (tried, since permission bits do not bind root and a
+    read-only mount shows none)."""
+    try:
+        with tempfile.TemporaryFile(dir=path):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass
+class Connection:
+    """An open client and what the store must know of it."""
+
+    client: Guarded
+    location: str
+    is_server: bool
+    read_only: bool = False
+    snapshot: tempfile.TemporaryDirectory | None = None
+
+
+def connect(*, path: str | Path | None = None, url: str | None = None, api_key: str | None = None,
+            in_memory: bool = False) -> Connection:
+    """A guarded client for exactly one of ``path`` (embedded folder), ``url`` (server) or ``in_memory``.
+
+    Raises:
+        StoreError: not exactly one was given; the folder is locked by another process, damaged
+            (``check_folder``) or cannot be opened.
+    """
+    if sum(bool(x) for x in (path, url, in_memory)) != 1:
+        raise StoreError("Give exactly one of path= (embedded folder), url= (server) or in_memory=True.")
+    location = str(path or url or ":memory:")
+    try:
+        if in_memory:
+            return Connection(Guarded(QdrantClient(location=":memory:", force_disable_check_same_thread=True),
+                                      location, lock=True), location, is_server=False)
+        if url:
+            return Connection(Guarded(QdrantClient(url=url, api_key=api_key or None), location, lock=False),
+                              location, is_server=True)
+        return _open_folder(Path(path))
+    except (RuntimeError, BlockingIOError) as exc:
+        if "already accessed" in str(exc) or isinstance(exc, BlockingIOError):
+            raise StoreError(
+                f"The memory folder {path} is in use by another MemSIF process (embedded Qdrant "
+                "allows one). Stop that process, use another --data-dir, or run a Qdrant server "
+                "and set MEMSIF_QDRANT_URL."
+            ) from exc
+        raise StoreError(f"Could not open the memory store at {location}: {exc}") from exc
+
+
+def _open_folder(path: Path) -> Connection:
+    """The embedded store in ``path`` (created if missing). A folder that cannot be written is
+    opened from a snapshot copy, read-only: questions and views work, writes are refused."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(os_advice(str(path), exc)) from exc
+    check_folder(path)
+    if writable(path):
+        return Connection(Guarded(QdrantClient(path=str(path), force_disable_check_same_thread=True), str(path),
+                                  lock=True), str(path), is_server=False)
+    snapshot = tempfile.TemporaryDirectory(prefix="memsif-read-only-")
+    copy = Path(snapshot.name) / "qdrant"
+    try:
+        shutil.copytree(path, copy, ignore=shutil.ignore_patterns(".lock"))
+    except OSError as exc:
+        raise StoreError(os_advice(str(path), exc)) from exc
+    log.warning("memory folder %s is read-only: opened from a snapshot; writes are refused", path)
+    return Connection(Guarded(QdrantClient(path=str(copy), force_disable_check_same_thread=True), str(path),
+                              lock=True, read_only=True), str(path), is_server=False, read_only=True,
+                      snapshot=snapshot)
