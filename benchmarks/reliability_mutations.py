@@ -42,7 +42,7 @@ MUTATIONS = [
     (
         "LLM JSON debris",
         "memsif/facts/core.py",
-        '_DEBRIS.search(it.subject) or not re.search(r"\\w", it.subject)',
+        'grounding.DEBRIS.search(it.subject) or not re.search(r"\\w", it.subject)',
         "False",
         "tests/test_core_facts.py::test_json_debris_in_a_subject_is_dropped_with_a_recorded_error",
     ),

@@ -25,7 +25,7 @@ from memsif.answercheck import unsupported_mentions
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.errors import LLMError, NotFoundError, StoreError
-from memsif.facts.active import accumulate, normalise_subject
+from memsif.facts.active import Observed, Thresholds, accumulate, normalise_subject
 from memsif.llm import LLM, generate_streamed
 from memsif.prompts import answer as answer_prompt
 from memsif.prompts import sufficiency
@@ -345,8 +345,9 @@ class QueryPipeline:
         names |= {w for e in evidence for w in normalise_subject(e.subject).split()}
         topics = ([sorted(t - names) for t in self.entities.extract([e.statement for e in evidence])]
                   if self.entities is not None else [[] for _ in evidence])
-        done = accumulate(clusters, self.store.active_facts(namespace), evidence, vectors, topics, question, qv,
-                          cfg.theta_src, cfg.theta_qry, cfg.active_compatible_cosine,
+        done = accumulate(clusters, self.store.active_facts(namespace),
+                          [Observed(e, v, t) for e, v, t in zip(evidence, vectors, topics, strict=True)], question, qv,
+                          Thresholds(cfg.theta_src, cfg.theta_qry, cfg.active_compatible_cosine),
                           datetime.now(UTC).replace(tzinfo=None), namespace)
         self.store.put_clusters(namespace, done.clusters)
         self.store.put_active_facts(namespace, done.active_facts)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from memsif.config import MemSIFConfig
 from memsif.facts.active import (
     add_evidence,
     coherence,
@@ -61,7 +62,7 @@ def test_cluster_accumulates_dedupes_and_promotes():
 
 # --------------------------------------------------- clusters that mean something (complete link)
 def test_a_bridge_statement_does_not_chain_unrelated_statements():
-    from memsif.facts.active import COMPATIBLE_COSINE
+    COMPATIBLE_COSINE = MemSIFConfig().active_compatible_cosine
 
     bridge = (E1 + E2) / np.sqrt(2)  # cos 0.71 with each, while E1 ⟂ E2
     cluster = new_cluster("C1", "t", "ana")

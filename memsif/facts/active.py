@@ -110,9 +110,6 @@ def is_promoted(cluster: CandidateCluster, theta_src: float, theta_qry: float) -
     return promote(cluster.score_src, cluster.score_qry, theta_src, theta_qry)
 
 
-#: An evidence statement joins a cluster of its subject when its cosine with *every* statement of the
-#: cluster is at least this ("compatible with the accumulated statements", §3.4; complete link).
-COMPATIBLE_COSINE = 0.5
 #: A promoted statement is replaced only by a member more central by at least this (mean cosine).
 STATEMENT_SWITCH_MARGIN = 0.05
 
@@ -151,23 +148,41 @@ class Accumulation:
     active_facts: list[tuple[ActiveFact, np.ndarray]] = field(default_factory=list)
 
 
-def accumulate(clusters: Sequence[CandidateCluster], active: Sequence[ActiveFact], evidence: Sequence[Evidence],
-               vectors: Sequence[np.ndarray], topics: Sequence[Sequence[str]], question: str,
-               query_vector: np.ndarray, theta_src: float, theta_qry: float, compatible_cosine: float,
-               now: datetime, namespace: str) -> Accumulation:
+@dataclass(frozen=True)
+class Observed:
+    """One evidence entry of an answer, as accumulation reads it: the entry, its (d,) statement
+    embedding and its key-entity topics."""
+
+    evidence: Evidence
+    vector: np.ndarray
+    topics: Sequence[str]
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """θ_s and θ_q of Eq. 4, and the cosine an entry needs with *every* statement of a cluster of its
+    subject to join it ("compatible with the accumulated statements", §3.4; complete link)."""
+
+    theta_src: float
+    theta_qry: float
+    compatible_cosine: float
+
+
+def accumulate(clusters: Sequence[CandidateCluster], active: Sequence[ActiveFact], observed: Sequence[Observed],
+               question: str, query_vector: np.ndarray, thresholds: Thresholds, now: datetime,
+               namespace: str) -> Accumulation:
     """Post-answer candidate accumulation and promotion (§3.4, Eqs. 2–4), without side effects.
 
-    Each evidence entry (with its (d,) statement embedding in ``vectors`` and its key-entity topics)
-    joins the cluster of its normalised subject whose every statement has cosine ≥
-    ``compatible_cosine`` with it (the most compatible one), or opens a new cluster. Touched clusters
-    that pass Eq. 4 become ActiveFacts (new id, or their existing one updated, ``promoted_at`` kept);
-    the statement is :func:`choose_statement`'s. The inputs are left unchanged."""
+    Each observed evidence entry joins the cluster of its normalised subject whose every statement has
+    cosine ≥ ``thresholds.compatible_cosine`` with it (the most compatible one), or opens a new cluster.
+    Touched clusters that pass Eq. 4 become ActiveFacts (new id, or their existing one updated,
+    ``promoted_at`` kept); the statement is :func:`choose_statement`'s. The inputs are left unchanged."""
     working = {c.id: c for c in clusters}
     touched: dict[str, CandidateCluster] = {}
-    for ev, vec, topic in zip(evidence, vectors, topics, strict=True):
+    for ev, vec, topic in ((o.evidence, o.vector, o.topics) for o in observed):
         subject = normalise_subject(ev.subject)
         fits = {cid: compatibility(c, vec) for cid, c in working.items() if c.subject == subject}
-        fits = {cid: f for cid, f in fits.items() if f >= compatible_cosine}
+        fits = {cid: f for cid, f in fits.items() if f >= thresholds.compatible_cosine}
         if fits:
             target = max(fits, key=fits.get)
         else:
@@ -182,7 +197,7 @@ def accumulate(clusters: Sequence[CandidateCluster], active: Sequence[ActiveFact
     for cid in sorted(touched, key=record_number):
         cluster = touched[cid]
         out.clusters.append(cluster)
-        if not is_promoted(cluster, theta_src, theta_qry):
+        if not is_promoted(cluster, thresholds.theta_src, thresholds.theta_qry):
             continue
         aid = cluster.active_fact_id or f"A{len(by_id) + len(out.active_facts) + 1}"
         statement = cluster.statement = choose_statement(cluster)

@@ -75,10 +75,6 @@ def operation_trusted(mode: str, llm: LLM | None) -> bool:
     return mode == "model"
 
 
-#: Characters that never belong in a subject name: JSON structure leaking into a string.
-_DEBRIS = re.compile(r'[{}\[\]"]')
-
-
 @dataclass
 class FactState:
     """A namespace's CoreFacts with their (d,) statement embeddings."""
@@ -255,7 +251,7 @@ class CoreFactBuilder:
                                   rule="llm", prompt=prompt)]
         # A small model can write JSON debris into a string ("Ben (17 March 2024)},{"): such a fact is
         # dropped with a recorded error, never stored.
-        debris = [it for it in items if _DEBRIS.search(it.subject) or not re.search(r"\w", it.subject)]
+        debris = [it for it in items if grounding.DEBRIS.search(it.subject) or not re.search(r"\w", it.subject)]
         failures = [self._log(namespace, FactOp.NOOP, [], reason=f"dropped a fact with a malformed subject from "
                               f"{ids[0]}..{ids[-1]}", rule="llm", prompt=prompt,
                               error=f"malformed subject {it.subject!r} (statement {it.statement!r})")

@@ -50,7 +50,9 @@ MAX_SUBJECT_WORDS = 4
 #: A word 3-gram seen this often means the model looped ("I am happy to say that I am happy to say…").
 LOOP_REPEATS = 3
 
-_DEBRIS = re.compile(r'[{}\[\]"\\]|\b(?:null|none)\b\s*[,}]')
+#: JSON left in a subject or statement by a model that wrote its reply wrong (brackets, quotes, a
+#: backslash, a JSON null); CoreFact extraction drops such subjects and the gate refuses such candidates.
+DEBRIS = re.compile(r'[{}\[\]"\\]|\b(?:null|none)\b\s*[,}]')
 _SENTENCE_PUNCTUATION = re.compile(r"[.,;:!?…]")
 _PRONOUNS = {"i", "me", "my", "mine", "we", "us", "our", "you", "your", "he", "him", "his", "she", "her",
              "they", "them", "their", "it", "its", "this", "that", "someone", "somebody", "everyone",
@@ -179,80 +181,143 @@ def check(subject: str, statement: str, cited: Sequence[Message], speakers: Sequ
     """
     if not cited:
         raise ValueError("a candidate fact must cite at least one message")
-    reasons: list[str] = []
-    subject, statement = subject.strip(), statement.strip()
-    # -- format
-    if _DEBRIS.search(subject) or _DEBRIS.search(statement):
+    c = _Candidate.of(subject, statement, cited, speakers)
+    measured = _Measures.of(c, statement_vector, cited_vectors)
+    reasons = [*_format_rule(c, max_statement_chars), *_subject_rule(c), *_statement_rule(c),
+               *_support_rule(c, measured, with_cosine=statement_vector is not None and cited_vectors is not None)]
+    scores = {"overlap": round(measured.overlap, 4), "content_words": float(len(c.content)),
+              "cosine": round(measured.cosine, 4), "unsupported_values": float(len(measured.unsupported_values)),
+              "unsupported_names": float(len(measured.unsupported_names))}
+    return Grounding(not reasons, reasons, scores, c.stored_subject, [m.id for m in measured.support_msgs])
+
+
+@dataclass
+class _Candidate:
+    """One candidate as the rules read it: stripped, its subject resolved to a speaker where it names
+    one, and the statement's words and content words (names of the speakers and the subject left out)."""
+
+    subject: str
+    statement: str
+    cited: Sequence[Message]
+    speakers: Sequence[str]
+    speaker: str | None
+    subject_key: str
+    drop: set[str]
+    words: list[lexical.Word]
+    content: list[str]
+
+    @property
+    def stored_subject(self) -> str:
+        return self.speaker or self.subject
+
+    @classmethod
+    def of(cls, subject: str, statement: str, cited: Sequence[Message], speakers: Sequence[str]) -> _Candidate:
+        subject, statement = subject.strip(), statement.strip()
+        subject_key = _norm(subject)
+        drop = {s for sp in speakers for name in _names(sp) for s in (name, *name.split())} | set(subject_key.split())
+        words = lexical.words(statement)
+        return cls(subject, statement, cited, speakers, _resolve_speaker(subject, speakers), subject_key, drop, words,
+                   list(dict.fromkeys(_content(words, drop))))
+
+
+@dataclass
+class _Measures:
+    """How far the candidate's sources support it: the supporting messages (by or about the subject),
+    the share of content words found there, values and names not found, the closest source's cosine,
+    and other speakers it names whom the sources do not."""
+
+    support_msgs: list[Message]
+    overlap: float
+    unsupported_values: list[str]
+    unsupported_names: list[str]
+    cosine: float
+    unnamed: list[str]
+
+    @classmethod
+    def of(cls, c: _Candidate, statement_vector: np.ndarray | None, cited_vectors: np.ndarray | None) -> _Measures:
+        texts = {m.id: support_text(m, c.speaker) for m in c.cited}
+        support_msgs = [m for m in c.cited if texts[m.id]]
+        support = " ".join(texts[m.id] for m in support_msgs)
+        support_words = lexical.words(support)
+        support_stems = {w.stem for w in support_words} | {w.lower for w in support_words}
+        prefixes = {w[:PREFIX_MATCH] for w in support_stems if len(w) >= PREFIX_MATCH}
+        overlap = (sum(1 for w in c.content if _matches(w, support_stems, prefixes)) / len(c.content)
+                   if c.content else 0.0)
+        stated, supported = values(c.statement, c.words), values(support, support_words)
+        unsupported_values = sorted(
+            [f"{v:g}" for v in stated.numbers - supported.numbers] + list(stated.calendar - supported.calendar))
+        support_low = _norm(support)
+        names = [w.text for w in c.words if w.is_alpha and w.text[:1].isupper() and not w.is_sent_start
+                 and w.lower not in MONTHS and w.lower not in WEEKDAYS and w.lower not in c.drop
+                 and w.lower not in _PRONOUNS]
+        unsupported_names = sorted({n for n in names if not re.search(rf"\b{re.escape(n.lower())}\b", support_low)})
+        cos = 0.0
+        if statement_vector is not None and cited_vectors is not None and len(cited_vectors):
+            own = [k for k, m in enumerate(c.cited) if m in support_msgs] or list(range(len(c.cited)))
+            cos = float(np.max(cosines(cited_vectors[own], statement_vector)))
+        statement_low = _norm(c.statement)  # full or first names only: a nickname ("Car") is also a word
+        others = [sp for sp in c.speakers if sp != c.stored_subject
+                  and any(n and re.search(rf"\b{re.escape(n)}\b", statement_low) for n in _names(sp)[:2])]
+        return cls(support_msgs, overlap, unsupported_values, unsupported_names, cos,
+                   [sp for sp in others if not _mentions(support, sp)])
+
+
+def _format_rule(c: _Candidate, max_statement_chars: int | None) -> list[str]:
+    """The candidate is well-formed: no JSON debris, not cut off, no loop."""
+    reasons = []
+    if DEBRIS.search(c.subject) or DEBRIS.search(c.statement):
         reasons.append("format debris (JSON characters) in subject or statement")
-    if max_statement_chars and len(statement) >= max_statement_chars - 1 and not statement.endswith((".", "!")):
+    if max_statement_chars and len(c.statement) >= max_statement_chars - 1 and not c.statement.endswith((".", "!")):
         reasons.append(f"statement cut off at the {max_statement_chars}-character limit")
-    elif statement.endswith(("…", "...")):
+    elif c.statement.endswith(("…", "...")):
         reasons.append("statement cut off (ends with an ellipsis)")
-    if _loops(f"{subject} {statement}"):
+    if _loops(f"{c.subject} {c.statement}"):
         reasons.append("the model repeated itself")
-    # -- subject
-    speaker = _resolve_speaker(subject, speakers)
-    subject_key = _norm(subject)
-    if len(subject.split()) > MAX_SUBJECT_WORDS or _SENTENCE_PUNCTUATION.search(subject):
-        reasons.append(f"subject {subject!r} is a sentence, not a name")
-    elif speaker is None and (not subject_key or subject_key in _PRONOUNS
-                              or subject_key.split()[0] in {"i", "my", "we", "our"}):
-        reasons.append(f"subject {subject!r} names nobody")
-    elif speaker is None and not any(re.search(rf"\b{re.escape(subject_key)}\b", _norm(m.text)) for m in cited):
-        reasons.append(f"subject {subject!r} is neither a speaker nor named in {', '.join(m.id for m in cited)}")
-    stored_subject = speaker or subject
-    # -- states something
-    drop = {s for sp in speakers for name in _names(sp) for s in (name, *name.split())}
-    drop |= set(subject_key.split())
-    words = lexical.words(statement)
-    content = list(dict.fromkeys(_content(words, drop)))
-    lowered = {w.lower for w in words}
-    if statement.rstrip().endswith("?"):
+    return reasons
+
+
+def _subject_rule(c: _Candidate) -> list[str]:
+    """The subject is a name: a speaker, or someone the cited messages name."""
+    if len(c.subject.split()) > MAX_SUBJECT_WORDS or _SENTENCE_PUNCTUATION.search(c.subject):
+        return [f"subject {c.subject!r} is a sentence, not a name"]
+    if c.speaker is None and (not c.subject_key or c.subject_key in _PRONOUNS
+                              or c.subject_key.split()[0] in {"i", "my", "we", "our"}):
+        return [f"subject {c.subject!r} names nobody"]
+    if c.speaker is None and not any(re.search(rf"\b{re.escape(c.subject_key)}\b", _norm(m.text)) for m in c.cited):
+        return [f"subject {c.subject!r} is neither a speaker nor named in {', '.join(m.id for m in c.cited)}"]
+    return []
+
+
+def _statement_rule(c: _Candidate) -> list[str]:
+    """The statement states something: not a question, not addressed to someone, not a greeting."""
+    reasons = []
+    if c.statement.rstrip().endswith("?"):
         reasons.append("statement is a question")
-    if lowered & _SECOND_PERSON:
+    if {w.lower for w in c.words} & _SECOND_PERSON:
         reasons.append("statement is addressed to someone (you/your), not a fact about the subject")
-    if len(content) < MIN_CONTENT_WORDS or all(c in _GREETINGS for c in content):
-        what = "a bare date" if any(w.lower in MONTHS or w.like_num for w in words) else "nothing"
-        reasons.append(f"statement states {what} ({len(content)} content word(s))")
-    # -- supported
-    texts = {m.id: support_text(m, speaker) for m in cited}
-    support_msgs = [m for m in cited if texts[m.id]]
-    support = " ".join(texts[m.id] for m in support_msgs)
-    support_words = lexical.words(support)
-    support_stems = {w.stem for w in support_words} | {w.lower for w in support_words}
-    prefixes = {w[:PREFIX_MATCH] for w in support_stems if len(w) >= PREFIX_MATCH}
-    overlap = sum(1 for c in content if _matches(c, support_stems, prefixes)) / len(content) if content else 0.0
-    stated, supported = values(statement, words), values(support, support_words)
-    unsupported_values = sorted(
-        [f"{v:g}" for v in stated.numbers - supported.numbers] + list(stated.calendar - supported.calendar))
-    support_low = _norm(support)
-    names = [w.text for w in words if w.is_alpha and w.text[:1].isupper() and not w.is_sent_start
-             and w.lower not in MONTHS and w.lower not in WEEKDAYS and w.lower not in drop
-             and w.lower not in _PRONOUNS]
-    unsupported_names = sorted({n for n in names if not re.search(rf"\b{re.escape(n.lower())}\b", support_low)})
-    cos = 0.0
-    if statement_vector is not None and cited_vectors is not None and len(cited_vectors):
-        own = [k for k, m in enumerate(cited) if m in support_msgs] or list(range(len(cited)))
-        cos = float(np.max(cosines(cited_vectors[own], statement_vector)))
-    statement_low = _norm(statement)  # full or first names only: a nickname ("Car") is also a word
-    others = [sp for sp in speakers if sp != stored_subject
-              and any(n and re.search(rf"\b{re.escape(n)}\b", statement_low) for n in _names(sp)[:2])]
-    unnamed = [sp for sp in others if not _mentions(support, sp)]
-    if unnamed:
-        reasons.append(f"names {', '.join(unnamed)}, whom its supporting sentences do not name")
-    if speaker is not None and not support_msgs:
-        reasons.append(f"none of {', '.join(m.id for m in cited)} is by or about {speaker}")
-    elif content and overlap < MIN_OVERLAP:
-        reasons.append(f"only {overlap:.0%} of its content words are in the supporting sentences")
-    if unsupported_values:
-        reasons.append(f"values not in its sources: {', '.join(unsupported_values)}")
-    if unsupported_names:
-        reasons.append(f"names not in its sources: {', '.join(unsupported_names)}")
-    if statement_vector is not None and cited_vectors is not None and cos < MIN_COSINE and overlap < FULL_OVERLAP:
-        reasons.append(f"cosine with its closest source {cos:.2f} < {MIN_COSINE}")
-    scores = {"overlap": round(overlap, 4), "content_words": float(len(content)), "cosine": round(cos, 4),
-              "unsupported_values": float(len(unsupported_values)), "unsupported_names": float(len(unsupported_names))}
-    return Grounding(not reasons, reasons, scores, stored_subject, [m.id for m in support_msgs])
+    if len(c.content) < MIN_CONTENT_WORDS or all(w in _GREETINGS for w in c.content):
+        what = "a bare date" if any(w.lower in MONTHS or w.like_num for w in c.words) else "nothing"
+        reasons.append(f"statement states {what} ({len(c.content)} content word(s))")
+    return reasons
+
+
+def _support_rule(c: _Candidate, m: _Measures, with_cosine: bool) -> list[str]:
+    """The sources support it: by or about the subject, its content words, values and names there,
+    and (``with_cosine``) close enough in meaning unless nearly all its words are there."""
+    reasons = []
+    if m.unnamed:
+        reasons.append(f"names {', '.join(m.unnamed)}, whom its supporting sentences do not name")
+    if c.speaker is not None and not m.support_msgs:
+        reasons.append(f"none of {', '.join(x.id for x in c.cited)} is by or about {c.speaker}")
+    elif c.content and m.overlap < MIN_OVERLAP:
+        reasons.append(f"only {m.overlap:.0%} of its content words are in the supporting sentences")
+    if m.unsupported_values:
+        reasons.append(f"values not in its sources: {', '.join(m.unsupported_values)}")
+    if m.unsupported_names:
+        reasons.append(f"names not in its sources: {', '.join(m.unsupported_names)}")
+    if with_cosine and m.cosine < MIN_COSINE and m.overlap < FULL_OVERLAP:
+        reasons.append(f"cosine with its closest source {m.cosine:.2f} < {MIN_COSINE}")
+    return reasons
 
 
 #: Messages a provenance repair may add to what the model cited.
