@@ -182,6 +182,26 @@ def select_operations(log: Sequence[FactOperation], op: str | None = None,
     return rows
 
 
+def _provenance(item, vector: np.ndarray, messages: Sequence[Message], message_vectors: np.ndarray,
+                speakers: Sequence[str], note: str) -> tuple[list[int], str]:
+    """The 1-based numbers of the batch's messages a candidate comes from, and the note of what was
+    changed: numbers outside the batch dropped, the sources repaired model-free
+    (``grounding.repair_sources``), or, with none left, the message its (d,) ``vector`` is closest to."""
+    valid = sorted({i for i in item.sources if 1 <= i <= len(messages)})
+    if len(valid) != len(item.sources):
+        note = f"dropped source numbers outside 1..{len(messages)}: {sorted(set(item.sources) - set(valid))}; "
+    if valid:
+        cited = valid
+        valid, added = grounding.repair_sources(item.statement, messages, valid, item.subject, speakers)
+        if added:
+            note += (f"sources repaired (model-free): cited {', '.join(messages[i - 1].id for i in cited)}, "
+                     f"now {', '.join(messages[i - 1].id for i in valid)}, the batch's messages that say it; ")
+    if not valid:  # provenance by similarity: the one message the statement is closest to
+        valid = [int(np.argmax(cosines(message_vectors, vector))) + 1]
+        note += f"provenance by similarity to {messages[valid[0] - 1].id}"
+    return valid, note
+
+
 class CoreFactBuilder:
     """Extracts and consolidates CoreFacts; every operation (and failure) goes to the log."""
 
@@ -266,19 +286,7 @@ class CoreFactBuilder:
         speakers = list(dict.fromkeys(m.speaker for m in messages))
         candidates = []
         for item, vector in zip(items, vectors, strict=True):
-            valid = sorted({i for i in item.sources if 1 <= i <= len(messages)})
-            note = salvage_note
-            if len(valid) != len(item.sources):
-                note = f"dropped source numbers outside 1..{len(messages)}: {sorted(set(item.sources) - set(valid))}; "
-            if valid:
-                cited = valid
-                valid, added = grounding.repair_sources(item.statement, messages, valid, item.subject, speakers)
-                if added:
-                    note += (f"sources repaired (model-free): cited {', '.join(messages[i - 1].id for i in cited)}, "
-                             f"now {', '.join(messages[i - 1].id for i in valid)}, the batch's messages that say it; ")
-            if not valid:  # provenance by similarity: the one message the statement is closest to
-                valid = [int(np.argmax(cosines(message_vectors, vector))) + 1]
-                note += f"provenance by similarity to {messages[valid[0] - 1].id}"
+            valid, note = _provenance(item, vector, messages, message_vectors, speakers, salvage_note)
             sources = [messages[i - 1] for i in valid]
             when = max((m.time for m in sources if m.time), default=None)
             statement = annotate_relative_dates(item.statement, when)[0]
@@ -353,7 +361,9 @@ class CoreFactBuilder:
 
     def consolidate(self, state: FactState, cand: Candidate) -> FactOperation:
         """Gate ``cand``, then apply one of Add / Update / Merge / Supersede; return the logged operation
-        (REJECT when the gate turned the candidate away)."""
+        (REJECT when the gate turned the candidate away). Rules decide where they can (a changed
+        quantity, nothing similar, a near-duplicate, another occurrence, a newer value of the same
+        claim); the LLM chooses among the similar facts only when it is trusted with the choice."""
         verdict = self.ground(cand) if cand.cited else None
         if verdict is not None and not verdict.passed:
             reason = f"not grounded in {', '.join(m.id for m in cand.cited)}: {verdict.reason}"
@@ -375,14 +385,21 @@ class CoreFactBuilder:
         if not known:
             return self._apply(state, cand, FactOp.ADD, None, "rule", "no current fact with this subject and type "
                                "is similar enough", sims | gate_scores)
+        by_rule, value_note = self._by_rule(state, cand, known, sims, gate_scores)
+        if by_rule is not None:
+            return by_rule
+        return self._ask_operation(state, cand, known, sims, gate_scores, value_note)
+
+    def _by_rule(self, state: FactState, cand: Candidate, known: list[tuple[CoreFact, float]],
+                 sims: dict[str, float], gate_scores: dict[str, float]) -> tuple[FactOperation | None, str]:
+        """The operation the rules decide against the most similar known fact, if they decide one, and
+        the note of the values that changed (for the reason of a later choice)."""
         best, best_cos = max(known, key=lambda item: item[1])
-        new_values = values(cand.fact.statement)
-        known_values = {f.id: values(f.statement) for f, _ in known}
-        old_values = known_values[best.id]
+        new_values, old_values = values(cand.fact.statement), values(best.statement)
         changed = new_values.differences(old_values)
         if best_cos >= DUPLICATE_COSINE and not changed:
             return self._apply(state, cand, FactOp.MERGE, best, "rule", f"near-identical to {best.id}",
-                               sims | gate_scores)
+                               sims | gate_scores), ""
         value_note = ""
         if changed:
             claim_cos = cosine(*self.embedder.embed_documents([mask(cand.fact.statement), mask(best.statement)]))
@@ -392,19 +409,26 @@ class CoreFactBuilder:
                      and cand.fact.event_time > best.event_time)
             if claim_cos >= SAME_CLAIM_COSINE and cand.fact.type.lower() in OCCURRENCE_TYPES:
                 return self._apply(state, cand, FactOp.ADD, None, "rule",
-                                   f"another occurrence than {best.id} ({value_note})", sims | gate_scores)
+                                   f"another occurrence than {best.id} ({value_note})", sims | gate_scores), value_note
             if claim_cos >= SAME_CLAIM_COSINE and newer:
                 return self._apply(state, cand, FactOp.SUPERSEDE, best, "rule",
-                                   f"same claim as {best.id}, {value_note}, newer evidence", sims | gate_scores)
+                                   f"same claim as {best.id}, {value_note}, newer evidence",
+                                   sims | gate_scores), value_note
         if not self.ask_operation:
             reason = (f"operation choice not asked ({getattr(self.llm, 'name', None) or 'the model'} is not "
                       f"trusted with it: fact_operation, OPERATION_MEASURED_MODELS); added beside {best.id} "
                       f"(cos {best_cos:.2f})")
             if value_note:
                 reason += f"; {value_note} vs {best.id}"
-            return self._apply(state, cand, FactOp.ADD, None, "rule", reason, sims | gate_scores)
-        # "says the same" is false when a value differs: Merge with such a fact is not offered
-        no_merge = [k for k, (f, _) in enumerate(known) if known_values[f.id].differences(new_values)]
+            return self._apply(state, cand, FactOp.ADD, None, "rule", reason, sims | gate_scores), value_note
+        return None, f"{value_note} vs {best.id}" if value_note else ""
+
+    def _ask_operation(self, state: FactState, cand: Candidate, known: list[tuple[CoreFact, float]],
+                       sims: dict[str, float], gate_scores: dict[str, float], value_note: str) -> FactOperation:
+        """The LLM picks Add / Update / Merge / Supersede among ``known`` (one scored forward pass over the
+        option letters); Merge is not offered with a fact whose values differ."""
+        new_values = values(cand.fact.statement)
+        no_merge = [k for k, (f, _) in enumerate(known) if values(f.statement).differences(new_values)]
         prompt, options = core_operation.build(cand.fact, [f for f, _ in known], no_merge)
         try:
             self.llm_calls += 1
@@ -422,7 +446,7 @@ class CoreFactBuilder:
         target = known[index][0] if index is not None else None
         reason = f"LLM chose {letter} ({op.value}{' ' + target.id if target else ''}) with p={probs[k]:.2f}"
         if value_note:
-            reason += f"; {value_note} vs {best.id}, so Merge with it was not offered"
+            reason += f"; {value_note}, so Merge with it was not offered"
         scores.update({f"cos:{fid}": v for fid, v in sims.items()} | gate_scores)
         record = self._apply(state, cand, op, target, "llm", reason, scores)
         record.prompt_version = prompt.version
