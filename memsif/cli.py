@@ -134,19 +134,14 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     wanted = args.namespace or engine.namespaces()
     if not wanted:
         print(f"no namespaces in {engine.store.location}: nothing to upgrade")
+    from memsif.upgrade import STEPS
+
     for ns in wanted:
-        missing = engine.missing_sentence_index(ns)
-        if missing:
-            written = engine.index_sentences(ns)
-            print(f"{ns}: sentence index added for {missing} messages ({written} sentences)")
-        updated = engine.index_sentence_trajectories(ns)
-        if updated:
-            print(f"{ns}: Event Trajectory ids written into the sentences of {updated} segments")
-        relexed = engine.reindex_lexical(ns)
-        if relexed:
-            print(f"{ns}: lexical terms rewritten for {relexed} sentences (Chinese, Japanese, Thai … by characters "
-                  "and bigrams)")
-        if not missing and not updated and not relexed:
+        changed = engine.upgrade(ns)
+        for step in STEPS:
+            if changed[step.name]:
+                print(f"{ns}: {step.says.format(n=changed[step.name])}")
+        if not any(changed.values()):
             print(f"{ns}: up to date")
     engine.close()
     return 0

@@ -251,40 +251,28 @@ class MemSIF:
 
     def missing_sentence_index(self, namespace: str) -> int:
         """How many of ``namespace``'s messages have no sentence in the hybrid index (stores built
-        before it existed; ``index_sentences`` adds them)."""
-        return len(IngestPipeline(self.config, self, namespace).unindexed_messages())
+        before it existed; the upgrade step "sentence_index" adds them)."""
+        from memsif.upgrade import unindexed_messages
 
-    def index_sentences(self, namespace: str) -> int:
-        """Add the hybrid sentence index for every stored message of ``namespace`` that lacks it;
-        returns how many sentences were written (``NotFoundError`` for a namespace without memory)."""
+        return len(unindexed_messages(self.store, namespace))
+
+    def upgrade(self, namespace: str, steps: Sequence[str] | None = None) -> dict[str, int]:
+        """Run the named upgrade steps (``memsif.upgrade.STEPS``; all by default, in their order) on
+        ``namespace``; returns each step's count of what it changed (0: already up to date).
+
+        Raises:
+            NotFoundError: no memory in ``namespace``.
+            ValueError: a step name that does not exist.
+        """
+        from memsif.upgrade import STEPS
+
+        known = {s.name for s in STEPS}
+        if unknown := sorted(set(steps or ()) - known):
+            raise ValueError(f"unknown upgrade steps {unknown}; the steps are {[s.name for s in STEPS]}")
         self._require(namespace)
         with self._namespace_lock(namespace):
-            return IngestPipeline(self.config, self, namespace).index_sentences()
-
-    def index_sentence_trajectories(self, namespace: str) -> int:
-        """Write each sentence's Event Trajectory id where it differs from its segment's (stores made
-        before sentences held it); returns how many segments' sentences were updated."""
-        self._require(namespace)
-        with self._namespace_lock(namespace):
-            return IngestPipeline(self.config, self, namespace).index_sentence_trajectories()
-
-    def reindex_lexical(self, namespace: str) -> int:
-        """Rewrite the sparse lexical vector of every stored sentence whose terms this version reads
-        differently (stores made before unspaced scripts — Chinese, Japanese, Thai — were indexed by
-        characters and bigrams); returns how many were rewritten. Dense vectors are kept."""
-        from memsif import lexical
-
-        self._require(namespace)
-        with self._namespace_lock(namespace):
-            stored = self.store.sentence_lexical(namespace)
-            stale = []
-            for sentence, vector in self.store.sentences(namespace, with_vectors=True):
-                fresh = lexical.encode_document(sentence.text, sentence.speaker)
-                old = stored.get(sentence.id)
-                if old is not None and (old.indices, old.values) != (fresh.indices, fresh.values):
-                    stale.append((sentence, vector, fresh))
-            self.store.put_sentences(namespace, stale)
-            return len(stale)
+            return {s.name: s.run(self.store, self.embedder, namespace) for s in STEPS
+                    if steps is None or s.name in steps}
 
     def messages(self, namespace: str) -> list[Message]:
         self._require(namespace)

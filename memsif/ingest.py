@@ -284,33 +284,6 @@ class IngestPipeline:
             store.put_messages(ns, [StoredMessage(m, state.vectors[m.id], state.entities[m.id],
                                                   state.segment_of.get(m.id)) for m in fresh])
 
-    def unindexed_messages(self) -> list[StoredMessage]:
-        """Stored messages without a sentence in the hybrid index (stores built before it existed)."""
-        store, ns = self.backends.store, self.namespace
-        indexed = {sen.message_id for sen, _ in store.sentences(ns)} if store.count("sentence", ns) else set()
-        return [r for r in store.messages(ns) if r.message.id not in indexed]
-
-    def index_sentences(self) -> int:
-        """Add the hybrid sentence index (dense + sparse lexical vectors) of every stored message that
-        lacks it; returns how many sentences were written."""
-        rows = self.unindexed_messages()
-        trajectory_of = {s.id: s.trajectory_id for s in self.backends.store.segments(self.namespace)}
-        sentences = build_sentences([r.message for r in rows], {r.message.id: r.vector for r in rows},
-                                    {r.message.id: r.segment_id for r in rows if r.segment_id}, self.backends.embedder,
-                                    trajectory_of)
-        self.backends.store.put_sentences(self.namespace, sentences)
-        return len(sentences)
-
-    def index_sentence_trajectories(self) -> int:
-        """Write the trajectory id of every segment whose stored sentences name another (stores made
-        before sentences held it); returns how many segments were updated."""
-        store, ns = self.backends.store, self.namespace
-        trajectory_of = {s.id: s.trajectory_id for s in store.segments(ns)}
-        stale = {sen.segment_id: trajectory_of[sen.segment_id] for sen, _ in store.sentences(ns)
-                 if sen.segment_id in trajectory_of and sen.trajectory_id != trajectory_of[sen.segment_id]}
-        store.set_sentence_trajectories(ns, stale)
-        return len(stale)
-
     def core_facts(self, state: InteractionState, progress: ProgressFn | None) -> CoreFactSummary:
         """CoreFact extraction and consolidation over every message no extraction has read yet (§3.3,
         ``facts.core.build_core_facts``). Each batch is written as soon as it is done, so readers (the

@@ -17,7 +17,6 @@ import numpy as np
 from memsif import lexical
 from memsif.embed import Embedder
 from memsif.errors import EmbedderError, MemSIFError
-from memsif.interaction.sentences import build_sentences
 from memsif.lexical import SparseVector
 from memsif.records import (
     DECISION,
@@ -31,6 +30,7 @@ from memsif.records import (
     TopicalSegment,
 )
 from memsif.store import Store, StoredMessage
+from memsif.upgrade import add_sentence_index
 
 EXPORT_FORMAT = "memsif-namespace/1"
 
@@ -108,11 +108,10 @@ def import_namespace(store: Store, embedder: Embedder, data: dict[str, Any], nam
             sparse = lexical.encode_documents([x.text for x in sentences], [x.speaker for x in sentences])
         store.put_sentences(ns, [(x, np.asarray(row["vector"], dtype=np.float32), sp)
                                  for x, row, sp in zip(sentences, data["sentences"], sparse, strict=True)])
-    else:
-        segment_of = {m["message"]["id"]: m["segment_id"] for m in data["messages"] if m["segment_id"]}
-        store.put_sentences(ns, build_sentences(messages, vectors, segment_of, embedder))
     store.put_messages(ns, [StoredMessage(msg, vectors[msg.id], frozenset(m["entities"]), m["segment_id"])
                             for msg, m in zip(messages, data["messages"], strict=True)])
+    if not data.get("sentences"):
+        add_sentence_index(store, embedder, ns)
 
 
 def check_export(data: Any, embedder: Embedder) -> None:

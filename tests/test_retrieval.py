@@ -305,9 +305,10 @@ def test_a_store_without_the_sentence_index_says_how_to_upgrade_and_the_upgrade_
     with pytest.raises(StoreError, match="python -m memsif upgrade"):
         engine.ask("What is the dog called?", namespace="t")
     assert engine.missing_sentence_index("t") == 3
-    assert engine.index_sentences("t") >= 3 and engine.missing_sentence_index("t") == 0
-    assert engine.index_sentences("t") == 0, "a second upgrade writes nothing"
-    assert engine.index_sentence_trajectories("t") == 0, "the added sentences hold their trajectory ids"
+    assert engine.upgrade("t", ["sentence_index"])["sentence_index"] >= 3 and engine.missing_sentence_index("t") == 0
+    assert engine.upgrade("t", ["sentence_index"])["sentence_index"] == 0, "a second upgrade writes nothing"
+    assert engine.upgrade("t", ["sentence_trajectories"])["sentence_trajectories"] == 0, \
+        "the added sentences hold their trajectory ids"
     assert (engine.messages("t"), engine.segments("t"), engine.trajectories("t"), engine.decisions("t")) == before
     result = engine.ask("What is the dog called?", namespace="t", generate=False)
     assert "D1:1" in result.context_source_ids or "D1:2" in result.context_source_ids
@@ -415,8 +416,9 @@ def test_upgrade_rewrites_the_lexical_terms_of_an_older_stores_chinese_sentences
                    Message(id="D1:2", namespace="zh", speaker="Li", text="Plain English words here", session_id="s")],
                   "zh")
     monkeypatch.setattr(lex, "terms", old_terms)
-    assert engine.reindex_lexical("zh") == 2  # the Chinese sentence, and the English one (stems, stop words)
-    assert engine.reindex_lexical("zh") == 0, "a second run does nothing"
+    # the Chinese sentence, and the English one (stems, stop words)
+    assert engine.upgrade("zh", ["lexical_terms"])["lexical_terms"] == 2
+    assert engine.upgrade("zh", ["lexical_terms"])["lexical_terms"] == 0, "a second run does nothing"
     hits = engine.store.hybrid_search("zh", engine.embedder.embed_query("x"), lex.encode_query("早报"), 1)
     assert hits[0].sentence.message_id == "D1:1" and "lexical" in hits[0].found_by
 

@@ -115,5 +115,5 @@ def test_sentences_hold_their_segments_trajectory_across_ingests_and_upgrade_wri
     segments = {s.id for s in engine.segments("t")}
     engine.store.set_sentence_trajectories("t", {sid: None for sid in segments})  # as a store made before
     assert len(mismatched()) == engine.store.count("sentence", "t")
-    assert engine.index_sentence_trajectories("t") == len(segments)
-    assert mismatched() == [] and engine.index_sentence_trajectories("t") == 0
+    assert engine.upgrade("t", ["sentence_trajectories"])["sentence_trajectories"] == len(segments)
+    assert mismatched() == [] and engine.upgrade("t", ["sentence_trajectories"])["sentence_trajectories"] == 0

@@ -1,0 +1,80 @@
+"""Bringing a memory stored by an earlier MemSIF up to date, in named steps (``python -m memsif upgrade``).
+
+Each step finds what an older store lacks and writes only that, so running it again changes nothing.
+Reading older records themselves (payload fields added later) is the records' own business
+(``memsif.records`` validators); an export without a sentence index gets one on import through
+``add_sentence_index``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memsif import lexical
+from memsif.embed import Embedder
+from memsif.interaction.sentences import build_sentences
+from memsif.store import Store, StoredMessage
+
+
+def unindexed_messages(store: Store, namespace: str) -> list[StoredMessage]:
+    """Stored messages without a sentence in the hybrid index (stores built before it existed)."""
+    indexed = ({sen.message_id for sen, _ in store.sentences(namespace)}
+               if store.count("sentence", namespace) else set())
+    return [r for r in store.messages(namespace) if r.message.id not in indexed]
+
+
+def add_sentence_index(store: Store, embedder: Embedder, namespace: str) -> int:
+    """Add the hybrid sentence index (dense + sparse lexical vectors, each sentence with its segment's
+    Event Trajectory) of every stored message that lacks it; returns how many sentences were written."""
+    rows = unindexed_messages(store, namespace)
+    trajectory_of = {s.id: s.trajectory_id for s in store.segments(namespace)}
+    sentences = build_sentences([r.message for r in rows], {r.message.id: r.vector for r in rows},
+                                {r.message.id: r.segment_id for r in rows if r.segment_id}, embedder, trajectory_of)
+    store.put_sentences(namespace, sentences)
+    return len(sentences)
+
+
+def write_sentence_trajectories(store: Store, embedder: Embedder, namespace: str) -> int:
+    """Write the Event Trajectory id of every segment whose stored sentences name another (stores made
+    before sentences held it); returns how many segments were updated."""
+    trajectory_of = {s.id: s.trajectory_id for s in store.segments(namespace)}
+    stale = {sen.segment_id: trajectory_of[sen.segment_id] for sen, _ in store.sentences(namespace)
+             if sen.segment_id in trajectory_of and sen.trajectory_id != trajectory_of[sen.segment_id]}
+    store.set_sentence_trajectories(namespace, stale)
+    return len(stale)
+
+
+def rewrite_lexical_terms(store: Store, embedder: Embedder, namespace: str) -> int:
+    """Rewrite the sparse lexical vector of every stored sentence whose terms this version reads
+    differently (stores made before unspaced scripts — Chinese, Japanese, Thai — were indexed by
+    characters and bigrams); returns how many were rewritten. Dense vectors are kept."""
+    stored = store.sentence_lexical(namespace)
+    stale = []
+    for sentence, vector in store.sentences(namespace, with_vectors=True):
+        fresh = lexical.encode_document(sentence.text, sentence.speaker)
+        old = stored.get(sentence.id)
+        if old is not None and (old.indices, old.values) != (fresh.indices, fresh.values):
+            stale.append((sentence, vector, fresh))
+    store.put_sentences(namespace, stale)
+    return len(stale)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One upgrade: its name, what it does to a namespace (returns how much it changed) and what to
+    say when it changed something (``{n}``: that number)."""
+
+    name: str
+    run: Callable[[Store, Embedder, str], int]
+    says: str
+
+
+#: Every upgrade, in the order they run.
+STEPS: tuple[Step, ...] = (
+    Step("sentence_index", add_sentence_index, "sentence index added ({n} sentences)"),
+    Step("sentence_trajectories", write_sentence_trajectories,
+         "Event Trajectory ids written into the sentences of {n} segments"),
+    Step("lexical_terms", rewrite_lexical_terms,
+         "lexical terms rewritten for {n} sentences (Chinese, Japanese, Thai … by characters and bigrams)"),
+)
