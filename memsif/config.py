@@ -271,7 +271,7 @@ class MemSIFConfig:
         return self.query_trajectory_top_k
 
     @property
-    def llm_key(self) -> tuple:
+    def llm_key(self) -> tuple[str | int | None, ...]:
         """The settings that make one loaded LLM: engines and ``memsif.llm.load_llm`` share a model
         exactly when their keys are equal."""
         return (self.llm_backend, self.llm_model, self.llm_gguf_file, self.llm_base_url, self.llm_device,

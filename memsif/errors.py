@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class MemSIFError(Exception):
     """Base class of every error MemSIF raises on purpose."""
@@ -58,7 +60,7 @@ class SourceConflict(MemSIFError):
     speaker or time). ``differences`` lists each (``memsif.io.placement.Difference``); nothing was
     written."""
 
-    def __init__(self, namespace: str, differences: list) -> None:
+    def __init__(self, namespace: str, differences: list[Any]) -> None:
         shown = "; ".join(d.describe() for d in differences[:5])
         more = f" and {len(differences) - 5} more" if len(differences) > 5 else ""
         ids = sorted({d.message_id for d in differences})

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from memsif.config import MemSIFConfig
     from memsif.embed import Embedder
     from memsif.entities import EntityExtractor
+    from memsif.facts.core import ReadBatch
+    from memsif.interaction.state import SegmentState
     from memsif.llm import LLM
     from memsif.matching import SemanticMapping
     from memsif.store import Store
@@ -168,7 +170,7 @@ class IngestPipeline:
             self._write_repair(state, repair)
         restore(state, repair.segments, repair.trajectories)
         stale = set(repair.stale_decisions)
-        kept = [d.seq for d in decisions if d.seq not in stale]
+        kept = [d.seq for d in decisions if d.seq is not None and d.seq not in stale]
         state.next_decision_seq = kept[-1] + 1 if kept else 0
         return state
 
@@ -234,7 +236,7 @@ class IngestPipeline:
         use_trajectories = self.config.use_trajectories
         new = {m.id for m in fresh}
 
-        def assign(seg) -> None:
+        def assign(seg: SegmentState) -> None:
             out.decisions.append(trajectories.assign(state, seg))
             out.touched.add(seg.record.id)
             if seg.record.message_ids[0] not in new:  # its stored sentences name no trajectory yet
@@ -252,7 +254,7 @@ class IngestPipeline:
             out.decisions.append(decision)
             out.touched.add(decision.segment_id)
             closed = before is not None and not decision.continued
-            if use_trajectories and closed and before.record.trajectory_id is None:
+            if use_trajectories and closed and before is not None and before.record.trajectory_id is None:
                 assign(before)
             if progress:
                 progress(k + 1, len(fresh), "segments")
@@ -272,7 +274,7 @@ class IngestPipeline:
             trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
             sentences = build_sentences(indexed, state.vectors, state.segment_of, self.backends.embedder, trajectory_of)
         with self.stage("store"):
-            touched_traj = {state.segment(sid).record.trajectory_id for sid in structured.touched} - {None}
+            touched_traj = {tid for sid in structured.touched if (tid := state.segment(sid).record.trajectory_id)}
             store.put_segments(ns, [(state.segment(sid).record, state.segment(sid).profile.mean)
                                     for sid in sorted(structured.touched, key=record_number)])
             store.put_trajectories(ns, [(state.trajectory(tid).record, state.trajectory(tid).profile.mean)
@@ -298,7 +300,7 @@ class IngestPipeline:
         with job(ns, "facts"):
             batches = unread_batches([s.record for s in state.segments], state.messages, cfg.fact_batch_messages)
             batches = self._finish_logged_batches(state, batches)
-            facts = FactState.of(store.facts(ns, with_vectors=True))
+            facts = FactState.of([(f, v) for f, v in store.facts(ns, with_vectors=True) if v is not None])
             builder = CoreFactBuilder(self.backends.llm, self.backends.embedder, parse_schema(cfg.core_schema),
                                       ask_operation=operation_trusted(cfg.fact_operation, self.backends.llm),
                                       messages=state.messages)
@@ -323,14 +325,14 @@ class IngestPipeline:
         summary.core_facts, summary.fact_llm_calls = len(facts.current()), builder.llm_calls
         return summary
 
-    def _mark_read(self, state: InteractionState, batch) -> None:
+    def _mark_read(self, state: InteractionState, batch: ReadBatch) -> None:
         """Store the segments' read-marks of a finished batch (its last write)."""
         for sid, upto in batch.read_upto.items():
             state.segment(sid).record.facts_extracted_upto = upto
         self.backends.store.put_segments(self.namespace, [(state.segment(sid).record, state.segment(sid).profile.mean)
                                                         for sid in sorted(batch.read_upto, key=record_number)])
 
-    def _finish_logged_batches(self, state: InteractionState, batches: list) -> list:
+    def _finish_logged_batches(self, state: InteractionState, batches: list[ReadBatch]) -> list[ReadBatch]:
         """The batches still to extract: one whose operations the log already holds (an extraction
         killed after its log write) gets the facts those operations left and its read-marks, and is
         not extracted again. Logged as a repair."""
@@ -356,6 +358,6 @@ class IngestPipeline:
         return todo
 
 
-def batch_key(batch) -> str:
+def batch_key(batch: ReadBatch) -> str:
     """A CoreFact extraction batch's name in the operation log: its first and last message ids and size."""
     return f"{batch.messages[0].id}…{batch.messages[-1].id} ({len(batch.messages)})"

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from memsif.records import spoken_text
 
@@ -57,7 +58,7 @@ class SparseVector:
 
 
 @cache
-def _nlp():
+def _nlp() -> Any:
     import spacy
 
     nlp = spacy.blank("en")
@@ -66,7 +67,7 @@ def _nlp():
 
 
 @cache
-def _stemmer():
+def _stemmer() -> Any:
     import snowballstemmer
 
     return snowballstemmer.stemmer("english")

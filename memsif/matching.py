@@ -74,14 +74,16 @@ def cosines(rows: np.ndarray, b: np.ndarray, dtype: type = np.float32) -> np.nda
     rows = np.asarray(rows, dtype=dtype)
     norms = np.linalg.norm(rows, axis=1) * float(np.linalg.norm(b))
     dots = rows @ np.asarray(b, dtype=dtype)
-    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+    out: np.ndarray = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+    return out
 
 
 def cosine_matrix(rows: np.ndarray) -> np.ndarray:
     """(n, n) pairwise cosines of the rows of ``rows`` ((n, d))."""
     rows = np.asarray(rows, dtype=np.float32)
     unit = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
-    return unit @ unit.T
+    out: np.ndarray = unit @ unit.T
+    return out
 
 
 def jaccard(a: Iterable[str], b: Iterable[str]) -> float:

@@ -13,7 +13,7 @@ Query-local evidence (whole sentences of the source turns, with their ids) and t
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 from memsif.answercheck import unsupported_mentions
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
+from memsif.entities import EntityExtractor
 from memsif.errors import LLMError, NotFoundError, StoreError
 from memsif.facts.active import Observed, Thresholds, accumulate, normalise_subject
 from memsif.llm import LLM, generate_streamed
@@ -108,7 +109,7 @@ class QueryPipeline:
     """One question at a time against one namespace."""
 
     def __init__(self, config: MemSIFConfig, llm: LLM, embedder: Embedder, store: Store,
-                 entities=None) -> None:
+                 entities: EntityExtractor | None = None) -> None:
         self.config, self.llm, self.embedder, self.store = config, llm, embedder, store
         self.entities = entities
         self.retriever = EvidenceRetriever(config, llm, embedder, store, entities)
@@ -315,7 +316,8 @@ class QueryPipeline:
                 lines.append(f"- {e.subject}: {e.statement}")
         return "\n".join(lines)
 
-    def _fit(self, items, render, budget: int):
+    def _fit(self, items: Sequence[RetrievedFact], render: Callable[[RetrievedFact], str],
+             budget: int) -> tuple[list[str], list[RetrievedFact], int]:
         """Rendered lines of ``items`` in order while they fit ``budget`` tokens; returns the lines,
         the items and the tokens left."""
         lines, used = [], []

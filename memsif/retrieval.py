@@ -43,6 +43,7 @@ import numpy as np
 from memsif import lexical
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
+from memsif.entities import EntityExtractor
 from memsif.facts.active import normalise_subject
 from memsif.llm import LLM
 from memsif.matching import jaccard
@@ -127,7 +128,7 @@ class EvidenceRetriever:
     """Facts and evidence sentences for one question at a time (no LLM call; ``llm`` counts tokens)."""
 
     def __init__(self, config: MemSIFConfig, llm: LLM, embedder: Embedder, store: Store,
-                 entities=None) -> None:
+                 entities: EntityExtractor | None = None) -> None:
         self.config, self.llm, self.embedder, self.store = config, llm, embedder, store
         self.entities = entities
         self._token_counts: dict[str, int] = {}  # one question's pieces, costed once for both fills
@@ -202,8 +203,8 @@ class EvidenceRetriever:
         q_entities = self._question_entities(question)
         weight = cfg.aggregation_segment_weight if aggregation else cfg.segment_weight
         seg_score = self._segment_scores(hits, segments, q_entities, weight) if cfg.use_segments else {}
-        candidates = [_Candidate(h, h.fused + seg_score.get(h.sentence.segment_id, 0.0), "search",
-                                 seg_score.get(h.sentence.segment_id, 0.0)) for h in hits]
+        candidates = [_Candidate(h, h.fused + seg_score.get(h.sentence.segment_id or "", 0.0), "search",
+                                 seg_score.get(h.sentence.segment_id or "", 0.0)) for h in hits]
         if cfg.use_trajectories and cfg.trajectory_path and segments:
             candidates += self._trajectory_path(namespace, cv, qs, hits, segments, seg_score, search)
         if cfg.fact_sources and facts:
@@ -294,7 +295,7 @@ class EvidenceRetriever:
                 continue
             taken[tid] += 1
             out.append(_Candidate(h, cfg.trajectory_weight * h.fused, "trajectory",
-                                  seg_score.get(h.sentence.segment_id, 0.0)))
+                                  seg_score.get(h.sentence.segment_id or "", 0.0)))
         return out
 
     def _fact_source_path(self, namespace: str, qv: np.ndarray, qs: lexical.SparseVector,

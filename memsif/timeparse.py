@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 from dateutil import parser as dateutil_parser
 
@@ -68,7 +69,7 @@ def _dateutil(value: str, fuzzy: bool) -> datetime:
         raise ValueError("it has no year")
     if first.month != second.month:
         raise ValueError("it has no month")
-    return first
+    return cast(datetime, first)
 
 
 #: A date inside a longer text, as headers write it: "Session 2 — 10 September 2024", "## 2024-03-03".
@@ -135,7 +136,7 @@ def resolve_relative_date(expression: str, base: datetime) -> datetime | None:
         text = re.sub(rf"^in {word} ", f"in {digit} ", text)
     parsed = dateparser.parse(text, settings={"RELATIVE_BASE": base, "PREFER_DATES_FROM": "past",
                                               "RETURN_AS_TIMEZONE_AWARE": False})
-    return parsed
+    return cast(datetime | None, parsed)
 
 
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
@@ -149,10 +150,10 @@ def annotate_relative_dates(text: str, base: datetime | None) -> tuple[str, list
         return text, []
     found: list[tuple[str, datetime]] = []
 
-    def replace(match: re.Match) -> str:
+    def replace(match: re.Match[str]) -> str:
         when = resolve_relative_date(match.group(0), base)
         if when is None:
-            return match.group(0)
+            return str(match.group(0))
         found.append((match.group(0), when))
         return f"{match.group(0)} ({day_text(when)})"
 

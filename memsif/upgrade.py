@@ -52,6 +52,8 @@ def rewrite_lexical_terms(store: Store, embedder: Embedder, namespace: str) -> i
     stored = store.sentence_lexical(namespace)
     stale = []
     for sentence, vector in store.sentences(namespace, with_vectors=True):
+        if vector is None:
+            continue
         fresh = lexical.encode_document(sentence.text, sentence.speaker)
         old = stored.get(sentence.id)
         if old is not None and (old.indices, old.values) != (fresh.indices, fresh.values):

@@ -119,7 +119,8 @@ def centrality(cluster: CandidateCluster) -> np.ndarray:
     if len(cluster.statements) == 1:
         return np.ones(1)
     sims = cosine_matrix(np.stack(cluster.statement_vectors))
-    return (sims.sum(axis=1) - 1.0) / (len(sims) - 1)
+    out: np.ndarray = (sims.sum(axis=1) - 1.0) / (len(sims) - 1)
+    return out
 
 
 def central_statement(cluster: CandidateCluster) -> str:
@@ -184,7 +185,7 @@ def accumulate(clusters: Sequence[CandidateCluster], active: Sequence[ActiveFact
         fits = {cid: compatibility(c, vec) for cid, c in working.items() if c.subject == subject}
         fits = {cid: f for cid, f in fits.items() if f >= thresholds.compatible_cosine}
         if fits:
-            target = max(fits, key=fits.get)
+            target = max(fits, key=lambda cid: fits[cid])
         else:
             target = f"C{len(working) + 1}"
             working[target] = new_cluster(target, namespace, subject)

@@ -359,9 +359,9 @@ def repair_sources(statement: str, batch: Sequence[Message], cited: Sequence[int
         added = [k for k in range(1, len(batch) + 1) if k not in cited and numbers(batch[k - 1]) & missing]
         repaired = sorted({*cited, *added[:MAX_REPAIRED_SOURCES]})
     if subject and not check(subject, statement, [batch[i - 1] for i in repaired], speakers).passed:
-        passing = [(check(subject, statement, [batch[k - 1]], speakers), k) for k in range(1, len(batch) + 1)
-                   if k not in repaired]
-        passing = [(v.scores["overlap"], k) for v, k in passing if v.passed]
+        verdicts = [(check(subject, statement, [batch[k - 1]], speakers), k) for k in range(1, len(batch) + 1)
+                    if k not in repaired]
+        passing = [(v.scores["overlap"], k) for v, k in verdicts if v.passed]
         if passing:
             repaired = [max(passing)[1]]
     return repaired, [k for k in repaired if k not in cited]
