@@ -290,9 +290,11 @@ def test_report_on_common_questions_scores_every_system_on_the_same_ones(engine_
 
 
 def test_judge_check_measures_a_judge_against_gold_and_mismatched_answers():
+    from memsif.eval.results import QuestionResult
     from memsif.eval.runner import judge_check
 
-    rows = [{"sample_id": "s", "qid": f"q{i}", "question": f"Q{i}?", "gold": gold}
+    rows = [QuestionResult(dataset="locomo", system="memsif", label="memsif", category="S-hop", sample_id="s",
+                           qid=f"q{i}", question=f"Q{i}?", gold=gold)
             for i, gold in enumerate(["Miso", "Paris", "8 May 2023", "pottery"])]
 
     def fair(prompt):  # CORRECT exactly when the generated answer is the gold answer

@@ -16,6 +16,7 @@ import numpy as np
 
 from memsif.config import MemSIFConfig
 from memsif.errors import ConfigError
+from memsif.eval.results import QuestionResult
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BENCH = ROOT / "assets" / "locomo-conv-26.json"
@@ -119,7 +120,7 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
 
     if args.n < 1:
         raise SystemExit(f"--n must be at least 1, not {args.n}")
-    rows = _read_rows(Path(args.results))
+    rows = [QuestionResult.model_validate(r) for r in _read_rows(Path(args.results))]
     llm = load_llm(MemSIFConfig.from_env())
     try:
         result = judge_check(llm, rows, n=args.n, seed=args.seed)
@@ -134,7 +135,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from memsif.eval.runner import report, score_blocks
 
     merged: dict = {}
-    rows: dict[str, list[dict]] = {}
+    rows: dict[str, list[QuestionResult]] = {}
     summaries: list[dict] = []
     for folder in args.runs:
         path = Path(folder) / "summary.json"
@@ -146,22 +147,23 @@ def cmd_report(args: argparse.Namespace) -> int:
             merged = {**summary, "systems": {}}
         elif summary["dataset"] != merged["dataset"]:
             raise SystemExit(f"{folder} is a {summary['dataset']} run, not {merged['dataset']}")
-        answered = _read_rows(Path(folder) / "questions.jsonl") if args.common_questions else []
+        answered = ([QuestionResult.model_validate(r) for r in _read_rows(Path(folder) / "questions.jsonl")]
+                    if args.common_questions else [])
         for label, figures in summary["systems"].items():
             key = label if label not in merged["systems"] else f"{label} ({Path(folder).name})"
             merged["systems"][key] = figures
-            rows[key] = [r for r in answered if r["label"] == label]
+            rows[key] = [r for r in answered if r.label == label]
     merged["wall_seconds"] = round(sum(x.get("wall_seconds", 0) for x in summaries), 1)
     limits = [x.get("limit") for x in summaries]
     if len(set(limits)) > 1:
         merged["limit"] = " / ".join(str(x or "none") for x in limits) + " (per run)"
     if args.common_questions:
-        common = set.intersection(*({(r["sample_id"], r["qid"]) for r in mine} for mine in rows.values()))
+        common = set.intersection(*({(r.sample_id, r.qid) for r in mine} for mine in rows.values()))
         if not common:
             raise SystemExit("the runs share no questions")
         for key, mine in rows.items():
             merged["systems"][key] = {**merged["systems"][key],
-                                      **score_blocks([r for r in mine if (r["sample_id"], r["qid"]) in common])}
+                                      **score_blocks([r for r in mine if (r.sample_id, r.qid) in common])}
         merged["common_questions"] = len(common)
     text = report(merged)
     if args.out:

@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 
 from memsif.errors import MemSIFError
-from memsif.eval.data import CATEGORIES, EvalSample, seeded_order
+from memsif.eval.data import CATEGORIES, EvalQuestion, EvalSample, seeded_order
 from memsif.eval.metrics import asv, evidence_recall, fixed_segments, locomo_f1, random_sntd, sntd, strict_recall, ted
+from memsif.eval.results import QuestionResult
 from memsif.eval.systems import (
     ABLATIONS,
     BuildCost,
@@ -81,7 +82,7 @@ def judge_answer(llm: LLM, question: str, gold: str, answer: str) -> tuple[bool,
     return p_correct >= 0.5, p_correct
 
 
-def judge_check(llm: LLM, rows: Sequence[dict[str, Any]], n: int = 100, seed: int = 0) -> dict[str, Any]:
+def judge_check(llm: LLM, rows: Sequence[QuestionResult], n: int = 100, seed: int = 0) -> dict[str, Any]:
     """How far the LLM judge can be trusted on this model: it grades two controls per question, the
     gold answer itself (must be CORRECT) and another question's gold answer (must be WRONG).
 
@@ -95,19 +96,19 @@ def judge_check(llm: LLM, rows: Sequence[dict[str, Any]], n: int = 100, seed: in
     """
     if n < 1:
         raise ValueError(f"judge_check needs n >= 1 questions, not {n}")
-    questions = list({(r["sample_id"], r["qid"]): r for r in rows if str(r.get("gold", "")).strip()}.values())
-    if len({str(r["gold"]).strip().lower() for r in questions}) < 2:
+    questions = list({(r.sample_id, r.qid): r for r in rows if r.gold.strip()}.values())
+    if len({r.gold.strip().lower() for r in questions}) < 2:
         raise ValueError("judge_check needs at least two questions with different gold answers")
     rng = np.random.default_rng(seed)
     picked = [questions[i] for i in rng.permutation(len(questions))[:n]]
     same, other = [], []
     for r in picked:
-        gold = str(r["gold"])
+        gold = r.gold
         wrong = gold
         while wrong.strip().lower() == gold.strip().lower():
-            wrong = str(questions[int(rng.integers(len(questions)))]["gold"])
-        same.append(judge_answer(llm, r["question"], gold, gold)[1])
-        other.append(judge_answer(llm, r["question"], gold, wrong)[1])
+            wrong = questions[int(rng.integers(len(questions)))].gold
+        same.append(judge_answer(llm, r.question, gold, gold)[1])
+        other.append(judge_answer(llm, r.question, gold, wrong)[1])
     pairs = [(a > b) + 0.5 * (a == b) for a in same for b in other]
     return {"questions": len(picked), "model": getattr(llm, "name", ""),
             "gold_labelled_correct": round(float(np.mean([p >= 0.5 for p in same])), 4),
@@ -162,7 +163,7 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
     for system in options.systems:
         for ablation in (options.ablations if system == "memsif" else ("none",)):
             variants.append((system, ablation))
-    rows: list[dict[str, Any]] = []
+    rows: list[QuestionResult] = []
     builds: dict[str, list[dict[str, Any]]] = {}
     started = time.perf_counter()
     with (out / "questions.jsonl").open("w") as sink:
@@ -174,15 +175,7 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
                 continue
             for system_name, ablation in variants:
                 label = _label(system_name, ablation, options.context_budget)
-                if system_name == "memsif":
-                    system = MemSIFSystem(engine, counting, f"{options.tag}-{options.dataset}", ablation,
-                                          options.context_budget)
-                elif system_name == "full-context":
-                    system = FullContextSystem(counting, config, options.context_budget)
-                elif system_name == "hybrid-rag":
-                    system = HybridRAGSystem(counting, config, embedder, options.context_budget)
-                else:
-                    system = NaiveRAGSystem(counting, config, embedder, options.context_budget)
+                system = _system(system_name, ablation, options, engine, counting)
                 log(f"[{label}] {sample.sample_id}: building memory of {len(sample.messages)} messages")
                 cost = _cached_build(system, sample)
                 builds.setdefault(label, []).append({"sample_id": sample.sample_id, **asdict(cost)})
@@ -191,29 +184,18 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
                         ans = system.answer(q, generate=options.generate)
                     except MemSIFError as exc:  # recorded, scored as a wrong answer; the run goes on
                         ans = SystemAnswer("", "", [], 0, 0, 0.0, {"errors": [f"{type(exc).__name__}: {exc}"]})
-                    row = {"dataset": options.dataset, "system": system_name, "ablation": ablation, "label": label,
-                           "sample_id": sample.sample_id, "qid": q.qid, "order": k, "category": q.category,
-                           "source_category": q.source_category, "question": q.question, "gold": q.gold,
-                           "question_date": q.question_date, "answer": ans.answer,
-                           "evidence_ids": q.evidence_ids, "context_ids": ans.context_ids,
-                           "context_tokens": counting.count_tokens(ans.context) if ans.context else 0,
-                           "tokens": ans.tokens, "llm_calls": ans.llm_calls, "seconds": round(ans.seconds, 3),
-                           **{f"sys_{k2}": v for k2, v in ans.extra.items()}}
-                    row["ted"] = ted([position[e] for e in q.evidence_ids], len(sample.messages))
-                    row["nce"] = row["ted"] is not None and row["ted"] >= NCE_TED
-                    row["recall_text"], row["recall_ids"] = evidence_recall(q.evidence_ids, texts, ans.context,
-                                                                            ans.context_ids)
-                    row["recall_strict"] = strict_recall(q.evidence_ids, texts, q.gold, ans.context)
-                    if options.generate and options.judge in ("f1", "both"):
-                        row["f1"] = round(locomo_f1(ans.answer, q.gold, q.category), 4)
-                    if options.generate and options.judge in ("llm", "both"):
-                        try:
-                            row["llm_correct"], p = judge_answer(llm, q.question, q.gold, ans.answer)
-                            row["llm_p_correct"] = round(p, 4)
-                        except MemSIFError as exc:
-                            row["llm_correct"], row["judge_error"] = None, f"{type(exc).__name__}: {exc}"
+                    row = QuestionResult(
+                        dataset=options.dataset, system=system_name, ablation=ablation, label=label, order=k,
+                        sample_id=sample.sample_id, qid=q.qid, category=q.category, source_category=q.source_category,
+                        question=q.question, gold=q.gold, question_date=q.question_date, answer=ans.answer,
+                        evidence_ids=q.evidence_ids, context_ids=ans.context_ids,
+                        context_tokens=counting.count_tokens(ans.context) if ans.context else 0, tokens=ans.tokens,
+                        llm_calls=ans.llm_calls, seconds=round(ans.seconds, 3),
+                        **_recalls(q, ans, sample, texts, position), **{f"sys_{k2}": v for k2, v in ans.extra.items()})
+                    if options.generate:
+                        _judge(row, options.judge, llm)
                     rows.append(row)
-                    sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    sink.write(row.json_line() + "\n")
                     sink.flush()
                     if (k + 1) % 10 == 0 or k + 1 == len(questions):
                         log(f"[{label}] {sample.sample_id}: {k + 1}/{len(questions)} questions")
@@ -226,6 +208,39 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
     (out / "report.md").write_text(report(summary))
     write_figures(summary, rows, out)
     return summary
+
+
+def _system(name: str, ablation: str, options: EvalOptions, engine: Any, counting: CountingLLM) -> Any:
+    """The system ``name`` (with ``ablation`` for MemSIF) at the run's context budget."""
+    budget, config = options.context_budget, engine.config
+    if name == "memsif":
+        return MemSIFSystem(engine, counting, f"{options.tag}-{options.dataset}", ablation, budget)
+    if name == "full-context":
+        return FullContextSystem(counting, config, budget)
+    if name == "hybrid-rag":
+        return HybridRAGSystem(counting, config, engine.embedder, budget)
+    return NaiveRAGSystem(counting, config, engine.embedder, budget)
+
+
+def _recalls(q: EvalQuestion, ans: SystemAnswer, sample: EvalSample, texts: dict[str, str],
+             position: dict[str, int]) -> dict[str, Any]:
+    """The spread of ``q``'s gold turns (TED, NCE) and how much of them ``ans``'s context holds."""
+    spread = ted([position[e] for e in q.evidence_ids], len(sample.messages))
+    text_recall, id_recall = evidence_recall(q.evidence_ids, texts, ans.context, ans.context_ids)
+    return {"ted": spread, "nce": spread is not None and spread >= NCE_TED, "recall_text": text_recall,
+            "recall_ids": id_recall, "recall_strict": strict_recall(q.evidence_ids, texts, q.gold, ans.context)}
+
+
+def _judge(row: QuestionResult, judge: str, llm: LLM) -> None:
+    """Score ``row``'s answer: token F1 and/or the LLM judge (a judge failure is recorded, the run goes on)."""
+    if judge in ("f1", "both"):
+        row.f1 = round(locomo_f1(row.answer, row.gold, row.category), 4)
+    if judge in ("llm", "both"):
+        try:
+            row.llm_correct, p = judge_answer(llm, row.question, row.gold, row.answer)
+            row.llm_p_correct = round(p, 4)
+        except MemSIFError as exc:
+            row.llm_correct, row.judge_error = None, f"{type(exc).__name__}: {exc}"
 
 
 def _label(system: str, ablation: str, budget: int | None = None) -> str:
@@ -253,56 +268,56 @@ def _mean(values) -> float | None:
     return round(float(np.mean(values)), 4) if values else None
 
 
-def _scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"n": len(rows), "f1": _mean(r.get("f1") for r in rows),
-            "acc": _mean(r.get("llm_correct") for r in rows),
-            "recall_text": _mean(r["recall_text"] for r in rows),
-            "recall_ids": _mean(r["recall_ids"] for r in rows),
-            "recall_strict": _mean(r.get("recall_strict") for r in rows)}
+def _scores(rows: Sequence[QuestionResult]) -> dict[str, Any]:
+    return {"n": len(rows), "f1": _mean(r.f1 for r in rows),
+            "acc": _mean(r.llm_correct for r in rows),
+            "recall_text": _mean(r.recall_text for r in rows),
+            "recall_ids": _mean(r.recall_ids for r in rows),
+            "recall_strict": _mean(r.recall_strict for r in rows)}
 
 
-def score_blocks(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def score_blocks(rows: Sequence[QuestionResult]) -> dict[str, Any]:
     """Scores of one system's question rows: by category, Total, and on the NCE subset (TED ≥ 0.3)."""
-    return {"categories": {c: _scores([r for r in rows if r["category"] == c]) for c in CATEGORIES},
-            "total": _scores(rows), "nce": _scores([r for r in rows if r["nce"]])}
+    return {"categories": {c: _scores([r for r in rows if r.category == c]) for c in CATEGORIES},
+            "total": _scores(rows), "nce": _scores([r for r in rows if r.nce])}
 
 
 #: The kinds of path a gold turn can enter MemSIF's context by (``systems.context_paths``), in report order.
 GOLD_PATHS = ("search", "fact source", "trajectory", "fact", "missed")
 
 
-def gold_paths(rows: list[dict[str, Any]]) -> dict[str, int] | None:
+def gold_paths(rows: Sequence[QuestionResult]) -> dict[str, int] | None:
     """How MemSIF's context found the gold turns of ``rows``: counts per ``GOLD_PATHS`` kind; None for
     rows without paths (baselines, older result files)."""
-    if not rows or any("sys_paths" not in r for r in rows):
+    if not rows or any(r.sys_paths is None for r in rows):
         return None
     counts = dict.fromkeys(GOLD_PATHS, 0)
     for r in rows:
-        for gid in r["evidence_ids"]:
-            how = r["sys_paths"].get(gid)
+        for gid in r.evidence_ids:
+            how = (r.sys_paths or {}).get(gid)
             counts["missed" if how is None else "fact source" if how.startswith("fact source")
                    else how.split()[0]] += 1
     return counts
 
 
-def summarise(rows: list[dict[str, Any]], builds: dict[str, list[dict[str, Any]]],
+def summarise(rows: Sequence[QuestionResult], builds: dict[str, list[dict[str, Any]]],
               options: EvalOptions) -> dict[str, Any]:
     """Per system/ablation: scores by category and Total, on the NCE subset, and the cost figures."""
     out: dict[str, Any] = {"dataset": options.dataset, "seed": options.seed,
                            "judge": options.judge if options.generate else "none (retrieval only)",
                            "generate": options.generate, "limit": options.limit, "systems": {}}
-    for label in dict.fromkeys(r["label"] for r in rows):
-        mine = [r for r in rows if r["label"] == label]
+    for label in dict.fromkeys(r.label for r in rows):
+        mine = [r for r in rows if r.label == label]
         built = builds.get(label, [])
         n_q = len(mine)
         build_seconds = sum(b["seconds"] for b in built)
         build_tokens = sum(b["tokens"] for b in built)
-        query_seconds = sum(r["seconds"] for r in mine)
-        query_tokens = sum(r["tokens"] for r in mine)
+        query_seconds = sum(r.seconds for r in mine)
+        query_tokens = sum(r.tokens for r in mine)
         messages = sum(b["messages"] for b in built) or 1
         out["systems"][label] = {
             **score_blocks(mine),
-            "gold_paths": {"total": gold_paths(mine), "nce": gold_paths([r for r in mine if r["nce"]])},
+            "gold_paths": {"total": gold_paths(mine), "nce": gold_paths([r for r in mine if r.nce])},
             "cost": {
                 "questions": n_q,
                 "build_seconds": round(build_seconds, 1), "build_tokens": build_tokens,
@@ -312,7 +327,7 @@ def summarise(rows: list[dict[str, Any]], builds: dict[str, list[dict[str, Any]]
                 "query_tokens_mean": round(query_tokens / max(n_q, 1), 1),
                 "amortised_seconds_per_query": round((build_seconds + query_seconds) / max(n_q, 1), 3),
                 "amortised_tokens_per_query": round((build_tokens + query_tokens) / max(n_q, 1), 1),
-                "context_tokens_mean": round(float(np.mean([r["context_tokens"] for r in mine])), 1) if mine else None,
+                "context_tokens_mean": round(float(np.mean([r.context_tokens for r in mine])), 1) if mine else None,
             },
         }
     return out
@@ -379,7 +394,7 @@ def report(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_figures(summary: dict[str, Any], rows: list[dict[str, Any]], out: Path) -> list[Path]:
+def write_figures(summary: dict[str, Any], rows: Sequence[QuestionResult], out: Path) -> list[Path]:
     """Plotly HTML: scores by category per system, evidence recall against TED, and the diagnostics."""
     import plotly.graph_objects as go
 
@@ -399,9 +414,9 @@ def write_figures(summary: dict[str, Any], rows: list[dict[str, Any]], out: Path
 
     fig = go.Figure()
     for label in systems:
-        mine = [r for r in rows if r["label"] == label and r["ted"] is not None]
-        fig.add_trace(go.Scatter(x=[r["ted"] for r in mine], y=[r["recall_text"] for r in mine], mode="markers",
-                                 name=label, hovertext=[r["question"] for r in mine], opacity=0.6))
+        mine = [r for r in rows if r.label == label and r.ted is not None]
+        fig.add_trace(go.Scatter(x=[r.ted for r in mine], y=[r.recall_text for r in mine], mode="markers",
+                                 name=label, hovertext=[r.question for r in mine], opacity=0.6))
     fig.add_vline(x=NCE_TED, line_dash="dash", annotation_text="NCE: TED ≥ 0.3")
     fig.update_layout(xaxis_title="TED (Eq. 5)", yaxis_title="evidence recall (turn text in context)",
                       title="Evidence recall against evidence dispersion")

@@ -1,0 +1,60 @@
+"""One evaluated question of one system, typed: the rows of ``questions.jsonl`` (§4.1, App. D).
+
+A row holds the question and its gold (answer and evidence turns), what the system put in its
+context and answered, the cost, and the scores: evidence recall by text, by provenance and strict
+(``metrics``), token F1 and the LLM judge when answers were generated. Keys a system adds of its
+own (MemSIF's trace: ``sys_gate_rule``, ``sys_aggregation`` …) are kept as they come; the one the
+report reads (``sys_paths``) is typed. Rows written by earlier versions read back with the fields
+they lack at their defaults.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class QuestionResult(BaseModel):
+    """One system's result on one question. Recalls and F1 are shares in [0, 1]; seconds are wall
+    seconds; tokens are the answer model's."""
+
+    model_config = ConfigDict(extra="allow")
+
+    dataset: str
+    system: str
+    ablation: str = "none"
+    label: str = Field(description="system/ablation@budget, as the report names it")
+    sample_id: str
+    qid: str
+    order: int = Field(0, description="position in the sample's seeded question order")
+    category: str
+    source_category: str = ""
+    question: str
+    gold: str
+    question_date: str | None = None
+    answer: str = ""
+    evidence_ids: list[str] = Field(default_factory=list, description="gold evidence turns")
+    context_ids: list[str] = Field(default_factory=list, description="turns behind the answer context")
+    context_tokens: int = 0
+    tokens: int = 0
+    llm_calls: int = 0
+    seconds: float = 0.0
+    ted: float | None = Field(None, description="temporal evidence dispersion of the gold turns")
+    nce: bool = Field(False, description="non-contiguous evidence: ted ≥ 0.3")
+    recall_text: float = 0.0
+    recall_ids: float = 0.0
+    recall_strict: float | None = None
+    f1: float | None = None
+    llm_correct: bool | None = None
+    llm_p_correct: float | None = None
+    judge_error: str | None = None
+    sys_paths: dict[str, str] | None = Field(None, description="MemSIF: how each context turn was found")
+
+    def extra(self, name: str, default: Any = None) -> Any:
+        """A key the system added of its own (``sys_…``), or ``default``."""
+        return (self.model_extra or {}).get(name, default)
+
+    def json_line(self) -> str:
+        """The row as one line of ``questions.jsonl``."""
+        return self.model_dump_json()
