@@ -442,3 +442,16 @@ def test_the_counting_wrapper_keeps_the_back_ends_batched_generation():
     out = generate_many(counting, [Prompt("p", "p/1", "a"), Prompt("p", "p/1", "b")], json_schema={})
     assert [g.text for g in out] == ["{}", "{}"] and inner.batches == [2]
     assert counting.calls == 2 and counting.tokens == 24
+
+
+def test_a_question_without_gold_turns_is_a_row_whose_recalls_are_left_out_of_the_means():
+    from memsif.eval.results import QuestionResult
+    from memsif.eval.runner import score_blocks
+
+    common = dict(dataset="locomo", system="memsif", label="memsif", category="S-hop", sample_id="s", gold="x")
+    rows = [QuestionResult(**common, qid="q1", question="Q1?", evidence_ids=["D1:1"], recall_text=1.0, recall_ids=1.0,
+                           recall_strict=1.0),
+            QuestionResult(**common, qid="q2", question="Q2?", recall_text=None, recall_ids=None, recall_strict=None)]
+    assert QuestionResult.model_validate_json(rows[1].json_line()) == rows[1]
+    total = score_blocks(rows)["total"]
+    assert total["n"] == 2 and total["recall_ids"] == 1.0 and total["recall_text"] == 1.0

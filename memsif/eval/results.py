@@ -42,8 +42,8 @@ class QuestionResult(BaseModel):
     seconds: float = 0.0
     ted: float | None = Field(None, description="temporal evidence dispersion of the gold turns")
     nce: bool = Field(False, description="non-contiguous evidence: ted ≥ 0.3")
-    recall_text: float = 0.0
-    recall_ids: float = 0.0
+    recall_text: float | None = Field(None, description="None: the question has no gold evidence turns")
+    recall_ids: float | None = None
     recall_strict: float | None = None
     f1: float | None = None
     llm_correct: bool | None = None
