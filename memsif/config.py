@@ -149,6 +149,9 @@ class MemSIFConfig:
     aggregation_segment_weight: float = 0.25
     #: ``segment_decay`` for an aggregation question: each further sentence of one Topical Segment
     #: keeps this share of its priority, so the context spreads over the many events the answer needs.
+    #: 1 (off) by measurement: 0.7 raised conv-26's NCE provenance recall 0.756 → 0.794 but lowered its
+    #: aggregation questions' strict recall 0.575 → 0.521, and changed nothing on conv-30
+    #: (benchmarks/results/dev/designs-s14.md).
     aggregation_segment_decay: float = 1.0
     #: The aggregation path's evidence: only sentences of the speakers the question names.
     aggregation_speaker_only: bool = False
