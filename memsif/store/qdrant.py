@@ -103,6 +103,43 @@ def _sparse(vector: SparseVector) -> models.SparseVector:
     return models.SparseVector(indices=list(vector.indices), values=list(vector.values))
 
 
+def _hybrid_requests(dense: np.ndarray, lexical: SparseVector, limit: int, candidates: int,
+                     speakers: Sequence[str], speaker_boost: float,
+                     flt: models.Filter | None) -> tuple[models.QueryRequest, list[models.QueryRequest]]:
+    """The Query API requests of a hybrid sentence search: the fused one (dense and lexical prefetches,
+    reciprocal rank fusion, then the speaker boost as a formula) and one per search path (its own
+    scores, for the trace)."""
+    dense_q = models.Prefetch(query=dense.astype(float).tolist(), using=DENSE, filter=flt, limit=candidates)
+    requests = [models.QueryRequest(query=dense_q.query, using=DENSE, filter=flt, limit=candidates,
+                                    with_payload=False)]
+    prefetch = [dense_q]
+    if lexical:
+        lex_q = models.Prefetch(query=_sparse(lexical), using=LEXICAL, filter=flt, limit=candidates)
+        prefetch.append(lex_q)
+        requests.append(models.QueryRequest(query=lex_q.query, using=LEXICAL, filter=flt, limit=candidates,
+                                            with_payload=False))
+    rrf = models.RrfQuery(rrf=models.Rrf(k=RRF_K))
+    if not (speakers and speaker_boost):
+        return models.QueryRequest(prefetch=prefetch, query=rrf, filter=flt, limit=limit, with_payload=True), requests
+    said = models.FieldCondition(key="speaker", match=models.MatchAny(any=list(speakers)))
+    boost = models.FormulaQuery(formula=models.SumExpression(
+        sum=["$score", models.MultExpression(mult=[speaker_boost, "$score", said])]))
+    return models.QueryRequest(prefetch=models.Prefetch(prefetch=prefetch, query=rrf, filter=flt, limit=2 * candidates),
+                               query=boost, limit=limit, with_payload=True), requests
+
+
+def _check_embedder(meta: dict[str, Any], embedder_name: str, dim: int, location: str) -> None:
+    """Raises EmbedderError when the store's ``meta`` names another embedder or dimension."""
+    if meta.get("embedder") != embedder_name or int(meta.get("dim", -1)) != dim:
+        raise EmbedderError(
+            f"This store ({location}) was built with embedder {meta.get('embedder')!r} "
+            f"(dim {meta.get('dim')}), not {embedder_name!r} (dim {dim}). Use the same "
+            "MEMSIF_EMBEDDER_MODEL, or re-embed the memory into a new folder: "
+            f"python -m memsif reembed --from {Path(location).parent} --data-dir NEW_FOLDER "
+            "(with the new MEMSIF_EMBEDDER_MODEL set)."
+        )
+
+
 class MemoryStore:
     """All engine state, persisted in Qdrant.
 
@@ -140,15 +177,7 @@ class MemoryStore:
             self._client.create_collection(_META, vectors_config={})
         found = self._client.retrieve(_META, ids=[point_id("", "meta", "embedder")], with_payload=True)
         if found:
-            meta = found[0].payload or {}
-            if meta.get("embedder") != embedder_name or int(meta.get("dim", -1)) != dim:
-                raise EmbedderError(
-                    f"This store ({self.location}) was built with embedder {meta.get('embedder')!r} "
-                    f"(dim {meta.get('dim')}), not {embedder_name!r} (dim {dim}). Use the same "
-                    "MEMSIF_EMBEDDER_MODEL, or re-embed the memory into a new folder: "
-                    f"python -m memsif reembed --from {Path(self.location).parent} --data-dir NEW_FOLDER "
-                    "(with the new MEMSIF_EMBEDDER_MODEL set)."
-                )
+            _check_embedder(found[0].payload or {}, embedder_name, dim, self.location)
         else:
             self._client.upsert(_META, points=[models.PointStruct(
                 id=point_id("", "meta", "embedder"), vector={}, payload={"embedder": embedder_name, "dim": dim})])
@@ -319,26 +348,7 @@ class MemoryStore:
                     for k, v in (excluded or {}).items() if v]
         flt = models.Filter(must=_ns_filter(namespace, **equals).must[1:], must_not=must_not or None) \
             if equals or must_not else None
-        dense_q = models.Prefetch(query=dense.astype(float).tolist(), using=DENSE, filter=flt, limit=candidates)
-        requests = [models.QueryRequest(query=dense_q.query, using=DENSE, filter=flt, limit=candidates,
-                                        with_payload=False)]
-        prefetch = [dense_q]
-        if lexical:
-            lex_q = models.Prefetch(query=_sparse(lexical), using=LEXICAL, filter=flt, limit=candidates)
-            prefetch.append(lex_q)
-            requests.append(models.QueryRequest(query=lex_q.query, using=LEXICAL, filter=flt, limit=candidates,
-                                                with_payload=False))
-        rrf = models.RrfQuery(rrf=models.Rrf(k=RRF_K))
-        if speakers and speaker_boost:
-            said = models.FieldCondition(key="speaker", match=models.MatchAny(any=list(speakers)))
-            boost = models.FormulaQuery(formula=models.SumExpression(
-                sum=["$score", models.MultExpression(mult=[speaker_boost, "$score", said])]))
-            fused_request = models.QueryRequest(
-                prefetch=models.Prefetch(prefetch=prefetch, query=rrf, filter=flt, limit=2 * candidates),
-                query=boost, limit=limit, with_payload=True)
-        else:
-            fused_request = models.QueryRequest(prefetch=prefetch, query=rrf, filter=flt, limit=limit,
-                                                with_payload=True)
+        fused_request, requests = _hybrid_requests(dense, lexical, limit, candidates, speakers, speaker_boost, flt)
         fused, *paths = self._client.query_batch_points(
             collection, requests=[fused_request, *(requests if path_scores else [])])
         by_path = [{p.id: float(p.score) for p in result.points} for result in paths]
