@@ -306,7 +306,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", help="the LLM for every step: packaged:qwen2.5-coder-1.5b-instruct (default), "
                         "packaged:smollm2-135m-instruct, a hub id or a local path (same as MEMSIF_LLM_MODEL)")
     sub = parser.add_subparsers(dest="command", required=True)
+    _building_parsers(sub)
+    _reading_parsers(sub)
+    from memsif.eval.cli import add_parsers
 
+    add_parsers(sub)
+    return parser
+
+
+def _building_parsers(sub: argparse._SubParsersAction) -> None:
+    """ingest, reembed, upgrade, export and import: the commands that write memory or move it."""
     p = sub.add_parser("ingest", help="build Structured Interaction Memory from a transcript")
     p.add_argument("path", help="transcript: LoCoMo or LongMemEval JSON, a ChatGPT or Claude export "
                    "(conversations.json), an OpenAI message list, JSONL, or plain text")
@@ -351,6 +360,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir")
     p.set_defaults(func=cmd_import)
 
+
+def _reading_parsers(sub: argparse._SubParsersAction) -> None:
+    """show, ask, facts and calibrate: the commands that read a namespace's memory."""
     p = sub.add_parser("show", help="print a namespace's segments and trajectories")
     p.add_argument("--namespace", required=True)
     p.add_argument("--data-dir")
@@ -378,11 +390,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_calibrate)
-
-    from memsif.eval.cli import add_parsers
-
-    add_parsers(sub)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

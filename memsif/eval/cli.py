@@ -190,8 +190,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from memsif.io import load_transcripts
     from memsif.llm import load_llm
 
-    transcripts = load_transcripts(args.data, sample=args.sample)
-    tr = transcripts[0]
+    tr = load_transcripts(args.data, sample=args.sample)[0]
     data_dir = args.data_dir or tempfile.mkdtemp(prefix="memsif-bench-")
     try:
         config = MemSIFConfig.from_env(data_dir=data_dir)
@@ -205,47 +204,64 @@ def cmd_bench(args: argparse.Namespace) -> int:
         report = engine.ingest(tr.messages, namespace=namespace, core_facts=args.facts)
         questions = [str(q["question"]) for q in tr.extra.get("qa", []) if q.get("category") != 5]
         questions = questions[:args.questions] or [m.text for m in tr.messages[:args.questions]]
-        seconds, tokens, retrieval = [], [], []
-        for q in questions:
-            _, used = counting.snapshot()
-            t = time.perf_counter()
-            engine.ask(q, namespace)
-            seconds.append(time.perf_counter() - t)
-            tokens.append(counting.snapshot()[1] - used)
-            t = time.perf_counter()
-            engine.ask(q, namespace, generate=False)
-            retrieval.append(time.perf_counter() - t)
-        sentences_s = report.seconds_by_stage.get("sentences", 0.0)
-        # Structured Interaction Memory without the sentence index: the ingest less that and CoreFacts
-        sim_s = report.seconds - sentences_s - report.seconds_by_stage.get("core_facts", 0.0)
-        figures = {
-            "sample": tr.sample_id, "messages": report.messages, "core_facts": args.facts,
-            "model_load_s": round(load_s, 1), "ingest_s": round(report.seconds, 1),
-            "ingest_messages_per_s": round(report.messages / report.seconds, 2) if report.seconds else None,
-            "segment_judge_share": round(report.judge_calls_segment / max(report.messages, 1), 3),
-            "trajectory_judge_calls": report.judge_calls_trajectory,
-            "segments": report.segments, "trajectories": report.trajectories,
-            "questions": len(seconds),
-            "sentence_index_s": round(sentences_s, 1),
-            "sentence_index_share_of_sim_build": round(sentences_s / max(sim_s, 1e-9), 3),
-            "retrieval_s_p50": round(float(np.percentile(retrieval, 50)), 2) if retrieval else None,
-            "retrieval_s_p95": round(float(np.percentile(retrieval, 95)), 2) if retrieval else None,
-            "query_s_p50": round(float(np.percentile(seconds, 50)), 2) if seconds else None,
-            "query_s_p95": round(float(np.percentile(seconds, 95)), 2) if seconds else None,
-            "tokens_per_query": round(float(np.mean(tokens)), 1) if tokens else None,
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        }
+        timings = _time_questions(engine, counting, namespace, questions)
         engine.close()
     finally:
         if not args.data_dir:
             shutil.rmtree(data_dir, ignore_errors=True)
+    sentences_s = report.seconds_by_stage.get("sentences", 0.0)
+    # Structured Interaction Memory without the sentence index: the ingest less that and CoreFacts
+    sim_s = report.seconds - sentences_s - report.seconds_by_stage.get("core_facts", 0.0)
+    figures = {
+        "sample": tr.sample_id, "messages": report.messages, "core_facts": args.facts,
+        "model_load_s": round(load_s, 1), "ingest_s": round(report.seconds, 1),
+        "ingest_messages_per_s": round(report.messages / report.seconds, 2) if report.seconds else None,
+        "segment_judge_share": round(report.judge_calls_segment / max(report.messages, 1), 3),
+        "trajectory_judge_calls": report.judge_calls_trajectory,
+        "segments": report.segments, "trajectories": report.trajectories,
+        "questions": len(questions),
+        "sentence_index_s": round(sentences_s, 1),
+        "sentence_index_share_of_sim_build": round(sentences_s / max(sim_s, 1e-9), 3),
+        **timings,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
     print(json.dumps(figures, indent=None if args.json else 2))
     return 0
 
 
+def _time_questions(engine, counting, namespace: str, questions: list[str]) -> dict[str, float | None]:
+    """Each question asked twice: answered (seconds, tokens) and retrieval only (seconds). Returns
+    ``retrieval_s_p50/p95``, ``query_s_p50/p95`` and ``tokens_per_query`` (None without questions)."""
+    seconds, tokens, retrieval = [], [], []
+    for q in questions:
+        _, used = counting.snapshot()
+        t = time.perf_counter()
+        engine.ask(q, namespace)
+        seconds.append(time.perf_counter() - t)
+        tokens.append(counting.snapshot()[1] - used)
+        t = time.perf_counter()
+        engine.ask(q, namespace, generate=False)
+        retrieval.append(time.perf_counter() - t)
+
+    def pct(values: list[float], q: int) -> float | None:
+        return round(float(np.percentile(values, q)), 2) if values else None
+
+    return {"retrieval_s_p50": pct(retrieval, 50), "retrieval_s_p95": pct(retrieval, 95),
+            "query_s_p50": pct(seconds, 50), "query_s_p95": pct(seconds, 95),
+            "tokens_per_query": round(float(np.mean(tokens)), 1) if tokens else None}
+
+
 def add_parsers(sub) -> None:
+    """``eval`` (locomo, longmemeval, compare, judge-check, report) and ``bench`` under ``sub``."""
     p = sub.add_parser("eval", help="evaluate on LoCoMo or LongMemEval(-S) with the paper's protocol")
     esub = p.add_subparsers(dest="eval_command", required=True)
+    _run_parsers(esub)
+    _reading_parsers(esub)
+    _bench_parser(sub)
+
+
+def _run_parsers(esub) -> None:
+    """``eval locomo`` and ``eval longmemeval``: the runs."""
     for dataset in ("locomo", "longmemeval"):
         e = esub.add_parser(dataset, help=f"evaluate on a {dataset} file")
         e.add_argument("--data", required=True, help="benchmark JSON file")
@@ -267,6 +283,10 @@ def add_parsers(sub) -> None:
         e.add_argument("--out", required=True, help="folder for questions.jsonl, summary.json, report.md, figures")
         e.add_argument("--json", action="store_true", help="also print the summary as one JSON line")
         e.set_defaults(func=cmd_eval, dataset=dataset)
+
+
+def _reading_parsers(esub) -> None:
+    """``eval compare``, ``eval judge-check`` and ``eval report``: what reads runs' results."""
     c = esub.add_parser("compare", help="paired bootstrap between two result files (App. D.2)")
     c.add_argument("a", help="questions.jsonl[:LABEL] of system A")
     c.add_argument("b", help="questions.jsonl[:LABEL] of system B")
@@ -292,6 +312,8 @@ def add_parsers(sub) -> None:
                         "baselines ran with --limit)")
     r.set_defaults(func=cmd_report)
 
+
+def _bench_parser(sub) -> None:
     b = sub.add_parser("bench", help="speed and memory figures for the configured models")
     b.add_argument("--data", default=str(DEFAULT_BENCH), help="transcript (default: the bundled conv-26)")
     b.add_argument("--sample", help="sample id in the file (default: the first)")
