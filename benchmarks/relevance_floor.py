@@ -32,7 +32,7 @@ from memsif.embed import SentenceTransformerEmbedder
 from memsif.eval.data import load_locomo
 from memsif.interaction.sentences import build_sentences
 from memsif.retrieval import named_speakers, without_names
-from memsif.store import MemoryStore, StoredMessage
+from memsif.store import MemoryStore, SentenceQuery, StoredMessage
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
@@ -81,8 +81,9 @@ def main() -> None:
         def best(question: str, store=store, ns=ns, speakers=speakers) -> float:
             named = named_speakers(question, speakers)
             content = without_names(question, named) if cfg.dense_without_names else question
-            hits = store.hybrid_search(ns, embedder.embed_query(content), lexical.encode_query(question),
-                                       cfg.evidence_candidates, speakers=named, speaker_boost=cfg.speaker_boost)
+            hits = store.hybrid_search(ns, SentenceQuery(embedder.embed_query(content), lexical.encode_query(question),
+                                                         speakers=named, speaker_boost=cfg.speaker_boost),
+                                       cfg.evidence_candidates)
             return max((h.dense for h in hits if h.dense is not None), default=0.0)
 
         mine = speakers_of(sample)

@@ -21,7 +21,7 @@ import numpy as np
 
 from memsif import lexical
 from memsif.records import Sentence
-from memsif.store import MemoryStore
+from memsif.store import MemoryStore, SentenceQuery
 
 
 def seconds(call, repeats: int = 3) -> float:
@@ -68,15 +68,16 @@ def measure(n: int, listed: list[int], rng: np.random.Generator,
                   trajectory_id=f"E{(i // 4) % 300 + 1}"), v, sp)
         for i, (text, v, sp) in enumerate(zip(texts, vectors, sparse, strict=True))])
     query, terms = vectors[0], lexical.encode_query(texts[0])
-    hybrid = seconds(lambda: store.hybrid_search("t", query, terms, 200, speakers=["A"], speaker_boost=0.5))
+    hybrid = seconds(lambda: store.hybrid_search(
+        "t", SentenceQuery(query, terms, speakers=["A"], speaker_boost=0.5), 200))
     restricted = []
     for k in listed:
         segments = sorted({f"S{i}" for i in rng.choice(np.arange(1, n // 4), k, replace=False)})
         restricted.append(seconds(lambda s=segments: store.hybrid_search(
-            "t", query, terms, 8, candidates=200, segment_id=s, path_scores=False)))
+            "t", SentenceQuery(query, terms, 200, within={"segment_id": s}), 8, path_scores=False)))
     by_trajectory = seconds(lambda: store.hybrid_search(
-        "t", query, terms, 8, candidates=200, trajectory_id=["E1", "E2"], excluded={"segment_id": ["S1", "S2", "S3"]},
-        path_scores=False))
+        "t", SentenceQuery(query, terms, 200, within={"trajectory_id": ["E1", "E2"]},
+                           excluded={"segment_id": ["S1", "S2", "S3"]}), 8, path_scores=False))
     facet = seconds(lambda: store.speakers("t"))
     store.close()
     return hybrid, restricted, by_trajectory, facet

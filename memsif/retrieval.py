@@ -34,9 +34,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 
@@ -49,7 +48,7 @@ from memsif.llm import LLM
 from memsif.matching import jaccard
 from memsif.prompts import clip
 from memsif.records import Evidence, RetrievedFact, TopicalSegment
-from memsif.store import SentenceHit, Store
+from memsif.store import SentenceHit, SentenceQuery, Store
 from memsif.timeparse import day_text
 
 #: A message enters the answer context as evidence with at most this many characters (a pasted log
@@ -192,10 +191,10 @@ class EvidenceRetriever:
             named = named_speakers(question, self.store.speakers(namespace))
         content = without_names(question, named) if cfg.dense_without_names else question
         cv = self.embedder.embed_query(content) if content != question else qv
-        search: dict[str, Any] = dict(speakers=named, speaker_boost=cfg.speaker_boost)
-        if aggregation and named and cfg.aggregation_speaker_only:  # what they did is in their own turns
-            search.update(speaker=list(named))
-        hits = self.store.hybrid_search(namespace, cv, qs, cfg.evidence_candidates, **search)
+        own_turns = aggregation and named and cfg.aggregation_speaker_only  # what they did is in their own turns
+        query = SentenceQuery(cv, qs, speakers=named, speaker_boost=cfg.speaker_boost,
+                              within={"speaker": list(named)} if own_turns else {})
+        hits = self.store.hybrid_search(namespace, query, cfg.evidence_candidates)
         if not hits:
             return []
         segments = {s.id: s for s in self.store.segments(namespace)} if (cfg.use_segments or cfg.use_trajectories) \
@@ -206,9 +205,9 @@ class EvidenceRetriever:
         candidates = [_Candidate(h, h.fused + seg_score.get(h.sentence.segment_id or "", 0.0), "search",
                                  seg_score.get(h.sentence.segment_id or "", 0.0)) for h in hits]
         if cfg.use_trajectories and cfg.trajectory_path and segments:
-            candidates += self._trajectory_path(namespace, cv, qs, hits, segments, seg_score, search)
+            candidates += self._trajectory_path(namespace, query, hits, segments, seg_score)
         if cfg.fact_sources and facts:
-            candidates += self._fact_source_path(namespace, cv, qs, facts, seg_score, search)
+            candidates += self._fact_source_path(namespace, query, facts, seg_score)
         room = budget - self.llm.count_tokens(EXCERPTS) - 1
         decay = cfg.aggregation_segment_decay if aggregation else cfg.segment_decay
         evidence = self._select(candidates, segments, room, decay)
@@ -245,9 +244,8 @@ class EvidenceRetriever:
             out[sid] = weight * (sum(best) / cfg.segment_members + cfg.segment_entity_weight * top * entity)
         return out
 
-    def _trajectory_path(self, namespace: str, qv: np.ndarray, qs: lexical.SparseVector,
-                         hits: list[SentenceHit], segments: dict[str, TopicalSegment],
-                         seg_score: dict[str, float], search: dict[str, Any]) -> list[_Candidate]:
+    def _trajectory_path(self, namespace: str, query: SentenceQuery, hits: list[SentenceHit],
+                         segments: dict[str, TopicalSegment], seg_score: dict[str, float]) -> list[_Candidate]:
         """Event Trajectories as the NCE path: for the trajectories of the best hits, search their
         other segments for what the question still lacks (its terms the best hits do not cover)."""
         cfg = self.config
@@ -266,7 +264,7 @@ class EvidenceRetriever:
                 members[seg.trajectory_id].append(seg.id)
         covered = {i for h in hits[:cfg.trajectory_anchor_hits]
                    for i in lexical.encode_document(h.sentence.text, h.sentence.speaker).indices}
-        lacking = qs.without(covered) or qs  # every term covered: search with the whole question
+        lacking = query.lexical.without(covered) or query.lexical  # every term covered: search with the whole question
         anchors = {h.sentence.segment_id for h in hits[:cfg.trajectory_anchor_hits]}
         others = {sid: tid for tid in trajectories for sid in members[tid] if sid not in anchors}
         if not others:
@@ -276,13 +274,14 @@ class EvidenceRetriever:
         # names the trajectories and the anchor segments (constant size), not every other segment:
         # embedded Qdrant checks a list filter point by point (benchmarks/store_growth.py).
         limit = cfg.trajectory_evidence * len(trajectories)
-        found = self.store.hybrid_search(namespace, qv, lacking, limit, candidates=cfg.evidence_candidates,
-                                         trajectory_id=trajectories, path_scores=False,
-                                         excluded={"segment_id": sorted(a for a in anchors if a)}, **search)
+        restricted = replace(query, lexical=lacking, candidates=cfg.evidence_candidates)
+        found = self.store.hybrid_search(namespace, replace(
+            restricted, within={**query.within, "trajectory_id": trajectories},
+            excluded={"segment_id": sorted(a for a in anchors if a)}), limit, path_scores=False)
         if not found:  # every other segment has sentences, so none found: sentences stored before they held
             # their trajectory id (``python -m memsif upgrade`` writes it); the list filter still works
-            found = self.store.hybrid_search(namespace, qv, lacking, limit, candidates=cfg.evidence_candidates,
-                                             segment_id=sorted(others), path_scores=False, **search)
+            found = self.store.hybrid_search(namespace, replace(
+                restricted, within={**query.within, "segment_id": sorted(others)}), limit, path_scores=False)
         wanted = set(lacking.indices)
         taken: dict[str, int] = defaultdict(int)
         out: list[_Candidate] = []
@@ -298,16 +297,15 @@ class EvidenceRetriever:
                                   seg_score.get(h.sentence.segment_id or "", 0.0)))
         return out
 
-    def _fact_source_path(self, namespace: str, qv: np.ndarray, qs: lexical.SparseVector,
-                          facts: Sequence[RetrievedFact], seg_score: dict[str, float],
-                          search: dict[str, Any]) -> list[_Candidate]:
+    def _fact_source_path(self, namespace: str, query: SentenceQuery, facts: Sequence[RetrievedFact],
+                          seg_score: dict[str, float]) -> list[_Candidate]:
         """A fact carries its source turns: one hybrid search restricted to the facts' source messages
         gives, for each, its sentence that best matches the question (path "fact")."""
         sources = list(dict.fromkeys(m for f in facts for m in f.source_message_ids))
         if not sources:
             return []
-        found = self.store.hybrid_search(namespace, qv, qs, 4 * len(sources), candidates=4 * len(sources),
-                                         message_id=sources, path_scores=False, **search)
+        found = self.store.hybrid_search(namespace, replace(query, candidates=4 * len(sources), within={
+            **query.within, "message_id": sources}), 4 * len(sources), path_scores=False)
         best: dict[str, SentenceHit] = {}
         for h in found:
             best.setdefault(h.sentence.message_id, h)

@@ -72,7 +72,6 @@ STILL_OVER = {
     "inspector/build.py:build": 88,
     "inspector/demo.py:build_demo": 121,
     "inspector/evaluate.py:evaluate": 75,
-    "store/qdrant.py:MemoryStore": 340,
 }
 
 

@@ -14,7 +14,7 @@ from memsif.config import MemSIFConfig
 from memsif.interaction.sentences import build_sentences
 from memsif.query import QueryPipeline
 from memsif.records import EventTrajectory, Message, TopicalSegment
-from memsif.store import MemoryStore, StoredMessage
+from memsif.store import MemoryStore, SentenceQuery, StoredMessage
 from tests.fakes import FakeLLM, HashEmbedder, KeywordEmbedder
 
 DAY = datetime(2023, 5, 8)
@@ -89,7 +89,8 @@ def test_lexical_match_finds_what_the_dense_embedder_cannot():
     calls = []
     original = store._client.query_batch_points
     store._client.query_batch_points = lambda *a, **k: calls.append(k["requests"]) or original(*a, **k)
-    hits = store.hybrid_search("t", emb.embed_query("x"), lexical.encode_query("Where did Zbigniew move?"), 3)
+    hits = store.hybrid_search(
+        "t", SentenceQuery(emb.embed_query("x"), lexical.encode_query("Where did Zbigniew move?")), 3)
     assert hits[0].sentence.message_id == "D6:1" and hits[0].found_by == ["dense", "lexical"]
     assert hits[0].lexical > 0 and all(h.lexical is None for h in hits[1:])
     fused = calls[0][0]
@@ -116,7 +117,7 @@ def test_chinese_japanese_thai_and_korean_words_are_found_by_keyword(query, foun
                                                          for k in range(4)]
     store = _store(turns, emb)
     assert all(lexical.encode_document(t) for t in UNSPACED), "every message gets lexical terms"
-    hits = store.hybrid_search("t", emb.embed_query("x"), lexical.encode_query(query), 3)
+    hits = store.hybrid_search("t", SentenceQuery(emb.embed_query("x"), lexical.encode_query(query)), 3)
     top = [h.sentence.message_id for h in hits[:len(found)]]
     assert set(top) == {f"D{k + 1}:1" for k in found} and "lexical" in hits[0].found_by, (query, top)
 
@@ -197,7 +198,8 @@ def test_the_trajectory_path_brings_in_another_segment_of_the_same_event(sentenc
                         trajectory_path=True)
     filters = []
     search = store.hybrid_search
-    store.hybrid_search = lambda *a, **k: filters.append(k) or search(*a, **k)
+    store.hybrid_search = lambda ns, q, *a, **k: filters.append({**q.within, "excluded": q.excluded}) or search(
+        ns, q, *a, **k)
     evidence = {e.source_message_ids[0]: e for e in with_et.retriever.trace_back("t", question, qv, 1500)}
     assert "D15:1" in evidence and "trajectory" in evidence["D15:1"].found_by
     assert evidence["D15:1"].trajectory_id == "E1"
@@ -367,8 +369,9 @@ def test_the_dense_search_leaves_out_the_named_speakers_and_their_sentences_rise
              ("Melanie", "I watched a race on TV.", "S3")]
     store = _store(turns, emb)
     question = "When did Caroline run the race?"
-    stripped = store.hybrid_search("t", emb.embed_query(without_names(question, ["Caroline"])),
-                                   lexical.encode_query(question), 3, speakers=["Caroline"], speaker_boost=0.5)
+    stripped = store.hybrid_search("t", SentenceQuery(emb.embed_query(without_names(question, ["Caroline"])),
+                                                      lexical.encode_query(question), speakers=["Caroline"],
+                                                      speaker_boost=0.5), 3)
     assert stripped[0].sentence.message_id == "D2:1"
     assert stripped[0].fused > 1.4 * stripped[1].fused, "the named speaker's sentence is boosted in Qdrant"
 
@@ -419,7 +422,8 @@ def test_upgrade_rewrites_the_lexical_terms_of_an_older_stores_chinese_sentences
     # the Chinese sentence, and the English one (stems, stop words)
     assert engine.upgrade("zh", ["lexical_terms"])["lexical_terms"] == 2
     assert engine.upgrade("zh", ["lexical_terms"])["lexical_terms"] == 0, "a second run does nothing"
-    hits = engine.store.hybrid_search("zh", engine.embedder.embed_query("x"), lex.encode_query("早报"), 1)
+    hits = engine.store.hybrid_search(
+        "zh", SentenceQuery(engine.embedder.embed_query("x"), lex.encode_query("早报")), 1)
     assert hits[0].sentence.message_id == "D1:1" and "lexical" in hits[0].found_by
 
 

@@ -6,6 +6,7 @@ one also checks that the three give the same answers (qdrant-client's congruence
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import datetime
 
 import pytest
@@ -25,7 +26,7 @@ from memsif.records import (
     TopicalSegment,
     TrajectoryDecision,
 )
-from memsif.store import MemoryStore, Store, StoredMessage
+from memsif.store import MemoryStore, SentenceQuery, Store, StoredMessage
 from tests.fakes import HashEmbedder
 
 CONNECTIONS = ["memory", "path", *(["url"] if os.environ.get("MEMSIF_TEST_QDRANT_URL") else [])]
@@ -126,8 +127,8 @@ def test_namespaces_are_apart_and_deleting_one_leaves_the_other(store):
     assert len(store.facts("contract-b")) == 3
     store.delete_namespace("contract-a")
     assert store.count("message", "contract-a") == 0 and store.count("sentence", "contract-a") == 0
-    assert store.segments("contract-a") == [] and store.hybrid_search("contract-a", EMB.embed_query("Max"),
-                                                                     lexical.encode_query("Max"), 5) == []
+    assert store.segments("contract-a") == [] and store.hybrid_search("contract-a", SentenceQuery(
+        EMB.embed_query("Max"), lexical.encode_query("Max")), 5) == []
     assert len(store.messages("contract-b")) == 4 and "contract-a" not in store.namespaces()
 
 
@@ -146,16 +147,17 @@ def test_searches_rank_by_the_query_and_keep_to_their_filters(store):
     assert [f.id for f, _ in store.search_facts(ns, qv, 5, subject=["Ben"])] == ["F2"]
     assert store.search_active_facts(ns, qv, 3)[0][0].id == "A1"
     assert store.search_messages(ns, qv, 1)[0][0].id == "D1:1"
-    hits = store.hybrid_search(ns, EMB.embed_query("stock market"), lexical.encode_query("stock market"), 4)
+    hits = store.hybrid_search(
+        ns, SentenceQuery(EMB.embed_query("stock market"), lexical.encode_query("stock market")), 4)
     assert hits[0].sentence.message_id == "D1:3" and hits[0].fused >= hits[-1].fused
     assert hits[0].found_by == ["dense", "lexical"]
-    only_s1 = store.hybrid_search(ns, EMB.embed_query("stocks"), lexical.encode_query("stocks"), 4, segment_id=["S1"])
+    stocks = SentenceQuery(EMB.embed_query("stocks"), lexical.encode_query("stocks"))
+    only_s1 = store.hybrid_search(ns, replace(stocks, within={"segment_id": ["S1"]}), 4)
     assert {h.sentence.segment_id for h in only_s1} == {"S1"}
-    without = store.hybrid_search(ns, EMB.embed_query("stocks"), lexical.encode_query("stocks"), 4,
-                                  excluded={"segment_id": ["S2"]})
+    without = store.hybrid_search(ns, replace(stocks, excluded={"segment_id": ["S2"]}), 4)
     assert "S2" not in {h.sentence.segment_id for h in without}
-    boosted = store.hybrid_search(ns, EMB.embed_query("Max"), lexical.encode_query("Max"), 4, speakers=["Ben"],
-                                  speaker_boost=5.0)
+    boosted = store.hybrid_search(ns, SentenceQuery(EMB.embed_query("Max"), lexical.encode_query("Max"),
+                                                    speakers=["Ben"], speaker_boost=5.0), 4)
     assert boosted[0].sentence.speaker == "Ben"
 
 
@@ -171,7 +173,7 @@ def _answers(store: Store) -> dict:
         "facts": [f.model_dump(mode="json") for f, _ in store.facts(ns)],
         "search_facts": [(f.id, round(score, 4)) for f, score in store.search_facts(ns, qv, 3)],
         "hybrid": [(h.sentence.id, round(h.fused, 4)) for h in
-                   store.hybrid_search(ns, qv, lexical.encode_query("Max the beagle"), 4)],
+                   store.hybrid_search(ns, SentenceQuery(qv, lexical.encode_query("Max the beagle")), 4)],
     }
 
 

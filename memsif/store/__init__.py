@@ -4,7 +4,7 @@
 names are its own); ``connection.py``: opening and guarding the Qdrant client.
 """
 
-from memsif.store.base import RecordKind, SentenceHit, Store, StoredMessage
+from memsif.store.base import RecordKind, SentenceHit, SentenceQuery, Store, StoredMessage
 from memsif.store.qdrant import MemoryStore
 
-__all__ = ["MemoryStore", "RecordKind", "SentenceHit", "Store", "StoredMessage"]
+__all__ = ["MemoryStore", "RecordKind", "SentenceHit", "SentenceQuery", "Store", "StoredMessage"]

@@ -8,8 +8,8 @@ reciprocal-rank scores (``hybrid_search``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -46,6 +46,23 @@ class SentenceHit:
     @property
     def found_by(self) -> list[str]:
         return [name for name, v in (("dense", self.dense), ("lexical", self.lexical)) if v is not None]
+
+
+@dataclass(frozen=True)
+class SentenceQuery:
+    """One hybrid sentence search (``Store.hybrid_search``): the question's (d,) L2-normalised
+    ``dense`` vector and its BM25 ``lexical`` terms; each search takes its ``candidates`` best before
+    reciprocal rank fusion. Sentences said by one of ``speakers`` get their fused score × (1 +
+    ``speaker_boost``). ``within`` keeps only sentences whose payload field holds one of the listed
+    values (e.g. ``{"segment_id": ["S1", "S4"]}``); ``excluded`` leaves out those that do."""
+
+    dense: np.ndarray
+    lexical: SparseVector
+    candidates: int = 100
+    speakers: Sequence[str] = ()
+    speaker_boost: float = 0.0
+    within: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    excluded: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -102,7 +119,5 @@ class Store(Protocol):
     def search_active_facts(self, namespace: str, vector: np.ndarray,
                             limit: int) -> list[tuple[ActiveFact, float]]: ...
     def search_messages(self, namespace: str, vector: np.ndarray, limit: int) -> list[tuple[Message, float]]: ...
-    def hybrid_search(self, namespace: str, dense: np.ndarray, lexical: SparseVector, limit: int,
-                      candidates: int = 100, speakers: Sequence[str] = (), speaker_boost: float = 0.0,
-                      path_scores: bool = True, excluded: dict[str, list[str]] | None = None,
-                      **equals: Any) -> list[SentenceHit]: ...
+    def hybrid_search(self, namespace: str, query: SentenceQuery, limit: int,
+                      path_scores: bool = True) -> list[SentenceHit]: ...

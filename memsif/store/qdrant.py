@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,7 +44,7 @@ from memsif.records import (
     TopicalSegment,
     record_number,
 )
-from memsif.store.base import RecordKind, SentenceHit, StoredMessage
+from memsif.store.base import RecordKind, SentenceHit, SentenceQuery, StoredMessage
 from memsif.store.connection import connect
 
 _MESSAGES = "memsif_messages"
@@ -103,29 +103,75 @@ def _sparse(vector: SparseVector) -> models.SparseVector:
     return models.SparseVector(indices=list(vector.indices), values=list(vector.values))
 
 
-def _hybrid_requests(dense: np.ndarray, lexical: SparseVector, limit: int, candidates: int,
-                     speakers: Sequence[str], speaker_boost: float,
+def _hybrid_requests(query: SentenceQuery, limit: int,
                      flt: models.Filter | None) -> tuple[models.QueryRequest, list[models.QueryRequest]]:
     """The Query API requests of a hybrid sentence search: the fused one (dense and lexical prefetches,
     reciprocal rank fusion, then the speaker boost as a formula) and one per search path (its own
     scores, for the trace)."""
-    dense_q = models.Prefetch(query=dense.astype(float).tolist(), using=DENSE, filter=flt, limit=candidates)
+    candidates = query.candidates
+    dense_q = models.Prefetch(query=query.dense.astype(float).tolist(), using=DENSE, filter=flt, limit=candidates)
     requests = [models.QueryRequest(query=dense_q.query, using=DENSE, filter=flt, limit=candidates,
                                     with_payload=False)]
     prefetch = [dense_q]
-    if lexical:
-        lex_q = models.Prefetch(query=_sparse(lexical), using=LEXICAL, filter=flt, limit=candidates)
+    if query.lexical:
+        lex_q = models.Prefetch(query=_sparse(query.lexical), using=LEXICAL, filter=flt, limit=candidates)
         prefetch.append(lex_q)
         requests.append(models.QueryRequest(query=lex_q.query, using=LEXICAL, filter=flt, limit=candidates,
                                             with_payload=False))
     rrf = models.RrfQuery(rrf=models.Rrf(k=RRF_K))
-    if not (speakers and speaker_boost):
+    if not (query.speakers and query.speaker_boost):
         return models.QueryRequest(prefetch=prefetch, query=rrf, filter=flt, limit=limit, with_payload=True), requests
-    said = models.FieldCondition(key="speaker", match=models.MatchAny(any=list(speakers)))
+    said = models.FieldCondition(key="speaker", match=models.MatchAny(any=list(query.speakers)))
     boost = models.FormulaQuery(formula=models.SumExpression(
-        sum=["$score", models.MultExpression(mult=[speaker_boost, "$score", said])]))
+        sum=["$score", models.MultExpression(mult=[query.speaker_boost, "$score", said])]))
     return models.QueryRequest(prefetch=models.Prefetch(prefetch=prefetch, query=rrf, filter=flt, limit=2 * candidates),
                                query=boost, limit=limit, with_payload=True), requests
+
+
+def _sentence_filter(query: SentenceQuery) -> models.Filter | None:
+    """The payload filter of ``query.within`` (an empty list keeps nothing) and ``query.excluded``
+    (an empty list leaves nothing out); None when both are empty."""
+    def any_of(values: Mapping[str, Sequence[str]]) -> list[models.Condition]:
+        return [models.FieldCondition(key=k, match=models.MatchAny(any=list(v))) for k, v in values.items()]
+
+    must, must_not = any_of(query.within), any_of({k: v for k, v in query.excluded.items() if v})
+    return models.Filter(must=must or None, must_not=must_not or None) if must or must_not else None
+
+
+def _ensure_collections(client: Any, is_server: bool, location: str, embedder_name: str, dim: int) -> None:
+    """Create the missing collections on ``client``; check the store was built with the same embedder.
+
+    Raises:
+        EmbedderError: the store holds vectors of another embedder or dimension.
+    """
+    existing = {c.name for c in client.get_collections().collections}
+    if _META not in existing:
+        client.create_collection(_META, vectors_config={})
+    found = client.retrieve(_META, ids=[point_id("", "meta", "embedder")], with_payload=True)
+    if found:
+        _check_embedder(found[0].payload or {}, embedder_name, dim, location)
+    else:
+        client.upsert(_META, points=[models.PointStruct(
+            id=point_id("", "meta", "embedder"), vector={}, payload={"embedder": embedder_name, "dim": dim})])
+    for name in _VECTOR_COLLECTIONS:
+        if name not in existing:
+            client.create_collection(name, vectors_config=models.VectorParams(size=dim,
+                                                                              distance=models.Distance.COSINE))
+            if is_server:  # embedded Qdrant ignores payload indexes
+                client.create_payload_index(name, "namespace", models.PayloadSchemaType.KEYWORD)
+    for name in _LOG_COLLECTIONS:
+        if name not in existing:
+            client.create_collection(name, vectors_config={})
+
+
+def _create_sentence_collection(client: Any, is_server: bool, name: str, dim: int | None) -> None:
+    """A namespace's sentence collection: a dense vector (cosine) and a sparse lexical one (Qdrant's IDF)."""
+    client.create_collection(
+        name, vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
+        sparse_vectors_config={LEXICAL: models.SparseVectorParams(modifier=models.Modifier.IDF)})
+    if is_server:
+        for key in ("segment_id", "speaker"):
+            client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
 
 
 def _check_embedder(meta: dict[str, Any], embedder_name: str, dim: int, location: str) -> None:
@@ -138,6 +184,33 @@ def _check_embedder(meta: dict[str, Any], embedder_name: str, dim: int, location
             f"python -m memsif reembed --from {Path(location).parent} --data-dir NEW_FOLDER "
             "(with the new MEMSIF_EMBEDDER_MODEL set)."
         )
+
+
+def _upsert(client: Any, location: str, collection: str, points: list[models.PointStruct]) -> None:
+    """Upsert ``points`` in batches of 256, waiting for each.
+
+    Raises:
+        StoreError: the write failed (says where).
+    """
+    for start in range(0, len(points), 256):
+        try:
+            client.upsert(collection, points=points[start:start + 256], wait=True)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"Writing to {collection} at {location} failed: {exc}") from exc
+
+
+def _scroll(client: Any, collection: str, flt: models.Filter | None,
+            with_vectors: bool | list[str] = False) -> Iterator[models.Record]:
+    """Every record of ``collection`` that ``flt`` keeps, with payload, 512 at a time."""
+    offset = None
+    while True:
+        records, offset = client.scroll(collection, scroll_filter=flt, limit=512, offset=offset,
+                                        with_payload=True, with_vectors=with_vectors)
+        yield from records
+        if offset is None:
+            return
 
 
 class MemoryStore:
@@ -172,24 +245,7 @@ class MemoryStore:
         Raises:
             EmbedderError: the store holds vectors of another embedder or dimension.
         """
-        existing = {c.name for c in self._client.get_collections().collections}
-        if _META not in existing:
-            self._client.create_collection(_META, vectors_config={})
-        found = self._client.retrieve(_META, ids=[point_id("", "meta", "embedder")], with_payload=True)
-        if found:
-            _check_embedder(found[0].payload or {}, embedder_name, dim, self.location)
-        else:
-            self._client.upsert(_META, points=[models.PointStruct(
-                id=point_id("", "meta", "embedder"), vector={}, payload={"embedder": embedder_name, "dim": dim})])
-        for name in _VECTOR_COLLECTIONS:
-            if name not in existing:
-                self._client.create_collection(
-                    name, vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE))
-                if self._is_server:  # embedded Qdrant ignores payload indexes
-                    self._client.create_payload_index(name, "namespace", models.PayloadSchemaType.KEYWORD)
-        for name in _LOG_COLLECTIONS:
-            if name not in existing:
-                self._client.create_collection(name, vectors_config={})
+        _ensure_collections(self._client, self._is_server, self.location, embedder_name, dim)
         self.dim = dim
 
     def close(self) -> None:
@@ -208,7 +264,7 @@ class MemoryStore:
             )
             for r in rows
         ]
-        self._upsert(_MESSAGES, points)
+        _upsert(self._client, self.location, _MESSAGES, points)
 
     def _sentences(self, namespace: str, create: bool = False) -> str | None:
         """The namespace's sentence collection; None when it has none (and ``create`` is False)."""
@@ -217,12 +273,7 @@ class MemoryStore:
             return name
         if not create:
             return None
-        self._client.create_collection(
-            name, vectors_config={DENSE: models.VectorParams(size=self.dim, distance=models.Distance.COSINE)},
-            sparse_vectors_config={LEXICAL: models.SparseVectorParams(modifier=models.Modifier.IDF)})
-        if self._is_server:
-            for key in ("segment_id", "speaker"):
-                self._client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
+        _create_sentence_collection(self._client, self._is_server, name, self.dim)
         return name
 
     def put_sentences(self, namespace: str, rows: Iterable[tuple[Sentence, np.ndarray, SparseVector]]) -> None:
@@ -230,7 +281,7 @@ class MemoryStore:
         rows = list(rows)
         if not rows:
             return
-        self._upsert(self._sentences(namespace, create=True), [
+        _upsert(self._client, self.location, self._sentences(namespace, create=True), [
             models.PointStruct(id=point_id(namespace, "sentence", s.id), payload=s.model_dump(mode="json"),
                                vector={DENSE: v.astype(float).tolist(),
                                        **({LEXICAL: _sparse(sp)} if sp else {})})
@@ -289,7 +340,7 @@ class MemoryStore:
                     key: Callable[[Any], str] = lambda record: record.id) -> None:
         """Upsert records of ``kind`` into its collection, each with its (d,) vector (None: a collection
         without vectors); the payload is the record's JSON and its ``namespace``."""
-        self._upsert(_COLLECTION_OF[kind], [
+        _upsert(self._client, self.location, _COLLECTION_OF[kind], [
             models.PointStruct(id=point_id(namespace, kind, key(record)),
                                vector={} if vector is None else vector.astype(float).tolist(),
                                payload={**record.model_dump(mode="json"), "namespace": namespace})
@@ -299,7 +350,7 @@ class MemoryStore:
     def facts(self, namespace: str, with_vectors: bool = False) -> list[tuple[CoreFact, np.ndarray | None]]:
         """Every CoreFact of the namespace (current and superseded) in id order."""
         rows = []
-        for rec in self._scroll(_FACTS, _ns_filter(namespace), with_vectors=with_vectors):
+        for rec in _scroll(self._client, _FACTS, _ns_filter(namespace), with_vectors=with_vectors):
             vector = np.asarray(rec.vector, dtype=np.float32) if with_vectors else None
             rows.append((CoreFact(**rec.payload), vector))
         return sorted(rows, key=lambda r: record_number(r[0].id))
@@ -328,27 +379,19 @@ class MemoryStore:
                                            with_payload=True)
         return [(dict(p.payload or {}), float(p.score)) for p in result.points]
 
-    def hybrid_search(self, namespace: str, dense: np.ndarray, lexical: SparseVector, limit: int,
-                      candidates: int = 100, speakers: Sequence[str] = (), speaker_boost: float = 0.0,
-                      path_scores: bool = True, excluded: dict[str, list[str]] | None = None,
-                      **equals: Any) -> list[SentenceHit]:
-        """Sentences of ``namespace`` (optionally only those whose payload matches ``equals``, e.g.
-        ``segment_id=[...]``) ranked by reciprocal rank fusion (k = ``RRF_K``) of a dense search
-        (cosine to ``dense``, (d,) L2-normalised) and a lexical one (BM25: ``lexical`` against the
-        sentences' sparse vectors with Qdrant's IDF), each taking its ``candidates`` best; sentences
-        said by one of ``speakers`` get their fused score × (1 + ``speaker_boost``). Fusion and boost
-        run in Qdrant (Query API prefetch + RRF, then a formula query). Best first, at most ``limit``.
-        ``excluded`` leaves out sentences whose payload field holds one of the listed values.
-        With ``path_scores`` False the two searches' own scores are not fetched (one request less
-        each; the hits' ``dense``/``lexical`` stay None)."""
+    def hybrid_search(self, namespace: str, query: SentenceQuery, limit: int,
+                      path_scores: bool = True) -> list[SentenceHit]:
+        """Sentences of ``namespace`` (those ``query.within`` and not ``query.excluded``) ranked by
+        reciprocal rank fusion (k = ``RRF_K``) of a dense search (cosine to ``query.dense``) and a
+        lexical one (BM25: ``query.lexical`` against the sentences' sparse vectors with Qdrant's IDF),
+        each taking its ``query.candidates`` best, with the speaker boost (``SentenceQuery``). Fusion
+        and boost run in Qdrant (Query API prefetch + RRF, then a formula query). Best first, at most
+        ``limit``. With ``path_scores`` False the two searches' own scores are not fetched (one request
+        less each; the hits' ``dense``/``lexical`` stay None)."""
         collection = self._sentences(namespace)
         if collection is None:
             return []
-        must_not = [models.FieldCondition(key=k, match=models.MatchAny(any=list(v)))
-                    for k, v in (excluded or {}).items() if v]
-        flt = models.Filter(must=_ns_filter(namespace, **equals).must[1:], must_not=must_not or None) \
-            if equals or must_not else None
-        fused_request, requests = _hybrid_requests(dense, lexical, limit, candidates, speakers, speaker_boost, flt)
+        fused_request, requests = _hybrid_requests(query, limit, _sentence_filter(query))
         fused, *paths = self._client.query_batch_points(
             collection, requests=[fused_request, *(requests if path_scores else [])])
         by_path = [{p.id: float(p.score) for p in result.points} for result in paths]
@@ -370,7 +413,7 @@ class MemoryStore:
         collection = self._sentences(namespace)
         if collection is None:
             return []
-        for rec in self._scroll(collection, None, with_vectors=[DENSE] if with_vectors else False):
+        for rec in _scroll(self._client, collection, None, with_vectors=[DENSE] if with_vectors else False):
             vector = np.asarray(rec.vector[DENSE], dtype=np.float32) if with_vectors else None
             rows.append((Sentence(**rec.payload), vector))
         return sorted(rows, key=lambda r: (r[0].message_index, r[0].position))
@@ -381,7 +424,7 @@ class MemoryStore:
         if collection is None:
             return {}
         out = {}
-        for rec in self._scroll(collection, None, with_vectors=[LEXICAL]):
+        for rec in _scroll(self._client, collection, None, with_vectors=[LEXICAL]):
             sparse = (rec.vector or {}).get(LEXICAL)
             out[rec.payload["id"]] = SparseVector(tuple(sparse.indices), tuple(sparse.values)) if sparse else \
                 SparseVector((), ())
@@ -389,58 +432,43 @@ class MemoryStore:
 
     def fact_ops(self, namespace: str) -> list[FactOperation]:
         """The CoreFact operation log in order."""
-        rows = [FactOperation(**(rec.payload or {})) for rec in self._scroll(_FACT_OPS, _ns_filter(namespace))]
+        rows = [FactOperation(**p) for p in self._payloads(_FACT_OPS, namespace)]
         return sorted(rows, key=lambda op: op.seq)
 
     def clusters(self, namespace: str) -> list[CandidateCluster]:
         """Candidate clusters C_k in id order."""
-        rows = [CandidateCluster(**(rec.payload or {})) for rec in self._scroll(_CLUSTERS, _ns_filter(namespace))]
+        rows = [CandidateCluster(**p) for p in self._payloads(_CLUSTERS, namespace)]
         return sorted(rows, key=lambda c: record_number(c.id))
 
     def active_facts(self, namespace: str) -> list[ActiveFact]:
         """Promoted ActiveFacts in id order."""
-        rows = [ActiveFact(**(rec.payload or {})) for rec in self._scroll(_ACTIVE_FACTS, _ns_filter(namespace))]
+        rows = [ActiveFact(**p) for p in self._payloads(_ACTIVE_FACTS, namespace)]
         return sorted(rows, key=lambda a: record_number(a.id))
 
-    def _upsert(self, collection: str, points: list[models.PointStruct]) -> None:
-        for start in range(0, len(points), 256):
-            try:
-                self._client.upsert(collection, points=points[start:start + 256], wait=True)
-            except StoreError:
-                raise
-            except Exception as exc:
-                raise StoreError(f"Writing to {collection} at {self.location} failed: {exc}") from exc
-
     # ------------------------------------------------------------------ reads
-    def _scroll(self, collection: str, flt: models.Filter | None,
-                with_vectors: bool | list[str] = False) -> Iterator[models.Record]:
-        offset = None
-        while True:
-            records, offset = self._client.scroll(collection, scroll_filter=flt, limit=512, offset=offset,
-                                                  with_payload=True, with_vectors=with_vectors)
-            yield from records
-            if offset is None:
-                return
+    def _payloads(self, collection: str, namespace: str) -> Iterator[dict[str, Any]]:
+        """The payloads of ``namespace``'s records in ``collection``."""
+        return ((rec.payload or {}) for rec in _scroll(self._client, collection, _ns_filter(namespace)))
 
     def messages(self, namespace: str, with_vectors: bool = True) -> list[StoredMessage]:
         """The namespace's messages in chronological order (by ``index``)."""
         out = [_stored_message(rec.payload, rec.vector if with_vectors else [])
-               for rec in self._scroll(_MESSAGES, _ns_filter(namespace), with_vectors=with_vectors)]
+               for rec in _scroll(self._client, _MESSAGES, _ns_filter(namespace), with_vectors=with_vectors)]
         out.sort(key=lambda r: r.message.index)
         return out
 
     def segments(self, namespace: str) -> list[TopicalSegment]:
-        segs = [TopicalSegment(**rec.payload) for rec in self._scroll(_SEGMENTS, _ns_filter(namespace))]
+        segs = [TopicalSegment(**p) for p in self._payloads(_SEGMENTS, namespace)]
         return sorted(segs, key=lambda s: s.index)
 
     def trajectories(self, namespace: str) -> list[EventTrajectory]:
-        trajs = [EventTrajectory(**rec.payload) for rec in self._scroll(_TRAJECTORIES, _ns_filter(namespace))]
+        trajs = [EventTrajectory(**p) for p in self._payloads(_TRAJECTORIES, namespace)]
         return sorted(trajs, key=lambda t: t.index)
 
     def decisions(self, namespace: str, kind: Literal["segment", "trajectory"] | None = None) -> list[Decision]:
         """Structured Interaction Memory decisions in the order they were made (one kind, or all)."""
         flt = _ns_filter(namespace, kind=kind) if kind else _ns_filter(namespace)
-        rows = [DECISION.validate_python(rec.payload or {}) for rec in self._scroll(_DECISIONS, flt)]
+        rows = [DECISION.validate_python(rec.payload or {}) for rec in _scroll(self._client, _DECISIONS, flt)]
         return sorted(rows, key=lambda d: d.seq)
 
     def count(self, kind: RecordKind, namespace: str) -> int:
