@@ -24,6 +24,7 @@ import os
 import sys
 
 from memsif.config import MemSIFConfig
+from memsif.engine import MemSIF
 from memsif.inspector import PAGE_CSS, build_demo
 from memsif.inspector.build import MAX_UPLOAD_BYTES
 
@@ -37,11 +38,20 @@ def forget_sessions(env: dict[str, str] | None = None) -> bool:
     return env.get("MEMSIF_APP_FORGET_SESSIONS", default).strip() == "1"
 
 
+def extra_models(env: dict[str, str] | None = None) -> list[str]:
+    """More "backend:model" choices for the Settings tab: ``MEMSIF_APP_MODELS``, comma-separated (e.g.
+    ``transformers:Qwen/Qwen3-4B,openai:qwen3``)."""
+    env = os.environ if env is None else env
+    return [m.strip() for m in env.get("MEMSIF_APP_MODELS", "").split(",") if m.strip()]
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Read the configuration (environment, ``--mcp``), build the page and serve it."""
+    """Read the configuration (the environment, ``--mcp``) once, make the engine (its models load on
+    the first visit), build the page over it and serve it."""
     args = sys.argv[1:] if argv is None else argv
     mcp = "--mcp" in args or os.environ.get("MEMSIF_APP_MCP", "0") == "1"
-    demo = build_demo(MemSIFConfig.from_env(), mcp=mcp, forget_sessions=forget_sessions())
+    engine = MemSIF(MemSIFConfig.from_env())
+    demo = build_demo(engine, mcp=mcp, forget_sessions=forget_sessions(), extra_models=extra_models())
     demo.queue(default_concurrency_limit=4).launch(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), show_error=True,
         max_file_size=MAX_UPLOAD_BYTES, mcp_server=mcp, css=PAGE_CSS)

@@ -30,14 +30,13 @@ def app_url(tmp_path_factory):
     llm = FakeLLM({"segment_judge": 0.3, "trajectory_judge": 0.6, "core_extract": FACTS,
                    "core_operation": "A", "sufficiency": 0.2, "answer": "She researched adoption agencies."})
     cfg = MemSIFConfig(data_dir=str(tmp_path_factory.mktemp("app")))
-    common.set_engine(MemSIF(cfg, llm=llm, embedder=HashEmbedder(), entities=TableEntities(),
-                         store=MemoryStore(in_memory=True)))
-    demo = build_demo()
+    demo = build_demo(MemSIF(cfg, llm=llm, embedder=HashEmbedder(), entities=TableEntities(),
+                             store=MemoryStore(in_memory=True)))
     demo.queue(default_concurrency_limit=4)
     _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True)
     yield url
     demo.close()
-    common.set_engine(None)
+    common.serve(None)
 
 
 def test_a_client_builds_the_example_asks_and_reads_every_view(app_url):
@@ -232,15 +231,19 @@ def test_a_bad_upload_gets_one_message_in_the_page_and_the_memory_stays(app_url,
     assert trace["evidence_used"], "the session's memory must survive a bad upload"
 
 
-def test_the_chat_has_a_send_button_and_a_placeholder_from_the_loaded_transcript(tmp_path):
-    from memsif.inspector import build, build_demo
+def test_the_chat_has_a_send_button_and_a_placeholder_from_the_loaded_transcript(tmp_path, monkeypatch):
+    from memsif.inspector import build, build_demo, common
+
+    for name, value in (("_served", None), ("_loaded", False), ("_derived", {})):  # restored after the test
+        monkeypatch.setattr(common, name, value)
 
     example = build.load_transcripts(build.EXAMPLE)
     assert build.question_hint(example) == "When did Caroline go to the LGBTQ support group?"
     chat = tmp_path / "bike.txt"
     chat.write_text("## 1 June 2024\nMia: My bike is red.\nTom: Nice bike!\nMia: Thanks.\n")
     assert build.question_hint(build.load_transcripts(chat)) == "What did Mia talk about?"
-    assert any(getattr(b, "elem_id", None) == "send-btn" for b in build_demo().blocks.values())
+    demo = build_demo(MemSIF(MemSIFConfig(data_dir=str(tmp_path / "data"))))
+    assert any(getattr(b, "elem_id", None) == "send-btn" for b in demo.blocks.values())
 
 
 def test_the_evaluate_lens_compares_memsif_with_flat_baselines_on_the_files_own_questions(app_url):
@@ -408,7 +411,7 @@ def test_a_failed_build_says_why_shows_the_memory_that_exists_and_starts_no_core
     *_, (ns, source, summary, fig, rows) = list(build.build(str(chat), None, "ui-fail", None, None,
                                                             progress=lambda *a, **k: None))
     assert summary == "⚠️ The build failed: the memory folder is full; free disk space This session holds no memory now."
-    assert fig is None and rows == [] and source["failed"]
+    assert fig is None and rows == [] and source.failed
     [(status, *_)] = list(corefacts.facts_after_build(source, ns, None))
     assert status.startswith("CoreFacts were not extracted: the build did not finish")
 
@@ -436,12 +439,14 @@ def test_a_plain_text_file_is_offered_as_the_whole_file_not_by_its_stem(app_url,
 
 def test_a_build_that_replaces_a_memory_empties_the_chat_about_the_old_one():
     from memsif.inspector.build import chat_after_build
+    from memsif.inspector.common import BuiltSource
 
-    chat, trace, pick, context, plot = chat_after_build({"name": "b.txt", "replaced": True})
+    chat, trace, pick, context, plot = chat_after_build(BuiltSource("b.txt", None, "b.txt", ["b"], replaced=True))
     assert chat == [] and trace is None and context == "" and plot is None and pick.choices == []
     import gradio as gr
 
-    assert list(chat_after_build({"name": "b.txt"})) == [gr.skip()] * 5, "a build of the same file emptied the chat"
+    assert list(chat_after_build(BuiltSource("b.txt", None, "b.txt", ["b"]))) == [gr.skip()] * 5, \
+        "a build of the same file emptied the chat"
 
 
 def test_a_click_while_the_models_load_says_so_until_they_are_loaded(monkeypatch):
@@ -453,7 +458,8 @@ def test_a_click_while_the_models_load_says_so_until_they_are_loaded(monkeypatch
         time.sleep(1.2)
         return "engine"
 
-    monkeypatch.setattr(common, "_engine", None)
+    monkeypatch.setattr(common, "_served", MemSIF(MemSIFConfig(data_dir="unused")))  # its models not loaded
+    monkeypatch.setattr(common, "_loaded", False)
     monkeypatch.setattr(common, "engine_for", slow)
     said = list(common.loading_engine(None))
     assert said[0][0] == "status" and said[0][1].startswith("⏳ Loading the models") and len(said) >= 3

@@ -29,14 +29,14 @@ def mcp_url(tmp_path_factory):
                                            "statement": "Alice started learning the cello."}})
     llm = FakeLLM({"segment_judge": 0.3, "trajectory_judge": 0.6, "core_extract": facts, "core_operation": "A",
                    "sufficiency": 0.2, "answer": "The cello."})
-    common.set_engine(MemSIF(MemSIFConfig(data_dir=str(tmp_path_factory.mktemp("mcp"))), llm=llm,
-                             embedder=HashEmbedder(), entities=TableEntities(), store=MemoryStore(in_memory=True)))
-    demo = build_demo(mcp=True)
+    demo = build_demo(MemSIF(MemSIFConfig(data_dir=str(tmp_path_factory.mktemp("mcp"))), llm=llm,
+                             embedder=HashEmbedder(), entities=TableEntities(), store=MemoryStore(in_memory=True)),
+                      mcp=True)
     demo.queue()
     _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, mcp_server=True)
     yield url + "gradio_api/mcp/"
     demo.close()
-    common.set_engine(None)
+    common.serve(None)
 
 
 async def _session(url, work):

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.inspector.common import MESSAGE_COLUMNS, engine_for, guard, session_engine
+from memsif.inspector.common import MESSAGE_COLUMNS, SessionSettings, engine_for, guard, session_engine
 from memsif.viz import cluster_scatter, message_rows
 
 CLUSTER_COLUMNS = ["cluster", "subject (speaker: topic)", "statement", "Score_src", "Score_qry", "|R|", "queries",
@@ -25,7 +25,7 @@ NOTATION_ACTIVE = """
 
 
 @guard
-def clusters_view(namespace: str | None, settings: dict | None = None):
+def clusters_view(namespace: str | None, settings: SessionSettings | None = None):
     """ActiveFact candidate clusters as points (Score_src, Score_qry) against θ_s / θ_q, and their table."""
     eng = session_engine(namespace, settings)
     clusters = eng.clusters(namespace) if eng else []
@@ -38,7 +38,7 @@ def clusters_view(namespace: str | None, settings: dict | None = None):
     return cluster_scatter(clusters, eng.config.theta_src, eng.config.theta_qry), rows
 
 
-def cluster_sources(namespace: str | None, settings: dict | None, evt: gr.SelectData):
+def cluster_sources(namespace: str | None, settings: SessionSettings | None, evt: gr.SelectData):
     """The source messages R_k of the selected candidate cluster."""
     eng = session_engine(namespace, settings)
     row = evt.row_value if getattr(evt, "row_value", None) else None
@@ -60,3 +60,20 @@ def layout() -> SimpleNamespace:
     with gr.Accordion("What the scores mean", open=False):
         gr.Markdown(NOTATION_ACTIVE)
     return ui
+
+
+#: What the ActiveFacts tab shows after a delete: the clusters' plot, their table, a cluster's sources.
+EMPTY = (None, [], [])
+
+
+def views(ui: SimpleNamespace) -> list:
+    """The tab's views a delete empties, in ``EMPTY``'s order."""
+    return [ui.plot, ui.table, ui.sources]
+
+
+def wire(page: SimpleNamespace) -> None:
+    """The tab's own events."""
+    a, per_session = page.activefacts, [page.namespace, page.settings]
+    a.refresh_btn.click(clusters_view, inputs=per_session, outputs=[a.plot, a.table], api_name="clusters")
+    a.tab.select(clusters_view, inputs=per_session, outputs=[a.plot, a.table], api_name=False)
+    a.table.select(cluster_sources, inputs=per_session, outputs=a.sources, api_name=False)

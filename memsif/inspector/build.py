@@ -16,8 +16,11 @@ from types import SimpleNamespace
 import gradio as gr
 
 from memsif.errors import JobCancelled, MemSIFError, SourceConflict
+from memsif.inspector import chat
 from memsif.inspector.common import (
+    BuiltSource,
     JobProgress,
+    SessionSettings,
     delete_memory,
     engine,
     guard,
@@ -124,7 +127,7 @@ def list_samples(file):
     return gr.Dropdown(choices=choices, value=value), gr.skip()
 
 
-def timeline_view(namespace: str | None, settings: dict | None = None, source: dict | None = None):
+def timeline_view(namespace: str | None, settings: SessionSettings | None = None, source: BuiltSource | None = None):
     """φ timeline figure and the Topical Segment table of this session's memory (sessions named by
     the conversation titles of the build's ``source``, where an export gave them)."""
     eng = session_engine(namespace, settings)
@@ -133,7 +136,7 @@ def timeline_view(namespace: str | None, settings: dict | None = None, source: d
     decisions = eng.decisions(namespace, "segment")
     messages = eng.messages(namespace)
     fig = phi_timeline(decisions, messages, eng.config.tau_split, eng.config.tau_merge)
-    return fig, segment_rows(eng.segments(namespace), decisions, (source or {}).get("session_titles"))
+    return fig, segment_rows(eng.segments(namespace), decisions, source.session_titles if source else None)
 
 
 def question_hint(transcripts: list) -> str:
@@ -149,14 +152,14 @@ def question_hint(transcripts: list) -> str:
     return f"What did {speakers.most_common(1)[0][0]} talk about?" if speakers else "Ask this memory a question"
 
 
-def _kept(namespace: str, previous: dict | None, settings: dict | None) -> str:
+def _kept(namespace: str, previous: BuiltSource | None, settings: SessionSettings | None) -> str:
     """What the session's memory still holds after a refused upload (the refusal replaces the build
     summary on the page, so it says what stayed)."""
     eng = session_engine(namespace, settings)
     if eng is None or not previous:
         return ""
     return (f" It holds {len(eng.messages(namespace))} messages in {len(eng.segments(namespace))} Topical "
-            f"Segments, from `{previous.get('name', 'the last build')}`.")
+            f"Segments, from `{previous.name}`.")
 
 
 def _contents(transcripts: list) -> str:
@@ -226,7 +229,7 @@ def example_memory() -> dict | None:
         return None
 
 
-def prebuilt_for(eng, settings: dict | None) -> dict | None:
+def prebuilt_for(eng, settings: SessionSettings | None) -> dict | None:
     """The prebuilt example memory when it shows what this engine would build: made with its embedder
     and its LLM, and no session setting differs from the defaults; else None (built live)."""
     data = example_memory()
@@ -255,16 +258,16 @@ def prebuilt_summary(data: dict, imported_s: float | None) -> str:
             f"(`{p.get('command', 'benchmarks/build_example.py')}` rebuilds this file).")
 
 
-def load_prebuilt(eng, namespace: str, data: dict, previous: dict | None, source: dict) -> str:
+def load_prebuilt(eng, namespace: str, data: dict, previous: BuiltSource | None, source: BuiltSource) -> str:
     """Import the prebuilt example into ``namespace`` (replacing another memory it holds); returns the
     build summary."""
-    if previous and previous.get("prebuilt") and eng.has_memory(namespace):
+    if previous and previous.prebuilt and eng.has_memory(namespace):
         return prebuilt_summary(data, None)
     replaced = ""
     if eng.has_memory(namespace):
         delete_memory(eng, namespace, "the memory was replaced by the prebuilt example")
-        source["replaced"] = True
-        replaced = f" (It replaced the memory of `{previous['name']}`.)" if previous else ""
+        source.replaced = True
+        replaced = f" (It replaced the memory of `{previous.name}`.)" if previous else ""
     start = time.perf_counter()
     eng.import_namespace(data, namespace)
     return prebuilt_summary(data, time.perf_counter() - start) + replaced
@@ -284,9 +287,25 @@ def stopped_summary(eng, namespace: str, exc: MemSIFError) -> str:
             "messages are skipped. CoreFacts were not extracted.")
 
 
+def read_source(file, sample: str | None) -> tuple[list, BuiltSource]:
+    """The transcripts of an upload (``file``: a path or Gradio's file; None: the bundled example)
+    and what the session keeps of it.
+
+    Raises:
+        UploadRefused: the file cannot be read (its one message).
+        gr.Error: the file is over 20 MB.
+    """
+    path = checked_path(file) if file is not None else str(EXAMPLE)
+    transcripts = as_memories(load_upload(path, sample))
+    return transcripts, BuiltSource(
+        path=path, sample=sample or None, name=Path(path).name, samples=[t.sample_id for t in transcripts],
+        hint=question_hint(transcripts), questions=sum(len(t.extra.get("qa", [])) for t in transcripts),
+        session_titles={c["sample_id"]: c["title"] for t in transcripts for c in t.extra.get("sessions", [])})
+
+
 @guard
-def build(file, sample: str | None, namespace: str | None, settings: dict | None, previous: dict | None = None,
-          live: bool = False, progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+def build(file, sample: str | None, namespace: str | None, settings: SessionSettings | None,
+          previous: BuiltSource | None = None, live: bool = False, progress=gr.Progress()):  # noqa: B008
     """Build Structured Interaction Memory (Topical Segments, Event Trajectories) from the uploaded
     transcript, streaming counts as it goes. Without a file the bundled LoCoMo example is loaded from
     its prebuilt memory in seconds (``EXAMPLE_MEMORY``; built live with ``live``, with session settings
@@ -295,17 +314,11 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
     API clients without a browser session get a fresh namespace.
     Yields (namespace, source, summary, timeline figure, segment rows)."""
     namespace = namespace or new_session()
-    sample = None if sample == ALL_CONVERSATIONS else sample
     try:
-        path = checked_path(file) if file is not None else str(EXAMPLE)
-        transcripts = as_memories(load_upload(path, sample))
+        transcripts, source = read_source(file, None if sample == ALL_CONVERSATIONS else sample)
     except (UploadRefused, gr.Error) as exc:  # one message in the page; the views and memory stay
         yield namespace, previous, str(exc) + _kept(namespace, previous, settings), gr.skip(), gr.skip()
         return
-    source = {"path": path, "sample": sample or None, "name": Path(path).name,
-              "samples": [t.sample_id for t in transcripts], "hint": question_hint(transcripts),
-              "questions": sum(len(t.extra.get("qa", [])) for t in transcripts),
-              "session_titles": {c["sample_id"]: c["title"] for t in transcripts for c in t.extra.get("sessions", [])}}
     eng = None
     for kind, value in loading_engine(settings):  # the first click after a start waits for the models
         if kind == "status":
@@ -314,30 +327,35 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
             eng = value
     prebuilt = prebuilt_for(eng, settings) if file is None and not live else None
     if prebuilt is not None:
-        source["prebuilt"] = True
+        source.prebuilt = True
         summary = load_prebuilt(eng, namespace, prebuilt, previous, source)
         fig, rows = timeline_view(namespace, settings)
         yield namespace, source, summary + structure_health(eng, namespace), fig, rows
         return
+    yield from _build_live(eng, namespace, transcripts, source, previous, settings, progress)
+
+
+def _build_live(eng, namespace: str, transcripts: list, source: BuiltSource, previous: BuiltSource | None,
+                settings: SessionSettings | None, progress: gr.Progress):
+    """``build`` of a transcript, live: replaces a memory of another transcript, runs the ingest in
+    the background with its progress in the summary, then the summary of what was built (or why it
+    stopped). Yields as ``build`` does."""
     replaced = ""
-    if previous and (previous.get("name"), previous.get("samples"), bool(previous.get("prebuilt"))) != \
-            (source["name"], source["samples"], False) and eng.has_memory(namespace):
-        delete_memory(eng, namespace, f"the memory was replaced by a build of `{source['name']}`")
-        source["replaced"] = True
-        replaced = f" (replaced the memory of `{previous['name']}`)"
+    if previous and (previous.name, previous.samples, previous.prebuilt) != (source.name, source.samples, False) \
+            and eng.has_memory(namespace):
+        delete_memory(eng, namespace, f"the memory was replaced by a build of `{source.name}`")
+        source.replaced = True
+        replaced = f" (replaced the memory of `{previous.name}`)"
     total = sum(len(t.messages) for t in transcripts)
 
     def work(report):
         reports = []
         with job(namespace, "structure"):  # cancellable from its start (a Delete meanwhile stops it)
-            return _build_all(report, reports)
-
-    def _build_all(report, reports):
-        for t in transcripts:
-            try:
-                reports.append(eng.ingest_transcript(t, namespace, report, core_facts=False))
-            except SourceConflict:  # the same file edited: the page replaces the memory, saying what changed
-                reports.append(eng.ingest_transcript(t, namespace, report, core_facts=False, replace=True))
+            for t in transcripts:
+                try:
+                    reports.append(eng.ingest_transcript(t, namespace, report, core_facts=False))
+                except SourceConflict:  # the same file edited: the page replaces the memory, saying what changed
+                    reports.append(eng.ingest_transcript(t, namespace, report, core_facts=False, replace=True))
         return reports
 
     def describe(state: JobProgress, seconds: float) -> str:
@@ -353,14 +371,21 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
             else:
                 reports = value
     except MemSIFError as exc:  # said in the summary, with the memory that exists; no stale progress
-        source["failed"] = str(exc)
+        source.failed = str(exc)
         fig, rows = timeline_view(namespace, settings, source)
         yield namespace, source, stopped_summary(eng, namespace, exc), fig, rows
         return
-    report = reports[-1]
     fig, rows = timeline_view(namespace, settings, source)
+    yield namespace, source, built_summary(eng, namespace, transcripts, reports, source, replaced, settings), fig, rows
+
+
+def built_summary(eng, namespace: str, transcripts: list, reports: list, source: BuiltSource, replaced: str,
+                  settings: SessionSettings | None) -> str:
+    """What a live build made (counts, judge calls, seconds), the structure's health, the settings in
+    force and the first warnings of the files and the ingest."""
+    report = reports[-1]
     summary = (f"**{report.total_messages} messages** → **{report.segments} Topical Segments**, "
-               f"**{report.trajectories} Event Trajectories** from `{source['name']}` "
+               f"**{report.trajectories} Event Trajectories** from `{source.name}` "
                f"({_contents(transcripts)}){replaced}. Segment judge on "
                f"{sum(r.judge_calls_segment for r in reports)} of {sum(r.messages for r in reports)} new messages; "
                f"trajectory judge {sum(r.judge_calls_trajectory for r in reports)} calls; "
@@ -372,39 +397,41 @@ def build(file, sample: str | None, namespace: str | None, settings: dict | None
     if warnings:
         summary += "\n\n" + "\n".join(f"⚠️ {w}" for w in warnings[:5]) + (
             f"\n\n…and {len(warnings) - 5} more." if len(warnings) > 5 else "")
-    yield namespace, source, summary, fig, rows
+    return summary
 
 
-def chat_after_build(source: dict | None):
+def chat_after_build(source: BuiltSource | None):
     """The Chat tab after a build: emptied when the build replaced another memory (its answers were
     about that one), else left as it is. Returns (chat, trace, message picker, message context, plot)."""
-    if not (source or {}).get("replaced"):
-        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
-    return VIEWS_EMPTY[3:8]
+    if not (source and source.replaced):
+        return (gr.skip(),) * len(chat.EMPTY)
+    return chat.EMPTY
 
 
-def forget(namespace: str | None, confirmed: bool = False):
-    """Delete this session's whole memory (messages, segments, trajectories, facts, clusters, logs)
-    from the store, only with ``confirmed``; every view empties and the confirmation resets.
-    Returns (summary, then one empty value per view of ``VIEWS_EMPTY``, the confirmation box, the
-    delete button)."""
-    if not confirmed:
-        return ("Nothing was deleted: tick the confirmation first.", *[gr.skip()] * len(VIEWS_EMPTY),
-                gr.skip(), gr.skip())
-    if namespace:
-        delete_memory(engine(), namespace)
-    return ("This session's memory was deleted.", *VIEWS_EMPTY, gr.Checkbox(value=False),
-            gr.Button(interactive=False))
+def forget_handler(cleared: dict):
+    """The Delete button's handler; ``cleared`` maps every view of the page to its empty value (each
+    tab's ``EMPTY``), so a delete empties all of them."""
+    def forget(namespace: str | None, confirmed: bool = False) -> dict:
+        """Delete this session's whole memory (messages, segments, trajectories, facts, clusters, logs)
+        from the store, only with ``confirmed``; every view empties and the confirmation resets.
+        Returns the build summary, every view's empty value, the confirmation box and the delete button."""
+        summary, confirm, button = cleared["summary"], cleared["confirm"], cleared["button"]
+        if not confirmed:
+            return {summary: "Nothing was deleted: tick the confirmation first."}
+        if namespace:
+            delete_memory(engine(), namespace)
+        return {summary: "This session's memory was deleted.", **cleared["views"],
+                confirm: gr.Checkbox(value=False), button: gr.Button(interactive=False)}
+    return forget
 
 
-#: What every view shows after a delete, in the order ``build_demo`` lists them: timeline, segments,
-#: source, chat, trace, message picker, message context, its plot, trajectory graph, trajectory decisions,
-#: trajectory picker, trajectory table, CoreFacts status, facts, fact sources, log, clusters plot,
-#: clusters, cluster sources, evaluation summary, plot, table and kept rows.
-VIEWS_EMPTY = (None, [], None, [], None, gr.Dropdown(choices=[], value=None, interactive=False), "", None,
-               None, None, gr.Dropdown(choices=[], value=None), [],
-               "CoreFacts are extracted after Structured Interaction Memory is built.", [], [], [], None, [], [],
-               "", None, [], None)
+#: What the Build tab's views show after a delete: the timeline and the segment table.
+EMPTY = (None, [])
+
+
+def views(ui: SimpleNamespace) -> list:
+    """The Build tab's views a delete empties, in ``EMPTY``'s order."""
+    return [ui.timeline, ui.table]
 
 
 def layout() -> SimpleNamespace:
@@ -441,3 +468,15 @@ def layout() -> SimpleNamespace:
             ui.forget_confirm = gr.Checkbox(label="Yes, delete all of this session's memory", value=False)
             ui.forget_btn = gr.Button("Delete", size="sm", variant="stop", interactive=False, elem_id="forget-btn")
     return ui
+
+
+def wire(page: SimpleNamespace) -> None:
+    """The Build tab's own events: the sample list of an upload, the timeline when the tab is shown,
+    and the delete's confirmation (the build and the delete, which reach every tab: ``demo``)."""
+    b, per_session = page.build, [page.namespace, page.settings]
+    b.forget_confirm.change(lambda ok: gr.Button(interactive=bool(ok)), inputs=b.forget_confirm,
+                            outputs=b.forget_btn, api_name=False)
+    b.upload.change(list_samples, inputs=b.upload, outputs=[b.sample, b.summary], api_name="samples")
+    b.tab.select(timeline_view, inputs=[*per_session, page.source], outputs=views(b), api_name=False)
+    timeline_btn = gr.Button(visible=False)
+    timeline_btn.click(timeline_view, inputs=[*per_session, page.source], outputs=views(b), api_name="timeline")

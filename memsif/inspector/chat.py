@@ -15,8 +15,16 @@ from types import SimpleNamespace
 
 import gradio as gr
 
+from memsif.inspector import corefacts
 from memsif.inspector.activefacts import clusters_view
-from memsif.inspector.common import engine_for, guard, new_session, session_engine, settings_in_force
+from memsif.inspector.common import (
+    SessionSettings,
+    engine_for,
+    guard,
+    new_session,
+    session_engine,
+    settings_in_force,
+)
 from memsif.inspector.corefacts import build_facts
 from memsif.query import Answer
 from memsif.records import Message
@@ -39,7 +47,7 @@ def answer_sources(answer: Answer | None) -> list[str]:
 
 
 @guard
-def chat(question: str, history: list | None, write: bool, namespace: str | None, settings: dict | None):
+def chat(question: str, history: list | None, write: bool, namespace: str | None, settings: SessionSettings | None):
     """Ask this session's memory. The answer streams into the chat as the model writes it, then comes
     with a collapsible trace (facts and evidence with source ids, sufficiency probability, traced back
     or not, tokens, seconds). With ``write`` the user's message is then written into memory as a new
@@ -106,7 +114,7 @@ def _streamed_answer(eng, question: str, namespace: str) -> Iterator[tuple[str, 
     yield "", box["answer"]
 
 
-def facts_after_chat(write: bool, namespace: str | None, settings: dict | None,
+def facts_after_chat(write: bool, namespace: str | None, settings: SessionSettings | None,
                      progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
     """After a chat turn written into memory, read it for CoreFacts too."""
     if not write:
@@ -116,7 +124,7 @@ def facts_after_chat(write: bool, namespace: str | None, settings: dict | None,
 
 
 @guard
-def message_context(message_id: str | None, namespace: str | None, settings: dict | None = None):
+def message_context(message_id: str | None, namespace: str | None, settings: SessionSettings | None = None):
     """One message in context: its Topical Segment (up to four messages on each side, the message in
     bold), the segment's Event Trajectory and its other segments, and the φ timeline with the message
     marked. Returns (markdown, timeline figure); ("", None) without a message or memory."""
@@ -175,3 +183,26 @@ def layout() -> SimpleNamespace:
     with gr.Accordion("Trace of the last answer (raw JSON)", open=False):
         ui.trace = gr.JSON(label="Trace of the last answer (raw)", open=False)
     return ui
+
+
+#: What the Chat tab shows after a delete (or a build that replaced the memory it answered from): the
+#: chat, the trace, the message picker, the opened message and its timeline.
+EMPTY = ([], None, gr.Dropdown(choices=[], value=None, interactive=False), "", None)
+
+
+def views(ui: SimpleNamespace) -> list:
+    """The tab's views a delete empties, in ``EMPTY``'s order."""
+    return [ui.chatbot, ui.trace, ui.pick, ui.context, ui.context_plot]
+
+
+def wire(page: SimpleNamespace) -> None:
+    """The tab's events: an answer also redraws the ActiveFacts tab (its question joined a cluster) and,
+    for a turn written into memory, extracts its CoreFacts."""
+    c, a, per_session = page.chat, page.activefacts, [page.namespace, page.settings]
+    asked = gr.on([c.question.submit, c.send_btn.click], chat, inputs=[c.question, c.chatbot, c.write, *per_session],
+                  outputs=[page.namespace, c.chatbot, c.question, c.trace, a.plot, a.table, c.pick], api_name="ask")
+    asked.success(facts_after_chat, inputs=[c.write, *per_session],
+                  outputs=corefacts.progress_views(page.corefacts), show_progress_on=page.corefacts.status,
+                  api_name=False)
+    c.pick.change(message_context, inputs=[c.pick, *per_session], outputs=[c.context, c.context_plot],
+                  api_name="message")

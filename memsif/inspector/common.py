@@ -1,18 +1,17 @@
-"""What every tab of the inspector shares: the process's one engine, per-session settings and
-namespaces, error handling, and background work with progress that says where the job stands on
-the shared model (``memsif.locks``)."""
+"""What every tab of the inspector shares: the engine the page was handed (``serve``), typed
+per-session state (``SessionSettings``, ``BuiltSource``), namespaces, error handling, and background
+work with progress that says where the job stands on the shared model (``memsif.locks``)."""
 
 from __future__ import annotations
 
 import functools
 import inspect
 import logging
-import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
@@ -26,21 +25,102 @@ from memsif.locks import cancel, queue_position, sharing
 
 log = logging.getLogger(__name__)
 
-_engine: MemSIF | None = None
+_served: MemSIF | None = None   # the engine the page was handed (``serve``)
+_loaded = False                 # whether its models are loaded
+_extra_models: tuple[str, ...] = ()
 _engine_lock = threading.Lock()
-_derived: dict[tuple, MemSIF] = {}
+_derived: dict[SessionSettings, MemSIF] = {}
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """A browser session's method settings (Settings tab; the paper's Table 13 names): one α for
+    segments and trajectories (Eq. 1), τ_split, τ_merge, construction Top-K, θ_s, θ_q, and the LLM as
+    "backend:model". Hashable: the derived engine of each distinct setting is made once."""
+
+    alpha: float
+    tau_split: float
+    tau_merge: float
+    construction_top_k: int
+    theta_src: float
+    theta_qry: float
+    model: str = ""
+
+    def over(self, base: MemSIFConfig) -> MemSIFConfig:
+        """``base`` with these settings applied.
+
+        Raises:
+            gr.Error: a model choice that is not "backend:model".
+            ConfigError: a value out of range.
+        """
+        changes: dict[str, Any] = {"alpha_segment": self.alpha, "alpha_trajectory": self.alpha,
+                                   **{key: getattr(self, key) for key in SETTING_FIELDS if key != "alpha"}}
+        if self.model:
+            backend, _, model = self.model.partition(":")
+            if backend not in LLM_BACKENDS or not model:
+                raise gr.Error(f"Model choice {self.model!r} is not 'backend:model' with backend in {LLM_BACKENDS}.")
+            if backend != base.llm_backend or model != base.llm_model:
+                changes.update(llm_backend=backend, llm_model=model, llm_gguf_file="")
+        return base.replace(**changes)
+
+
+@dataclass
+class BuiltSource:
+    """What a session's memory was built from (``gr.State``): the transcript's ``path`` and chosen
+    ``sample`` (None: all), its file ``name``, sample ids, an example question (``hint``), how many
+    questions it carries, the conversation titles an export gave (sample id → title); and how the
+    build went: from the ``prebuilt`` example, ``replaced`` another memory, or ``failed`` (why)."""
+
+    path: str
+    sample: str | None
+    name: str
+    samples: list[str]
+    hint: str = "Ask this memory a question"
+    questions: int = 0
+    session_titles: dict[str, str] = field(default_factory=dict)
+    prebuilt: bool = False
+    replaced: bool = False
+    failed: str | None = None
+
+
+def serve(eng: MemSIF | None, extra_models: Sequence[str] = ()) -> None:
+    """Make ``eng`` the engine every view and tool uses (``build_demo`` calls it; tests hand in one
+    with fakes); its models load on first use (``engine``). ``extra_models`` ("backend:model") are
+    offered in Settings beside the configured and packaged ones. None stops serving."""
+    global _served, _loaded, _extra_models
+    with _engine_lock:
+        _served, _loaded, _extra_models = eng, False, tuple(extra_models)
+        _derived.clear()
+
+
+def served_config() -> MemSIFConfig:
+    """The served engine's configuration (its models need not be loaded).
+
+    Raises:
+        RuntimeError: no engine is served (``build_demo`` was not called).
+    """
+    if _served is None:
+        raise RuntimeError("no engine is served: build the page with build_demo(engine)")
+    return _served.config
 
 
 def engine() -> MemSIF:
-    """The process's one engine (embedded Qdrant locks its folder), created on first use."""
-    global _engine
+    """The served engine (embedded Qdrant locks its folder: one per process), its models loaded on
+    first use, when the Evaluate tab's copies a stopped process left are removed too.
+
+    Raises:
+        RuntimeError: no engine is served (``build_demo`` was not called).
+        MemSIFError: the models cannot be loaded.
+    """
+    global _loaded
     with _engine_lock:
-        if _engine is None:  # published only once loaded: ``models_loaded`` tells a loading engine apart
-            eng = MemSIF(MemSIFConfig.from_env())
-            eng.load_models()
-            remove_evaluation_copies(eng)
-            _engine = eng
-        return _engine
+        if _served is None:
+            raise RuntimeError("no engine is served: build the page with build_demo(engine)")
+        if not _loaded:  # set only once loaded: ``models_loaded`` tells a loading engine apart
+            _served.load_models()
+            remove_evaluation_copies(_served)
+            _loaded = True
+        return _served
 
 
 def remove_evaluation_copies(eng: MemSIF) -> list[str]:
@@ -53,71 +133,43 @@ def remove_evaluation_copies(eng: MemSIF) -> list[str]:
     return left
 
 
-def set_engine(eng: MemSIF | None) -> None:
-    """Serve ``eng`` (tests: an engine with fakes), or None to create the default one on next use."""
-    global _engine
-    with _engine_lock:
-        _engine = eng
-        _derived.clear()
-
-
 def model_choices() -> list[str]:
-    """"backend:model" entries the Settings tab offers: the configured model, the packaged models, plus
-    MEMSIF_APP_MODELS (comma-separated, e.g. ``transformers:Qwen/Qwen3-4B,openai:qwen3``)."""
-    cfg = MemSIFConfig.from_env()
-    extra = [m.strip() for m in os.environ.get("MEMSIF_APP_MODELS", "").split(",") if m.strip()]
+    """"backend:model" entries the Settings tab offers: the configured model, the packaged models, and
+    the ``extra_models`` given to ``serve``."""
+    cfg = served_config()
     packaged = [f"auto:{model_id}" for model_id in PACKAGED_MODELS]
-    return list(dict.fromkeys([f"{cfg.llm_backend}:{cfg.llm_model}", *packaged, *extra]))
+    return list(dict.fromkeys([f"{cfg.llm_backend}:{cfg.llm_model}", *packaged, *_extra_models]))
 
 
-def settings_config(base: MemSIFConfig, settings: dict[str, Any]) -> MemSIFConfig:
-    """``base`` with a session's Settings applied (one α for segments and trajectories).
-
-    Raises:
-        gr.Error: a model choice that is not "backend:model".
-        ConfigError: a value out of range.
-    """
-    changes = {k: v for k, v in settings.items() if k != "model"}
-    if "alpha" in changes:  # one α for segments and trajectories, as in the paper (Table 13)
-        alpha = changes.pop("alpha")
-        changes.update(alpha_segment=alpha, alpha_trajectory=alpha)
-    if settings.get("model"):
-        backend, _, model = settings["model"].partition(":")
-        if backend not in LLM_BACKENDS or not model:
-            raise gr.Error(f"Model choice {settings['model']!r} is not 'backend:model' with backend in {LLM_BACKENDS}.")
-        if backend != base.llm_backend or model != base.llm_model:
-            changes.update(llm_backend=backend, llm_model=model, llm_gguf_file="")
-    return base.replace(**changes)
-
-
-#: The Settings sliders: session key → (label, config field).
+#: The Settings sliders: ``SessionSettings`` field → (label, config field).
 SETTING_FIELDS = {"alpha": ("α", "alpha_segment"), "tau_split": ("τ_split", "tau_split"),
                   "tau_merge": ("τ_merge", "tau_merge"), "construction_top_k": ("Top-K", "construction_top_k"),
                   "theta_src": ("θ_s", "theta_src"), "theta_qry": ("θ_q", "theta_qry")}
 
 
-def settings_in_force(settings: dict[str, Any] | None) -> str:
+def settings_in_force(settings: SessionSettings | None) -> str:
     """One sentence naming every session setting that differs from the app's defaults ("" when none):
     the build summary and the chat trace carry it, so a changed setting never acts unnoticed."""
     if not settings:
         return ""
-    base = engine().config
+    base = served_config()
     changed = []
     for key, (label, name) in SETTING_FIELDS.items():
-        if key in settings and abs(float(settings[key]) - float(getattr(base, name))) > 1e-9:
-            changed.append(f"{label} {settings[key]:g} (default {getattr(base, name):g})")
-    if settings.get("model") and settings["model"] != f"{base.llm_backend}:{base.llm_model}":
-        changed.append(f"model `{settings['model']}` (default `{base.llm_backend}:{base.llm_model}`)")
+        value = getattr(settings, key)
+        if abs(float(value) - float(getattr(base, name))) > 1e-9:
+            changed.append(f"{label} {value:g} (default {getattr(base, name):g})")
+    if settings.model and settings.model != f"{base.llm_backend}:{base.llm_model}":
+        changed.append(f"model `{settings.model}` (default `{base.llm_backend}:{base.llm_model}`)")
     return ("⚙️ Settings in force that differ from the defaults: " + ", ".join(changed) +
             " (Settings tab; “Reset to defaults” restores them).") if changed else ""
 
 
 def models_loaded() -> bool:
-    """Whether the process's engine has loaded its models (the first use after a start waits for them)."""
-    return _engine is not None
+    """Whether the served engine has loaded its models (the first use after a start waits for them)."""
+    return _loaded
 
 
-def loading_engine(settings: dict[str, Any] | None) -> Iterator[tuple[str, Any]]:
+def loading_engine(settings: SessionSettings | None) -> Iterator[tuple[str, Any]]:
     """``engine_for(settings)``, saying so while the models load: yields ("status", text) every half
     second until they are loaded (only on the first use after the server starts), then ("done", engine).
 
@@ -127,7 +179,7 @@ def loading_engine(settings: dict[str, Any] | None) -> Iterator[tuple[str, Any]]
     if models_loaded():
         yield "done", engine_for(settings)
         return
-    cfg = MemSIFConfig.from_env()
+    cfg = served_config()
 
     def describe(_state: JobProgress, seconds: float) -> str:
         return (f"⏳ Loading the models (embedder `{cfg.embedder_model}`, entity recogniser, LLM `{cfg.llm_model}`): "
@@ -140,19 +192,18 @@ def loading_engine(settings: dict[str, Any] | None) -> Iterator[tuple[str, Any]]
         raise refusal(f"The models could not be loaded: {exc}") from exc
 
 
-def engine_for(settings: dict[str, Any] | None) -> MemSIF:
-    """The engine with this session's settings: the shared one, or a derived one over the same store."""
+def engine_for(settings: SessionSettings | None) -> MemSIF:
+    """The engine with this session's settings: the served one, or a derived one over the same store."""
     base = engine()
     if not settings:
         return base
-    key = tuple(sorted(settings.items()))
     with _engine_lock:
-        if key not in _derived:
+        if settings not in _derived:
             try:
-                _derived[key] = base.with_config(settings_config(base.config, settings))
+                _derived[settings] = base.with_config(settings.over(base.config))
             except MemSIFError as exc:
                 raise gr.Error(str(exc)) from exc
-        return _derived[key]
+        return _derived[settings]
 
 
 def new_session() -> str:
@@ -177,11 +228,11 @@ def delete_memory(eng: MemSIF, namespace: str, reason: str = "this session's mem
 
 def forget_session(namespace: str | None) -> None:
     """Delete a closed browser session's memory (``MEMSIF_APP_FORGET_SESSIONS=1``)."""
-    if namespace and _engine is not None:
-        delete_memory(_engine, namespace)
+    if namespace and _served is not None:
+        delete_memory(_served, namespace)
 
 
-def session_engine(namespace: str | None, settings: dict | None = None) -> MemSIF | None:
+def session_engine(namespace: str | None, settings: SessionSettings | None = None) -> MemSIF | None:
     """The engine with this session's settings when the session holds a memory, else None (the
     views then show nothing)."""
     if not namespace:

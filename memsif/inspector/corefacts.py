@@ -11,7 +11,9 @@ import gradio as gr
 from memsif.errors import JobCancelled, NotFoundError
 from memsif.inspector.common import (
     MESSAGE_COLUMNS,
+    BuiltSource,
     JobProgress,
+    SessionSettings,
     guard,
     in_background,
     model_share,
@@ -25,7 +27,7 @@ EMPTY_STATUS = "CoreFacts are extracted after Structured Interaction Memory is b
 
 
 @guard
-def build_facts(namespace: str | None, settings: dict | None, progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+def build_facts(namespace: str | None, settings: SessionSettings | None, progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
     """CoreFact extraction and consolidation over every message no extraction has read yet (§3.3);
     minutes on the 135M model. Yields (status, fact rows, operation rows), the rows again after
     every written batch."""
@@ -77,11 +79,11 @@ def build_facts(namespace: str | None, settings: dict | None, progress=gr.Progre
            f"{report.fact_errors} errors (see the log)."), facts, ops
 
 
-def facts_after_build(source: dict | None, namespace: str | None, settings: dict | None,
+def facts_after_build(source: BuiltSource | None, namespace: str | None, settings: SessionSettings | None,
                       progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
     """``build_facts`` chained after a build: not started when the build failed (the status says
     why and how to start it). Yields as ``build_facts``."""
-    if (source or {}).get("failed"):
+    if source and source.failed:
         yield ("CoreFacts were not extracted: the build did not finish. **Extract CoreFacts** extracts them for "
                "the messages that were built."), gr.skip(), gr.skip()
         return
@@ -89,7 +91,7 @@ def facts_after_build(source: dict | None, namespace: str | None, settings: dict
 
 
 @guard
-def facts_view(namespace: str | None, op: str | None, subject: str | None, settings: dict | None = None):
+def facts_view(namespace: str | None, op: str | None, subject: str | None, settings: SessionSettings | None = None):
     """CoreFacts by type and subject (with superseded history) and the operation log, filtered by
     operation and subject. Returns (fact rows, operation rows)."""
     eng = session_engine(namespace, settings)
@@ -101,7 +103,7 @@ def facts_view(namespace: str | None, op: str | None, subject: str | None, setti
     return fact_rows(facts), op_rows(eng.fact_log(namespace, op=op or None, subject=subject or None))
 
 
-def fact_sources(namespace: str | None, settings: dict | None, evt: gr.SelectData):
+def fact_sources(namespace: str | None, settings: SessionSettings | None, evt: gr.SelectData):
     """The source messages of the CoreFact in the selected row (provenance)."""
     eng = session_engine(namespace, settings)
     if eng is None or evt.index is None:
@@ -131,3 +133,29 @@ def layout() -> SimpleNamespace:
                           elem_id="fact-ops",
                           column_widths=["4%", "8%", "27%", "7%", "42%", "12%"])
     return ui
+
+
+#: What the CoreFacts tab shows after a delete: its status line, the facts, a fact's sources, the log.
+EMPTY = (EMPTY_STATUS, [], [], [])
+
+
+def views(ui: SimpleNamespace) -> list:
+    """The tab's views a delete empties, in ``EMPTY``'s order."""
+    return [ui.status, ui.facts, ui.sources, ui.ops]
+
+
+def progress_views(ui: SimpleNamespace) -> list:
+    """What an extraction updates as it goes: the status line, the facts and the log."""
+    return [ui.status, ui.facts, ui.ops]
+
+
+def wire(page: SimpleNamespace) -> None:
+    """The tab's own events."""
+    f, namespace, settings = page.corefacts, page.namespace, page.settings
+    f.extract_btn.click(build_facts, inputs=[namespace, settings], outputs=progress_views(f),
+                        show_progress_on=f.status, api_name="build_facts")
+    filtered = [namespace, f.op_filter, f.subject_filter, settings]
+    f.refresh_btn.click(facts_view, inputs=filtered, outputs=[f.facts, f.ops], api_name="facts")
+    for trigger in (f.op_filter.change, f.subject_filter.submit):
+        trigger(facts_view, inputs=filtered, outputs=[f.facts, f.ops], api_name=False)
+    f.facts.select(fact_sources, inputs=[namespace, settings], outputs=f.sources, api_name=False)

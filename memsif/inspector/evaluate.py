@@ -13,6 +13,7 @@ recovered them (§3.4).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import gradio as gr
@@ -23,7 +24,16 @@ from memsif.eval.data import load_locomo, load_longmemeval
 from memsif.eval.metrics import evidence_recall, paired_bootstrap, strict_recall, ted
 from memsif.eval.runner import NCE_TED
 from memsif.eval.systems import CountingLLM, HybridRAGSystem, NaiveRAGSystem, context_paths
-from memsif.inspector.common import JobProgress, eval_namespace, guard, in_background, model_share, session_engine
+from memsif.inspector.common import (
+    BuiltSource,
+    JobProgress,
+    SessionSettings,
+    eval_namespace,
+    guard,
+    in_background,
+    model_share,
+    session_engine,
+)
 from memsif.locks import check_cancelled, job
 from memsif.query import Answer
 from memsif.viz import LensRow, evidence_lens
@@ -39,11 +49,11 @@ INTERVAL_RESAMPLES = 2000
 ACTIVE_FACTS_LISTED = 10
 
 
-def _samples(source: dict) -> list:
+def _samples(source: BuiltSource) -> list:
     """The built file's samples with their scored questions (LoCoMo, or LongMemEval), or []."""
     for loader in (load_locomo, load_longmemeval):
         try:
-            return [s for s in loader(source["path"], source["samples"]) if s.questions]
+            return [s for s in loader(source.path, source.samples) if s.questions]
         except MemSIFError:
             continue
     return []
@@ -81,7 +91,7 @@ def _difference(rows: list[LensRow], a: str, b: str, measure: str = "recall") ->
 
 
 @guard
-def evaluate(namespace: str | None, source: dict | None, settings: dict | None,
+def evaluate(namespace: str | None, source: BuiltSource | None, settings: SessionSettings | None,
              progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
     """Ask every scored question of the built file retrieval-only of MemSIF, Hybrid RAG and Naive
     RAG at MemSIF's token budget (a few minutes for a LoCoMo conversation). Yields (summary markdown,
@@ -92,52 +102,20 @@ def evaluate(namespace: str | None, source: dict | None, settings: dict | None,
         return
     samples = _samples(source)
     if not samples:
-        yield (f"`{source['name']}` carries no questions with gold evidence turns (LoCoMo and LongMemEval files "
+        yield (f"`{source.name}` carries no questions with gold evidence turns (LoCoMo and LongMemEval files "
                "do): nothing to evaluate."), None, [], []
         return
     target = eval_namespace(namespace)
-    questions = [(s, q) for s in samples for q in s.questions]
     budget = eng.config.context_tokens
 
     def work(report):
         eng.delete_namespace(target)
         try:
             with job(target, "structure"):  # a rebuild or delete of the session's memory cancels it (locks.cancel)
-                rows = _ask_all(report)
+                rows = _ask_all(eng, namespace, target, samples, budget, report)
             return rows, summary_markdown(rows, budget, eng, target)
         finally:  # the copy never outlives its evaluation (a crash leaves it to the next start: common.engine)
             eng.delete_namespace(target)
-
-    def _ask_all(report) -> list[LensRow]:
-        export = eng.export_namespace(namespace)
-        export["clusters"], export["active_facts"] = [], []
-        eng.import_namespace(export, target)
-        llm = CountingLLM(eng.llm)
-        rows: list[LensRow] = []
-        for sample in samples:
-            hybrid = HybridRAGSystem(llm, eng.config, eng.embedder, budget)
-            naive = NaiveRAGSystem(llm, eng.config, eng.embedder, budget)
-            report(len(rows), len(questions), "indexing the flat baselines")
-            hybrid.build(sample)
-            naive.build(sample)
-            position = {m.id: k for k, m in enumerate(sample.messages)}
-            texts = {m.id: m.text for m in sample.messages}
-            for q in sample.questions:
-                check_cancelled()
-                answer = eng.ask(q.question, target, q.question_date, generate=False)
-                flat = {"Hybrid RAG": hybrid.answer(q, generate=False), "Naive RAG": naive.answer(q, generate=False)}
-                got = {"MemSIF": answer.context_source_ids, **{name: a.context_ids for name, a in flat.items()}}
-                contexts = {"MemSIF": answer.context, **{name: a.context for name, a in flat.items()}}
-                recall = {name: evidence_recall(q.evidence_ids, texts, "", ids)[1] for name, ids in got.items()}
-                strict = {name: strict_recall(q.evidence_ids, texts, q.gold, c) for name, c in contexts.items()}
-                rows.append(LensRow(
-                    question=q.question, category=q.category, sample=sample.sample_id,
-                    ted=ted([position[e] for e in q.evidence_ids], len(sample.messages)),
-                    gold=q.evidence_ids, gold_index=[position[e] for e in q.evidence_ids],
-                    found={name: [e for e in q.evidence_ids if e in set(ids)] for name, ids in got.items()},
-                    recall=recall, strict=strict, how=_how_found(q.evidence_ids, answer)))
-                report(len(rows), len(questions), "questions")
-        return rows
 
     def describe(state: JobProgress, seconds: float) -> str:
         if state.stage == "starting":
@@ -156,6 +134,42 @@ def evaluate(namespace: str | None, source: dict | None, settings: dict | None,
         yield f"⏹️ The evaluation stopped: {reason}. Run it again on the memory that exists now.", None, [], []
         return
     yield summary, evidence_lens(rows, nce_only=True), table_rows(rows), rows
+
+
+def _ask_all(eng: MemSIF, namespace: str, target: str, samples: list, budget: int,
+             report: Callable[[int, int, str], None]) -> list[LensRow]:
+    """Copy ``namespace``'s memory without its ActiveFact state into ``target`` and ask it every
+    question of ``samples`` retrieval-only, beside Hybrid RAG and Naive RAG indexed per sample."""
+    export = eng.export_namespace(namespace)
+    export["clusters"], export["active_facts"] = [], []
+    eng.import_namespace(export, target)
+    llm = CountingLLM(eng.llm)
+    total = sum(len(s.questions) for s in samples)
+    rows: list[LensRow] = []
+    for sample in samples:
+        flat = {"Hybrid RAG": HybridRAGSystem(llm, eng.config, eng.embedder, budget),
+                "Naive RAG": NaiveRAGSystem(llm, eng.config, eng.embedder, budget)}
+        report(len(rows), total, "indexing the flat baselines")
+        for system in flat.values():
+            system.build(sample)
+        position = {m.id: k for k, m in enumerate(sample.messages)}
+        texts = {m.id: m.text for m in sample.messages}
+        for q in sample.questions:
+            check_cancelled()
+            answer = eng.ask(q.question, target, q.question_date, generate=False)
+            theirs = {name: system.answer(q, generate=False) for name, system in flat.items()}
+            got = {"MemSIF": answer.context_source_ids, **{name: a.context_ids for name, a in theirs.items()}}
+            contexts = {"MemSIF": answer.context, **{name: a.context for name, a in theirs.items()}}
+            rows.append(LensRow(
+                question=q.question, category=q.category, sample=sample.sample_id,
+                ted=ted([position[e] for e in q.evidence_ids], len(sample.messages)),
+                gold=q.evidence_ids, gold_index=[position[e] for e in q.evidence_ids],
+                found={name: [e for e in q.evidence_ids if e in set(ids)] for name, ids in got.items()},
+                recall={name: evidence_recall(q.evidence_ids, texts, "", ids)[1] for name, ids in got.items()},
+                strict={name: strict_recall(q.evidence_ids, texts, q.gold, c) for name, c in contexts.items()},
+                how=_how_found(q.evidence_ids, answer)))
+            report(len(rows), total, "questions")
+    return rows
 
 
 def summary_markdown(rows: list[LensRow], budget: int, eng: MemSIF, namespace: str) -> str:
@@ -229,3 +243,20 @@ def layout() -> SimpleNamespace:
                             max_height=500, column_widths=["26%", "9%", "6%", "12%", "8%", "8%", "8%", "23%"])
     ui.rows = gr.State()
     return ui
+
+
+#: What the Evaluate tab shows after a delete: summary, figure, table and the rows kept for redrawing.
+EMPTY = ("", None, [], None)
+
+
+def views(ui: SimpleNamespace) -> list:
+    """The tab's views a delete empties, in ``EMPTY``'s order."""
+    return [ui.summary, ui.plot, ui.table, ui.rows]
+
+
+def wire(page: SimpleNamespace) -> None:
+    """The tab's own events."""
+    e = page.evaluate
+    e.run_btn.click(evaluate, inputs=[page.namespace, page.source, page.settings], outputs=views(e),
+                    show_progress_on=e.summary, api_name="evaluate")
+    e.which.change(redraw, inputs=[e.rows, e.which], outputs=e.plot, api_name=False)

@@ -10,17 +10,24 @@ import gradio as gr
 from memsif.config import MemSIFConfig
 from memsif.errors import MemSIFError
 from memsif.inspector.build import build
-from memsif.inspector.common import delete_memory, engine, guard, model_choices, settings_config
+from memsif.inspector.common import (
+    BuiltSource,
+    SessionSettings,
+    delete_memory,
+    engine,
+    guard,
+    model_choices,
+    served_config,
+)
 
 
 def apply_settings(alpha: float, tau_split: float, tau_merge: float, top_k: float, theta_src: float,
                    theta_qry: float, model: str):
     """Validate and keep this session's method settings. Returns (settings, status)."""
-    settings = {"alpha": float(alpha), "tau_split": float(tau_split), "tau_merge": float(tau_merge),
-                "construction_top_k": int(top_k), "theta_src": float(theta_src), "theta_qry": float(theta_qry),
-                "model": model}
+    settings = SessionSettings(float(alpha), float(tau_split), float(tau_merge), int(top_k), float(theta_src),
+                               float(theta_qry), model or "")
     try:
-        settings_config(MemSIFConfig.from_env(), settings)
+        settings.over(served_config())
     except MemSIFError as exc:
         raise gr.Error(str(exc)) from exc
     return settings, (f"Settings applied: α={alpha}, τ_split={tau_split}, τ_merge={tau_merge}, Top-K={int(top_k)}, "
@@ -30,13 +37,13 @@ def apply_settings(alpha: float, tau_split: float, tau_merge: float, top_k: floa
 def reset_settings():
     """The sliders and the model back at the app's defaults (the paper's Table 13 unless the
     environment set others); Apply rebuilds with them."""
-    cfg = engine().config
+    cfg = served_config()
     return (cfg.alpha_segment, cfg.tau_split, cfg.tau_merge, cfg.construction_top_k, cfg.theta_src, cfg.theta_qry,
             model_choices()[0], "Defaults restored in the sliders: press Apply and rebuild to use them.")
 
 
 @guard
-def rebuild(namespace: str | None, source: dict | None, settings: dict | None,
+def rebuild(namespace: str | None, source: BuiltSource | None, settings: SessionSettings | None,
             progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
     """Delete this session's memory and build it again from the last transcript with the new settings."""
     if not source:
@@ -44,7 +51,7 @@ def rebuild(namespace: str | None, source: dict | None, settings: dict | None,
         return
     if namespace:
         delete_memory(engine(), namespace, "the memory is being rebuilt with new settings")
-    yield from build(source["path"], source["sample"], namespace, settings, None, live=True, progress=progress)
+    yield from build(source.path, source.sample, namespace, settings, None, live=True, progress=progress)
 
 
 def layout(config: MemSIFConfig) -> SimpleNamespace:
@@ -67,3 +74,20 @@ def layout(config: MemSIFConfig) -> SimpleNamespace:
         ui.reset_btn = gr.Button("Reset to defaults", elem_id="reset-settings")
     ui.status = gr.Markdown(elem_id="settings-status")
     return ui
+
+
+def wire(page: SimpleNamespace) -> gr.events.Dependency:
+    """The Settings tab's events: Apply validates and keeps the settings, then rebuilds the session's
+    memory with them (returned: the rebuild, which the page chains the other tabs after); Reset
+    restores the sliders."""
+    s, b = page.settings_tab, page.build
+    sliders = [s.alpha, s.tau_split, s.tau_merge, s.top_k, s.theta_src, s.theta_qry, s.model]
+    applied = s.apply_btn.click(apply_settings, inputs=sliders, outputs=[page.settings, s.status],
+                                api_name="settings")
+    s.reset_btn.click(reset_settings, outputs=[*sliders, s.status], api_name=False)
+    rebuilt = applied.success(rebuild, inputs=[page.namespace, page.source, page.settings],
+                              outputs=[page.namespace, page.source, b.summary, b.timeline, b.table],
+                              api_name="rebuild", show_progress_on=b.summary)
+    rebuilt.success(lambda: "Rebuilt with these settings (messages written from Chat are not part of the "
+                    "transcript and were not rebuilt).", outputs=s.status, api_name=False)
+    return rebuilt

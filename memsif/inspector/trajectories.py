@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.inspector.common import guard, session_engine
+from memsif.inspector.common import SessionSettings, guard, session_engine
 from memsif.records import record_number
 from memsif.timeparse import day_text
 from memsif.viz import (
@@ -20,7 +20,7 @@ from memsif.viz import (
 
 
 @guard
-def trajectories_view(namespace: str | None, settings: dict | None = None):
+def trajectories_view(namespace: str | None, settings: SessionSettings | None = None):
     """Trajectory graph, the trajectory decisions plot and the trajectory picker of this session's memory."""
     eng = session_engine(namespace, settings)
     if eng is None:
@@ -56,7 +56,7 @@ def trajectory_choices(segments, trajectories, messages) -> list[tuple[str, str]
 
 
 @guard
-def trajectory_detail(trajectory_id: str | None, namespace: str | None, settings: dict | None = None):
+def trajectory_detail(trajectory_id: str | None, namespace: str | None, settings: SessionSettings | None = None):
     """The segments and messages of one Event Trajectory, in time order."""
     eng = session_engine(namespace, settings)
     if not trajectory_id or eng is None:
@@ -77,3 +77,21 @@ def layout() -> SimpleNamespace:
     ui.table = gr.Dataframe(headers=TRAJECTORY_DETAIL_COLUMNS, label="Its segments and messages", wrap=True,
                             max_height=400)
     return ui
+
+
+#: What the Trajectories tab shows after a delete: graph, lanes, trajectory picker, its table.
+EMPTY = (None, None, gr.Dropdown(choices=[], value=None), [])
+
+
+def views(ui: SimpleNamespace) -> list:
+    """The tab's views a delete empties, in ``EMPTY``'s order."""
+    return [ui.graph, ui.lanes, ui.pick, ui.table]
+
+
+def wire(page: SimpleNamespace) -> None:
+    """The tab's own events (plotly sizes a figure drawn in a hidden tab at half width: drawn again
+    when the tab is shown)."""
+    t, per_session = page.trajectories, [page.namespace, page.settings]
+    t.refresh_btn.click(trajectories_view, inputs=per_session, outputs=views(t)[:3], api_name="trajectories")
+    t.tab.select(trajectories_view, inputs=per_session, outputs=views(t)[:3], api_name=False)
+    t.pick.change(trajectory_detail, inputs=[t.pick, *per_session], outputs=t.table, api_name="trajectory")
