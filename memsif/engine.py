@@ -13,13 +13,12 @@ from typing import Any, Literal
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
-from memsif.errors import MemSIFError, NotFoundError, SourceConflict
+from memsif.errors import ConfigError, MemSIFError, NotFoundError, SourceConflict
 from memsif.ingest import IngestPipeline, IngestReport, ProgressFn
-from memsif.io.placement import place
+from memsif.io.placement import Placement, place
 from memsif.io.transcripts import Transcript
 from memsif.llm import LLM
 from memsif.locks import interactive
-from memsif.matching import SemanticMapping
 from memsif.records import (
     ActiveFact,
     CandidateCluster,
@@ -59,7 +58,6 @@ class MemSIF:
         # chat or build (back-ends serialise their own calls; see store._Guarded).
         self._ns_locks: dict[tuple[str, str], threading.RLock] = {}
         self._ns_locks_guard = threading.Lock()
-        self._llms: dict[tuple, LLM] = {} if llm is None else {self.config.llm_key: llm}
         self._load_locks = {name: threading.Lock() for name in ("llm", "embedder", "entities", "store")}
 
     #: settings that bind a store to its contents; a derived engine must keep them
@@ -68,22 +66,20 @@ class MemSIF:
     def with_config(self, config: MemSIFConfig) -> MemSIF:
         """An engine over the same store, embedder, entity extractor and namespace locks, with other
         method settings (α, τ_split, τ_merge, Top-K, θ_s, θ_q, ...) and possibly another LLM.
-        The inspector gives each browser session its own settings this way. LLMs are loaded once per
-        (back-end, model) and shared by every engine derived from this one.
+        The inspector gives each browser session its own settings this way. An LLM handed to this
+        engine is kept for the same model; others are loaded once per process and model (``load_llm``).
 
         Raises:
             ConfigError: ``config`` changes a store-binding setting (embedder, data folder, server,
                 NER) — those need another process or store.
         """
-        from memsif.errors import ConfigError
-
         changed = [f for f in self._STORE_FIELDS if getattr(config, f) != getattr(self.config, f)]
         if changed:
             raise ConfigError(f"{', '.join(changed)} cannot change for a running engine (the store is "
                               "bound to them); restart with the new setting instead.")
-        other = MemSIF(config, embedder=self.embedder, entities=self.entity_extractor, store=self.store)
+        handed = self._llm if config.llm_key == self.config.llm_key else None  # e.g. a fake LLM, kept
+        other = MemSIF(config, llm=handed, embedder=self.embedder, entities=self.entity_extractor, store=self.store)
         other._ns_locks, other._ns_locks_guard = self._ns_locks, self._ns_locks_guard
-        other._llms, other._load_locks["llm"] = self._llms, self._load_locks["llm"]
         return other
 
     def _namespace_lock(self, namespace: str, part: str = "memory") -> threading.RLock:
@@ -95,14 +91,12 @@ class MemSIF:
     # ----------------------------------------------------------------- back-ends
     @property
     def llm(self) -> LLM:
+        """The LLM handed in, else the configured one (``load_llm``: one per process and model)."""
         with self._load_locks["llm"]:
             if self._llm is None:
-                key = self.config.llm_key
-                if key not in self._llms:
-                    from memsif.llm import load_llm
+                from memsif.llm import load_llm
 
-                    self._llms[key] = load_llm(self.config)
-                self._llm = self._llms[key]
+                self._llm = load_llm(self.config)
             return self._llm
 
     @property
@@ -125,9 +119,8 @@ class MemSIF:
 
     @property
     def store(self) -> MemoryStore:
-        store = self._store
-        if store is not None and store.dim is not None:  # every read and write comes through here
-            return store
+        if self._store is not None and self._store.dim is not None:  # every read and write comes through here
+            return self._store
         embedder = self.embedder  # outside the store lock: loading it may take seconds
         with self._load_locks["store"]:
             if self._store is None:
@@ -135,11 +128,6 @@ class MemSIF:
             if self._store.dim is None:
                 self._store.ensure_collections(embedder.name, embedder.dim)
             return self._store
-
-    @property
-    def semantic_mapping(self) -> SemanticMapping:
-        """How cosine becomes s_sem for the configured embedder (see ``matching.COSINE_RANGES``)."""
-        return SemanticMapping.for_embedder(self.embedder.name, self.config.sem_mapping)
 
     def load_models(self) -> float:
         """Load every back-end now; returns the seconds it took. (Loading in threads was slower here:
@@ -209,25 +197,7 @@ class MemSIF:
                 report = self.ingest(placement.messages, ns, progress, core_facts)
                 report.warnings[:0] = placement.notes
                 return report
-            given = {m.id: m for m in placement.messages}
-            known = {m.id for m in stored}
-            history = [given.get(m.id, m) for m in stored] + [m for m in placement.messages if m.id not in known]
-            had_facts = self.store.count("fact_op", ns) > 0
-            self.store.delete_namespace(ns)
-            report = self.ingest(history, ns, progress, core_facts or (core_facts is None and had_facts))
-            changed = sorted({d.message_id for d in placement.differences})
-            report.warnings[:0] = [*placement.notes, (
-                f"replaced {len(changed)} stored message(s) with this source's version "
-                f"({'; '.join(d.describe() for d in placement.differences[:3])}"
-                f"{' …' if len(placement.differences) > 3 else ''}); the memory was rebuilt from the corrected "
-                "history (ActiveFacts and the query log start again)")]
-            said = report.warnings[len(placement.notes)]
-            log.warning("namespace %s: %s", ns, said)
-            now = datetime.now(UTC).replace(tzinfo=None)
-            self.store.put_fact_ops(ns, [FactOperation(namespace=ns, op=FactOp.NOOP, fact_ids=[], rule="rule",
-                                                       recorded_at=now, reason=f"source replaced: {said}")],
-                                    self.store.count("fact_op", ns))
-            return report
+            return _rebuild_corrected(self, ns, stored, placement, progress, core_facts)
 
     def build_core_facts(self, namespace: str, progress: ProgressFn | None = None) -> IngestReport:
         """CoreFacts (§3.3) over every stored message of ``namespace`` that no extraction has read yet
@@ -245,9 +215,9 @@ class MemSIF:
         return self.store.count("message", namespace) > 0
 
     def _require(self, namespace: str) -> None:
-        if self.store.count("message", namespace) == 0:
-            known = ", ".join(self.store.namespaces()[:10]) or "none"
-            raise NotFoundError(f"No memory in namespace {namespace!r} (known: {known}). Ingest a transcript first.")
+        if not self.has_memory(namespace):
+            raise NotFoundError(f"No memory in namespace {namespace!r} (known: "
+                                f"{', '.join(self.store.namespaces()[:10]) or 'none'}). Ingest a transcript first.")
 
     def missing_sentence_index(self, namespace: str) -> int:
         """How many of ``namespace``'s messages have no sentence in the hybrid index (stores built
@@ -264,15 +234,11 @@ class MemSIF:
             NotFoundError: no memory in ``namespace``.
             ValueError: a step name that does not exist.
         """
-        from memsif.upgrade import STEPS
+        from memsif.upgrade import run_steps
 
-        known = {s.name for s in STEPS}
-        if unknown := sorted(set(steps or ()) - known):
-            raise ValueError(f"unknown upgrade steps {unknown}; the steps are {[s.name for s in STEPS]}")
         self._require(namespace)
         with self._namespace_lock(namespace):
-            return {s.name: s.run(self.store, self.embedder, namespace) for s in STEPS
-                    if steps is None or s.name in steps}
+            return run_steps(self.store, self.embedder, namespace, steps)
 
     def messages(self, namespace: str) -> list[Message]:
         self._require(namespace)
@@ -368,3 +334,30 @@ class MemSIF:
     def delete_namespace(self, namespace: str) -> None:
         with self._namespace_lock(namespace), self._namespace_lock(namespace, "clusters"):
             self.store.delete_namespace(namespace)
+
+
+def _rebuild_corrected(engine: MemSIF, ns: str, stored: list[Message], placement: Placement,
+                       progress: ProgressFn | None, core_facts: bool | None) -> IngestReport:
+    """``ingest_transcript(replace=True)`` of a transcript whose messages differ from ``stored``: the
+    history with the transcript's versions is ingested again from scratch (CoreFacts too when the
+    memory had them), and a NOOP entry of the CoreFact operation log says what changed. The caller
+    holds the namespace's locks."""
+    given = {m.id: m for m in placement.messages}
+    known = {m.id for m in stored}
+    history = [given.get(m.id, m) for m in stored] + [m for m in placement.messages if m.id not in known]
+    had_facts = engine.store.count("fact_op", ns) > 0
+    engine.store.delete_namespace(ns)
+    report = engine.ingest(history, ns, progress, core_facts or (core_facts is None and had_facts))
+    changed = sorted({d.message_id for d in placement.differences})
+    report.warnings[:0] = [*placement.notes, (
+        f"replaced {len(changed)} stored message(s) with this source's version "
+        f"({'; '.join(d.describe() for d in placement.differences[:3])}"
+        f"{' …' if len(placement.differences) > 3 else ''}); the memory was rebuilt from the corrected "
+        "history (ActiveFacts and the query log start again)")]
+    said = report.warnings[len(placement.notes)]
+    log.warning("namespace %s: %s", ns, said)
+    now = datetime.now(UTC).replace(tzinfo=None)
+    engine.store.put_fact_ops(ns, [FactOperation(namespace=ns, op=FactOp.NOOP, fact_ids=[], rule="rule",
+                                                 recorded_at=now, reason=f"source replaced: {said}")],
+                              engine.store.count("fact_op", ns))
+    return report

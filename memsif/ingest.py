@@ -26,6 +26,7 @@ from memsif.interaction.state import InteractionState
 from memsif.interaction.trajectories import TrajectoryBuilder
 from memsif.io.placement import differences
 from memsif.locks import check_cancelled, job
+from memsif.matching import SemanticMapping
 from memsif.records import Decision, FactOperation, Message, record_number, spoken_text
 from memsif.store import StoredMessage
 
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from memsif.facts.core import ReadBatch
     from memsif.interaction.state import SegmentState
     from memsif.llm import LLM
-    from memsif.matching import SemanticMapping
     from memsif.store import Store
 
 log = logging.getLogger(__name__)
@@ -110,8 +110,6 @@ class Backends(Protocol):
     def entity_extractor(self) -> EntityExtractor: ...
     @property
     def store(self) -> Store: ...
-    @property
-    def semantic_mapping(self) -> SemanticMapping: ...
 
 
 class IngestPipeline:
@@ -141,8 +139,10 @@ class IngestPipeline:
             admitted = self.admit(state, messages)
             with self.stage("embed_and_entities"):
                 vectors, entity_sets = self.embed(admitted.fresh)
-            seg_builder = SegmentBuilder(self.config, self.backends.semantic_mapping, self.backends.llm)
-            traj_builder = TrajectoryBuilder(self.config, self.backends.semantic_mapping, self.backends.llm)
+            # how cosine becomes s_sem for this embedder (``matching.COSINE_RANGES``)
+            mapping = SemanticMapping.for_embedder(self.backends.embedder.name, self.config.sem_mapping)
+            seg_builder = SegmentBuilder(self.config, mapping, self.backends.llm)
+            traj_builder = TrajectoryBuilder(self.config, mapping, self.backends.llm)
             with self.stage("structure"):
                 structured = self.structure(state, admitted.fresh, vectors, entity_sets, seg_builder, traj_builder,
                                             progress)

@@ -8,7 +8,7 @@ Reading older records themselves (payload fields added later) is the records' ow
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memsif import lexical
@@ -80,3 +80,15 @@ STEPS: tuple[Step, ...] = (
     Step("lexical_terms", rewrite_lexical_terms,
          "lexical terms rewritten for {n} sentences (Chinese, Japanese, Thai … by characters and bigrams)"),
 )
+
+
+def run_steps(store: Store, embedder: Embedder, namespace: str, steps: Sequence[str] | None = None) -> dict[str, int]:
+    """Run the named ``STEPS`` (all by default, in their order) on ``namespace``; returns each step's
+    count of what it changed (0: already up to date).
+
+    Raises:
+        ValueError: a step name that does not exist (nothing is run).
+    """
+    if unknown := sorted(set(steps or ()) - {s.name for s in STEPS}):
+        raise ValueError(f"unknown upgrade steps {unknown}; the steps are {[s.name for s in STEPS]}")
+    return {s.name: s.run(store, embedder, namespace) for s in STEPS if steps is None or s.name in steps}

@@ -67,9 +67,7 @@ MAX_FUNCTION_LINES = 60
 MAX_CLASS_LINES = 300
 #: Functions and classes still over the limits, with their size when the limit was set: each may only
 #: shrink, and leaves this table once it fits (the test says so). Nothing may join it.
-STILL_OVER = {
-    "engine.py:MemSIF": 330,
-}
+STILL_OVER: dict[str, int] = {}
 
 
 def _sizes() -> dict[str, tuple[int, int]]:
