@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from memsif.errors import LLMError
+from memsif.errors import LLMError, LLMOutputError
 from memsif.prompts import Prompt
 
 #: Spellings of the two answers whose first-token probabilities are compared.
@@ -114,3 +114,17 @@ def generate_streamed(llm: LLM, prompt: Prompt, on_text: Callable[[str], None] |
 def context_window(llm: LLM) -> int:
     """Tokens ``llm`` attends to (prompt + answer); 4096 when the back-end does not say."""
     return int(getattr(llm, "context_window", 0) or 4096)
+
+
+def label_shares(masses: Sequence[float], labels: Sequence[str], model: str, seen: str = "") -> list[float]:
+    """Each label's probability mass divided by the labels' total: the model's choice among these
+    labels only (every back-end's ``yes_probability`` and ``choice_probabilities`` end here).
+
+    Raises:
+        LLMOutputError: no mass on any label (``seen``: what the model put first instead).
+    """
+    total = float(sum(masses))
+    if total <= 0.0:
+        which = f"neither {labels[0]} nor {labels[1]}" if len(labels) == 2 else f"none of {list(labels)}"
+        raise LLMOutputError(f"{model} gave {which} a probability{seen}.")
+    return [float(m) / total for m in masses]

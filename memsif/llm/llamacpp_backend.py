@@ -19,8 +19,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from memsif.config import MemSIFConfig
-from memsif.errors import LLMError, LLMOutputError
-from memsif.llm.base import NO_WORDS, YES_WORDS, Generation
+from memsif.errors import LLMError
+from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, label_shares
 from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
 from memsif.locks import FairLock, check_cancelled
 from memsif.prompts import Prompt
@@ -104,10 +104,8 @@ class LlamaCppLLM:
                 logits = self._eval(tokens)
                 probs = np.exp(logits - logits.max())
                 probs /= probs.sum()
-                yes, no = float(probs[self._yes].sum()), float(probs[self._no].sum())
-                if yes + no <= 0.0:
-                    raise LLMOutputError(f"{self.name} gave no probability to yes or no.")
-                out.append(yes / (yes + no))
+                masses = [probs[self._yes].sum(), probs[self._no].sum()]
+                out.append(label_shares(masses, ("yes", "no"), self.name)[0])
         return out
 
     def choice_probabilities(self, prompt: Prompt, labels: Sequence[str]) -> list[float]:
@@ -117,10 +115,7 @@ class LlamaCppLLM:
             logits = self._eval(tokens)
         probs = np.exp(logits - logits.max())
         probs /= probs.sum()
-        values = [float(probs[i].sum()) for i in ids]
-        if sum(values) <= 0.0:
-            raise LLMOutputError(f"{self.name} gave no probability to any of {list(labels)}.")
-        return [v / sum(values) for v in values]
+        return label_shares([probs[i].sum() for i in ids], labels, self.name)
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
                  json_schema: dict | None = None, stop: Sequence[str] = ()) -> Generation:

@@ -15,7 +15,7 @@ import httpx
 
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
-from memsif.llm.base import NO_WORDS, YES_WORDS, Generation
+from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, label_shares
 from memsif.prompts import Prompt
 
 
@@ -88,12 +88,10 @@ class OpenAICompatibleLLM:
             except (KeyError, IndexError, TypeError) as exc:
                 raise LLMOutputError(f"{self._url} returned no logprobs; the server must support "
                                      "'logprobs' for scored decisions.") from exc
-            yes = sum(math.exp(t["logprob"]) for t in top if t["token"].strip() in YES_WORDS)
-            no = sum(math.exp(t["logprob"]) for t in top if t["token"].strip() in NO_WORDS)
-            if yes + no <= 0.0:
-                raise LLMOutputError(f"{self.name} put neither yes nor no among its top tokens: "
-                                     f"{[t['token'] for t in top][:8]}")
-            out.append(yes / (yes + no))
+            masses = [sum(math.exp(t["logprob"]) for t in top if t["token"].strip() in words)
+                      for words in (YES_WORDS, NO_WORDS)]
+            out.append(label_shares(masses, ("yes", "no"), self.name,
+                                    f" among its top tokens: {[t['token'] for t in top][:8]}")[0])
         return out
 
     def choice_probabilities(self, prompt: Prompt, labels: Sequence[str]) -> list[float]:
@@ -104,9 +102,7 @@ class OpenAICompatibleLLM:
         except (KeyError, IndexError, TypeError) as exc:
             raise LLMOutputError(f"{self._url} returned no logprobs; the server must support 'logprobs'.") from exc
         values = [sum(math.exp(t["logprob"]) for t in top if t["token"].strip() == label) for label in labels]
-        if sum(values) <= 0.0:
-            raise LLMOutputError(f"{self.name} put none of {list(labels)} among its top tokens.")
-        return [v / sum(values) for v in values]
+        return label_shares(values, labels, self.name, f" among its top tokens: {[t['token'] for t in top][:8]}")
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
                  json_schema: dict | None = None, stop: Sequence[str] = ()) -> Generation:

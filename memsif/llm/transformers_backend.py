@@ -17,7 +17,7 @@ from pathlib import Path
 
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
-from memsif.llm.base import NO_WORDS, YES_WORDS, Generation
+from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, label_shares
 from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
 from memsif.locks import FairLock, check_cancelled
 from memsif.prompts import Prompt
@@ -178,23 +178,15 @@ class TransformersLLM:
         probs = self._last_token_probs(prompts)
         p_yes = probs[:, self._yes].sum(-1)
         p_no = probs[:, self._no].sum(-1)
-        result = []
-        for y, n in zip(p_yes.tolist(), p_no.tolist(), strict=True):
-            if y + n <= 0.0:
-                raise LLMOutputError(f"{self.name} gave no probability to yes or no.")
-            result.append(y / (y + n))
-        return result
+        return [label_shares([y, n], ("yes", "no"), self.name)[0]
+                for y, n in zip(p_yes.tolist(), p_no.tolist(), strict=True)]
 
     def choice_probabilities(self, prompt: Prompt, labels: Sequence[str]) -> list[float]:
         ids = [_answer_token_ids(self._tok, [label]) for label in labels]
         if any(not i for i in ids):
             raise LLMOutputError(f"{self.name}: some labels have no token: {labels}")
         probs = self._last_token_probs([prompt])[0]
-        values = [float(probs[i].sum()) for i in ids]
-        total = sum(values)
-        if total <= 0.0:
-            raise LLMOutputError(f"{self.name} gave no probability to any of {list(labels)}.")
-        return [v / total for v in values]
+        return label_shares([float(probs[i].sum()) for i in ids], labels, self.name)
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
                  json_schema: dict | None = None, stop: Sequence[str] = ()) -> Generation:
