@@ -200,7 +200,7 @@ def cmd_facts(args: argparse.Namespace) -> int:
               f"{status}")
     if args.log:
         for op in engine.fact_log(args.namespace):
-            print(f"  #{op.seq:<4} {op.op:<9} {','.join(op.fact_ids) or '-':<8} {op.rule:<4} "
+            print(f"  #{op.seq:<4} {op.op:<9} {','.join(op.fact_ids) or '-':<8} {op.decided_by:<4} "
                   f"{op.reason}{'  ERROR ' + op.error if op.error else ''}")
     return 0
 

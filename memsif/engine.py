@@ -357,7 +357,7 @@ def _rebuild_corrected(engine: MemSIF, ns: str, stored: list[Message], placement
     said = report.warnings[len(placement.notes)]
     log.warning("namespace %s: %s", ns, said)
     now = datetime.now(UTC).replace(tzinfo=None)
-    engine.store.put_fact_ops(ns, [FactOperation(namespace=ns, op=FactOp.NOOP, fact_ids=[], rule="rule",
+    engine.store.put_fact_ops(ns, [FactOperation(namespace=ns, op=FactOp.NOOP, fact_ids=[], decided_by="rule",
                                                  recorded_at=now, reason=f"source replaced: {said}")],
                               engine.store.count("fact_op", ns))
     return report

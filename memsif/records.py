@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import (
+    AliasChoices,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -230,6 +231,40 @@ class CoreFact(_Record):
     status: Literal["current", "superseded"] = "current"
 
 
+#: How the scores of operation logs written before ``OperationScores`` named their terms: a prefix
+#: (``"grounding:overlap"``), an option letter (``"D"``) or a bare fact id (``"F12"``, a similarity).
+_FLAT_SCORE_PREFIXES = {"grounding": "grounding", "cos": "similar", "claim_cos": "claim_cosine",
+                        "quantity_cos": "quantity_cosine"}
+
+
+class OperationScores(_Record):
+    """The terms a CoreFact operation was decided on (§3.3), each rounded to 4 decimals."""
+
+    similar: dict[str, float] = Field(default_factory=dict, description="Known fact id → cosine of the "
+                                      "candidate's statement to it (the facts it was compared with).")
+    options: dict[str, float] = Field(default_factory=dict, description="Option letter → the LLM's probability "
+                                      "of it, when the LLM chose among Add / Update / Merge / Supersede.")
+    grounding: dict[str, float] = Field(default_factory=dict, description="The grounding gate's measures "
+                                        "(overlap, content_words, cosine, unsupported_values, unsupported_names).")
+    claim_cosine: dict[str, float] = Field(default_factory=dict, description="Fact id → cosine of the value-masked "
+                                           "statements (the same claim with another value?).")
+    quantity_cosine: dict[str, float] = Field(default_factory=dict, description="Fact id → cosine of the "
+                                              "value-masked source messages (the same quantity changed?).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_flat(cls, value: Any) -> Any:
+        """Read the flat ``{"grounding:overlap": …, "D": …, "F12": …}`` of older logs."""
+        if not isinstance(value, dict) or set(value) <= set(cls.model_fields):
+            return value
+        terms: dict[str, dict[str, float]] = {}
+        for key, score in value.items():
+            prefix, _, name = key.rpartition(":")
+            field = _FLAT_SCORE_PREFIXES.get(prefix) if prefix else ("options" if len(key) == 1 else "similar")
+            terms.setdefault(field or "similar", {})[name] = score
+        return terms
+
+
 class FactOperation(_Record):
     """One entry of the append-only CoreFact operation log."""
 
@@ -241,8 +276,9 @@ class FactOperation(_Record):
     before: list[CoreFact] = Field(default_factory=list, description="The facts as they were.")
     after: list[CoreFact] = Field(default_factory=list, description="The facts as the operation left them.")
     reason: str
-    rule: str = Field(description="'rule' when decided without the LLM, 'llm' when the LLM chose.")
-    scores: dict[str, float] = Field(default_factory=dict, description="Option → probability, or similarities.")
+    decided_by: Literal["rule", "llm"] = Field(validation_alias=AliasChoices("decided_by", "rule"), description=(
+        "'rule' when decided without the LLM, 'llm' when the LLM chose (older logs: 'rule')."))
+    scores: OperationScores = Field(default_factory=OperationScores, description="What it was decided on.")
     event_time: datetime | None = None
     recorded_at: datetime
     prompt_version: str | None = None

@@ -331,7 +331,7 @@ def op_rows(log: Sequence[FactOperation]) -> list[list[Any]]:
             return f"✗ [{c.type}] {c.subject}: {c.statement}"
         return ", ".join(r.fact_ids)
 
-    return [[r.seq, str(r.op), facts(r), r.rule, r.reason, r.error or ""] for r in log]
+    return [[r.seq, str(r.op), facts(r), r.decided_by, r.reason, r.error or ""] for r in log]
 
 
 TRAJECTORY_DETAIL_COLUMNS = ["segment", "message", "session", "time", "speaker", "text"]

@@ -50,9 +50,9 @@ def test_contradiction_supersedes_and_keeps_history(engine_factory):
     log = engine.fact_log("t")
     assert [r.op for r in log] == ["ADD", "SUPERSEDE"]
     sup = log[1]
-    assert sup.fact_ids == ["F1", "F2"] and sup.rule == "llm"
+    assert sup.fact_ids == ["F1", "F2"] and sup.decided_by == "llm"
     assert sup.before[0].status == "current" and sup.after[0].status == "superseded"
-    assert sup.scores["D"] == 1.0 and sup.prompt_version == "core_operation/1"
+    assert sup.scores.options["D"] == 1.0 and sup.prompt_version == "core_operation/1"
     # the operation prompt only showed the known fact by a small index
     assert "1. [Preference] Melanie: Melanie loves sushi." in llm.calls["core_operation"][0].text
     assert engine.fact_log("t", op="supersede", subject="melanie") == [sup]
@@ -91,7 +91,7 @@ def test_near_identical_statement_merges_by_rule_and_unrelated_adds_by_rule(engi
     engine.ingest([msg("D1:1", "sushi again tonight", MAY)])
     report = engine.ingest([msg("D2:1", "more sushi, and I have a dog named Max", AUGUST)])
     assert report.fact_ops == {"MERGE": 1, "ADD": 1}
-    assert all(r.rule == "rule" for r in engine.fact_log("t"))
+    assert all(r.decided_by == "rule" for r in engine.fact_log("t"))
     assert "core_operation" not in llm.calls
 
 
@@ -247,7 +247,7 @@ def test_an_untrusted_model_is_not_asked_the_operation_and_the_candidate_is_adde
     assert second.fact_ops == {"ADD": 1} and second.core_facts == 2
     assert not llm.calls["core_operation"], "the model was not asked"
     [op] = [o for o in engine.fact_log("t") if o.fact_ids == ["F2"]]
-    assert op.rule == "rule" and "operation choice not asked" in op.reason and "beside F1" in op.reason
+    assert op.decided_by == "rule" and "operation choice not asked" in op.reason and "beside F1" in op.reason
 
 
 def test_fact_operation_must_be_a_known_mode():

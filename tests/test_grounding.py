@@ -101,13 +101,13 @@ def test_a_rejected_candidate_is_logged_counted_and_never_stored(engine_factory)
     [fact] = engine.facts("t")
     assert fact.statement == "Melanie painted a lake sunrise." and fact.source_message_ids == ["D1:14"]
     [reject] = engine.fact_log("t", op="reject")
-    assert reject.fact_ids == [] and reject.rule == "rule"
+    assert reject.fact_ids == [] and reject.decided_by == "rule"
     assert reject.candidate.statement == "Melanie is a great counselor."
     # all of Melanie's sentences there are addressed to Caroline: none is about Melanie
     assert reject.reason == "not grounded in D1:12: none of D1:12 is by or about Melanie"
-    assert reject.scores["grounding:overlap"] == 0.0
+    assert reject.scores.grounding["overlap"] == 0.0
     added = engine.fact_log("t", op="add")[0]
-    assert added.scores["grounding:overlap"] == 1.0
+    assert added.scores.grounding["overlap"] == 1.0
 
 
 # ------------------------------------------------------- value changes are never merged by rule
@@ -155,7 +155,7 @@ def test_a_changed_value_with_newer_evidence_supersedes_by_rule(engine_factory, 
     old = next(f for f in engine.facts("t", history=True) if f.status == "superseded")
     assert old.statement == first_fact and old.superseded_by == current.id and old.valid_until == AUGUST
     op = engine.fact_log("t", op="supersede")[0]
-    assert op.rule == "rule" and "changed" in op.reason and "newer evidence" in op.reason
+    assert op.decided_by == "rule" and "changed" in op.reason and "newer evidence" in op.reason
 
 
 def test_the_same_values_still_merge_by_rule(engine_factory):
@@ -180,7 +180,7 @@ def test_a_value_change_without_newer_evidence_goes_to_the_model_without_a_merge
     [prompt] = llm.calls["core_operation"]
     assert "merge them" not in prompt.text and "replace fact 1" in prompt.text
     op = engine.fact_log("t")[-1]
-    assert op.rule == "llm" and "Merge with it was not offered" in op.reason
+    assert op.decided_by == "llm" and "Merge with it was not offered" in op.reason
 
 
 @pytest.mark.parametrize(("a", "b", "differs"), [

@@ -120,7 +120,7 @@ def test_a_rent_that_went_up_supersedes_with_the_real_embedder():
     [old] = [f for f in engine.facts("rent", history=True) if f.status == "superseded"]
     assert "1,200" in old.statement and old.superseded_by == current.id and old.valid_until == september
     op = engine.fact_log("rent", op="supersede")[0]
-    assert op.rule == "rule" and "numbers changed (numbers 1200" in op.reason
+    assert op.decided_by == "rule" and "numbers changed (numbers 1200" in op.reason
     engine.close()
 
 
@@ -161,7 +161,7 @@ def test_a_changed_amount_supersedes_across_fact_types_with_the_real_embedder(
     if superseded:
         assert report.fact_ops == {"SUPERSEDE": 1}, log
         [op] = engine.fact_log("q", op="supersede")
-        assert op.rule == "rule" and "the amount in" in op.reason and "D1:1 and D2:1" in op.reason
+        assert op.decided_by == "rule" and "the amount in" in op.reason and "D1:1 and D2:1" in op.reason
         [current] = engine.facts("q")
         assert current.source_message_ids == ["D2:1"]
     else:

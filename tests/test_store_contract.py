@@ -88,7 +88,7 @@ def _fill(store: Store, ns: str) -> None:
                       status="superseded")]
     store.put_facts(ns, [(f, EMB.embed_documents([f.statement])[0]) for f in facts])
     assert store.put_fact_ops(ns, [FactOperation(namespace=ns, op=FactOp.ADD, fact_ids=["F1"], reason="new",
-                                                 rule="rule", recorded_at=WHEN)], 0) == 1
+                                                 decided_by="rule", recorded_at=WHEN)], 0) == 1
     store.put_clusters(ns, [CandidateCluster(id="C1", namespace=ns, subject="ana")])
     store.put_active_facts(ns, [(ActiveFact(id="A1", namespace=ns, subject="ana: max", statement="Ana has a dog, Max.",
                                             cluster_id="C1", score_src=0.5, score_qry=0.5, promoted_at=WHEN,

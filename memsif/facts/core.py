@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Literal
 
 import numpy as np
 
@@ -35,7 +36,16 @@ from memsif.llm import LLM, Generation, generate_many
 from memsif.llm.structured import parse_json_reply, salvage_items
 from memsif.matching import cosine, cosines
 from memsif.prompts import core_extract, core_operation
-from memsif.records import CoreFact, FactOp, FactOperation, FactType, Message, TopicalSegment, record_number
+from memsif.records import (
+    CoreFact,
+    FactOp,
+    FactOperation,
+    FactType,
+    Message,
+    OperationScores,
+    TopicalSegment,
+    record_number,
+)
 from memsif.timeparse import annotate_relative_dates, day_text
 
 #: Existing facts below this statement cosine are not comparable: the candidate is added by rule.
@@ -265,15 +275,15 @@ class CoreFactBuilder:
                 salvage_note = f"recovered {len(items)} complete fact(s) from a cut-off reply ({exc}); "
         except LLMError as exc:
             return [], [self._log(namespace, FactOp.NOOP, [], reason=f"extraction failed for {ids[0]}..{ids[-1]}",
-                                  rule="llm", prompt=prompt, error=f"{type(exc).__name__}: {exc}")]
+                                  decided_by="llm", prompt=prompt, error=f"{type(exc).__name__}: {exc}")]
         if not items:
             return [], [self._log(namespace, FactOp.NOOP, [], reason=f"no schema facts in {ids[0]}..{ids[-1]}",
-                                  rule="llm", prompt=prompt)]
+                                  decided_by="llm", prompt=prompt)]
         # A small model can write JSON debris into a string ("Ben (17 March 2024)},{"): such a fact is
         # dropped with a recorded error, never stored.
         debris = [it for it in items if grounding.DEBRIS.search(it.subject) or not re.search(r"\w", it.subject)]
         failures = [self._log(namespace, FactOp.NOOP, [], reason=f"dropped a fact with a malformed subject from "
-                              f"{ids[0]}..{ids[-1]}", rule="llm", prompt=prompt,
+                              f"{ids[0]}..{ids[-1]}", decided_by="llm", prompt=prompt,
                               error=f"malformed subject {it.subject!r} (statement {it.statement!r})")
                     for it in debris]
         items = [it for it in items if it not in debris]
@@ -314,13 +324,13 @@ class CoreFactBuilder:
         scored.sort(key=lambda s: (not s[2], -s[1]))
         return [(f, cos) for f, cos, _ in scored[:MAX_KNOWN]]
 
-    def changed_quantity(self, state: FactState, cand: Candidate) -> tuple[CoreFact, str, dict[str, float]] | None:
+    def changed_quantity(self, state: FactState, cand: Candidate) -> tuple[CoreFact, str, float] | None:
         """A current fact of the same subject, of any type, whose stated amount ``cand`` changes: a
         source message of each states an amount in a shared unit, the numbers differ, each statement
         carries its message's number, the value-masked messages make the same claim (cosine ≥
         ``SAME_QUANTITY_COSINE``) and ``cand`` is newer. The model's fact types are not compared ("rent
         1,200" as an Identity, "rent went up to 1,500" as an Event); two occurrences (both Events) are
-        left to the occurrence rule. Returns (old fact, reason, scores) or None."""
+        left to the occurrence rule. Returns (old fact, reason, the messages' cosine) or None."""
         when = cand.fact.event_time
         new_said = values(cand.fact.statement)
         new = [(m, v) for m in cand.cited if (v := values(m.text)).units and v.numbers & new_said.numbers]
@@ -351,7 +361,7 @@ class CoreFactBuilder:
                         reason = (f"the amount in {', '.join(sorted(units))} changed ({old_values.describe()} → "
                                   f"{new_values.describe()}): {old_message.id} and {message.id} state the same "
                                   f"quantity (value-masked cos {cos:.2f} ≥ {SAME_QUANTITY_COSINE}), newer evidence")
-                        return fact, reason, {f"quantity_cos:{fact.id}": round(cos, 4)}
+                        return fact, reason, cos
         return None
 
     def ground(self, cand: Candidate) -> grounding.Grounding:
@@ -369,62 +379,60 @@ class CoreFactBuilder:
             reason = f"not grounded in {', '.join(m.id for m in cand.cited)}: {verdict.reason}"
             if cand.provenance_note:
                 reason = f"{reason}; {cand.provenance_note}"
-            op = self._log(cand.fact.namespace, FactOp.REJECT, [], reason=reason, rule="rule",
-                           scores={f"grounding:{k}": v for k, v in verdict.scores.items()},
-                           event_time=cand.fact.event_time)
+            op = self._log(cand.fact.namespace, FactOp.REJECT, [], reason=reason, decided_by="rule",
+                           scores=OperationScores(grounding=verdict.scores), event_time=cand.fact.event_time)
             op.candidate = cand.fact.model_copy()
             return op
-        gate_scores = {f"grounding:{k}": v for k, v in verdict.scores.items()} if verdict else {}
+        terms = OperationScores(grounding=verdict.scores if verdict else {})
         if verdict is not None:
             cand.fact.subject = verdict.subject
         if changed_quantity := self.changed_quantity(state, cand):
-            old, reason, scores = changed_quantity
-            return self._apply(state, cand, FactOp.SUPERSEDE, old, "rule", reason, scores | gate_scores)
+            old, reason, cos = changed_quantity
+            terms.quantity_cosine[old.id] = round(cos, 4)
+            return self._apply(state, cand, FactOp.SUPERSEDE, old, "rule", reason, terms)
         known = self.known_for(state, cand)
-        sims = {f.id: round(cos, 4) for f, cos in known}
+        terms.similar = {f.id: round(cos, 4) for f, cos in known}
         if not known:
             return self._apply(state, cand, FactOp.ADD, None, "rule", "no current fact with this subject and type "
-                               "is similar enough", sims | gate_scores)
-        by_rule, value_note = self._by_rule(state, cand, known, sims, gate_scores)
+                               "is similar enough", terms)
+        by_rule, value_note = self._by_rule(state, cand, known, terms)
         if by_rule is not None:
             return by_rule
-        return self._ask_operation(state, cand, known, sims, gate_scores, value_note)
+        return self._ask_operation(state, cand, known, terms, value_note)
 
     def _by_rule(self, state: FactState, cand: Candidate, known: list[tuple[CoreFact, float]],
-                 sims: dict[str, float], gate_scores: dict[str, float]) -> tuple[FactOperation | None, str]:
+                 terms: OperationScores) -> tuple[FactOperation | None, str]:
         """The operation the rules decide against the most similar known fact, if they decide one, and
         the note of the values that changed (for the reason of a later choice)."""
         best, best_cos = max(known, key=lambda item: item[1])
         new_values, old_values = values(cand.fact.statement), values(best.statement)
         changed = new_values.differences(old_values)
         if best_cos >= DUPLICATE_COSINE and not changed:
-            return self._apply(state, cand, FactOp.MERGE, best, "rule", f"near-identical to {best.id}",
-                               sims | gate_scores), ""
+            return self._apply(state, cand, FactOp.MERGE, best, "rule", f"near-identical to {best.id}", terms), ""
         value_note = ""
         if changed:
             claim_cos = cosine(*self.embedder.embed_documents([mask(cand.fact.statement), mask(best.statement)]))
-            gate_scores[f"claim_cos:{best.id}"] = round(claim_cos, 4)
+            terms.claim_cosine[best.id] = round(claim_cos, 4)
             value_note = (f"{' and '.join(changed)} changed ({old_values.describe()} → {new_values.describe()})")
             newer = (cand.fact.event_time is not None and best.event_time is not None
                      and cand.fact.event_time > best.event_time)
             if claim_cos >= SAME_CLAIM_COSINE and cand.fact.type.lower() in OCCURRENCE_TYPES:
                 return self._apply(state, cand, FactOp.ADD, None, "rule",
-                                   f"another occurrence than {best.id} ({value_note})", sims | gate_scores), value_note
+                                   f"another occurrence than {best.id} ({value_note})", terms), value_note
             if claim_cos >= SAME_CLAIM_COSINE and newer:
                 return self._apply(state, cand, FactOp.SUPERSEDE, best, "rule",
-                                   f"same claim as {best.id}, {value_note}, newer evidence",
-                                   sims | gate_scores), value_note
+                                   f"same claim as {best.id}, {value_note}, newer evidence", terms), value_note
         if not self.ask_operation:
             reason = (f"operation choice not asked ({getattr(self.llm, 'name', None) or 'the model'} is not "
                       f"trusted with it: fact_operation, OPERATION_MEASURED_MODELS); added beside {best.id} "
                       f"(cos {best_cos:.2f})")
             if value_note:
                 reason += f"; {value_note} vs {best.id}"
-            return self._apply(state, cand, FactOp.ADD, None, "rule", reason, sims | gate_scores), value_note
+            return self._apply(state, cand, FactOp.ADD, None, "rule", reason, terms), value_note
         return None, f"{value_note} vs {best.id}" if value_note else ""
 
     def _ask_operation(self, state: FactState, cand: Candidate, known: list[tuple[CoreFact, float]],
-                       sims: dict[str, float], gate_scores: dict[str, float], value_note: str) -> FactOperation:
+                       terms: OperationScores, value_note: str) -> FactOperation:
         """The LLM picks Add / Update / Merge / Supersede among ``known`` (one scored forward pass over the
         option letters); Merge is not offered with a fact whose values differ."""
         new_values = values(cand.fact.statement)
@@ -434,27 +442,25 @@ class CoreFactBuilder:
             self.llm_calls += 1
             probs = self.llm.choice_probabilities(prompt, [o[0] for o in options])
         except LLMError as exc:
-            op = self._apply(state, cand, FactOp.ADD, None, "rule", "operation choice failed; added",
-                             sims | gate_scores)
+            op = self._apply(state, cand, FactOp.ADD, None, "rule", "operation choice failed; added", terms)
             op.error, op.prompt_version = f"{type(exc).__name__}: {exc}", prompt.version
             return op
         if len(probs) != len(options):
             raise LLMError(f"{len(probs)} scores for {len(options)} options")
         k = int(np.argmax(probs))
         letter, op, index = options[k]
-        scores = {o[0]: round(p, 4) for o, p in zip(options, probs, strict=True)}
+        terms.options = {o[0]: round(p, 4) for o, p in zip(options, probs, strict=True)}
         target = known[index][0] if index is not None else None
         reason = f"LLM chose {letter} ({op.value}{' ' + target.id if target else ''}) with p={probs[k]:.2f}"
         if value_note:
             reason += f"; {value_note}, so Merge with it was not offered"
-        scores.update({f"cos:{fid}": v for fid, v in sims.items()} | gate_scores)
-        record = self._apply(state, cand, op, target, "llm", reason, scores)
+        record = self._apply(state, cand, op, target, "llm", reason, terms)
         record.prompt_version = prompt.version
         record.model = getattr(self.llm, "name", None)
         return record
 
-    def _apply(self, state: FactState, cand: Candidate, op: FactOp, target: CoreFact | None, rule: str,
-               reason: str, scores: dict[str, float]) -> FactOperation:
+    def _apply(self, state: FactState, cand: Candidate, op: FactOp, target: CoreFact | None,
+               decided_by: Literal["rule", "llm"], reason: str, scores: OperationScores) -> FactOperation:
         ns = cand.fact.namespace
         if cand.provenance_note:
             reason = f"{reason}; {cand.provenance_note}"
@@ -463,7 +469,8 @@ class CoreFactBuilder:
             new.id = f"F{len(state.facts) + 1}"
             state.facts.append(new)
             state.vectors[new.id] = cand.vector
-            return self._log(ns, FactOp.ADD, [new.id], after=[new], reason=reason, rule=rule, scores=scores,
+            return self._log(ns, FactOp.ADD, [new.id], after=[new], reason=reason, decided_by=decided_by,
+                             scores=scores,
                              event_time=new.event_time)
         before = copy.deepcopy(target)
         if op in (FactOp.UPDATE, FactOp.MERGE):
@@ -475,8 +482,8 @@ class CoreFactBuilder:
                 setattr(target, attr, merged)
             if new.event_time and (target.event_time is None or new.event_time > target.event_time):
                 target.event_time = new.event_time
-            return self._log(ns, op, [target.id], before=[before], after=[target], reason=reason, rule=rule,
-                             scores=scores, event_time=new.event_time)
+            return self._log(ns, op, [target.id], before=[before], after=[target], reason=reason,
+                             decided_by=decided_by, scores=scores, event_time=new.event_time)
         # SUPERSEDE: close the old fact, keep it as history, link it to its successor
         new.id = f"F{len(state.facts) + 1}"
         state.facts.append(new)
@@ -485,13 +492,14 @@ class CoreFactBuilder:
         target.valid_until = new.event_time
         target.superseded_by = new.id
         return self._log(ns, FactOp.SUPERSEDE, [target.id, new.id], before=[before], after=[target, new],
-                         reason=reason, rule=rule, scores=scores, event_time=new.event_time)
+                         reason=reason, decided_by=decided_by, scores=scores, event_time=new.event_time)
 
-    def _log(self, namespace: str, op: FactOp, fact_ids: list[str], *, reason: str, rule: str,
-             before: Sequence[CoreFact] = (), after: Sequence[CoreFact] = (), scores: dict[str, float] | None = None,
+    def _log(self, namespace: str, op: FactOp, fact_ids: list[str], *, reason: str, decided_by: Literal["rule", "llm"],
+             before: Sequence[CoreFact] = (), after: Sequence[CoreFact] = (), scores: OperationScores | None = None,
              event_time: datetime | None = None, prompt=None, error: str | None = None) -> FactOperation:
         return FactOperation(
             namespace=namespace, op=op, fact_ids=fact_ids, before=[f.model_copy(deep=True) for f in before],
-            after=[f.model_copy(deep=True) for f in after], reason=reason, rule=rule, scores=scores or {},
+            after=[f.model_copy(deep=True) for f in after], reason=reason, decided_by=decided_by,
+            scores=scores.model_copy(deep=True) if scores is not None else OperationScores(),
             event_time=event_time, recorded_at=self.now(), prompt_version=prompt.version if prompt else None,
             model=getattr(self.llm, "name", None) if prompt else None, error=error)
