@@ -48,7 +48,7 @@ def main() -> None:
     if args.resume:
         previous = read_export(args.resume)
         eng.import_namespace(previous, ns)
-        provenance = previous["provenance"]
+        provenance = previous.provenance
         if provenance.get("model") != eng.llm.name:
             raise SystemExit(f"{args.resume} was built with {provenance.get('model')}, this engine runs {eng.llm.name}")
     else:

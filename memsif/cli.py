@@ -211,8 +211,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     engine = _engine(args)
     data = engine.export_namespace(args.namespace, decimals=args.decimals)
     path = write_export(data, args.out)
-    print(f"{args.namespace}: {len(data['messages'])} messages, {len(data['segments'])} Topical Segments, "
-          f"{len(data['facts'])} CoreFacts, {len(data['clusters'])} candidate clusters written to {path} "
+    print(f"{args.namespace}: {len(data.messages)} messages, {len(data.segments)} Topical Segments, "
+          f"{len(data.facts)} CoreFacts, {len(data.clusters)} candidate clusters written to {path} "
           f"({path.stat().st_size / 2**20:.1f} MiB)")
     return 0
 
@@ -223,8 +223,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     data = read_export(args.path)
     engine = _engine(args)
     ns = engine.import_namespace(data, args.namespace)
-    print(f"{ns}: {len(data['messages'])} messages, {len(data['segments'])} Topical Segments, "
-          f"{len(data['facts'])} CoreFacts imported into {engine.config.resolved_data_dir}")
+    print(f"{ns}: {len(data.messages)} messages, {len(data.segments)} Topical Segments, "
+          f"{len(data.facts)} CoreFacts imported into {engine.config.resolved_data_dir}")
     return 0
 
 

@@ -31,6 +31,7 @@ from memsif.records import (
     TopicalSegment,
 )
 from memsif.store import MemoryStore
+from memsif.transfer import NamespaceExport
 
 __all__ = ["IngestReport", "MemSIF", "ProgressFn"]
 
@@ -303,8 +304,8 @@ class MemSIF:
         return select_operations(self.store.fact_ops(namespace), op, subject)
 
     def export_namespace(self, namespace: str, decimals: int | None = None,
-                         provenance: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Everything of ``namespace`` as one JSON-able dict (``memsif.transfer.export_namespace``:
+                         provenance: dict[str, Any] | None = None) -> NamespaceExport:
+        """Everything of ``namespace`` as one ``NamespaceExport`` (``memsif.transfer.export_namespace``:
         ``decimals`` rounds vectors, ``provenance`` says how the memory was built).
 
         Raises:
@@ -315,18 +316,19 @@ class MemSIF:
         self._require(namespace)  # no lock: a copy for Evaluate must not wait for a CoreFact extraction
         return export_namespace(self.store, self.embedder, namespace, decimals, provenance)
 
-    def import_namespace(self, data: dict[str, Any], namespace: str | None = None) -> str:
-        """Write an ``export_namespace`` dict into the store (under ``namespace`` if given); returns the
-        namespace written.
+    def import_namespace(self, data: NamespaceExport | dict[str, Any], namespace: str | None = None) -> str:
+        """Write an export (a ``NamespaceExport``, or its decoded JSON) into the store (under ``namespace``
+        if given); returns the namespace written.
 
         Raises:
-            MemSIFError: not an export, or the target namespace already holds memory.
+            MemSIFError: not an export, a damaged one, or the target namespace already holds memory.
             EmbedderError: the export was made with another embedder.
         """
-        from memsif.transfer import check_export, import_namespace
+        from memsif.transfer import check_export, import_namespace, parse_export
 
+        data = parse_export(data)
         check_export(data, self.embedder)
-        ns = namespace or data["namespace"]
+        ns = namespace or data.namespace
         with self._namespace_lock(ns), self._namespace_lock(ns, "clusters"):
             import_namespace(self.store, self.embedder, data, ns)
         return ns

@@ -8,6 +8,7 @@ real app on the real models.
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -366,8 +367,8 @@ def test_without_a_file_the_example_is_its_prebuilt_memory_and_live_builds_it_ag
 def test_the_example_is_built_live_when_the_prebuilt_memory_is_not_this_engines(app_url, monkeypatch):
     from memsif.inspector import build
 
-    monkeypatch.setattr(build, "example_memory", lambda: {"format": "memsif-namespace/1", "embedder": "hash-embedder",
-                                                          "provenance": {"model": "another-model"}})
+    other = SimpleNamespace(embedder="hash-embedder", provenance={"model": "another-model"})  # not this engine's
+    monkeypatch.setattr(build, "example_memory", lambda: other)
     client = gradio_client.Client(app_url, verbose=False)
     summary, _, _ = client.predict(None, None, False, api_name="/build")
     assert "419 messages" in summary and "prebuilt" not in summary

@@ -54,7 +54,7 @@ def test_non_english_emoji_rtl_and_control_characters_survive_every_step(engine_
     engine.ingest(_msgs(texts))
     assert [m.text for m in engine.messages("t")] == texts, "text must be stored as written"
     assert engine.ask("Wer ist Zoë? 🍅", "t").answer == "San Marzano."
-    exported = json.loads(json.dumps(engine.export_namespace("t"), ensure_ascii=False))
+    exported = json.loads(engine.export_namespace("t").model_dump_json())
     assert [m["message"]["text"] for m in exported["messages"]] == texts
 
 

@@ -227,7 +227,7 @@ def test_a_run_resets_activefacts_across_conversations_and_never_feeds_gold(engi
     assert not any(i.startswith("A") for i in first_b["sys_fact_ids"]), "ActiveFacts leaked across conversations"
     assert engine.active_facts("eval-locomo-a-none") and engine.active_facts("eval-locomo-b-none")
     # gold answers never reach memory: no stored message or fact holds a gold string that is not in the data
-    stored = json.dumps(engine.export_namespace("eval-locomo-a-none"))
+    stored = engine.export_namespace("eval-locomo-a-none").model_dump_json()
     assert "sleeps all day" in stored and "ZZGOLD" not in stored
     # scores, recall and the report
     assert all(r["f1"] == (1.0 if r["gold"] == "Miso" else 0.0) for r in rows)

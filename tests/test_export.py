@@ -26,7 +26,7 @@ def test_export_import_round_trip(engine_factory):
     engine, _ = _engine(engine_factory, sufficient=0.1)
     engine.ask("Where did Melanie go camping?", namespace="t")
     before = _snapshot(engine, "t")
-    data = json.loads(json.dumps(engine.export_namespace("t")))  # really JSON
+    data = json.loads(engine.export_namespace("t").model_dump_json())  # really JSON
     engine.delete_namespace("t")
     assert engine.import_namespace(data) == "t"
     assert _snapshot(engine, "t") == before
@@ -58,9 +58,9 @@ def test_an_export_file_round_trips_plain_or_gzip_and_rounded_vectors_keep_retri
     made = engine.export_namespace("t", decimals=4, provenance={"model": "fake-llm", "built": "2026-12-01"})
     path = write_export(made, tmp_path / name)
     data = read_export(path)
-    assert data["provenance"] == {"model": "fake-llm", "built": "2026-12-01"}
-    for kept, full in zip(data["messages"], exact["messages"], strict=True):
-        assert np.abs(np.asarray(kept["vector"]) - np.asarray(full["vector"])).max() <= 5e-5
+    assert data.provenance == {"model": "fake-llm", "built": "2026-12-01"}
+    for kept, full in zip(data.messages, exact.messages, strict=True):
+        assert np.abs(np.asarray(kept.vector) - np.asarray(full.vector)).max() <= 5e-5
     engine.import_namespace(data, namespace="copy")
     assert _snapshot(engine, "copy")[:5] == _snapshot(engine, "t")[:5]
     asked = engine.ask("Where did Melanie go camping?", namespace="copy")
@@ -97,22 +97,22 @@ def test_the_shipped_example_memory_is_the_bundled_conversation_built_by_the_def
     from memsif.transfer import read_export
 
     data = read_export(EXAMPLE_MEMORY)
-    made = data["provenance"]
-    assert made["llm_model"] == PACKAGED_LLM and made["embedder"] == data["embedder"] == "all-MiniLM-L6-v2"
+    made = data.provenance
+    assert made["llm_model"] == PACKAGED_LLM and made["embedder"] == data.embedder == "all-MiniLM-L6-v2"
     assert {"built", "machine", "structure_seconds", "core_facts_seconds", "command"} <= set(made)
-    assert len(made["questions"]) >= EXAMPLE_QUESTIONS and made["active_facts"] == len(data["active_facts"]) >= 1
+    assert len(made["questions"]) >= EXAMPLE_QUESTIONS and made["active_facts"] == len(data.active_facts) >= 1
     [conv] = as_memories(load_transcripts(EXAMPLE))
-    assert [m["message"]["id"] for m in data["messages"]] == [m.id for m in conv.messages]
-    assert [m["message"]["text"] for m in data["messages"]] == [m.text for m in conv.messages], \
+    assert [m.message.id for m in data.messages] == [m.id for m in conv.messages]
+    assert [m.message.text for m in data.messages] == [m.text for m in conv.messages], \
         "the prebuilt memory is of another version of the bundled transcript: rebuild it"
-    in_segments = [i for s in data["segments"] for i in s["message_ids"]]
+    in_segments = [i for s in data.segments for i in s.message_ids]
     assert sorted(in_segments) == sorted(m.id for m in conv.messages)
-    assert all(s["trajectory_id"] for s in data["segments"])
-    assert sum(f["fact"]["status"] == "current" for f in data["facts"]) >= 40 and data["fact_ops"]
-    assert data["clusters"], "its questions left no candidate clusters"
-    engine = engine_factory(embedder=HashEmbedder(dim=data["dim"], name="all-MiniLM-L6-v2"))
+    assert all(s.trajectory_id for s in data.segments)
+    assert sum(f.fact.status == "current" for f in data.facts) >= 40 and data.fact_ops
+    assert data.clusters, "its questions left no candidate clusters"
+    engine = engine_factory(embedder=HashEmbedder(dim=data.dim, name="all-MiniLM-L6-v2"))
     engine.import_namespace(data, namespace="example")
-    assert len(engine.segments("example")) == len(data["segments"]) and engine.clusters("example")
+    assert len(engine.segments("example")) == len(data.segments) and engine.clusters("example")
 
 
 def test_an_import_takes_the_stored_lexical_vectors_of_its_version_and_encodes_others_again(engine_factory,
@@ -120,7 +120,7 @@ def test_an_import_takes_the_stored_lexical_vectors_of_its_version_and_encodes_o
     from memsif import lexical
 
     engine, _ = _engine(engine_factory, sufficient=0.1)
-    data = json.loads(json.dumps(engine.export_namespace("t")))
+    data = json.loads(engine.export_namespace("t").model_dump_json())
     before = engine.store.sentence_lexical("t")
 
     def never(*args, **kwargs):

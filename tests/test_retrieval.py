@@ -327,10 +327,10 @@ def test_export_carries_the_sentence_index_and_old_exports_get_one(engine_factor
     engine = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}))
     engine.ingest(make_messages(["I adopted a dog named Max. He is a beagle puppy.", "Stocks fell today."]))
     data = engine.export_namespace("t")
-    assert [s["sentence"]["id"] for s in data["sentences"]] == ["D1:1#0", "D1:1#1", "D1:2#0"]
+    assert [s.sentence.id for s in data.sentences] == ["D1:1#0", "D1:1#1", "D1:2#0"]
     engine.import_namespace(data, namespace="copy")
     assert [s.id for s, _ in engine.store.sentences("copy")] == ["D1:1#0", "D1:1#1", "D1:2#0"]
-    old = {k: v for k, v in data.items() if k != "sentences"}
+    old = {k: v for k, v in data.model_dump(mode="json").items() if k != "sentences"}
     engine.import_namespace(old, namespace="old")
     assert [s.id for s, _ in engine.store.sentences("old")] == ["D1:1#0", "D1:1#1", "D1:2#0"]
     assert engine.missing_sentence_index("old") == 0

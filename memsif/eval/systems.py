@@ -306,9 +306,8 @@ class MemSIFSystem:
                          reused=report.messages == 0 and report.fact_llm_calls == 0)
         self.namespace = f"{base}-{self.ablation}"
         self.base_engine.delete_namespace(self.namespace)
-        export = self.base_engine.export_namespace(base)
-        export["clusters"], export["active_facts"] = [], []
-        self.base_engine.import_namespace(export, self.namespace)
+        self.base_engine.import_namespace(self.base_engine.export_namespace(base).without_query_state(),
+                                          self.namespace)
         return cost
 
     def answer(self, question: EvalQuestion, generate: bool = True) -> SystemAnswer:

@@ -34,9 +34,9 @@ from memsif.inspector.common import (
 from memsif.io import as_memories, load_transcripts
 from memsif.io.transcripts import HISTORY_FORMATS
 from memsif.locks import job
-from memsif.records import BoundaryRule, CoreFact, SegmentDecision, TrajectoryDecision
+from memsif.records import BoundaryRule, SegmentDecision, TrajectoryDecision
 from memsif.timeparse import day_text
-from memsif.transfer import read_export
+from memsif.transfer import NamespaceExport, read_export
 from memsif.viz import SEGMENT_COLUMNS, phi_timeline, segment_rows
 
 log = logging.getLogger(__name__)
@@ -217,7 +217,7 @@ def structure_health(eng, namespace: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def example_memory() -> dict | None:
+def example_memory() -> NamespaceExport | None:
     """The prebuilt example memory (``EXAMPLE_MEMORY``, an export with its provenance), read once;
     None when the file is absent or unreadable (the example is then built live)."""
     if not EXAMPLE_MEMORY.exists():
@@ -229,36 +229,35 @@ def example_memory() -> dict | None:
         return None
 
 
-def prebuilt_for(eng, settings: SessionSettings | None) -> dict | None:
+def prebuilt_for(eng, settings: SessionSettings | None) -> NamespaceExport | None:
     """The prebuilt example memory when it shows what this engine would build: made with its embedder
     and its LLM, and no session setting differs from the defaults; else None (built live)."""
     data = example_memory()
     if data is None or settings_in_force(settings):
         return None
-    made_by = data.get("provenance", {})
-    if data.get("embedder") != eng.embedder.name or made_by.get("model") != getattr(eng.llm, "name", None):
+    if data.embedder != eng.embedder.name or data.provenance.get("model") != getattr(eng.llm, "name", None):
         return None
     return data
 
 
-def prebuilt_summary(data: dict, imported_s: float | None) -> str:
+def prebuilt_summary(data: NamespaceExport, imported_s: float | None) -> str:
     """What the page says of the prebuilt example: what it holds, how and when it was built."""
-    p = data.get("provenance", {})
+    p = data.provenance
     asked = p.get("questions") or []
     loaded = f"Loaded in {imported_s:.1f} s. " if imported_s is not None else "Already loaded. "
-    current = sum(CoreFact.model_validate(f["fact"]).status == "current" for f in data["facts"])
-    return (f"**{len(data['messages'])} messages** → **{len(data['segments'])} Topical Segments**, "
-            f"**{len(data['trajectories'])} Event Trajectories**, **{current} current CoreFacts** from "
+    current = sum(f.fact.status == "current" for f in data.facts)
+    return (f"**{len(data.messages)} messages** → **{len(data.segments)} Topical Segments**, "
+            f"**{len(data.trajectories)} Event Trajectories**, **{current} current CoreFacts** from "
             f"`{EXAMPLE.name}` (conv-26): the **prebuilt example memory**, built on "
             f"{p.get('built', '?')} with `{p.get('model', '?')}` on {p.get('machine', '?')} — Structured Interaction "
             f"Memory in {p.get('structure_seconds', '?')} s, CoreFacts in {p.get('core_facts_seconds', '?')} s; "
-            f"{len(asked)} of its own questions were asked, which left {len(data['clusters'])} candidate clusters "
-            f"and {len(data['active_facts'])} promoted ActiveFact{'s' * (len(data['active_facts']) != 1)} "
+            f"{len(asked)} of its own questions were asked, which left {len(data.clusters)} candidate clusters "
+            f"and {len(data.active_facts)} promoted ActiveFact{'s' * (len(data.active_facts) != 1)} "
             f"(ActiveFacts tab). {loaded}Tick **Build the example live** to watch it being built instead "
             f"(`{p.get('command', 'benchmarks/build_example.py')}` rebuilds this file).")
 
 
-def load_prebuilt(eng, namespace: str, data: dict, previous: BuiltSource | None, source: BuiltSource) -> str:
+def load_prebuilt(eng, namespace: str, data: NamespaceExport, previous: BuiltSource | None, source: BuiltSource) -> str:
     """Import the prebuilt example into ``namespace`` (replacing another memory it holds); returns the
     build summary."""
     if previous and previous.prebuilt and eng.has_memory(namespace):

@@ -140,9 +140,7 @@ def _ask_all(eng: MemSIF, namespace: str, target: str, samples: list, budget: in
              report: Callable[[int, int, str], None]) -> list[LensRow]:
     """Copy ``namespace``'s memory without its ActiveFact state into ``target`` and ask it every
     question of ``samples`` retrieval-only, beside Hybrid RAG and Naive RAG indexed per sample."""
-    export = eng.export_namespace(namespace)
-    export["clusters"], export["active_facts"] = [], []
-    eng.import_namespace(export, target)
+    eng.import_namespace(eng.export_namespace(namespace).without_query_state(), target)
     llm = CountingLLM(eng.llm)
     total = sum(len(s.questions) for s in samples)
     rows: list[LensRow] = []
