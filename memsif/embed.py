@@ -59,7 +59,7 @@ class SentenceTransformerEmbedder:
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         path = str(packaged_minilm_path()) if model == PACKAGED_EMBEDDER else model
         try:
             self._model = SentenceTransformer(path, device=device)
@@ -85,4 +85,5 @@ class SentenceTransformerEmbedder:
         return np.asarray(np.concatenate(parts), dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_documents([text])[0]
+        vector: np.ndarray = self.embed_documents([text])[0]
+        return vector

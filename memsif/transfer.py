@@ -128,7 +128,8 @@ def export_namespace(store: Store, embedder: Embedder, namespace: str, decimals:
 
     def _vector(v: np.ndarray) -> list[float]:
         values = v.astype(float)
-        return (np.round(values, decimals) if decimals is not None else values).tolist()
+        rounded: list[float] = (np.round(values, decimals) if decimals is not None else values).tolist()
+        return rounded
 
     sparse = store.sentence_lexical(namespace)
     return NamespaceExport(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from memsif.errors import LLMError, LLMOutputError
 from memsif.prompts import Prompt
@@ -51,7 +51,7 @@ class LLM(Protocol):
         ...
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
-                 json_schema: dict | None = None, stop: Sequence[str] = ()) -> Generation:
+                 json_schema: dict[str, Any] | None = None, stop: Sequence[str] = ()) -> Generation:
         """Free text for ``prompt`` (sampling at ``temperature``; 0 means greedy). With ``json_schema``
         the back-end constrains or requests JSON of that schema where it can; generation ends at any
         of the ``stop`` strings."""
@@ -63,7 +63,7 @@ class LLM(Protocol):
 
 
 def generate_many(llm: LLM, prompts: Sequence[Prompt], max_new_tokens: int = 512, temperature: float = 0.1,
-                  json_schema: dict | None = None) -> list[Generation | Exception]:
+                  json_schema: dict[str, Any] | None = None) -> list[Generation | Exception]:
     """``llm.generate`` for several independent prompts: one padded batch where the back-end offers
     ``generate_batch`` (transformers: on CPU a batch of 4 costs about 1.4× one prompt's per-token
     time), else one after the other. One result per prompt, in order: a ``Generation``, or the

@@ -137,7 +137,7 @@ class Connection:
     location: str
     is_server: bool
     read_only: bool = False
-    snapshot: tempfile.TemporaryDirectory | None = None
+    snapshot: tempfile.TemporaryDirectory[str] | None = None
 
 
 def connect(*, path: str | Path | None = None, url: str | None = None, api_key: str | None = None,
@@ -158,6 +158,8 @@ def connect(*, path: str | Path | None = None, url: str | None = None, api_key: 
         if url:
             return Connection(Guarded(QdrantClient(url=url, api_key=api_key or None), location, lock=False),
                               location, is_server=True)
+        if path is None:
+            raise StoreError("No memory folder given: pass path=, url= or in_memory=True.")
         return _open_folder(Path(path))
     except (RuntimeError, BlockingIOError) as exc:
         if "already accessed" in str(exc) or isinstance(exc, BlockingIOError):
