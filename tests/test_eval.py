@@ -455,3 +455,22 @@ def test_a_question_without_gold_turns_is_a_row_whose_recalls_are_left_out_of_th
     assert QuestionResult.model_validate_json(rows[1].json_line()) == rows[1]
     total = score_blocks(rows)["total"]
     assert total["n"] == 2 and total["recall_ids"] == 1.0 and total["recall_text"] == 1.0
+
+
+def test_only_the_listed_questions_are_asked(engine_factory, tmp_path):
+    """``--questions`` (``EvalOptions.only``): a rerun of some questions, e.g. those a gate decided."""
+    from memsif.cli import build_parser
+
+    counting = CountingLLM(FakeLLM({"answer": "Miso", "eval_judge": {"CORRECT": 0.9, "WRONG": 0.1}}))
+    run_eval([_sample()], EvalOptions("locomo", systems=["full-context"]), engine=engine_factory(llm=counting),
+             counting=counting, out=tmp_path / "all", log=lambda _: None)
+    every = [json.loads(line)["qid"] for line in (tmp_path / "all" / "questions.jsonl").read_text().splitlines()]
+    assert len(every) == 2
+    counting = CountingLLM(FakeLLM({"answer": "Miso", "eval_judge": {"CORRECT": 0.9, "WRONG": 0.1}}))
+    run_eval([_sample()], EvalOptions("locomo", systems=["full-context"], only=frozenset([every[1]])),
+             engine=engine_factory(llm=counting), counting=counting, out=tmp_path / "one", log=lambda _: None)
+    asked = [json.loads(line)["qid"] for line in (tmp_path / "one" / "questions.jsonl").read_text().splitlines()]
+    assert asked == [every[1]]
+    assert json.loads((tmp_path / "one" / "summary.json").read_text())["only"] == [every[1]]
+    args = ["eval", "locomo", "--data", "x.json", "--questions", f"{every[0]}, {every[1]}", "--out", "o"]
+    assert build_parser().parse_args(args).questions == f"{every[0]}, {every[1]}"

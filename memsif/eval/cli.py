@@ -36,7 +36,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         options = EvalOptions(dataset=args.dataset, systems=_csv(args.system) or ["memsif"],
                               ablations=_csv(args.ablation) or ["none"], judge=args.judge, seed=args.seed,
-                              limit=args.limit, generate=not args.retrieval_only, tag=args.tag,
+                              limit=args.limit, only=frozenset(_csv(args.questions)) if args.questions else None,
+                              generate=not args.retrieval_only, tag=args.tag,
                               context_budget=args.context_budget)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
@@ -270,6 +271,8 @@ def _run_parsers(esub) -> None:
                        help="comma-separated: memsif, full-context, naive-rag, hybrid-rag")
         e.add_argument("--ablation", default="none", help="comma-separated: none, no-ts, no-et, no-cf, no-af")
         e.add_argument("--limit", type=int, help="at most N questions per sample (after the seeded order)")
+        e.add_argument("--questions", help="comma-separated question ids (e.g. conv-26/q132, as questions.jsonl "
+                       "names them): only these, in the seeded order, before --limit")
         e.add_argument("--judge", default="both", choices=["f1", "llm", "both"])
         e.add_argument("--seed", type=int, default=0)
         e.add_argument("--retrieval-only", action="store_true",

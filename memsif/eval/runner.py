@@ -56,6 +56,7 @@ class EvalOptions:
     judge: str = "both"
     seed: int = 0
     limit: int | None = None             # at most this many questions per sample (after the seeded order)
+    only: frozenset[str] | None = None   # only the questions with these ids ("conv-26/q132"), before the limit
     generate: bool = True                # False: retrieval only (evidence recall, no answers, no judges)
     tag: str = "eval"                    # namespace prefix of the MemSIF memories (reused across runs)
     context_budget: int | None = None    # every system fills at most this many context tokens (label "system@N")
@@ -170,7 +171,8 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
         for sample in samples:
             texts = {m.id: m.text for m in sample.messages}
             position = {m.id: k for k, m in enumerate(sample.messages)}
-            questions = seeded_order(sample.questions, options.seed, sample.sample_id)[:options.limit]
+            questions = [q for q in seeded_order(sample.questions, options.seed, sample.sample_id)
+                         if options.only is None or q.qid in options.only][:options.limit]
             if not questions:
                 continue
             for system_name, ablation in variants:
@@ -305,7 +307,8 @@ def summarise(rows: Sequence[QuestionResult], builds: dict[str, list[dict[str, A
     """Per system/ablation: scores by category and Total, on the NCE subset, and the cost figures."""
     out: dict[str, Any] = {"dataset": options.dataset, "seed": options.seed,
                            "judge": options.judge if options.generate else "none (retrieval only)",
-                           "generate": options.generate, "limit": options.limit, "systems": {}}
+                           "generate": options.generate, "limit": options.limit,
+                           "only": sorted(options.only) if options.only else None, "systems": {}}
     for label in dict.fromkeys(r.label for r in rows):
         mine = [r for r in rows if r.label == label]
         built = builds.get(label, [])
