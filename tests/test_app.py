@@ -349,10 +349,10 @@ def test_without_a_file_the_example_is_its_prebuilt_memory_and_live_builds_it_ag
     summary, timeline, segments = client.predict(None, None, False, api_name="/build")
     assert "prebuilt example memory" in summary and "built on 2026-12-01 with `fake-llm`" in summary, summary
     assert "Structured Interaction Memory in 266 s, CoreFacts in 537 s" in summary and "Loaded in" in summary
-    assert "**Structure health**" in summary and timeline is not None and len(segments["data"]) == len(made["segments"])
+    assert "**Structure health**" in summary and timeline is not None and len(segments["data"]) == len(made.segments)
     status, facts, _ = client.predict(api_name="/build_facts")
     assert "current CoreFacts" in status and "no new operations" in status, "the prebuilt memory was extracted again"
-    assert len(facts["data"]) == len(made["facts"])
+    assert len(facts["data"]) == len(made.facts)
     assert client.predict(api_name="/clusters")[1]["data"], "the prebuilt memory's candidate clusters are gone"
     again, _, _ = client.predict(None, None, False, api_name="/build")
     assert "Already loaded" in again
