@@ -232,19 +232,19 @@ def test_a_run_resets_activefacts_across_conversations_and_never_feeds_gold(engi
     # scores, recall and the report
     assert all(r["f1"] == (1.0 if r["gold"] == "Miso" else 0.0) for r in rows)
     assert all(r["llm_correct"] is True for r in rows)
-    assert summary["systems"]["memsif"]["total"]["n"] == 4
-    assert summary["systems"]["memsif"]["cost"]["build_llm_calls"] > 0
-    assert summary["systems"]["full-context"]["cost"]["build_llm_calls"] == 0
+    assert summary.systems["memsif"].total.n == 4
+    assert summary.systems["memsif"].cost.build_llm_calls > 0
+    assert summary.systems["full-context"].cost.build_llm_calls == 0
     assert "| memsif |" in (out / "report.md").read_text()
     # how MemSIF found each gold turn: every gold turn of its rows is counted once, under one path
-    paths = summary["systems"]["memsif"]["gold_paths"]["total"]
+    paths = summary.systems["memsif"].gold_paths["total"]
     assert sum(paths.values()) == sum(len(r["evidence_ids"]) for r in memsif)
     assert paths["missed"] == sum(e not in r["context_ids"] for r in memsif for e in r["evidence_ids"])
-    assert summary["systems"]["naive-rag"]["gold_paths"]["total"] is None, "a baseline has no paths"
+    assert summary.systems["naive-rag"].gold_paths["total"] is None, "a baseline has no paths"
     assert "How MemSIF's context found the gold turns" in (out / "report.md").read_text()
     assert all(r["recall_strict"] is not None for r in rows)
     assert (out / "scores.html").exists() and (out / "diagnostics.html").exists()
-    assert set(summary["diagnostics"]["asv"]) == {"1", "2", "4", "8"}
+    assert set(summary.diagnostics["asv"]) == {"1", "2", "4", "8"}
 
 
 def test_a_failed_answer_or_judge_is_recorded_and_the_run_goes_on(engine_factory, tmp_path):
@@ -255,7 +255,7 @@ def test_a_failed_answer_or_judge_is_recorded_and_the_run_goes_on(engine_factory
                        counting=counting, out=tmp_path, log=lambda _: None)
     rows = [json.loads(line) for line in (tmp_path / "questions.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and all(r["answer"] == "" and "LLMError" in r["sys_errors"][0] for r in rows)
-    assert summary["systems"]["full-context"]["total"]["f1"] == 0.0
+    assert summary.systems["full-context"].total.f1 == 0.0
 
 
 def test_report_merges_several_runs(engine_factory, tmp_path):
@@ -454,7 +454,7 @@ def test_a_question_without_gold_turns_is_a_row_whose_recalls_are_left_out_of_th
             QuestionResult(**common, qid="q2", question="Q2?", recall_text=None, recall_ids=None, recall_strict=None)]
     assert QuestionResult.model_validate_json(rows[1].json_line()) == rows[1]
     total = score_blocks(rows)["total"]
-    assert total["n"] == 2 and total["recall_ids"] == 1.0 and total["recall_text"] == 1.0
+    assert total.n == 2 and total.recall_ids == 1.0 and total.recall_text == 1.0
 
 
 def test_only_the_listed_questions_are_asked(engine_factory, tmp_path):

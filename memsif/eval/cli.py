@@ -16,7 +16,7 @@ import numpy as np
 
 from memsif.config import MemSIFConfig
 from memsif.errors import ConfigError
-from memsif.eval.results import QuestionResult
+from memsif.eval.results import EvalSummary, QuestionResult
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BENCH = ROOT / "assets" / "locomo-conv-26.json"
@@ -53,7 +53,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     summary = run_eval(samples, options, engine=engine, counting=counting, out=Path(args.out), log=log)
     print((Path(args.out) / "report.md").read_text())
     if args.json:
-        print(json.dumps(summary))
+        print(summary.model_dump_json())
     return 0
 
 
@@ -135,37 +135,38 @@ def cmd_report(args: argparse.Namespace) -> int:
     """One Markdown report from several runs' summary.json (e.g. the systems run and the ablations run)."""
     from memsif.eval.runner import report, score_blocks
 
-    merged: dict = {}
+    merged: EvalSummary | None = None
     rows: dict[str, list[QuestionResult]] = {}
-    summaries: list[dict] = []
+    summaries: list[EvalSummary] = []
     for folder in args.runs:
         path = Path(folder) / "summary.json"
         if not path.exists():
             raise SystemExit(f"{path} does not exist (is the run finished?)")
-        summary = json.loads(path.read_text())
+        summary = EvalSummary.model_validate_json(path.read_text())
         summaries.append(summary)
-        if not merged:
-            merged = {**summary, "systems": {}}
-        elif summary["dataset"] != merged["dataset"]:
-            raise SystemExit(f"{folder} is a {summary['dataset']} run, not {merged['dataset']}")
+        if merged is None:
+            merged = summary.model_copy(update={"systems": {}})
+        elif summary.dataset != merged.dataset:
+            raise SystemExit(f"{folder} is a {summary.dataset} run, not {merged.dataset}")
         answered = ([QuestionResult.model_validate(r) for r in _read_rows(Path(folder) / "questions.jsonl")]
                     if args.common_questions else [])
-        for label, figures in summary["systems"].items():
-            key = label if label not in merged["systems"] else f"{label} ({Path(folder).name})"
-            merged["systems"][key] = figures
+        for label, figures in summary.systems.items():
+            key = label if label not in merged.systems else f"{label} ({Path(folder).name})"
+            merged.systems[key] = figures
             rows[key] = [r for r in answered if r.label == label]
-    merged["wall_seconds"] = round(sum(x.get("wall_seconds", 0) for x in summaries), 1)
-    limits = [x.get("limit") for x in summaries]
+    assert merged is not None  # argparse asks for at least one run
+    merged.wall_seconds = round(sum(x.wall_seconds for x in summaries), 1)
+    limits = [x.limit for x in summaries]
     if len(set(limits)) > 1:
-        merged["limit"] = " / ".join(str(x or "none") for x in limits) + " (per run)"
+        merged.limit = " / ".join(str(x or "none") for x in limits) + " (per run)"
     if args.common_questions:
         common = set.intersection(*({(r.sample_id, r.qid) for r in mine} for mine in rows.values()))
         if not common:
             raise SystemExit("the runs share no questions")
         for key, mine in rows.items():
-            merged["systems"][key] = {**merged["systems"][key],
-                                      **score_blocks([r for r in mine if (r.sample_id, r.qid) in common])}
-        merged["common_questions"] = len(common)
+            merged.systems[key] = merged.systems[key].model_copy(
+                update=score_blocks([r for r in mine if (r.sample_id, r.qid) in common]))
+        merged.common_questions = len(common)
     text = report(merged)
     if args.out:
         Path(args.out).write_text(text)

@@ -58,3 +58,70 @@ class QuestionResult(BaseModel):
     def json_line(self) -> str:
         """The row as one line of ``questions.jsonl``."""
         return self.model_dump_json()
+
+
+class Scores(BaseModel):
+    """The mean scores of ``n`` questions (shares in [0, 1]; None where no question had that score)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    n: int
+    f1: float | None = None
+    acc: float | None = Field(None, description="LLM-judge accuracy")
+    recall_text: float | None = None
+    recall_ids: float | None = None
+    recall_strict: float | None = None
+
+
+class Cost(BaseModel):
+    """What a system cost on a run (App. H): construction, then per question; seconds are wall seconds."""
+
+    model_config = ConfigDict(extra="allow")
+
+    questions: int
+    build_seconds: float = 0.0
+    build_tokens: int = 0
+    build_llm_calls: int = 0
+    llm_calls_per_message: float = 0.0
+    query_seconds_mean: float = 0.0
+    query_tokens_mean: float = 0.0
+    amortised_seconds_per_query: float = 0.0
+    amortised_tokens_per_query: float = 0.0
+    context_tokens_mean: float | None = None
+
+
+class SystemSummary(BaseModel):
+    """One system/ablation of a run: scores by category, Total and on the NCE subset; how MemSIF's
+    context found the gold turns (``GOLD_PATHS`` kind → count, for "total" and "nce"; None for the
+    baselines); its cost."""
+
+    model_config = ConfigDict(extra="allow")
+
+    categories: dict[str, Scores]
+    total: Scores
+    nce: Scores
+    gold_paths: dict[str, dict[str, int] | None] | None = None
+    cost: Cost
+
+
+class EvalSummary(BaseModel):
+    """A run's ``summary.json``: what ran (dataset, seed, judge, question limit or list), each
+    system's ``SystemSummary`` by label, the run's wall seconds, peak memory and model, and the TSM
+    diagnostics of its data (App. A.4). ``limit`` is a string in a report merged from runs with
+    different limits; ``common_questions`` says a merged report scored only the questions every run
+    answered."""
+
+    model_config = ConfigDict(extra="allow")
+
+    dataset: str
+    seed: int = 0
+    judge: str = ""
+    generate: bool = True
+    limit: int | str | None = None
+    only: list[str] | None = None
+    systems: dict[str, SystemSummary] = Field(default_factory=dict)
+    wall_seconds: float = 0.0
+    peak_rss_mb: float = 0.0
+    model: str = ""
+    diagnostics: dict[str, Any] | None = None
+    common_questions: int | None = None

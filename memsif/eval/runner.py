@@ -25,7 +25,7 @@ import numpy as np
 from memsif.errors import MemSIFError
 from memsif.eval.data import CATEGORIES, EvalQuestion, EvalSample, seeded_order
 from memsif.eval.metrics import asv, evidence_recall, fixed_segments, locomo_f1, random_sntd, sntd, strict_recall, ted
-from memsif.eval.results import QuestionResult
+from memsif.eval.results import Cost, EvalSummary, QuestionResult, Scores, SystemSummary
 from memsif.eval.systems import (
     ABLATIONS,
     BuildCost,
@@ -202,11 +202,11 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
                     if (k + 1) % 10 == 0 or k + 1 == len(questions):
                         log(f"[{label}] {sample.sample_id}: {k + 1}/{len(questions)} questions")
     summary = summarise(rows, builds, options)
-    summary["wall_seconds"] = round(time.perf_counter() - started, 1)
-    summary["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    summary["model"] = f"{getattr(llm, 'name', '')} via the {resolved_backend(config)} back-end"
-    summary["diagnostics"] = diagnostics(samples, embedder.embed_documents)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False))
+    summary.wall_seconds = round(time.perf_counter() - started, 1)
+    summary.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    summary.model = f"{getattr(llm, 'name', '')} via the {resolved_backend(config)} back-end"
+    summary.diagnostics = diagnostics(samples, embedder.embed_documents)
+    (out / "summary.json").write_text(summary.model_dump_json(indent=2))
     (out / "report.md").write_text(report(summary))
     write_figures(summary, rows, out)
     return summary
@@ -270,16 +270,15 @@ def _mean(values) -> float | None:
     return round(float(np.mean(values)), 4) if values else None
 
 
-def _scores(rows: Sequence[QuestionResult]) -> dict[str, Any]:
-    return {"n": len(rows), "f1": _mean(r.f1 for r in rows),
-            "acc": _mean(r.llm_correct for r in rows),
-            "recall_text": _mean(r.recall_text for r in rows),
-            "recall_ids": _mean(r.recall_ids for r in rows),
-            "recall_strict": _mean(r.recall_strict for r in rows)}
+def _scores(rows: Sequence[QuestionResult]) -> Scores:
+    return Scores(n=len(rows), f1=_mean(r.f1 for r in rows), acc=_mean(r.llm_correct for r in rows),
+                  recall_text=_mean(r.recall_text for r in rows), recall_ids=_mean(r.recall_ids for r in rows),
+                  recall_strict=_mean(r.recall_strict for r in rows))
 
 
 def score_blocks(rows: Sequence[QuestionResult]) -> dict[str, Any]:
-    """Scores of one system's question rows: by category, Total, and on the NCE subset (TED ≥ 0.3)."""
+    """Scores of one system's question rows: by category, Total, and on the NCE subset (TED ≥ 0.3)
+    (``SystemSummary``'s fields of those names)."""
     return {"categories": {c: _scores([r for r in rows if r.category == c]) for c in CATEGORIES},
             "total": _scores(rows), "nce": _scores([r for r in rows if r.nce])}
 
@@ -303,12 +302,12 @@ def gold_paths(rows: Sequence[QuestionResult]) -> dict[str, int] | None:
 
 
 def summarise(rows: Sequence[QuestionResult], builds: dict[str, list[dict[str, Any]]],
-              options: EvalOptions) -> dict[str, Any]:
+              options: EvalOptions) -> EvalSummary:
     """Per system/ablation: scores by category and Total, on the NCE subset, and the cost figures."""
-    out: dict[str, Any] = {"dataset": options.dataset, "seed": options.seed,
-                           "judge": options.judge if options.generate else "none (retrieval only)",
-                           "generate": options.generate, "limit": options.limit,
-                           "only": sorted(options.only) if options.only else None, "systems": {}}
+    out = EvalSummary(dataset=options.dataset, seed=options.seed,
+                      judge=options.judge if options.generate else "none (retrieval only)",
+                      generate=options.generate, limit=options.limit,
+                      only=sorted(options.only) if options.only else None)
     for label in dict.fromkeys(r.label for r in rows):
         mine = [r for r in rows if r.label == label]
         built = builds.get(label, [])
@@ -318,21 +317,18 @@ def summarise(rows: Sequence[QuestionResult], builds: dict[str, list[dict[str, A
         query_seconds = sum(r.seconds for r in mine)
         query_tokens = sum(r.tokens for r in mine)
         messages = sum(b["messages"] for b in built) or 1
-        out["systems"][label] = {
+        out.systems[label] = SystemSummary(
             **score_blocks(mine),
-            "gold_paths": {"total": gold_paths(mine), "nce": gold_paths([r for r in mine if r.nce])},
-            "cost": {
-                "questions": n_q,
-                "build_seconds": round(build_seconds, 1), "build_tokens": build_tokens,
-                "build_llm_calls": sum(b["llm_calls"] for b in built),
-                "llm_calls_per_message": round(sum(b["llm_calls"] for b in built) / messages, 3),
-                "query_seconds_mean": round(query_seconds / max(n_q, 1), 3),
-                "query_tokens_mean": round(query_tokens / max(n_q, 1), 1),
-                "amortised_seconds_per_query": round((build_seconds + query_seconds) / max(n_q, 1), 3),
-                "amortised_tokens_per_query": round((build_tokens + query_tokens) / max(n_q, 1), 1),
-                "context_tokens_mean": round(float(np.mean([r.context_tokens for r in mine])), 1) if mine else None,
-            },
-        }
+            gold_paths={"total": gold_paths(mine), "nce": gold_paths([r for r in mine if r.nce])},
+            cost=Cost(
+                questions=n_q, build_seconds=round(build_seconds, 1), build_tokens=build_tokens,
+                build_llm_calls=sum(b["llm_calls"] for b in built),
+                llm_calls_per_message=round(sum(b["llm_calls"] for b in built) / messages, 3),
+                query_seconds_mean=round(query_seconds / max(n_q, 1), 3),
+                query_tokens_mean=round(query_tokens / max(n_q, 1), 1),
+                amortised_seconds_per_query=round((build_seconds + query_seconds) / max(n_q, 1), 3),
+                amortised_tokens_per_query=round((build_tokens + query_tokens) / max(n_q, 1), 1),
+                context_tokens_mean=round(float(np.mean([r.context_tokens for r in mine])), 1) if mine else None))
     return out
 
 
@@ -340,41 +336,43 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
 
-def report(summary: dict[str, Any]) -> str:
+def report(summary: EvalSummary) -> str:
     """The Markdown report: the paper-style table (F1 and LLM-judge ACC kept apart), evidence recall
     overall and on NCE, cost, and the TSM diagnostics."""
-    lines = [f"# MemSIF evaluation: {summary['dataset']}", "",
-             f"Model: `{summary.get('model', '')}` · seed {summary['seed']} · judge {summary['judge']} · "
-             f"limit {summary['limit'] or 'none'} · wall {summary.get('wall_seconds', 0)} s · "
-             f"peak RSS {summary.get('peak_rss_mb', 0)} MB", ""]
-    if summary.get("common_questions") is not None:
-        lines += [f"Scores on the {summary['common_questions']} questions every system answered; cost figures "
+    lines = [f"# MemSIF evaluation: {summary.dataset}", "",
+             f"Model: `{summary.model}` · seed {summary.seed} · judge {summary.judge} · "
+             f"limit {summary.limit or 'none'} · wall {summary.wall_seconds} s · "
+             f"peak RSS {summary.peak_rss_mb} MB", ""]
+    if summary.only:
+        lines += [f"Only the questions {', '.join(summary.only)}.", ""]
+    if summary.common_questions is not None:
+        lines += [f"Scores on the {summary.common_questions} questions every system answered; cost figures "
                   "are each run's own (over all the questions it asked).", ""]
-    systems = summary["systems"]
+    systems = summary.systems
     for metric, title in (("f1", "Token F1 (%)"), ("acc", "LLM-judge ACC (%)"),
                           ("recall_text", "Evidence recall, turn text in context (%)"),
                           ("recall_ids", "Evidence recall, turn id among context sources (%)"),
                           ("recall_strict", "Strict evidence recall, the turn's answer-bearing sentences in "
                                             "context (%)")):
-        if all(s["total"].get(metric) is None for s in systems.values()):
+        if all(getattr(s.total, metric) is None for s in systems.values()):
             continue
         lines += [f"## {title}", "", "| system | " + " | ".join(CATEGORIES) + " | Total | NCE |",
                   "|---|" + "---|" * (len(CATEGORIES) + 2)]
         for label, s in systems.items():
-            cells = [_pct(s["categories"][c].get(metric)) for c in CATEGORIES]
-            lines.append(f"| {label} | " + " | ".join(cells) + f" | {_pct(s['total'].get(metric))} | "
-                         f"{_pct(s['nce'].get(metric))} |")
+            cells = [_pct(getattr(s.categories[c], metric)) for c in CATEGORIES]
+            lines.append(f"| {label} | " + " | ".join(cells) + f" | {_pct(getattr(s.total, metric))} | "
+                         f"{_pct(getattr(s.nce, metric))} |")
         lines.append("")
     lines += ["Questions per category: " + ", ".join(
-        f"{c} {next(iter(systems.values()))['categories'][c]['n']}" for c in CATEGORIES) +
-        f"; NCE (TED ≥ {NCE_TED}) {next(iter(systems.values()))['nce']['n']}." if systems else "", ""]
-    traced = {label: s["gold_paths"] for label, s in systems.items() if (s.get("gold_paths") or {}).get("total")}
+        f"{c} {next(iter(systems.values())).categories[c].n}" for c in CATEGORIES) +
+        f"; NCE (TED ≥ {NCE_TED}) {next(iter(systems.values())).nce.n}." if systems else "", ""]
+    traced = {label: s.gold_paths for label, s in systems.items() if s.gold_paths and s.gold_paths.get("total")}
     if traced:
         lines += ["## How MemSIF's context found the gold turns (Total / NCE)", "",
                   "| system | " + " | ".join(GOLD_PATHS) + " |", "|---|" + "---|" * len(GOLD_PATHS)]
         for label, paths in traced.items():
-            nce = paths["nce"] or dict.fromkeys(GOLD_PATHS, 0)
-            lines.append(f"| {label} | " + " | ".join(f"{paths['total'][k]} / {nce[k]}" for k in GOLD_PATHS) + " |")
+            total, nce = paths["total"] or {}, paths.get("nce") or dict.fromkeys(GOLD_PATHS, 0)
+            lines.append(f"| {label} | " + " | ".join(f"{total[k]} / {nce[k]}" for k in GOLD_PATHS) + " |")
         lines += ["", "search: the hybrid sentence search; fact source: a fact's source sentence; trajectory: "
                   "another segment of an Event Trajectory; fact: only as a CoreFact's or ActiveFact's provenance.",
                   ""]
@@ -382,11 +380,10 @@ def report(summary: dict[str, Any]) -> str:
               "| system | questions | build s | LLM calls / message | tokens / query | s / query | "
               "context tokens |", "|---|---|---|---|---|---|---|"]
     for label, s in systems.items():
-        c = s["cost"]
-        lines.append(f"| {label} | {c['questions']} | {c['build_seconds']} | {c['llm_calls_per_message']} | "
-                     f"{c['amortised_tokens_per_query']} | {c['amortised_seconds_per_query']} | "
-                     f"{c['context_tokens_mean']} |")
-    d = summary.get("diagnostics")
+        c = s.cost
+        lines.append(f"| {label} | {c.questions} | {c.build_seconds} | {c.llm_calls_per_message} | "
+                     f"{c.amortised_tokens_per_query} | {c.amortised_seconds_per_query} | {c.context_tokens_mean} |")
+    d = summary.diagnostics
     if d:
         lines += ["", "## Temporal–Structural Misalignment diagnostics (App. A.4)", "",
                   "| ℓ | " + " | ".join(d["asv"]) + " |", "|---|" + "---|" * len(d["asv"]),
@@ -397,16 +394,16 @@ def report(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_figures(summary: dict[str, Any], rows: Sequence[QuestionResult], out: Path) -> list[Path]:
+def write_figures(summary: EvalSummary, rows: Sequence[QuestionResult], out: Path) -> list[Path]:
     """Plotly HTML: scores by category per system, evidence recall against TED, and the diagnostics."""
     import plotly.graph_objects as go
 
     paths = []
-    systems = summary["systems"]
+    systems = summary.systems
     fig = go.Figure()
     for label, s in systems.items():
         for metric in ("acc", "f1", "recall_text"):
-            values = [s["categories"][c][metric] for c in CATEGORIES] + [s["total"][metric]]
+            values = [getattr(s.categories[c], metric) for c in CATEGORIES] + [getattr(s.total, metric)]
             if all(v is None for v in values):
                 continue
             fig.add_trace(go.Bar(name=f"{label} {metric}", x=[*CATEGORIES, "Total"],
@@ -426,7 +423,7 @@ def write_figures(summary: dict[str, Any], rows: Sequence[QuestionResult], out: 
     paths.append(out / "recall_vs_ted.html")
     fig.write_html(paths[-1], include_plotlyjs="directory")
 
-    d = summary.get("diagnostics")
+    d = summary.diagnostics
     if d:
         fig = go.Figure()
         fig.add_trace(go.Scatter(x=list(d["sntd"]), y=list(d["sntd"].values()), name="SNTD@k", mode="lines+markers"))
