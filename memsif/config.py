@@ -163,8 +163,9 @@ class MemSIFConfig:
     fact_sources: bool = False
     #: A fact-source sentence enters with this share of its score in the search over the facts' sources.
     fact_source_weight: float = 1.0
-    #: "auto": the model's sufficiency verdict decides only for models not measured at chance
-    #: (query.AT_CHANCE_MODELS); "model": always; "never": facts + evidence every time.
+    #: "auto": the model's sufficiency verdict decides only for models measured to help
+    #: (query.SUFFICIENCY_MEASURED_MODELS, none yet); "model": always (above ``gate_fact_floor``);
+    #: "never": facts + evidence every time.
     sufficiency_gate: str = "auto"
     sufficiency_threshold: float = 0.5
     #: The gate's relevance floor: a facts-only context is considered only when the best fact the
