@@ -76,6 +76,12 @@ class EvalOptions:
         if self.context_budget is not None and self.context_budget < 1:
             raise ValueError(f"context_budget must be a positive number of tokens, not {self.context_budget}")
 
+    def questions_of(self, sample: EvalSample) -> list[EvalQuestion]:
+        """The questions of ``sample`` this run asks: in the seeded order, only those ``only`` lists,
+        at most ``limit``."""
+        return [q for q in seeded_order(sample.questions, self.seed, sample.sample_id)
+                if self.only is None or q.qid in self.only][:self.limit]
+
 
 def judge_answer(llm: LLM, question: str, gold: str, answer: str) -> tuple[bool, float]:
     """The LLM judge (App. I criterion): (CORRECT?, P(CORRECT)) from one scored forward pass."""
@@ -150,7 +156,7 @@ def diagnostics(samples: Sequence[EvalSample], embed: Callable[[list[str]], np.n
 
 
 def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, counting: CountingLLM, out: Path,
-             log: Callable[[str], None] = print) -> dict[str, Any]:
+             log: Callable[[str], None] = print) -> EvalSummary:
     """Run ``options`` over ``samples`` and write the results into ``out``; returns the summary.
 
     ``engine`` is the MemSIF engine whose LLM is ``counting`` (so construction and questions are
@@ -160,10 +166,8 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
     out.mkdir(parents=True, exist_ok=True)
     llm = counting.inner
     config, embedder = engine.config, engine.embedder
-    variants: list[tuple[str, str]] = []
-    for system in options.systems:
-        for ablation in (options.ablations if system == "memsif" else ("none",)):
-            variants.append((system, ablation))
+    variants = [(system, ablation) for system in options.systems
+                for ablation in (options.ablations if system == "memsif" else ("none",))]
     rows: list[QuestionResult] = []
     builds: dict[str, list[dict[str, Any]]] = {}
     started = time.perf_counter()
@@ -171,8 +175,7 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
         for sample in samples:
             texts = {m.id: m.text for m in sample.messages}
             position = {m.id: k for k, m in enumerate(sample.messages)}
-            questions = [q for q in seeded_order(sample.questions, options.seed, sample.sample_id)
-                         if options.only is None or q.qid in options.only][:options.limit]
+            questions = options.questions_of(sample)
             if not questions:
                 continue
             for system_name, ablation in variants:
