@@ -5,7 +5,8 @@ Each argument is ``LABEL=RUN`` (a run folder of ``python -m memsif eval``, its `
 back (``never``), on the same questions. Prints one table row per run (questions, gate asked,
 facts-only answers, evidence recall by provenance and strict, token F1 where answers were generated,
 seconds per question) and, per pair, the paired difference of F1 on the questions where the two
-answered from different contexts, with a 95 % bootstrap interval over those questions.
+answered from different contexts, with the 95 % interval of a paired bootstrap over those questions
+(``eval.metrics.paired_bootstrap``).
 
     PYTHONPATH=. python benchmarks/gate_table.py "1.5B gate=RUN_A" "1.5B trace back=RUN_B"
 """
@@ -13,20 +14,16 @@ answered from different contexts, with a 95 % bootstrap interval over those ques
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import statistics
 from pathlib import Path
 
-import numpy as np
+from memsif.eval.cli import _read_rows
+from memsif.eval.metrics import paired_bootstrap
 
 
 def _rows(run: str) -> dict[str, dict]:
     path = Path(run)
-    if path.is_dir():
-        path = next(p for p in (path / "questions.jsonl", path / "questions.jsonl.gz") if p.exists())
-    text = gzip.open(path, "rt").read() if path.suffix == ".gz" else path.read_text()
-    return {r["qid"]: r for r in map(json.loads, filter(None, text.splitlines()))}
+    return {r["qid"]: r for r in _read_rows(path / "questions.jsonl" if path.is_dir() else path)}
 
 
 def _mean(values: list) -> str:
@@ -56,12 +53,14 @@ def main() -> None:
         if not scored:
             print(f"\n{gate_label} / {back_label}: {len(differ)} questions answered from other contexts, no F1")
             continue
-        d = np.array([gate[q]["f1"] - back[q]["f1"] for q in scored])
-        rng = np.random.default_rng(0)
-        lo, hi = np.percentile([d[rng.integers(0, len(d), len(d))].mean() for _ in range(10_000)], [2.5, 97.5])
+        a, b = [gate[q]["f1"] for q in scored], [back[q]["f1"] for q in scored]
+        # one group, stratified: the questions themselves are resampled (one conversation)
+        ci = paired_bootstrap(a, b, ["all"] * len(scored), stratified=True)
+        better = sum(x > y for x, y in zip(a, b, strict=True))
+        worse = sum(x < y for x, y in zip(a, b, strict=True))
         print(f"\n{gate_label} − {back_label}, F1 on the {len(scored)} questions answered from other contexts: "
-              f"{100 * d.mean():+.1f} points [{100 * lo:+.1f}, {100 * hi:+.1f}]; better on {(d > 0).sum()}, "
-              f"worse on {(d < 0).sum()}")
+              f"{100 * ci['diff']:+.1f} points [{100 * ci['ci_low']:+.1f}, {100 * ci['ci_high']:+.1f}]; "
+              f"better on {better}, worse on {worse}")
 
 
 if __name__ == "__main__":
