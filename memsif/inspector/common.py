@@ -53,8 +53,8 @@ class SessionSettings:
             gr.Error: a model choice that is not "backend:model".
             ConfigError: a value out of range.
         """
-        changes: dict[str, Any] = {"alpha_segment": self.alpha, "alpha_trajectory": self.alpha,
-                                   **{key: getattr(self, key) for key in SETTING_FIELDS if key != "alpha"}}
+        changes: dict[str, Any] = {name: getattr(self, key) for key, (_, name) in SETTING_FIELDS.items()}
+        changes["alpha_trajectory"] = self.alpha  # one α for segments and trajectories (Table 13)
         if self.model:
             backend, _, model = self.model.partition(":")
             if backend not in LLM_BACKENDS or not model:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -83,12 +83,15 @@ def point_id(namespace: str, kind: str, record_id: str) -> str:
     return str(uuid.uuid5(_ID_SPACE, f"{namespace}\x1f{kind}\x1f{record_id}"))
 
 
+def _matches(key: str, value: Any) -> models.FieldCondition:
+    """Payload field ``key`` equals ``value``, or one of its values when it is a list or tuple."""
+    return models.FieldCondition(key=key, match=models.MatchAny(any=list(value)) if isinstance(value, list | tuple)
+                                 else models.MatchValue(value=value))
+
+
 def _ns_filter(namespace: str, **equals: Any) -> models.Filter:
     """Records of ``namespace`` whose payload field equals a value, or one of a list's values."""
-    must = [models.FieldCondition(key="namespace", match=models.MatchValue(value=namespace))]
-    must += [models.FieldCondition(key=k, match=models.MatchAny(any=list(v)) if isinstance(v, list | tuple)
-                                   else models.MatchValue(value=v)) for k, v in equals.items()]
-    return models.Filter(must=must)
+    return models.Filter(must=[_matches("namespace", namespace), *(_matches(k, v) for k, v in equals.items())])
 
 
 def _stored_message(payload: dict[str, Any] | None, vector: Any) -> StoredMessage:
@@ -131,10 +134,8 @@ def _hybrid_requests(query: SentenceQuery, limit: int,
 def _sentence_filter(query: SentenceQuery) -> models.Filter | None:
     """The payload filter of ``query.within`` (an empty list keeps nothing) and ``query.excluded``
     (an empty list leaves nothing out); None when both are empty."""
-    def any_of(values: Mapping[str, Sequence[str]]) -> list[models.Condition]:
-        return [models.FieldCondition(key=k, match=models.MatchAny(any=list(v))) for k, v in values.items()]
-
-    must, must_not = any_of(query.within), any_of({k: v for k, v in query.excluded.items() if v})
+    must: list[models.Condition] = [_matches(k, list(v)) for k, v in query.within.items()]
+    must_not: list[models.Condition] = [_matches(k, list(v)) for k, v in query.excluded.items() if v]
     return models.Filter(must=must or None, must_not=must_not or None) if must or must_not else None
 
 
