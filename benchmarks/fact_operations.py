@@ -42,7 +42,7 @@ def consolidate(builder: CoreFactBuilder, embedder, pair: dict) -> tuple[str, st
     known_vec, new_vec = embedder.embed_documents([known.statement, new.statement])
     state = FactState([known], {"F1": known_vec})
     op = builder.consolidate(state, Candidate(new, new_vec))
-    return op.op.value, op.rule
+    return op.op.value, op.decided_by
 
 
 def main() -> None:
