@@ -1,7 +1,9 @@
 """Inspector figures on the real app and models, in headless Chromium (Debian's chromium + chromium-driver).
 
-Prints: seconds from process start to a usable page; seconds from clicking Build (uploaded LoCoMo
-conv-26) to a drawn φ timeline; time to first answer; the answer time of a second session that chats
+Prints: seconds from process start to a usable page; seconds from the models being loaded to the page
+saying so; seconds from clicking Build with no file (the bundled example, imported from its prebuilt
+memory) to its summary and drawn φ timeline (issue 25's target: 10 s); seconds from clicking Build
+(uploaded LoCoMo conv-26) to a drawn φ timeline; time to first answer; the answer time of a second session that chats
 while the first one builds (then four more questions on two topics feed the ActiveFacts view); and,
 with --wait-facts, seconds until CoreFacts are filled in. Saves a screenshot of every tab to --shots.
 
@@ -110,6 +112,22 @@ def main() -> None:
         first.get(url)
         WebDriverWait(first, 60).until(lambda d: d.find_elements(By.ID, "build-btn"))
         figures["page_usable_s"] = time.perf_counter() - start
+        visitor = browser()  # a session of its own: the sessions below keep their own memories
+        try:
+            visitor.get(url)
+            WebDriverWait(visitor, 300).until(
+                lambda d: "Models loaded" in d.find_element(By.ID, "models-status").text)
+            figures["models_loaded_s"] = time.perf_counter() - start
+            clicked = time.perf_counter()
+            visitor.find_element(By.ID, "build-btn").click()
+            WebDriverWait(visitor, 300).until(
+                lambda d: "Topical Segments" in d.find_element(By.ID, "build-summary").text and drawn(d, "timeline"))
+            figures["prebuilt_example_s"] = time.perf_counter() - clicked
+            if "prebuilt example memory" not in visitor.find_element(By.ID, "build-summary").text:
+                sys.exit("the example was built live, not imported from its prebuilt memory")
+            visitor.save_screenshot(str(args.shots / "prebuilt-example.png"))
+        finally:
+            visitor.quit()
 
         # Session B gets a small memory first, then chats while session A builds conv-26.
         second = browser()
