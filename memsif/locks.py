@@ -107,6 +107,11 @@ def check_cancelled() -> None:
         raise JobCancelled(reason)
 
 
+def current_class() -> int:
+    """The class (INTERACTIVE, STRUCTURE or FACTS) of the model calls this thread makes now."""
+    return _current()[1]
+
+
 def _current() -> tuple[str, int]:
     named = _job.get()
     name = named[0] if named else f"thread-{threading.get_ident()}"
@@ -185,18 +190,19 @@ class FairLock:
         with self._cond:
             self._release()
 
-    def yield_to_urgent(self) -> None:
+    def yield_to_urgent(self) -> bool:
         """Called by the holder between two steps of long work (per generated token): if a caller
         of a more urgent class waits, let it run, then take the lock back. Costs nothing when
-        nobody waits."""
+        nobody waits. Returns whether it let another caller run."""
         if not self._waiting:
-            return
+            return False
         with self._cond:
             holder = self._holder
             if holder is None or not self._waiting or self._next().cls >= holder.cls:
-                return
+                return False
             self._release()
             self._queue_and_take(holder, cancellable=False)
+            return True
 
     def position(self, name: str) -> tuple[int, list[int]] | None:
         """(place in line, classes of the jobs ahead) of job ``name`` if it waits here, else None.

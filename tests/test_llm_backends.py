@@ -148,6 +148,49 @@ def test_llamacpp_backend_scores_or_explains_why_it_cannot():
     assert llm.generate(Prompt("x", "v", "Say hi."), max_new_tokens=5).tokens_out >= 1
 
 
+@pytest.mark.integration
+def test_llamacpp_lets_a_chat_answer_in_between_two_tokens_of_a_corefact_extraction():
+    """A chat answer asked while a CoreFact extraction generates runs between two of the extraction's
+    tokens, not after its whole call (the extraction has a llama.cpp context of its own), and the
+    extraction then writes the very reply it writes alone."""
+    import threading
+
+    from memsif.llm import load_llm
+    from memsif.locks import interactive, job
+
+    try:
+        llm = load_llm(MemSIFConfig(llm_backend="llamacpp"))
+    except LLMError as exc:
+        assert "GGML_NATIVE=OFF" in str(exc)
+        return
+    long = Prompt("x", "v", "Name the first twenty prime numbers, one per line, with one sentence about each.")
+    with job("extraction", "facts"):
+        llm.generate(long, max_new_tokens=80)  # both timed runs below start from this cached prompt
+        alone = llm.generate(long, max_new_tokens=80).text
+    started, events, replies = threading.Event(), [], {}
+
+    def extract():
+        with job("extraction", "facts"):
+            pieces = []
+            for piece in llm.generate_stream(long, max_new_tokens=80):
+                if isinstance(piece, str):
+                    pieces.append(piece)
+                    started.set()
+            replies["extraction"] = "".join(pieces)
+        events.append("extraction done")
+
+    worker = threading.Thread(target=extract)
+    worker.start()
+    assert started.wait(120)
+    with interactive():
+        replies["chat"] = llm.generate(Prompt("x", "v", "Say hi."), max_new_tokens=5).text
+    events.append("chat answered")
+    worker.join(300)
+    assert events == ["chat answered", "extraction done"]
+    assert llm.pauses >= 1 and replies["chat"].strip()
+    assert replies["extraction"] == alone
+
+
 def test_auto_dtype_is_the_faster_one_measured_on_this_cpu_and_cached(tmp_path):
     torch = pytest.importorskip("torch")
     from memsif.llm.transformers_backend import measured_cpu_dtype

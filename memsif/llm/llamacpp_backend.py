@@ -4,6 +4,12 @@ on 2 cores (README, "Models"). ``MEMSIF_LLM_BACKEND=llamacpp`` forces it.
 
 Scored decisions evaluate the prompt once and read the last token's logits; the KV cache of the
 longest common prefix with the previous prompt is reused (judge prompts share their template).
+
+CoreFact extraction (the FACTS class of ``memsif.locks``) runs in a llama.cpp context of its own, made
+on its first call over the same memory-mapped weights. Between two of its tokens it lets a waiting chat
+answer or build call run on the shared context, then goes on with its KV cache untouched: on one
+context a chat answer had to wait out the extraction call under way (5–25 s each with the 1.5B) and
+then cost the extraction its cached prompt prefix.
 """
 
 from __future__ import annotations
@@ -13,8 +19,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -22,12 +30,14 @@ from memsif.config import MemSIFConfig
 from memsif.errors import LLMError
 from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, label_shares
 from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
-from memsif.locks import FairLock, check_cancelled
+from memsif.locks import FACTS, FairLock, check_cancelled, current_class
 from memsif.prompts import Prompt
 
 
 class LlamaCppLLM:
-    """A GGUF model run by llama.cpp."""
+    """A GGUF model run by llama.cpp: one context for chat answers and builds, one for CoreFact
+    extraction (module docstring). ``pauses`` counts how often an extraction let a more urgent call
+    run between two of its tokens."""
 
     def __init__(self, model_path: str, name: str, n_ctx: int = 4096, n_threads: int | None = None) -> None:
         try:
@@ -39,12 +49,11 @@ class LlamaCppLLM:
         _probe(model_path)
         # llama-cpp-python decodes on half the cores by default; on 2 cores every core decodes 1.4x
         # faster (0.051 → 0.036 s a token for the packaged 1.5B); prompt evaluation already uses all.
-        threads = n_threads or len(os.sched_getaffinity(0))
-        try:
-            self._llm = llama_cpp.Llama(model_path=model_path, n_ctx=n_ctx, n_threads=threads,
-                                        n_threads_batch=threads, logits_all=False, verbose=False)
-        except (ValueError, RuntimeError) as exc:
-            raise LLMError(f"llama.cpp could not load {model_path} ({exc}).") from exc
+        self._path, self._n_ctx, self._threads = model_path, n_ctx, n_threads or len(os.sched_getaffinity(0))
+        self._llm = self._new_context()
+        self._facts_llm: Any = None
+        self._facts_made = threading.Lock()
+        self.pauses = 0
         self.name = name
         self.context_window = n_ctx
         template = self._llm.metadata.get("tokenizer.chat_template")
@@ -65,6 +74,43 @@ class LlamaCppLLM:
         path = config.llm_model if not config.llm_gguf_file else f"{config.llm_model}/{config.llm_gguf_file}"
         return cls(path, path, n_threads=config.llm_threads or None)
 
+    def _new_context(self) -> Any:
+        """A llama.cpp context over the model file (the weights are memory-mapped, so a second context
+        shares them and adds its KV cache and compute buffers).
+
+        Raises:
+            LLMError: llama.cpp could not load the file.
+        """
+        try:
+            return self._lib.Llama(model_path=self._path, n_ctx=self._n_ctx, n_threads=self._threads,
+                                   n_threads_batch=self._threads, logits_all=False, verbose=False)
+        except (ValueError, RuntimeError) as exc:
+            raise LLMError(f"llama.cpp could not load {self._path} ({exc}).") from exc
+
+    def _context(self) -> Any:
+        """The context for this thread's calls: CoreFact extraction's own (made on its first call),
+        else the shared one."""
+        if current_class() != FACTS:
+            return self._llm
+        with self._facts_made:
+            if self._facts_llm is None:
+                self._facts_llm = self._new_context()
+        return self._facts_llm
+
+    def _between_tokens(self, llm: Any) -> Callable[[np.ndarray, np.ndarray], bool]:
+        """The per-token check of a generation on ``llm``: a job cancelled mid-generation (its memory
+        replaced) stops with JobCancelled instead of finishing a reply nobody will store; on the
+        extraction's own context, a more urgent caller waiting gets the model first. Never stops
+        generation otherwise."""
+        pausable = llm is not self._llm
+
+        def point(_input_ids: np.ndarray, _logits: np.ndarray) -> bool:
+            check_cancelled()
+            if pausable and self._lock.yield_to_urgent():
+                self.pauses += 1
+            return False
+        return point
+
     def _first_tokens(self, words: Sequence[str]) -> list[int]:
         ids: set[int] = set()
         for word in words:
@@ -80,9 +126,9 @@ class LlamaCppLLM:
             return f"{prompt.system}\n\n{prompt.text}\n\nAnswer:"
         return self._format(messages=messages).prompt
 
-    def _eval(self, tokens: list[int]) -> np.ndarray:
-        """Evaluate ``tokens`` reusing the cached common prefix; the last position's logits (n_vocab,)."""
-        llm = self._llm
+    def _eval(self, llm: Any, tokens: list[int]) -> np.ndarray:
+        """Evaluate ``tokens`` on context ``llm`` reusing its cached common prefix; the last position's
+        logits (n_vocab,)."""
         if len(tokens) >= llm.n_ctx():
             raise LLMError(f"prompt of {len(tokens)} tokens does not fit the context of {llm.n_ctx()}")
         common = 0
@@ -98,10 +144,11 @@ class LlamaCppLLM:
 
     def yes_probability(self, prompts: Sequence[Prompt]) -> list[float]:
         out = []
+        llm = self._context()
         with self._lock:
             for prompt in prompts:
                 tokens = self._llm.tokenize(self._render(prompt).encode(), add_bos=False, special=True)
-                logits = self._eval(tokens)
+                logits = self._eval(llm, tokens)
                 probs = np.exp(logits - logits.max())
                 probs /= probs.sum()
                 masses = [probs[self._yes].sum(), probs[self._no].sum()]
@@ -110,9 +157,10 @@ class LlamaCppLLM:
 
     def choice_probabilities(self, prompt: Prompt, labels: Sequence[str]) -> list[float]:
         ids = [self._first_tokens([label]) for label in labels]
+        llm = self._context()
         with self._lock:
             tokens = self._llm.tokenize(self._render(prompt).encode(), add_bos=False, special=True)
-            logits = self._eval(tokens)
+            logits = self._eval(llm, tokens)
         probs = np.exp(logits - logits.max())
         probs /= probs.sum()
         return label_shares([probs[i].sum() for i in ids], labels, self.name)
@@ -127,11 +175,11 @@ class LlamaCppLLM:
         kwargs = {}
         if json_schema is not None:
             kwargs.update(self._json_constraint(json_schema, text))
+        llm = self._context()
         with self._lock:  # no reset: llama-cpp-python reuses the cached prefix it shares with the last prompt
-            result = self._llm.create_completion(text, max_tokens=max_new_tokens, temperature=temperature,
-                                                 seed=0, stop=list(stop) or None,
-                                                 stopping_criteria=self._lib.StoppingCriteriaList([_cancel_point]),
-                                                 **kwargs)
+            result = llm.create_completion(text, max_tokens=max_new_tokens, temperature=temperature, seed=0,
+                                           stop=list(stop) or None, **kwargs,
+                                           stopping_criteria=self._lib.StoppingCriteriaList([self._between_tokens(llm)]))
         usage = result.get("usage", {})
         return Generation(result["choices"][0]["text"], int(usage.get("prompt_tokens", 0)),
                           int(usage.get("completion_tokens", 0)))
@@ -174,12 +222,14 @@ class LlamaCppLLM:
                         stop: Sequence[str] = ()) -> Iterator[str | Generation]:
         """``generate`` piece by piece (``memsif.llm.generate_streamed``): each new text piece as it is
         sampled, then one ``Generation`` with the whole text and its token counts."""
+        llm = self._context()
         with self._lock:
             text = self._render(prompt)
             n_in = len(self._llm.tokenize(text.encode(), add_bos=False, special=True))
             pieces: list[str] = []
-            for chunk in self._llm.create_completion(text, max_tokens=max_new_tokens, temperature=temperature,
-                                                     seed=0, stop=list(stop) or None, stream=True):
+            for chunk in llm.create_completion(text, max_tokens=max_new_tokens, temperature=temperature, seed=0,
+                                               stop=list(stop) or None, stream=True,
+                                               stopping_criteria=self._lib.StoppingCriteriaList([self._between_tokens(llm)])):
                 piece = chunk["choices"][0]["text"]
                 if piece:
                     pieces.append(piece)
@@ -196,13 +246,6 @@ llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=256, logits_all=False, verbo
 llm.eval(llm.tokenize(b"hello world " * 24, add_bos=True))
 """
 _PROBED: set[str] = set()
-
-
-def _cancel_point(_input_ids: np.ndarray, _logits: np.ndarray) -> bool:
-    """Per sampled token: a job cancelled mid-generation (its memory replaced) stops here with
-    JobCancelled instead of finishing a reply nobody will store. Never stops generation otherwise."""
-    check_cancelled()
-    return False
 
 
 def _probe(model_path: str) -> None:
