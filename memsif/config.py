@@ -206,6 +206,10 @@ class MemSIFConfig:
     #: fewer can be faster: under an evaluation beside the test suite, llama.cpp's 2 threads decoded at
     #: 0.33 s a token and 1 thread at 0.10 (idle: 0.036 and 0.051; benchmarks/llamacpp_settings.py).
     llm_threads: int = 0
+    #: llama.cpp: CoreFact extraction in a context of its own over the same weights (+0.8 GB with the
+    #: packaged 1.5B), so a chat answer or a build runs between two of its tokens instead of after the
+    #: whole extraction call; False: one context for everything (llm.llamacpp_backend).
+    llm_facts_context: bool = True
     embedder_model: str = PACKAGED_EMBEDDER
     use_spacy: bool = True
     # --- Storage ---
@@ -279,7 +283,7 @@ class MemSIFConfig:
         """The settings that make one loaded LLM: engines and ``memsif.llm.load_llm`` share a model
         exactly when their keys are equal."""
         return (self.llm_backend, self.llm_model, self.llm_gguf_file, self.llm_base_url, self.llm_device,
-                self.llm_dtype, self.llm_threads, str(self.resolved_cache_dir))
+                self.llm_dtype, self.llm_threads, self.llm_facts_context, str(self.resolved_cache_dir))
 
     @property
     def resolved_data_dir(self) -> Path:

@@ -151,9 +151,10 @@ def test_llamacpp_backend_scores_or_explains_why_it_cannot():
 @pytest.mark.integration
 def test_llamacpp_lets_a_chat_answer_in_between_two_tokens_of_a_corefact_extraction():
     """A chat answer asked while a CoreFact extraction generates runs between two of the extraction's
-    tokens, not after its whole call (the extraction has a llama.cpp context of its own), and the
-    extraction then writes the very reply it writes alone."""
+    tokens or two chunks of its prompt, not after its whole call (the extraction has a llama.cpp context
+    of its own), and the extraction then writes the very reply and score it gives alone."""
     import threading
+    import time
 
     from memsif.llm import load_llm
     from memsif.locks import interactive, job
@@ -189,6 +190,28 @@ def test_llamacpp_lets_a_chat_answer_in_between_two_tokens_of_a_corefact_extract
     assert events == ["chat answered", "extraction done"]
     assert llm.pauses >= 1 and replies["chat"].strip()
     assert replies["extraction"] == alone
+
+    # a long prompt is evaluated in chunks: a chat answer goes in between two of them, and the score
+    # comes out as the shared context's one-piece evaluation gives it
+    story = " ".join(f"On day {d} Ana watered the tomatoes and Ben fixed a bicycle wheel." for d in range(1, 90))
+    judge = Prompt("x", "v", f"{story}\n\nDid Ana water the tomatoes?")
+    (shared,) = llm.yes_probability([judge])
+    pauses, events, scores = llm.pauses, [], {}
+
+    def score():
+        with job("extraction", "facts"):
+            (scores["facts"],) = llm.yes_probability([judge])
+        events.append("judge done")
+
+    worker = threading.Thread(target=score)
+    worker.start()
+    time.sleep(2)  # the prompt (~1,500 tokens) takes ~15 s to evaluate
+    with interactive():
+        llm.generate(Prompt("x", "v", "Say hi."), max_new_tokens=5)
+    events.append("chat answered")
+    worker.join(300)
+    assert events == ["chat answered", "judge done"] and llm.pauses > pauses
+    assert abs(scores["facts"] - shared) < 1e-3
 
 
 def test_auto_dtype_is_the_faster_one_measured_on_this_cpu_and_cached(tmp_path):
