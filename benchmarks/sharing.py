@@ -1,7 +1,8 @@
 """Benchmark: several sessions on the one model of the real app (default models, 2 CPU cores).
 
 Starts ``app.py``, then through ``gradio_client`` (one client = one browser session) measures:
-1. one session's Structured Interaction Memory build of the bundled conv-26, alone;
+1. one session's Structured Interaction Memory build of the bundled conv-26, alone (uploaded, so it is
+   built live: Build without a file imports its prebuilt memory in seconds);
 2. two sessions building it at the same time (fair sharing: each should take about twice the
    solo time, and both finish close together, instead of one waiting for the other);
 3. a build started while another session's CoreFacts are being extracted (builds go first: it
@@ -26,6 +27,7 @@ from pathlib import Path
 from gradio_client import Client, handle_file
 
 ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "assets" / "locomo-conv-26.json"
 
 
 def wait_for(url: str, proc: subprocess.Popen, timeout: float = 300) -> None:
@@ -42,9 +44,9 @@ def wait_for(url: str, proc: subprocess.Popen, timeout: float = 300) -> None:
 
 
 def timed_build(client: Client) -> tuple[float, float]:
-    """(start, end) wall clock of one /build of the bundled example."""
+    """(start, end) wall clock of one /build of the bundled example, uploaded (built live)."""
     start = time.perf_counter()
-    job = client.submit(None, None, api_name="/build")
+    job = client.submit(handle_file(str(EXAMPLE)), None, api_name="/build")
     job.result()
     return start, time.perf_counter()
 
@@ -73,7 +75,7 @@ def main() -> None:
         print(f"| case | seconds | × solo |\n|---|---|---|\n| conv-26 SIM build, alone | {solo:.1f} | 1.00 |")
         jobs = []
         for client in (b, c):
-            jobs.append((time.perf_counter(), client.submit(None, None, api_name="/build")))
+            jobs.append((time.perf_counter(), client.submit(handle_file(str(EXAMPLE)), None, api_name="/build")))
         ends = []
         for start, job in jobs:
             job.result()
@@ -84,7 +86,7 @@ def main() -> None:
         time.sleep(20)  # extraction under way
         d = Client(url, verbose=False)  # a new session: it builds conv-26 anew
         build_start = time.perf_counter()
-        d_job = d.submit(None, None, api_name="/build")
+        d_job = d.submit(handle_file(str(EXAMPLE)), None, api_name="/build")
         t_ask = time.perf_counter()
         a.predict("What did Caroline research?", [], False, api_name="/ask")
         asked = time.perf_counter() - t_ask
