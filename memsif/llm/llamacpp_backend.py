@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -104,15 +104,14 @@ class LlamaCppLLM:
                 self._facts_llm = self._new_context()
         return self._facts_llm
 
-    def _between_tokens(self, llm: Any) -> Callable[[np.ndarray, np.ndarray], bool]:
-        """The per-token check of a generation on ``llm``: a job cancelled mid-generation (its memory
-        replaced) stops with JobCancelled instead of finishing a reply nobody will store; on the
-        extraction's own context, a more urgent caller waiting gets the model first. Never stops
-        generation otherwise."""
+    def _between_tokens(self, llm: Any) -> Any:
+        """create_completion's stopping criteria for a generation on ``llm``: ``_pause_point`` per
+        sampled token (a cancelled job stops with JobCancelled instead of finishing a reply nobody will
+        store; the extraction lets a more urgent caller in). Never stops generation otherwise."""
         def point(_input_ids: np.ndarray, _logits: np.ndarray) -> bool:
             self._pause_point(llm)
             return False
-        return point
+        return self._lib.StoppingCriteriaList([point])
 
     def _pause_point(self, llm: Any) -> None:
         """Between two steps of a call on ``llm``: JobCancelled when its job was cancelled; on the
@@ -205,7 +204,7 @@ class LlamaCppLLM:
             self._prefill(llm, tokens)
             result = llm.create_completion(text, max_tokens=max_new_tokens, temperature=temperature, seed=0,
                                            stop=list(stop) or None, **kwargs,
-                                           stopping_criteria=self._lib.StoppingCriteriaList([self._between_tokens(llm)]))
+                                           stopping_criteria=self._between_tokens(llm))
         usage = result.get("usage", {})
         return Generation(result["choices"][0]["text"], int(usage.get("prompt_tokens", 0)),
                           int(usage.get("completion_tokens", 0)))
@@ -261,7 +260,7 @@ class LlamaCppLLM:
             pieces: list[str] = []
             for chunk in llm.create_completion(text, max_tokens=max_new_tokens, temperature=temperature, seed=0,
                                                stop=list(stop) or None, stream=True,
-                                               stopping_criteria=self._lib.StoppingCriteriaList([self._between_tokens(llm)])):
+                                               stopping_criteria=self._between_tokens(llm)):
                 piece = chunk["choices"][0]["text"]
                 if piece:
                     pieces.append(piece)
