@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from memsif.config import MemSIFConfig
 from memsif.errors import MemSIFError
 from memsif.io.transcripts import FORMATS as TRANSCRIPT_FORMATS
+from memsif.llm import runtime_of
 
 if TYPE_CHECKING:
     from memsif.records import SegmentDecision
@@ -88,11 +89,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     }
     summary["judge_share_segment"] = summary["judge_calls_segment"] / max(summary["messages"], 1)
     summary["model_load_seconds"] = load_s
+    summary["llm"] = {"name": engine.llm.name, **runtime_of(engine.llm).as_dict()}
     summary["peak_rss_mb"] = _peak_rss_mb()
     summary["data_dir"] = str(engine.config.resolved_data_dir)
     if args.json:
         print(json.dumps(summary))
     else:
+        print(f"model {engine.llm.name} on {runtime_of(engine.llm).line()}")
+        if warning := runtime_of(engine.llm).warning():
+            print(f"warning: {warning}", file=sys.stderr)
         print(f"models loaded in {load_s:.1f} s; peak memory {summary['peak_rss_mb']:.0f} MiB; "
               f"memory in {summary['data_dir']}")
     return 0
@@ -157,6 +162,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(json.dumps(out))
         return 0
     print(result.answer or "(empty answer)")
+    if result.backend_warning:
+        print(f"  warning: {result.backend_warning}")
     if result.model_at_chance:
         print(f"  warning: answered by {result.model}, the packaged demo model (at chance on the engine's checks): "
               "unreliable; set MEMSIF_LLM_MODEL or MEMSIF_LLM_BACKEND=openai for a bigger model")

@@ -27,7 +27,7 @@ from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
 from memsif.errors import LLMError, NotFoundError, StoreError
 from memsif.facts.active import Observed, Thresholds, accumulate, normalise_subject
-from memsif.llm import LLM, generate_streamed
+from memsif.llm import LLM, generate_streamed, runtime_of
 from memsif.prompts import answer as answer_prompt
 from memsif.prompts import sufficiency
 from memsif.records import Evidence, RetrievedFact
@@ -90,6 +90,9 @@ class Answer(BaseModel):
     gate_rule: str = Field("", description="Which sufficiency-gate rule applied, and why.")
     model: str = Field("", description="The LLM that answered.")
     model_at_chance: bool = Field(False, description="Listed in AT_CHANCE_MODELS: a demo model.")
+    backend: str = Field("", description="What ran the model (``Runtime.line``: back-end and its details).")
+    backend_warning: str = Field("", description="Markdown warning when the configured back-end could not "
+                                                 "run and another stood in (``Runtime.warning``); else empty.")
     unsupported_mentions: list[str] = Field(default_factory=list,
                                             description="Names, numbers and dates not in ``context``.")
     relevance: float | None = Field(None, description="Best cosine of the question with what was retrieved "
@@ -284,9 +287,15 @@ class QueryPipeline:
     def _answer_nothing_relevant(self, result: Answer, on_text: Callable[[str], None]) -> None:
         """The answer when nothing retrieved is about the question: said, not generated (on every model)."""
         result.answer = NOTHING_RELEVANT
-        result.model = getattr(self.llm, "name", "") or ""
-        result.model_at_chance = self.model_at_chance()
+        self._record_model(result)
         on_text(NOTHING_RELEVANT)
+
+    def _record_model(self, result: Answer) -> None:
+        """The model that answered, what ran it and whether it is a demo model, on ``result``."""
+        runtime = runtime_of(self.llm)
+        result.model = getattr(self.llm, "name", "") or ""
+        result.backend, result.backend_warning = runtime.line(), runtime.warning()
+        result.model_at_chance = self.model_at_chance()
 
     def _answer(self, question: str, question_date: str | None, result: Answer,
                 on_text: Callable[[str], None] | None = None) -> None:
@@ -298,8 +307,7 @@ class QueryPipeline:
         result.answer = gen.text.strip().split("\n")[0].strip()
         result.tokens_in += gen.tokens_in
         result.tokens_out += gen.tokens_out
-        result.model = getattr(self.llm, "name", "") or ""
-        result.model_at_chance = self.model_at_chance()
+        self._record_model(result)
         # the question is not support: an answer that repeats its premise ("flew to Tokyo") must find it in the context
         result.unsupported_mentions = unsupported_mentions(result.answer, result.context)
 

@@ -398,7 +398,9 @@ def answer_markdown(answer: Answer, supporting: int = 3, clip_chars: int = 200) 
     if answer.model_at_chance:
         lines.append("\n" + DEMO_MODEL_NOTE.format(model=model))
     elif model:
-        lines.append(f"\n_Answered by {model}._")
+        lines.append(f"\n_Answered by {model}{f' on {answer.backend}' if answer.backend else ''}._")
+    if answer.backend_warning:
+        lines.append("\n" + answer.backend_warning)
     if answer.unsupported_mentions:
         lines.append(f"\n⚠️ Not in the memory it was given: **{', '.join(answer.unsupported_mentions)}**; "
                      "check before trusting this answer.")

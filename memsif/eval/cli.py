@@ -190,7 +190,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from memsif.engine import MemSIF
     from memsif.eval.systems import CountingLLM
     from memsif.io import load_transcripts
-    from memsif.llm import load_llm
+    from memsif.llm import load_llm, runtime_of
 
     tr = load_transcripts(args.data, sample=args.sample)[0]
     data_dir = args.data_dir or tempfile.mkdtemp(prefix="memsif-bench-")
@@ -215,7 +215,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     # Structured Interaction Memory without the sentence index: the ingest less that and CoreFacts
     sim_s = report.seconds - sentences_s - report.seconds_by_stage.get("core_facts", 0.0)
     figures = {
-        "sample": tr.sample_id, "messages": report.messages, "core_facts": args.facts,
+        "sample": tr.sample_id, "llm": {"name": counting.name, **runtime_of(counting).as_dict()},
+        "messages": report.messages, "core_facts": args.facts,
         "model_load_s": round(load_s, 1), "ingest_s": round(report.seconds, 1),
         "ingest_messages_per_s": round(report.messages / report.seconds, 2) if report.seconds else None,
         "segment_judge_share": round(report.judge_calls_segment / max(report.messages, 1), 3),

@@ -36,7 +36,7 @@ from memsif.eval.systems import (
     NaiveRAGSystem,
     SystemAnswer,
 )
-from memsif.llm import LLM, resolved_backend
+from memsif.llm import LLM, runtime_of
 from memsif.prompts import eval_judge
 
 SYSTEMS = ("memsif", "full-context", "naive-rag", "hybrid-rag")
@@ -165,7 +165,7 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
     """
     out.mkdir(parents=True, exist_ok=True)
     llm = counting.inner
-    config, embedder = engine.config, engine.embedder
+    embedder = engine.embedder
     variants = [(system, ablation) for system in options.systems
                 for ablation in (options.ablations if system == "memsif" else ("none",))]
     rows: list[QuestionResult] = []
@@ -207,7 +207,7 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
     summary = summarise(rows, builds, options)
     summary.wall_seconds = round(time.perf_counter() - started, 1)
     summary.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    summary.model = f"{getattr(llm, 'name', '')} via the {resolved_backend(config)} back-end"
+    summary.model = f"{getattr(llm, 'name', '')} on {runtime_of(llm).line()}"
     summary.diagnostics = diagnostics(samples, embedder.embed_documents)
     (out / "summary.json").write_text(summary.model_dump_json(indent=2))
     (out / "report.md").write_text(report(summary))

@@ -33,6 +33,7 @@ from memsif.inspector.common import (
 )
 from memsif.io import as_memories, load_transcripts
 from memsif.io.transcripts import HISTORY_FORMATS
+from memsif.llm import runtime_of
 from memsif.locks import job
 from memsif.records import BoundaryRule, SegmentDecision, TrajectoryDecision
 from memsif.timeparse import day_text
@@ -390,6 +391,8 @@ def built_summary(eng, namespace: str, transcripts: list, reports: list, source:
                f"trajectory judge {sum(r.judge_calls_trajectory for r in reports)} calls; "
                f"{sum(r.seconds for r in reports):.1f} s. CoreFacts are filled in next (CoreFacts tab).")
     summary += structure_health(eng, namespace)
+    if warning := runtime_of(eng.llm).warning():
+        summary += f"\n\n{warning}"
     if in_force := settings_in_force(settings):
         summary += f"\n\n{in_force}"
     warnings = [w for t in transcripts for w in t.warnings] + [w for r in reports for w in r.warnings]

@@ -20,6 +20,7 @@ from memsif.config import LLM_BACKENDS, MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.errors import MemSIFError
 from memsif.ingest import ProgressFn
+from memsif.llm import runtime_of
 from memsif.llm.packaged import PACKAGED_MODELS
 from memsif.locks import cancel, queue_position, sharing
 
@@ -307,6 +308,15 @@ def in_background(work: Callable[[ProgressFn], Any], progress: gr.Progress,
     if "error" in out:
         raise out["error"]
     yield "done", out["result"]
+
+
+def model_in_use(eng: MemSIF) -> str:
+    """Markdown naming the loaded model and what runs it ("… on llama.cpp · CPU library zen4 …"), with
+    the fallback warning when the configured back-end could not run (``Runtime.warning``)."""
+    llm = eng.llm
+    runtime = runtime_of(llm)
+    line = f"Model: **{getattr(llm, 'name', '') or '?'}** on {runtime.line()}."
+    return f"{line}\n\n{runtime.warning()}" if runtime.fallback_from else line
 
 
 def model_share(namespace: str) -> str:

@@ -14,28 +14,29 @@ from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.errors import MemSIFError
 from memsif.inspector import activefacts, build, chat, corefacts, evaluate, settings, tools, trajectories
-from memsif.inspector.common import engine, forget_session, models_loaded, new_session, serve
+from memsif.inspector.common import engine, forget_session, model_in_use, models_loaded, new_session, serve
 
 
 def _preload():
     """Load the models while the page is already usable, saying so in the Build tab's models line the
     first time after a start (a click meanwhile shows the same state in the build summary,
-    ``common.loading_engine``). Yields the models line."""
+    ``common.loading_engine``). Yields the models line and the Settings tab's model line, which name
+    the model, what runs it and, on a fallback, why and the fix (``common.model_in_use``)."""
     if models_loaded():
-        yield gr.skip()
+        yield gr.skip(), model_in_use(engine())
         return
     start = time.perf_counter()
-    yield ("⏳ Loading the models (first visit after the server started: about 15 s on 2 CPU cores); "
-           "**Build memory** can be pressed now and goes on as soon as they are ready.")
+    loading = "⏳ Loading the models (first visit after the server started: about 15 s on 2 CPU cores)"
+    yield f"{loading}; **Build memory** can be pressed now and goes on as soon as they are ready.", f"{loading}."
     try:
-        engine()
+        eng = engine()
         build.example_memory()  # read once now: the first "Build memory" only imports it
     except MemSIFError as exc:  # shown again, as a gr.Error, on first use
         print(f"MemSIF: could not load the models: {exc}")
-        yield f"⚠️ The models could not be loaded: {exc}"
+        yield f"⚠️ The models could not be loaded: {exc}", f"⚠️ The models could not be loaded: {exc}"
         return
     yield (f"✅ Models loaded in {time.perf_counter() - start:.0f} s. **Build memory** without a file shows the "
-           "bundled example at once.")
+           f"bundled example at once. {model_in_use(eng)}", model_in_use(eng))
 
 
 #: The MCP type of the page's own endpoints (Gradio lists a function with a ``_mcp_type`` other than
@@ -66,7 +67,8 @@ def build_demo(engine: MemSIF, *, forget_sessions: bool = False, mcp: bool = Fal
     with gr.Blocks(title="MemSIF inspector") as demo:
         page = _layout(engine.config, forget_sessions)
         demo.load(new_session, outputs=page.namespace, api_name=False).then(
-            _preload, outputs=page.build.models, api_name=False, show_progress="hidden")
+            _preload, outputs=[page.build.models, page.settings_tab.running], api_name=False,
+            show_progress="hidden")
         for tab in (build, chat, trajectories, corefacts, activefacts, evaluate):
             tab.wire(page)
         _wire_across_tabs(page)

@@ -73,6 +73,7 @@ def layout(config: MemSIFConfig) -> SimpleNamespace:
         ui.apply_btn = gr.Button("Apply and rebuild", variant="primary", elem_id="apply-settings")
         ui.reset_btn = gr.Button("Reset to defaults", elem_id="reset-settings")
     ui.status = gr.Markdown(elem_id="settings-status")
+    ui.running = gr.Markdown(elem_id="model-running")  # the model in use and what runs it (demo._preload)
     return ui
 
 

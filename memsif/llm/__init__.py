@@ -6,9 +6,9 @@ forward pass and compares the probabilities of the answer tokens (DESIGN.md, "St
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import threading
+from dataclasses import replace
 
 from memsif.config import PACKAGED_LLM, MemSIFConfig
 from memsif.errors import LLMError
@@ -17,38 +17,42 @@ from memsif.llm.base import (
     NO_WORDS,
     YES_WORDS,
     Generation,
+    Runtime,
     context_window,
     generate_many,
     generate_streamed,
+    runtime_of,
 )
+from memsif.llm.llamacpp_cpu import rebuild_command
 from memsif.llm.packaged import is_packaged, packaged_gguf
-
-__all__ = ["LLM", "NO_WORDS", "YES_WORDS", "Generation", "context_window", "generate_many", "generate_streamed",
-           "load_llm", "resolved_backend"]
 
 log = logging.getLogger(__name__)
 
 _CACHE: dict[tuple, LLM] = {}
+
+#: What the transformers stand-in costs against llama.cpp for the packaged 1.5B (README, "Models").
+FALLBACK_COST = ("about TODO GB of memory instead of TODO, and each generated token about TODO× slower "
+                 "(CoreFacts and answers take that much longer).")
 _CACHE_LOCK = threading.Lock()
 
 
 def resolved_backend(config: MemSIFConfig) -> str:
     """The back-end ``llm_backend`` names; "auto" is llama.cpp for GGUF files (the packaged models, a
-    ``*.gguf`` path, or ``llm_gguf_file``) when llama-cpp-python is installed, else transformers.
-    Measured on 2 CPU cores with Qwen2.5-Coder-1.5B-Instruct: the same prompt speed as transformers in
-    bfloat16, 5× its decoding speed and a third of its memory (README, "Models")."""
+    ``*.gguf`` path, or ``llm_gguf_file``), else transformers. Measured on 2 CPU cores with
+    Qwen2.5-Coder-1.5B-Instruct: the same prompt speed as transformers in bfloat16, 5× its decoding
+    speed and a third of its memory (README, "Models"). What actually runs is ``runtime_of(load_llm(…))``:
+    ``load_llm`` falls back to transformers where llama.cpp cannot run, and says so."""
     if config.llm_backend != "auto":
         return config.llm_backend
     gguf = is_packaged(config.llm_model) or bool(config.llm_gguf_file) or config.llm_model.endswith(".gguf")
-    if gguf and importlib.util.find_spec("llama_cpp") is not None:
-        return "llamacpp"
-    return "transformers"
+    return "llamacpp" if gguf else "transformers"
 
 
 def load_llm(config: MemSIFConfig) -> LLM:
     """The configured back-end, loaded once per process and shared (thread-safe). Under
-    ``llm_backend=auto`` a llama.cpp build that cannot run on this CPU falls back to transformers
-    (logged).
+    ``llm_backend=auto``, where llama.cpp cannot run (not installed, or its probe failed) the model runs
+    on transformers instead and its ``runtime`` says so: why, what it costs, the command that fixes it
+    (the page and every ``--json`` output show it).
 
     Raises:
         LLMError: the model cannot be loaded; the message says which setting to change.
@@ -57,6 +61,7 @@ def load_llm(config: MemSIFConfig) -> LLM:
     with _CACHE_LOCK:
         if key not in _CACHE:
             backend = resolved_backend(config)
+            fallback = ""
             if backend == "llamacpp":
                 from memsif.llm.llamacpp_backend import LlamaCppLLM
 
@@ -65,12 +70,17 @@ def load_llm(config: MemSIFConfig) -> LLM:
                 except LLMError as exc:
                     if config.llm_backend != "auto":
                         raise
-                    log.warning("llama.cpp cannot run here (%s); using transformers instead", exc)
+                    log.warning("llama.cpp cannot run here; using transformers instead. %s", exc)
+                    fallback = str(exc)
                     backend = "transformers"
             if backend == "transformers":
                 from memsif.llm.transformers_backend import TransformersLLM
 
-                _CACHE[key] = TransformersLLM.from_config(config)
+                llm = TransformersLLM.from_config(config)
+                if fallback:
+                    llm.runtime = replace(llm.runtime, fallback_from="llama.cpp", reason=fallback,
+                                          cost=FALLBACK_COST, fix=rebuild_command())
+                _CACHE[key] = llm
             elif backend == "openai":
                 from memsif.llm.openai_backend import OpenAICompatibleLLM
 
@@ -78,5 +88,5 @@ def load_llm(config: MemSIFConfig) -> LLM:
         return _CACHE[key]
 
 
-__all__ = ["LLM", "NO_WORDS", "PACKAGED_LLM", "YES_WORDS", "Generation", "generate_streamed", "load_llm",
-           "packaged_gguf"]
+__all__ = ["FALLBACK_COST", "LLM", "NO_WORDS", "PACKAGED_LLM", "YES_WORDS", "Generation", "Runtime", "context_window",
+           "generate_many", "generate_streamed", "load_llm", "packaged_gguf", "resolved_backend", "runtime_of"]

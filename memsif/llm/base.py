@@ -27,6 +27,50 @@ class Generation:
     tokens_out: int
 
 
+@dataclass(frozen=True)
+class Runtime:
+    """What runs a model, for the page and every ``--json`` output: the back-end ("llama.cpp",
+    "transformers", "openai") and its details (the CPU library, the dtype, the server). When the
+    configured back-end could not run and another stands in, ``fallback_from`` names the one that
+    should have run, ``reason`` why it could not, ``cost`` what the stand-in costs and ``fix`` the
+    command that brings it back."""
+
+    backend: str
+    detail: str = ""
+    fallback_from: str = ""
+    reason: str = ""
+    cost: str = ""
+    fix: str = ""
+
+    def line(self) -> str:
+        """"llama.cpp · CPU library zen4 (…)"; with "(fallback: llama.cpp cannot run here)" on a fallback."""
+        text = " · ".join(p for p in (self.backend, self.detail) if p)
+        return f"{text} (fallback: {self.fallback_from} cannot run here)" if self.fallback_from else text
+
+    def warning(self) -> str:
+        """Markdown warning for a fallback ("" when the configured back-end runs)."""
+        if not self.fallback_from:
+            return ""
+        return (f"⚠️ **The model runs on {self.backend}, not {self.fallback_from}**: {self.reason} "
+                f"Cost: {self.cost} Fix: `{self.fix}`, then restart.")
+
+    def as_dict(self) -> dict[str, str]:
+        """The fields, for JSON outputs."""
+        return {"backend": self.backend, "detail": self.detail, "fallback_from": self.fallback_from,
+                "reason": self.reason, "cost": self.cost, "fix": self.fix}
+
+
+def runtime_of(llm: object) -> Runtime:
+    """``llm.runtime``; for an LLM without one (a fake, a wrapper without ``runtime``), its class name."""
+    runtime = getattr(llm, "runtime", None)
+    if isinstance(runtime, Runtime):
+        return runtime
+    inner = getattr(llm, "inner", None)  # wrappers that count or record calls
+    if inner is not None and inner is not llm:
+        return runtime_of(inner)
+    return Runtime(type(llm).__name__)
+
+
 class LLM(Protocol):
     """What the engine needs from a language model."""
 

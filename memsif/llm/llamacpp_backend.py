@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -28,7 +27,8 @@ import numpy as np
 
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError
-from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, label_shares
+from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, Runtime, label_shares
+from memsif.llm.llamacpp_cpu import choose_cpu_library, describe_exit
 from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
 from memsif.locks import FACTS, FairLock, check_cancelled, current_class
 from memsif.prompts import Prompt
@@ -50,8 +50,12 @@ class LlamaCppLLM:
             import llama_cpp
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
         except ImportError as exc:
-            raise LLMError("The llamacpp back-end needs llama-cpp-python (pip install -r requirements.txt).") from exc
+            raise LLMError(f"llama-cpp-python is not installed ({exc}).") from exc
         self._lib = llama_cpp
+        try:
+            self.cpu = choose_cpu_library()
+        except (OSError, FileNotFoundError) as exc:
+            raise LLMError(f"llama.cpp has no CPU library for this machine ({exc}).") from exc
         _probe(model_path)
         # llama-cpp-python decodes on half the cores by default; on 2 cores every core decodes 1.4x
         # faster (0.051 → 0.036 s a token for the packaged 1.5B); prompt evaluation already uses all.
@@ -61,6 +65,7 @@ class LlamaCppLLM:
         self._facts_made = threading.Lock()
         self.pauses = 0
         self.name = name
+        self.runtime = Runtime("llama.cpp", self.cpu.describe())
         self.context_window = n_ctx
         template = self._llm.metadata.get("tokenizer.chat_template")
         eos = self._llm.detokenize([self._llm.token_eos()]).decode("utf-8", "ignore")
@@ -276,24 +281,28 @@ import sys, llama_cpp
 llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=256, logits_all=False, verbose=False)
 llm.eval(llm.tokenize(b"hello world " * 24, add_bos=True))
 """
+#: Seconds the probe's child may take to load the model and evaluate its prompt (the 1.5B: ~2 s idle).
+PROBE_TIMEOUT_S = 120.0
 _PROBED: set[str] = set()
 
 
-def _probe(model_path: str) -> None:
-    """Evaluate two tokens in a child process first: a llama.cpp build compiled for CPU features this
-    machine does not enable (e.g. AMX inside some VMs) dies with SIGILL, which no Python code can catch.
+def _probe(model_path: str, timeout_s: float = PROBE_TIMEOUT_S, command: Sequence[str] | None = None) -> None:
+    """Evaluate a short prompt in a child process first: a llama.cpp build with CPU code this machine
+    does not allow dies with a signal (SIGILL; SIGSEGV for AMX refused inside a VM), which no Python
+    code can catch. ``command`` replaces the child (tests use a fake one).
 
     Raises:
-        LLMError: the child crashed; the message says how to rebuild llama-cpp-python.
+        LLMError: the child was killed by a signal, exited with an error or ran past ``timeout_s``; the
+            message names the signal, the likely cause and the rebuild command (``describe_exit``).
     """
     if model_path in _PROBED:
         return
-    result = subprocess.run([sys.executable, "-c", _PROBE, model_path], capture_output=True, text=True,
-                            timeout=120)
+    argv = list(command) if command is not None else [sys.executable, "-c", _PROBE, model_path]
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired as exc:
+        said = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
+        raise LLMError(describe_exit(None, said, model_path, timeout_s)) from exc
     if result.returncode != 0:
-        crashed = -result.returncode == signal.SIGILL or result.returncode == 128 + signal.SIGILL
-        hint = ("its build uses CPU instructions this machine does not allow; rebuild it with "
-                "CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install --no-cache-dir --force-reinstall "
-                "llama-cpp-python" if crashed else result.stderr.strip()[-500:])
-        raise LLMError(f"llama.cpp cannot run {model_path}: {hint}. Or use MEMSIF_LLM_BACKEND=transformers.")
+        raise LLMError(describe_exit(result.returncode, result.stderr, model_path))
     _PROBED.add(model_path)

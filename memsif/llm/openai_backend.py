@@ -15,7 +15,7 @@ import httpx
 
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
-from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, label_shares
+from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, Runtime, label_shares
 from memsif.prompts import Prompt
 
 
@@ -51,6 +51,7 @@ class OpenAICompatibleLLM:
     def __init__(self, base_url: str, model: str, api_key: str = "", timeout_s: float = 120.0,
                  client: httpx.Client | None = None) -> None:
         self.name = model
+        self.runtime = Runtime("openai", base_url)
         self.context_window = 32768  # the paper's budget (App. C.2); servers may allow more
         self._url = base_url.rstrip("/") + "/chat/completions"
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}

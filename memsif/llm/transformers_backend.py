@@ -1,7 +1,9 @@
 """transformers back-end: the packaged SmolLM2 GGUF by default, any hub id or local path otherwise.
 
-Loading a GGUF through transformers de-quantises it to float32 (~20 s on 2 cores); the result is
-saved once under ``<cache_dir>/transformers/`` as safetensors and loaded from there afterwards.
+Loading a GGUF through transformers de-quantises it, tensor by tensor, to float32 (small files) or
+straight to bfloat16 (files of ``BF16_GGUF_BYTES`` and more, e.g. the packaged 1.5B: never a float32
+copy of the whole model); the result is saved once under ``<cache_dir>/transformers/`` as safetensors
+and loaded from there afterwards.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
-from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, label_shares
+from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, Runtime, label_shares
 from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
 from memsif.locks import FairLock, check_cancelled
 from memsif.prompts import Prompt
@@ -49,6 +51,8 @@ class TransformersLLM:
         self._tok.padding_side = "left"
         self.name = name
         self._device = device
+        dtype = str(getattr(model, "dtype", "")).replace("torch.", "")
+        self.runtime = Runtime("transformers", f"{dtype} on {device}" if dtype else device)
         self._yes = _answer_token_ids(tokenizer, YES_WORDS)
         self._no = _answer_token_ids(tokenizer, NO_WORDS)
         self._lock = FairLock()
@@ -80,17 +84,20 @@ class TransformersLLM:
             source, name = str(folder), packaged_model(config.llm_model).name
         else:
             source, gguf_file, name = config.llm_model, config.llm_gguf_file, config.llm_model
+        loaded_in = None  # a dtype settled before loading (large GGUF files), else chosen after
         try:
             if gguf_file:
-                cached = _gguf_cache_dir(config.resolved_cache_dir, source, gguf_file)
+                loaded_in = gguf_dtype(config.llm_dtype, device, Path(source) / gguf_file)
+                dtype_name = str(loaded_in or torch.float32).replace("torch.", "")
+                cached = _gguf_cache_dir(config.resolved_cache_dir, source, gguf_file, dtype_name)
                 if not (cached / "config.json").exists():
-                    log.info("De-quantising %s/%s once (cached in %s)", source, gguf_file, cached)
+                    log.info("De-quantising %s/%s to %s once (cached in %s)", source, gguf_file, dtype_name, cached)
                     model = AutoModelForCausalLM.from_pretrained(source, gguf_file=gguf_file,
-                                                                 dtype=torch.float32)
+                                                                 dtype=loaded_in or torch.float32)
                     tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=gguf_file)
                     _save_atomically(model, tokenizer, cached)
                 else:
-                    model = AutoModelForCausalLM.from_pretrained(cached, dtype=torch.float32)
+                    model = AutoModelForCausalLM.from_pretrained(cached, dtype=loaded_in or torch.float32)
                     tokenizer = AutoTokenizer.from_pretrained(cached)
             else:
                 dtype = torch.float32 if device == "cpu" else "auto"
@@ -99,7 +106,9 @@ class TransformersLLM:
         except (OSError, ValueError) as exc:
             raise LLMError(f"Could not load LLM {source!r} ({exc}). Set MEMSIF_LLM_MODEL to a local folder "
                            "or a hub id reachable from here, or use MEMSIF_LLM_BACKEND=openai.") from exc
-        if config.llm_dtype == "auto" and device == "cpu":
+        if loaded_in is not None:
+            dtype = None
+        elif config.llm_dtype == "auto" and device == "cpu":
             dtype = measured_cpu_dtype(model, config.resolved_cache_dir, name)
         else:
             dtype = _resolve_dtype(config.llm_dtype, device)
@@ -405,11 +414,36 @@ def _resolve_dtype(setting: str, device: str):
         raise LLMError(f"llm_dtype must be auto, float32, bfloat16 or float16, not {setting!r}.") from exc
 
 
-def _gguf_cache_dir(cache_root: Path, source: str, gguf_file: str) -> Path:
+#: GGUF files at least this large (bytes; a 4-bit file of ~1B parameters) are de-quantised straight
+#: to bfloat16 under ``llm_dtype=auto`` on CPU: in float32 the packaged 1.5B held 10.4 GB resident
+#: (float32 weights, then a bfloat16 copy of them); in bfloat16 it never holds more than the bfloat16 model.
+BF16_GGUF_BYTES = 500_000_000
+
+
+def gguf_dtype(setting: str, device: str, path: Path):
+    """The torch dtype to de-quantise the GGUF file ``path`` into, or None to load it in float32 and
+    choose after (``measured_cpu_dtype``): the ``llm_dtype`` setting when it names one; under "auto"
+    on CPU, bfloat16 for files of ``BF16_GGUF_BYTES`` and more.
+
+    Raises:
+        LLMError: an unknown ``llm_dtype``.
+    """
+    import torch
+
+    if setting != "auto":
+        return _resolve_dtype(setting, device)
+    if device == "cpu" and path.exists() and path.stat().st_size >= BF16_GGUF_BYTES:
+        return torch.bfloat16
+    return None
+
+
+def _gguf_cache_dir(cache_root: Path, source: str, gguf_file: str, dtype: str = "float32") -> Path:
+    """Folder of the de-quantised copy of ``source/gguf_file`` in ``dtype`` (keyed by path and size)."""
     path = Path(source) / gguf_file
     stamp = f"{source}|{gguf_file}|{path.stat().st_size if path.exists() else ''}"
     digest = hashlib.sha256(stamp.encode()).hexdigest()[:16]
-    return cache_root / "transformers" / f"{Path(gguf_file).stem}-{digest}"
+    suffix = "" if dtype == "float32" else f"-{dtype}"
+    return cache_root / "transformers" / f"{Path(gguf_file).stem}-{digest}{suffix}"
 
 
 def _save_atomically(model, tokenizer, target: Path) -> None:
