@@ -30,7 +30,9 @@ def server_url(tmp_path_factory):
     except ImportError as exc:
         pytest.skip(f"llama_cpp.server cannot be imported ({exc}); pip install -r requirements-dev.txt")
     from memsif.llm import packaged_gguf
+    from memsif.llm.llamacpp_cpu import choose_cpu_library
 
+    choose_cpu_library()  # the server, a child, loads the CPU library MemSIF chose (GGML_BACKEND_PATH)
     folder, gguf_file = packaged_gguf(PACKAGED_LLM, MemSIFConfig.from_env().resolved_cache_dir)
     port = free_port()
     log = tmp_path_factory.mktemp("llama-server") / "server.log"

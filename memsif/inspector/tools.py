@@ -109,7 +109,8 @@ def memory_ask(namespace: str, question: str, question_date: str = "") -> str:
         JSON: answer; the facts and evidence used, each with the message ids it comes from; whether the
         facts alone were judged sufficient; unsupported mentions (names, numbers, dates of the answer
         not in its context); nothing_relevant (nothing in the memory is about the question: the answer
-        says so) with the best match's relevance; the model, and whether it is the packaged demo model.
+        says so) with the best match's relevance; the model, whether it is the packaged demo model,
+        what ran it (backend) and, when the configured back-end could not run, why (backend_warning).
     """
     ns = _namespace(namespace)
     if not question or not question.strip():
@@ -120,6 +121,7 @@ def memory_ask(namespace: str, question: str, question_date: str = "") -> str:
     a = eng.ask(question, namespace=ns, question_date=question_date or None)
     return _json({
             "answer": a.answer, "sufficient": a.sufficient, "model": a.model, "model_at_chance": a.model_at_chance,
+            "backend": a.backend, "backend_warning": a.backend_warning,
             "unsupported_mentions": a.unsupported_mentions, "nothing_relevant": a.nothing_relevant,
             "relevance": a.relevance,
             "facts": [f.model_dump(mode="json", include=ASK_FACT_FIELDS) for f in a.facts_used],

@@ -9,7 +9,10 @@ first evaluation; a native build on such a host dies the same way. ``choose_cpu_
 llama.cpp's own choice (each library's ``ggml_backend_score``) with the AMX libraries left out and hands
 it to llama.cpp through ``GGML_BACKEND_PATH``, which this process and its children (the probe, a
 ``llama_cpp.server``) read when they load their back-ends. A ``GGML_BACKEND_PATH`` set by the user
-wins (e.g. the AMX library on a host that allows AMX).
+wins (e.g. the AMX library on a host that allows AMX). Another program on this build (a
+``python -m llama_cpp.server`` of one's own) needs the same variable: ``export $(python -m
+memsif.llm.llamacpp_cpu)`` sets it; without it llama.cpp finds no CPU library and says "no backends
+are loaded".
 
 ``describe_exit`` turns a child's exit status into the sentence the probe raises: the signal by name,
 its likely cause here and the rebuild command.
@@ -35,10 +38,11 @@ LLAMA_CPP_VERSION = "0.3.36"
 #:   library runs on any x86-64 host (the wheel pip caches can move to another host, a Space's image
 #:   can be built on one CPU and run on another), with AVX-512, VNNI and BF16 code where the host has it;
 #: - GGML_NATIVE=OFF: nothing compiled for the build host's own CPU;
-#: - GGML_BACKEND_DIR: the variant libraries are installed beside libllama.so in the package;
+#: - GGML_BACKEND_DIR: the variant libraries are installed beside libllama.so in the package (typed
+#:   STRING: an untyped relative path becomes the build folder's absolute one, outside the wheel);
 #: - LLAVA_BUILD=OFF: MemSIF needs no image model (shortens the build).
 BUILD_OPTIONS = {"GGML_BACKEND_DL": "ON", "GGML_CPU_ALL_VARIANTS": "ON", "GGML_NATIVE": "OFF",
-                 "GGML_BACKEND_DIR": "llama_cpp/lib", "LLAVA_BUILD": "OFF"}
+                 "GGML_BACKEND_DIR:STRING": "llama_cpp/lib", "LLAVA_BUILD": "OFF"}
 
 #: CPU libraries compiled with AMX code (cmake's ``ggml_add_cpu_backend_variant(... AMX_TILE AMX_INT8)``):
 #: never chosen automatically, since a VM may advertise AMX in cpuid and refuse it.
@@ -178,7 +182,15 @@ def describe_exit(returncode: int | None, stderr: str, model_path: str, timeout_
         how = f"exited with status {returncode}"
         cause = "llama.cpp refused the model or the library failed to load (its message below)"
     said = " ".join(stderr.strip().split())[-400:]
+    if "ModuleNotFoundError" in stderr or "ImportError" in stderr:
+        return (f"llama.cpp cannot run {model_path}: a test evaluation in a child process {how}: a Python "
+                f"package llama-cpp-python needs is missing. It said: {said} Fix: pip install -r requirements.txt")
     return (f"llama.cpp cannot run {model_path}: a test evaluation in a child process {how}. Likely cause: "
             f"{cause}.{f' It said: {said}' if said else ''} Fix: rebuild llama-cpp-python the way "
             f"requirements.txt does (CPU code chosen at run time, AMX left out): {rebuild_command()} — "
             "or run the transformers back-end instead (MEMSIF_LLM_BACKEND=transformers; slower, more memory).")
+
+
+if __name__ == "__main__":  # `export $(python -m memsif.llm.llamacpp_cpu)` before a llama_cpp.server of this build
+    chosen = choose_cpu_library()
+    print(f"GGML_BACKEND_PATH={chosen.path}" if chosen.kind == "variants" else f"# {chosen.describe()}")
