@@ -35,6 +35,7 @@ def test_ingest_json_then_show(tmp_path):
                 "judge_calls_trajectory", "seconds"):
         assert key in summary
     assert summary["namespace"] == "chat" and summary["messages"] == 8
+    assert summary["llm"]["backend"] == "llama.cpp" and summary["llm"]["fallback_from"] == "", summary["llm"]
     shown = _run("show", "--namespace", "chat", "--json", data_dir=tmp_path / "d")
     assert shown.returncode == 0, shown.stderr
     memory = json.loads(shown.stdout.strip().splitlines()[-1])

@@ -117,7 +117,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_judge_check(args: argparse.Namespace) -> int:
     """The LLM judge on two controls per question: the gold answer and another question's gold."""
     from memsif.eval.runner import judge_check
-    from memsif.llm import load_llm
+    from memsif.llm import load_llm, runtime_of
 
     if args.n < 1:
         raise SystemExit(f"--n must be at least 1, not {args.n}")
@@ -127,6 +127,7 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
         result = judge_check(llm, rows, n=args.n, seed=args.seed)
     except ValueError as exc:
         raise SystemExit(str(exc)) from exc
+    result["llm"] = {"name": llm.name, **runtime_of(llm).as_dict()}
     print(json.dumps(result, indent=2))
     return 0
 
