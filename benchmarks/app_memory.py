@@ -6,8 +6,9 @@ contexts once; Pss_Anon, the process's own memory without mapped files) every ha
 three phases, driven by ``gradio_client``:
 1. idle: the models loaded (a three-message build), then 10 s of nothing;
 2. answering: ``--questions`` conv-26 questions through ``/memory_ask`` on the imported memory;
-3. building: conv-26 uploaded and built live (Structured Interaction Memory, then its CoreFacts start),
-   sampled for at most ``--build-seconds``.
+3. building: conv-26 uploaded and built live (Structured Interaction Memory), sampled for at most
+   ``--build-seconds``; 4. corefacts: when the build finished, its CoreFact extraction (llama.cpp gives
+   it a context of its own), sampled for at most ``--facts-seconds``.
 The phase's peak of each figure is reported with the back-end that ran (the page's model line) and
 the host's CPU (``lscpu``). ``--env KEY=VALUE`` is passed to the app, e.g. ``GGML_BACKEND_PATH=/nowhere``
 makes llama.cpp's probe fail, so the app runs on the transformers fallback as a user would get it.
@@ -78,6 +79,7 @@ def main() -> None:
     ap.add_argument("--env", action="append", default=[], help="KEY=VALUE for the app's environment")
     ap.add_argument("--questions", type=int, default=3)
     ap.add_argument("--build-seconds", type=float, default=900)
+    ap.add_argument("--facts-seconds", type=float, default=180)
     ap.add_argument("--out")
     args = ap.parse_args()
     with socket.socket() as s:
@@ -118,6 +120,13 @@ def main() -> None:
             time.sleep(1)
         result["build_s"] = round(time.perf_counter() - start, 1)
         result["build_finished"] = job.done()
+        if job.done():  # the page chains CoreFact extraction after a build; a client calls it
+            sampler.phase = "corefacts"
+            start = time.perf_counter()
+            facts = client.submit(api_name="/build_facts")
+            while not facts.done() and time.perf_counter() - start < args.facts_seconds:
+                time.sleep(1)
+            result["corefacts_s"] = round(time.perf_counter() - start, 1)
     finally:
         sampler.stop = True
         proc.terminate()

@@ -18,6 +18,7 @@ from memsif.llm.llamacpp_cpu import (
     AMX_LIBRARIES,
     BUILD_OPTIONS,
     LLAMA_CPP_VERSION,
+    CpuLibrary,
     choose_cpu_library,
     describe_exit,
     rebuild_command,
@@ -111,6 +112,16 @@ def test_the_probe_explains_a_timeout(tmp_path):
         _probe(str(tmp_path / "model.gguf"), timeout_s=0.5, command=_fake_child("import time; time.sleep(30)"))
     assert "did not finish evaluating 2 tokens in 0.5 s" in str(caught.value)
     assert rebuild_command() in str(caught.value)
+
+
+def test_a_backend_path_to_no_file_is_said_and_the_library_run_is_named(tmp_path):
+    missing = CpuLibrary("variants", "x", str(tmp_path / "libggml-cpu-x.so"), "GGML_BACKEND_PATH", {"zen4": 1984})
+    said = describe_exit(1, "ValueError: Failed to load model from file", "m.gguf", cpu=missing)
+    assert f"GGML_BACKEND_PATH names {tmp_path / 'libggml-cpu-x.so'}, which is not a file" in said
+    there = tmp_path / "libggml-cpu-zen4.so"
+    there.write_bytes(b"")
+    said = describe_exit(-11, "", "m.gguf", cpu=CpuLibrary("variants", "zen4", str(there), "score", {"zen4": 1984}))
+    assert "it ran the CPU library zen4 (of 1, chosen at run time)" in said
 
 
 def test_a_shell_style_exit_status_is_read_as_its_signal():

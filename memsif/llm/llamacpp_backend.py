@@ -28,7 +28,7 @@ import numpy as np
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError
 from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, Runtime, label_shares
-from memsif.llm.llamacpp_cpu import choose_cpu_library, describe_exit
+from memsif.llm.llamacpp_cpu import CpuLibrary, choose_cpu_library, describe_exit
 from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
 from memsif.locks import FACTS, FairLock, check_cancelled, current_class
 from memsif.prompts import Prompt
@@ -56,7 +56,7 @@ class LlamaCppLLM:
             self.cpu = choose_cpu_library()
         except (OSError, FileNotFoundError) as exc:
             raise LLMError(f"llama.cpp has no CPU library for this machine ({exc}).") from exc
-        _probe(model_path)
+        _probe(model_path, cpu=self.cpu)
         # llama-cpp-python decodes on half the cores by default; on 2 cores every core decodes 1.4x
         # faster (0.051 → 0.036 s a token for the packaged 1.5B); prompt evaluation already uses all.
         self._path, self._n_ctx, self._threads = model_path, n_ctx, n_threads or len(os.sched_getaffinity(0))
@@ -286,10 +286,12 @@ PROBE_TIMEOUT_S = 120.0
 _PROBED: set[str] = set()
 
 
-def _probe(model_path: str, timeout_s: float = PROBE_TIMEOUT_S, command: Sequence[str] | None = None) -> None:
+def _probe(model_path: str, timeout_s: float = PROBE_TIMEOUT_S, command: Sequence[str] | None = None,
+           cpu: CpuLibrary | None = None) -> None:
     """Evaluate a short prompt in a child process first: a llama.cpp build with CPU code this machine
     does not allow dies with a signal (SIGILL; SIGSEGV for AMX refused inside a VM), which no Python
-    code can catch. ``command`` replaces the child (tests use a fake one).
+    code can catch. ``command`` replaces the child (tests use a fake one); ``cpu``: the CPU library it
+    loads, named in the message.
 
     Raises:
         LLMError: the child was killed by a signal, exited with an error or ran past ``timeout_s``; the
@@ -302,7 +304,7 @@ def _probe(model_path: str, timeout_s: float = PROBE_TIMEOUT_S, command: Sequenc
         result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired as exc:
         said = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
-        raise LLMError(describe_exit(None, said, model_path, timeout_s)) from exc
+        raise LLMError(describe_exit(None, said, model_path, timeout_s, cpu)) from exc
     if result.returncode != 0:
-        raise LLMError(describe_exit(result.returncode, result.stderr, model_path))
+        raise LLMError(describe_exit(result.returncode, result.stderr, model_path, cpu=cpu))
     _PROBED.add(model_path)

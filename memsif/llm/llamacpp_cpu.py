@@ -167,10 +167,11 @@ _CAUSES: Mapping[str, str] = {
 }
 
 
-def describe_exit(returncode: int | None, stderr: str, model_path: str, timeout_s: float | None = None) -> str:
+def describe_exit(returncode: int | None, stderr: str, model_path: str, timeout_s: float | None = None,
+                  cpu: CpuLibrary | None = None) -> str:
     """The probe's message for a llama.cpp child that failed: how it ended (the signal by name, an
-    exit status, or a timeout after ``timeout_s`` s), the likely cause, the end of its stderr, and the
-    commands that fix it. ``returncode`` is None for a timeout."""
+    exit status, or a timeout after ``timeout_s`` s), the likely cause, the CPU library it ran (``cpu``),
+    the end of its stderr, and the commands that fix it. ``returncode`` is None for a timeout."""
     if returncode is None:
         how = f"did not finish evaluating 2 tokens in {timeout_s:g} s"
         cause = ("the machine is overloaded or swapping, or the CPU library is emulating instructions; "
@@ -182,6 +183,10 @@ def describe_exit(returncode: int | None, stderr: str, model_path: str, timeout_
         how = f"exited with status {returncode}"
         cause = "llama.cpp refused the model or the library failed to load (its message below)"
     said = " ".join(stderr.strip().split())[-400:]
+    if cpu is not None and cpu.kind == "variants":
+        cause += f"; it ran the {cpu.describe()}"
+        if not Path(cpu.path).is_file():
+            cause = f"GGML_BACKEND_PATH names {cpu.path}, which is not a file: llama.cpp had no CPU library to load"
     if "ModuleNotFoundError" in stderr or "ImportError" in stderr:
         return (f"llama.cpp cannot run {model_path}: a test evaluation in a child process {how}: a Python "
                 f"package llama-cpp-python needs is missing. It said: {said} Fix: pip install -r requirements.txt")
