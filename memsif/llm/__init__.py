@@ -23,7 +23,6 @@ from memsif.llm.base import (
     generate_streamed,
     runtime_of,
 )
-from memsif.llm.llamacpp_cpu import rebuild_command
 from memsif.llm.packaged import is_packaged, packaged_gguf
 
 log = logging.getLogger(__name__)
@@ -80,6 +79,8 @@ def load_llm(config: MemSIFConfig) -> LLM:
 
                 llm = TransformersLLM.from_config(config)
                 if fallback:
+                    from memsif.llm.llamacpp_cpu import rebuild_command
+
                     llm.runtime = replace(llm.runtime, fallback_from="llama.cpp", reason=fallback,
                                           cost=FALLBACK_COST, fix=rebuild_command())
                 _CACHE[key] = llm
