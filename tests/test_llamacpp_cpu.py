@@ -188,6 +188,12 @@ def test_the_fallback_is_said_in_the_build_summary_the_chat_and_the_settings_lin
     assert "Fix: `pip install" in common.model_in_use(engine)
 
 
+def test_the_warning_shows_the_childs_stderr_as_written():
+    said = 'It said: File "<string>", line 2, in <module> ValueError: Failed to load model q4_k_m.gguf'
+    warning = Runtime("transformers", fallback_from="llama.cpp", reason=said, cost="more.", fix="pip x").warning()
+    assert "<module>" not in warning and "&lt;module&gt;" in warning and r"q4\_k\_m\.gguf" in warning
+
+
 def test_the_configured_back_end_runs_without_a_warning(engine_factory):
     engine = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}))
     assert runtime_of(engine.llm).warning() == ""

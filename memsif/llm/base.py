@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from memsif.errors import LLMError, LLMOutputError
+from memsif.markdown import escape_markdown
 from memsif.prompts import Prompt
 
 #: Spellings of the two answers whose first-token probabilities are compared.
@@ -48,11 +49,12 @@ class Runtime:
         return f"{text} (fallback: {self.fallback_from} cannot run here)" if self.fallback_from else text
 
     def warning(self) -> str:
-        """Markdown warning for a fallback ("" when the configured back-end runs)."""
+        """Markdown warning for a fallback ("" when the configured back-end runs); the reason (which
+        quotes a child's stderr) and the cost are escaped, shown as written."""
         if not self.fallback_from:
             return ""
-        return (f"⚠️ **The model runs on {self.backend}, not {self.fallback_from}**: {self.reason} "
-                f"Cost: {self.cost} Fix: `{self.fix}`, then restart.")
+        return (f"⚠️ **The model runs on {self.backend}, not {self.fallback_from}**: {escape_markdown(self.reason)} "
+                f"Cost: {escape_markdown(self.cost)} Fix: `{self.fix}`, then restart.")
 
     def as_dict(self) -> dict[str, str]:
         """The fields, for JSON outputs."""
