@@ -72,7 +72,7 @@ def load_llm(config: MemSIFConfig) -> LLM:
                     if config.llm_backend != "auto":
                         raise
                     log.warning("llama.cpp cannot run here; using transformers instead. %s", exc)
-                    fallback = str(exc)
+                    fallback = str(exc).split(" Fix: ", 1)[0]  # the fix is the runtime's own field
                     backend = "transformers"
             if backend == "transformers":
                 from memsif.llm.transformers_backend import TransformersLLM

@@ -182,7 +182,7 @@ def describe_exit(returncode: int | None, stderr: str, model_path: str, timeout_
     else:
         how = f"exited with status {returncode}"
         cause = "llama.cpp refused the model or the library failed to load (its message below)"
-    said = " ".join(stderr.strip().split())[-400:]
+    said = " ".join(stderr.strip().split())[-300:]
     if cpu is not None and cpu.kind == "variants":
         cause += f"; it ran the {cpu.describe()}"
         if not Path(cpu.path).is_file():
