@@ -1,8 +1,9 @@
 """Prompt and decode speed of the packaged 1.5B under different llama.cpp builds, side by side.
 
 Each build is an installed ``llama_cpp`` package in a folder of its own (``pip install --no-deps
---target DIR WHEEL``). For each build and CPU library: a 600-token prompt evaluated at once
-(tokens/s) and 20 single-token decode steps (s a token), on all cores, as MemSIF runs them. Builds
+--target DIR WHEEL``). For each build and CPU library: ``llamacpp_settings.measure`` (a 600-token
+prompt evaluated at once, tokens/s; 20 single-token decode steps, s a token) on all cores, as MemSIF
+runs them. Builds
 are measured in turns (A B C, A B C, …) so that drift of the host hits all alike; the median of the
 rounds is reported, with the host's CPU model and flags (``lscpu``) beside it. Run it on an idle
 machine:
@@ -30,34 +31,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
-import json, os, sys, time
-from pathlib import Path
+import json, os, sys
 from memsif.llm.llamacpp_cpu import choose_cpu_library, llama_cpp_lib_dir
 library = sys.argv[2]
 lib_dir = llama_cpp_lib_dir()
 if library:
     os.environ["GGML_BACKEND_PATH"] = str(lib_dir / f"libggml-cpu-{library}.so")
 chosen = choose_cpu_library(lib_dir)
-import llama_cpp
+sys.path.insert(0, sys.argv[3])
+from llamacpp_settings import measure
 threads = len(os.sched_getaffinity(0))
-start = time.perf_counter()
-llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=2048, n_threads=threads, n_threads_batch=threads,
-                      verbose=False)
-load = time.perf_counter() - start
-text = Path(sys.argv[3]).read_text()[:20000]
-tokens = llm.tokenize(text.encode(), add_bos=False)[:600]
-llm.eval(tokens[:8])
-llm.n_tokens = 0
-start = time.perf_counter()
-llm.eval(tokens)
-prompt = time.perf_counter() - start
-start = time.perf_counter()
-for token in tokens[:20]:
-    llm.eval([token])
-decode = (time.perf_counter() - start) / 20
+out = measure(sys.argv[1], {"n_threads": threads, "n_threads_batch": threads})
+import llama_cpp
 print(json.dumps({"library": chosen.name or chosen.kind, "llama_cpp": os.path.dirname(llama_cpp.__file__),
-                  "load_s": round(load, 2), "prompt_tokens_per_s": round(len(tokens) / prompt, 1),
-                  "decode_s_per_token": round(decode, 4)}))
+                  **{k: out[k] for k in ("load_s", "prompt_tokens_per_s", "decode_s_per_token")}}))
 """
 
 
@@ -74,7 +61,7 @@ def lscpu() -> dict[str, str]:
 def measure(model: str, folder: str, library: str) -> dict:
     env = {**os.environ, "PYTHONPATH": f"{folder}{os.pathsep}{ROOT}"}
     env.pop("GGML_BACKEND_PATH", None)
-    done = subprocess.run([sys.executable, "-c", CHILD, model, library, str(ROOT / "README.md")],
+    done = subprocess.run([sys.executable, "-c", CHILD, model, library, str(ROOT / "benchmarks")],
                           capture_output=True, text=True, env=env, timeout=600)
     if done.returncode != 0:
         return {"error": f"exit {done.returncode}: {done.stderr.strip()[-300:]}"}
