@@ -1,4 +1,4 @@
-"""transformers against llama.cpp for one model on the three kinds of call the engine makes (issue 23).
+"""transformers against llama.cpp for one model on the three kinds of call the engine makes.
 
 Each back-end runs in its own process (load time and peak memory are its own), on the same prompts
 built from conv-26: 20 segment judge prompts (seconds per call; P(yes) compared between back-ends),

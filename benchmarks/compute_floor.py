@@ -1,4 +1,4 @@
-"""How close the default LLM's forward passes run to this CPU's matrix-multiply ceiling (issue 15).
+"""How close the default LLM's forward passes run to this CPU's matrix-multiply ceiling.
 
 The judge calls of a memory build and the answer's prompt are prompt tokens through SmolLM2-135M:
 about 2 × (non-embedding parameters) multiply-adds per token plus attention. This script measures

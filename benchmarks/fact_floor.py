@@ -1,4 +1,4 @@
-"""The sufficiency gate's relevance floor (issue 28): how often the facts a question retrieves were
+"""The sufficiency gate's relevance floor: how often the facts a question retrieves were
 written from its gold evidence turns, as a function of the best fact's cosine to the question.
 
 For every LoCoMo question with gold evidence, the ``fact_top_k`` CoreFacts nearest the question (the

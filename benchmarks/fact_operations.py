@@ -1,4 +1,4 @@
-"""Does the model choose the right CoreFact operation? (§3.3; issue 23)
+"""Does the model choose the right CoreFact operation? (§3.3)
 
 Each pair of ``benchmarks/data/fact-operations.jsonl`` (labelled by hand before any model scored it)
 is a known current fact and a newer candidate of the same subject and type, with the operation a

@@ -1,4 +1,4 @@
-"""The sufficiency gate against always tracing back (§3.5; issue 28), from eval runs' question rows.
+"""The sufficiency gate against always tracing back (§3.5), from eval runs' question rows.
 
 Each argument is ``LABEL=RUN`` (a run folder of ``python -m memsif eval``, its ``questions.jsonl`` or
 ``.jsonl.gz``), given in pairs: the gate asked (``MEMSIF_SUFFICIENCY_GATE=model``), then always trace

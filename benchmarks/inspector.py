@@ -2,7 +2,7 @@
 
 Prints: seconds from process start to a usable page; seconds from the models being loaded to the page
 saying so; seconds from clicking Build with no file (the bundled example, imported from its prebuilt
-memory) to its summary and drawn φ timeline (issue 25's target: 10 s); seconds from clicking Build
+memory) to its summary and drawn φ timeline (target: 10 s); seconds from clicking Build
 (uploaded LoCoMo conv-26) to a drawn φ timeline; time to first answer; the answer time of a second session that chats
 while the first one builds (then four more questions on two topics feed the ActiveFacts view); and,
 with --wait-facts, seconds until CoreFacts are filled in. Saves a screenshot of every tab to --shots.

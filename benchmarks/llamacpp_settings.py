@@ -1,4 +1,4 @@
-"""Prompt and decode speed of the packaged 1.5B under llama.cpp settings (issue 23: "profile first").
+"""Prompt and decode speed of the packaged 1.5B under llama.cpp settings.
 
 For each setting: a 600-token prompt evaluated at once (tokens/s), then 20 single-token decode steps
 (s a token). With ``--requantize`` the same weights are also re-quantised to Q4_0 and Q8_0 into a

@@ -1,4 +1,4 @@
-"""Benchmark: can each packaged model do the method's judgements, and at what cost? (issue 23)
+"""Benchmark: can each packaged model do the method's judgements, and at what cost?
 
 For every model (each in its own process, so load time and peak memory are its own), on the dev
 conversations: the segment judge's ROC AUC on labelled pairs (own session vs another conversation,

@@ -1,4 +1,4 @@
-"""Profile of memory construction with the default models (issue 15, step 1): where the seconds of a
+"""Profile of memory construction with the default models: where the seconds of a
 Structured Interaction Memory build and of CoreFact extraction batches go.
 
 Structured Interaction Memory (the first ``--messages`` of conv-26): embedding, key entities, judge

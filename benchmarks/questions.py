@@ -1,5 +1,5 @@
 """Ask LoCoMo questions of a namespace that was already ingested; print answers, sufficiency verdicts,
-tokens and seconds per query. Figures, not pass/fail (issue 5 brings the full evaluation harness).
+tokens and seconds per query. Figures, not pass/fail (the full evaluation is ``python -m memsif eval``).
 
     python -m memsif ingest assets/locomo-conv-26.json --data-dir DIR
     python benchmarks/questions.py --data-dir DIR --data assets/locomo-conv-26.json --sample conv-26 --n 10

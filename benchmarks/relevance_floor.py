@@ -1,4 +1,4 @@
-"""Where should MemSIF say "nothing in this memory is about that"? (issue 24, no LLM)
+"""Where should MemSIF say "nothing in this memory is about that"? (no LLM)
 
 Each dev conversation's sentences are indexed as MemSIF indexes them (``build_sentences``, the
 default embedder) and each question is searched as ``EvidenceRetriever.trace_back`` searches (hybrid,

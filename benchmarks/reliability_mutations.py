@@ -1,4 +1,4 @@
-"""Issue 6's check that each reliability test fails without its fix: every fix is removed in turn
+"""The check that each reliability test fails without its fix: every fix is removed in turn
 from a temporary copy of this checkout and the test that covers it is run there; it must fail.
 
     python benchmarks/reliability_mutations.py [NAME-FRAGMENT ...]
@@ -154,7 +154,7 @@ MUTATIONS = [
         "            return select_operations(self.store.fact_ops(namespace), op, subject)",
         "tests/test_concurrency.py::test_a_chat_in_the_same_namespace_does_not_wait_for_its_core_facts",
     ),
-    # issue 24: a person's history as one memory
+    # a person's history as one memory
     (
         "mixed time zones",
         "memsif/records.py",

@@ -1,4 +1,4 @@
-"""Other runtimes for the packaged SmolLM2-135M against the transformers back-end (issue 15).
+"""Other runtimes for the packaged SmolLM2-135M against the transformers back-end.
 
 The same 75 judge prompts (30 segment judge prompts, 15 trajectory judge batches of 3, built from
 conv-26 messages) and one long answer prompt go through:

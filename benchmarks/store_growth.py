@@ -1,4 +1,4 @@
-"""How the store's query-time calls grow with the number of sentences (issue 15, the 10,000-message
+"""How the store's query-time calls grow with the number of sentences (the 10,000-message
 row of ``python -m memsif bench --scale``): embedded Qdrant (``:memory:``, the same local mode as the
 default folder) filled with random sentences, then timed per call:
 

@@ -1,4 +1,4 @@
-"""How often is the sufficiency gate right? (§3.5; issue 23)
+"""How often is the sufficiency gate right? (§3.5)
 
 For each answered question of a ``memsif`` eval run (its ``questions.jsonl``), the facts the answer
 context held (``sys_fact_ids``) are looked up in the run's memory folder. A question is labelled

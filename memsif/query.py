@@ -50,7 +50,7 @@ AT_CHANCE_MODELS = ("SmolLM2-135M",)
 #: ``sufficiency_gate="auto"`` only these are asked; any other model gets facts + evidence. None yet:
 #: asked above the relevance floor on conv-26, Qwen2.5-Coder-1.5B sent 19 of 152 questions facts-only
 #: and lost 7.9 points of answer F1 on them [−12.6, −3.6] (``benchmarks/gate_table.py``; README,
-#: "Issue 28"); SmolLM2-135M is at chance.
+#: "The sufficiency gate per model"); SmolLM2-135M is at chance.
 SUFFICIENCY_MEASURED_MODELS: tuple[str, ...] = ()
 
 

@@ -1,5 +1,5 @@
 """Records keep their types across every boundary: engine code reads them by attribute, never as
-``x["field"]`` (issue 16). Subscripting with a record field's name is allowed only at the JSON edges:
+``x["field"]``. Subscripting with a record field's name is allowed only at the JSON edges:
 the store (records ↔ Qdrant payloads), transcript and dataset parsing, HTTP replies, and exports."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def test_the_guard_sees_dict_access():
     assert keys <= _record_fields() and keys == {"seq", "statement"}
 
 
-# --------------------------------------------------------------------------- size (issue 27)
+# --------------------------------------------------------------------------- size
 MAX_FUNCTION_LINES = 60
 MAX_CLASS_LINES = 300
 #: Functions and classes still over the limits, with their size when the limit was set: each may only

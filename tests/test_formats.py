@@ -1,4 +1,4 @@
-"""Transcripts in: every format loads, or is refused with a reason that says what to fix (issue 13).
+"""Transcripts in: every format loads, or is refused with a reason that says what to fix.
 
 One test per fault class (encodings, binary files, invalid Unicode, wrong field types, plain-text
 layout, id collisions, format detection) and per new format (ChatGPT and Claude exports, OpenAI

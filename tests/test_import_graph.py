@@ -1,4 +1,4 @@
-"""The import graph of ``memsif`` runs one way (issue 27): no module imports, directly or through
+"""The import graph of ``memsif`` runs one way: no module imports, directly or through
 others, a module that imports it, and no module imports one of a higher layer. Every import counts,
 those inside functions and under ``TYPE_CHECKING`` too: a late import is still a dependency.
 
