@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from memsif.config import MemSIFConfig
 from memsif.errors import MemSIFError
 from memsif.io.transcripts import FORMATS as TRANSCRIPT_FORMATS
-from memsif.llm import runtime_of
+from memsif.llm import described, runtime_of
 
 if TYPE_CHECKING:
     from memsif.records import SegmentDecision
@@ -89,7 +89,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     }
     summary["judge_share_segment"] = summary["judge_calls_segment"] / max(summary["messages"], 1)
     summary["model_load_seconds"] = load_s
-    summary["llm"] = {"name": engine.llm.name, **runtime_of(engine.llm).as_dict()}
+    summary["llm"] = described(engine.llm)
     summary["peak_rss_mb"] = _peak_rss_mb()
     summary["data_dir"] = str(engine.config.resolved_data_dir)
     if args.json:

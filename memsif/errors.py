@@ -39,6 +39,15 @@ class LLMError(MemSIFError):
     """The language model could not be loaded or called."""
 
 
+class BackendUnavailable(LLMError):
+    """An LLM back-end cannot run on this machine: ``reason`` says why, ``fix`` is the command that
+    makes it run (the message is both)."""
+
+    def __init__(self, reason: str, fix: str) -> None:
+        super().__init__(f"{reason} Fix: {fix}")
+        self.reason, self.fix = reason, fix
+
+
 class LLMOutputError(LLMError):
     """The language model answered, but not in the form the task requires."""
 

@@ -117,7 +117,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_judge_check(args: argparse.Namespace) -> int:
     """The LLM judge on two controls per question: the gold answer and another question's gold."""
     from memsif.eval.runner import judge_check
-    from memsif.llm import load_llm, runtime_of
+    from memsif.llm import described, load_llm
 
     if args.n < 1:
         raise SystemExit(f"--n must be at least 1, not {args.n}")
@@ -127,7 +127,7 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
         result = judge_check(llm, rows, n=args.n, seed=args.seed)
     except ValueError as exc:
         raise SystemExit(str(exc)) from exc
-    result["llm"] = {"name": llm.name, **runtime_of(llm).as_dict()}
+    result["llm"] = described(llm)
     print(json.dumps(result, indent=2))
     return 0
 
@@ -191,7 +191,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from memsif.engine import MemSIF
     from memsif.eval.systems import CountingLLM
     from memsif.io import load_transcripts
-    from memsif.llm import load_llm, runtime_of
+    from memsif.llm import described, load_llm
 
     tr = load_transcripts(args.data, sample=args.sample)[0]
     data_dir = args.data_dir or tempfile.mkdtemp(prefix="memsif-bench-")
@@ -216,7 +216,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     # Structured Interaction Memory without the sentence index: the ingest less that and CoreFacts
     sim_s = report.seconds - sentences_s - report.seconds_by_stage.get("core_facts", 0.0)
     figures = {
-        "sample": tr.sample_id, "llm": {"name": counting.name, **runtime_of(counting).as_dict()},
+        "sample": tr.sample_id, "llm": described(counting),
         "messages": report.messages, "core_facts": args.facts,
         "model_load_s": round(load_s, 1), "ingest_s": round(report.seconds, 1),
         "ingest_messages_per_s": round(report.messages / report.seconds, 2) if report.seconds else None,

@@ -65,7 +65,7 @@ def _disk_mb(path: Path) -> float:
 def measure_one(n: int, paths: list[str], fact_batches: int, questions: int) -> dict:
     """Build one size in this process and return its figures."""
     from memsif.engine import MemSIF
-    from memsif.llm import runtime_of
+    from memsif.llm import described
 
     messages, qs = synthetic_history(n, paths)
     data_dir = Path(tempfile.mkdtemp(prefix="memsif-scale-"))
@@ -95,8 +95,8 @@ def measure_one(n: int, paths: list[str], fact_batches: int, questions: int) -> 
             engine.ask(q, "scale")
             answer.append(time.perf_counter() - t)
         engine.close()
-        llm = {"name": engine.llm.name, **runtime_of(engine.llm).as_dict()}
-        return {"llm": llm, "messages": len(messages), "segments": report.segments, "trajectories": report.trajectories,
+        return {"llm": described(engine.llm), "messages": len(messages), "segments": report.segments,
+                "trajectories": report.trajectories,
                 "sim_s": round(sim_s, 1), "sim_parts_s": parts,
                 "judge_calls_segment": report.judge_calls_segment,
                 "judge_calls_trajectory": report.judge_calls_trajectory, "core_facts_sample_s": round(facts_s, 1),

@@ -11,7 +11,7 @@ import threading
 from dataclasses import replace
 
 from memsif.config import PACKAGED_LLM, MemSIFConfig
-from memsif.errors import LLMError
+from memsif.errors import BackendUnavailable, LLMError
 from memsif.llm.base import (
     LLM,
     NO_WORDS,
@@ -49,6 +49,21 @@ def resolved_backend(config: MemSIFConfig) -> str:
     return "llamacpp" if gguf else "transformers"
 
 
+def _reason_and_fix(exc: LLMError) -> dict[str, str]:
+    """``reason`` and ``fix`` of a back-end that cannot run: its own (``BackendUnavailable``), else the
+    error's text and the llama.cpp rebuild command."""
+    if isinstance(exc, BackendUnavailable):
+        return {"reason": exc.reason, "fix": exc.fix}
+    from memsif.llm.llamacpp_cpu import rebuild_command
+
+    return {"reason": str(exc), "fix": rebuild_command()}
+
+
+def described(llm: LLM) -> dict[str, str]:
+    """The model's name and what runs it (``Runtime.as_dict``), for ``--json`` outputs."""
+    return {"name": getattr(llm, "name", ""), **runtime_of(llm).as_dict()}
+
+
 def load_llm(config: MemSIFConfig) -> LLM:
     """The configured back-end, loaded once per process and shared (thread-safe). Under
     ``llm_backend=auto``, where llama.cpp cannot run (not installed, or its probe failed) the model runs
@@ -62,7 +77,7 @@ def load_llm(config: MemSIFConfig) -> LLM:
     with _CACHE_LOCK:
         if key not in _CACHE:
             backend = resolved_backend(config)
-            fallback = ""
+            fallback: LLMError | None = None
             if backend == "llamacpp":
                 from memsif.llm.llamacpp_backend import LlamaCppLLM
 
@@ -72,17 +87,15 @@ def load_llm(config: MemSIFConfig) -> LLM:
                     if config.llm_backend != "auto":
                         raise
                     log.warning("llama.cpp cannot run here; using transformers instead. %s", exc)
-                    fallback = str(exc).split(" Fix: ", 1)[0]  # the fix is the runtime's own field
+                    fallback = exc
                     backend = "transformers"
             if backend == "transformers":
                 from memsif.llm.transformers_backend import TransformersLLM
 
                 llm = TransformersLLM.from_config(config)
-                if fallback:
-                    from memsif.llm.llamacpp_cpu import rebuild_command
-
-                    llm.runtime = replace(llm.runtime, fallback_from="llama.cpp", reason=fallback,
-                                          cost=FALLBACK_COST, fix=rebuild_command())
+                if fallback is not None:
+                    llm.runtime = replace(llm.runtime, fallback_from="llama.cpp", cost=FALLBACK_COST,
+                                          **_reason_and_fix(fallback))
                 _CACHE[key] = llm
             elif backend == "openai":
                 from memsif.llm.openai_backend import OpenAICompatibleLLM
@@ -92,4 +105,5 @@ def load_llm(config: MemSIFConfig) -> LLM:
 
 
 __all__ = ["FALLBACK_COST", "LLM", "NO_WORDS", "PACKAGED_LLM", "YES_WORDS", "Generation", "Runtime", "context_window",
-           "generate_many", "generate_streamed", "load_llm", "packaged_gguf", "resolved_backend", "runtime_of"]
+           "described", "generate_many", "generate_streamed", "load_llm", "packaged_gguf", "resolved_backend",
+           "runtime_of"]

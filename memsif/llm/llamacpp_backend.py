@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from memsif.config import MemSIFConfig
-from memsif.errors import LLMError
+from memsif.errors import BackendUnavailable, LLMError
 from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, Runtime, label_shares
-from memsif.llm.llamacpp_cpu import CpuLibrary, choose_cpu_library, describe_exit
+from memsif.llm.llamacpp_cpu import INSTALL_COMMAND, CpuLibrary, choose_cpu_library, probe_failure
 from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
 from memsif.locks import FACTS, FairLock, check_cancelled, current_class
 from memsif.prompts import Prompt
@@ -50,7 +50,7 @@ class LlamaCppLLM:
             import llama_cpp
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
         except ImportError as exc:
-            raise LLMError(f"llama-cpp-python is not installed ({exc}).") from exc
+            raise BackendUnavailable(f"llama-cpp-python is not installed ({exc}).", INSTALL_COMMAND) from exc
         self._lib = llama_cpp
         try:
             self.cpu = choose_cpu_library()
@@ -295,7 +295,7 @@ def _probe(model_path: str, timeout_s: float = PROBE_TIMEOUT_S, command: Sequenc
 
     Raises:
         LLMError: the child was killed by a signal, exited with an error or ran past ``timeout_s``; the
-            message names the signal, the likely cause and the rebuild command (``describe_exit``).
+            message names the signal, the likely cause and the rebuild command (``probe_failure``).
     """
     if model_path in _PROBED:
         return
@@ -304,7 +304,7 @@ def _probe(model_path: str, timeout_s: float = PROBE_TIMEOUT_S, command: Sequenc
         result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired as exc:
         said = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
-        raise LLMError(describe_exit(None, said, model_path, timeout_s, cpu)) from exc
+        raise BackendUnavailable(*probe_failure(None, said, model_path, timeout_s, cpu)) from exc
     if result.returncode != 0:
-        raise LLMError(describe_exit(result.returncode, result.stderr, model_path, cpu=cpu))
+        raise BackendUnavailable(*probe_failure(result.returncode, result.stderr, model_path, cpu=cpu))
     _PROBED.add(model_path)

@@ -51,6 +51,10 @@ AMX_LIBRARIES = frozenset({"sapphirerapids"})
 _VARIANT = re.compile(r"^libggml-cpu-(?P<name>[\w.]+)\.so$")
 
 
+#: The command that installs what MemSIF needs, llama-cpp-python included.
+INSTALL_COMMAND = "pip install -r requirements.txt"
+
+
 def rebuild_command() -> str:
     """The pip command that rebuilds llama-cpp-python the way requirements.txt does (one line)."""
     settings = " ".join(f"--config-settings=cmake.define.{k}={v}" for k, v in BUILD_OPTIONS.items())
@@ -169,9 +173,16 @@ _CAUSES: Mapping[str, str] = {
 
 def describe_exit(returncode: int | None, stderr: str, model_path: str, timeout_s: float | None = None,
                   cpu: CpuLibrary | None = None) -> str:
-    """The probe's message for a llama.cpp child that failed: how it ended (the signal by name, an
-    exit status, or a timeout after ``timeout_s`` s), the likely cause, the CPU library it ran (``cpu``),
-    the end of its stderr, and the commands that fix it. ``returncode`` is None for a timeout."""
+    """The probe's message for a llama.cpp child that failed (``probe_failure``'s reason and fix)."""
+    reason, fix = probe_failure(returncode, stderr, model_path, timeout_s, cpu)
+    return f"{reason} Fix: {fix}"
+
+
+def probe_failure(returncode: int | None, stderr: str, model_path: str, timeout_s: float | None = None,
+                  cpu: CpuLibrary | None = None) -> tuple[str, str]:
+    """Why a llama.cpp child failed — how it ended (the signal by name, an exit status, or a timeout
+    after ``timeout_s`` s), the likely cause, the CPU library it ran (``cpu``), the end of its stderr —
+    and the command that fixes it. ``returncode`` is None for a timeout."""
     if returncode is None:
         how = f"did not finish evaluating 2 tokens in {timeout_s:g} s"
         cause = ("the machine is overloaded or swapping, or the CPU library is emulating instructions; "
@@ -189,11 +200,11 @@ def describe_exit(returncode: int | None, stderr: str, model_path: str, timeout_
             cause = f"GGML_BACKEND_PATH names {cpu.path}, which is not a file: llama.cpp had no CPU library to load"
     if "ModuleNotFoundError" in stderr or "ImportError" in stderr:
         return (f"llama.cpp cannot run {model_path}: a test evaluation in a child process {how}: a Python "
-                f"package llama-cpp-python needs is missing. It said: {said} Fix: pip install -r requirements.txt")
+                f"package llama-cpp-python needs is missing. It said: {said}", INSTALL_COMMAND)
     return (f"llama.cpp cannot run {model_path}: a test evaluation in a child process {how}. Likely cause: "
-            f"{cause}.{f' It said: {said}' if said else ''} Fix: rebuild llama-cpp-python the way "
-            f"requirements.txt does (CPU code chosen at run time, AMX left out): {rebuild_command()} — "
-            "or run the transformers back-end instead (MEMSIF_LLM_BACKEND=transformers; slower, more memory).")
+            f"{cause}.{f' It said: {said}' if said else ''} Rebuild llama-cpp-python the way requirements.txt "
+            "does (CPU code chosen at run time, AMX left out), or run the transformers back-end instead "
+            "(MEMSIF_LLM_BACKEND=transformers; slower, more memory).", rebuild_command())
 
 
 if __name__ == "__main__":  # `export $(python -m memsif.llm.llamacpp_cpu)` before a llama_cpp.server of this build
