@@ -24,6 +24,7 @@ LLM_BACKENDS = ("auto", "transformers", "llamacpp", "openai")
 SEM_MAPPINGS = ("auto", "affine", "calibrated")
 SUFFICIENCY_GATES = ("auto", "model", "never")
 FACT_OPERATIONS = ("auto", "model", "rules")
+FACT_VERIFICATIONS = ("auto", "model", "off")
 #: Old setting names and the fields that replaced them (accepted by ``replace``, ``from_env`` and as
 #: ``MEMSIF_<OLD NAME>`` variables).
 ALIASES = {"top_k": "construction_top_k", "trajectory_top_k": "query_trajectory_top_k"}
@@ -91,6 +92,12 @@ class MemSIFConfig:
     #: listed in facts.core.OPERATION_MEASURED_MODELS (measured better than always-Add), else Add;
     #: "model" always the LLM; "rules" never (Add).
     fact_operation: str = "auto"
+    #: Who verifies a CoreFact candidate that passed the grounding gate: "auto" the LLM (P(yes) that
+    #: the subject's cited messages state it) if facts.core.MEASURED_VERIFIERS holds its measured
+    #: threshold; "model" always the LLM (0.5 for a model not measured); "off" nobody. A candidate the
+    #: model turns down is rejected; one nobody verified is stored as not verified (memory_facts holds
+    #: it back).
+    fact_verification: str = "auto"
     # --- ActiveFact promotion (§3.4, Eq. 4) ---
     theta_src: float = 0.45
     theta_qry: float = 0.45
@@ -242,6 +249,9 @@ class MemSIFConfig:
         if self.fact_operation not in FACT_OPERATIONS:
             raise ConfigError(f"fact_operation must be one of {FACT_OPERATIONS}, got {self.fact_operation!r}; "
                               "fix MEMSIF_FACT_OPERATION.")
+        if self.fact_verification not in FACT_VERIFICATIONS:
+            raise ConfigError(f"fact_verification must be one of {FACT_VERIFICATIONS}, got "
+                              f"{self.fact_verification!r}; fix MEMSIF_FACT_VERIFICATION.")
         if self.sufficiency_gate not in SUFFICIENCY_GATES:
             raise ConfigError(f"sufficiency_gate must be one of {SUFFICIENCY_GATES}, got {self.sufficiency_gate!r}.")
         for name in ("context_tokens", "evidence_candidates", "segment_members", "trajectory_anchor_hits",

@@ -293,7 +293,8 @@ class IngestPipeline:
         they changed, then the segments' read-marks. An extraction interrupted after the log write
         (kill -9) finishes that batch from its logged operations instead of extracting it again, so no
         batch's operations are written twice."""
-        from memsif.facts.core import CoreFactBuilder, FactState, build_core_facts, operation_trusted, unread_batches
+        from memsif.facts.core import (CoreFactBuilder, FactState, build_core_facts, operation_trusted, unread_batches,
+                                       verifier_threshold)
         from memsif.records import parse_schema
 
         store, ns, cfg = self.backends.store, self.namespace, self.config
@@ -303,7 +304,8 @@ class IngestPipeline:
             facts = FactState.of([(f, v) for f, v in store.facts(ns, with_vectors=True) if v is not None])
             builder = CoreFactBuilder(self.backends.llm, self.backends.embedder, parse_schema(cfg.core_schema),
                                       ask_operation=operation_trusted(cfg.fact_operation, self.backends.llm),
-                                      messages=state.messages)
+                                      messages=state.messages,
+                                      verify_min_p=verifier_threshold(cfg.fact_verification, self.backends.llm))
             trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
             summary = CoreFactSummary()
             seq = store.count("fact_op", ns)

@@ -212,8 +212,24 @@ class FactOp(StrEnum):
     REJECT = "REJECT"        # a candidate that failed the grounding gate: nothing written
 
 
+class Verification(_Record):
+    """How a CoreFact was checked against its sources before it was stored (§3.3; DESIGN: a
+    verification the model is measured to do well). ``verified`` when the model's P(yes) that the
+    subject's own cited messages state the statement is at least ``min_p`` (measured per model) and
+    at least ``min_overlap`` of its content words are in its supporting sentences."""
+
+    verified: bool
+    rule: str = Field(description="The rule as applied, in words: the measures and the thresholds.")
+    p_yes: float | None = Field(None, description="The model's P(yes) (fact_verify prompt); None when not asked.")
+    min_p: float | None = None
+    overlap: float = Field(0.0, description="Share of the statement's content words in its supporting sentences.")
+    min_overlap: float = 0.0
+    model: str | None = None
+    prompt_version: str | None = None
+
+
 class CoreFact(_Record):
-    """f_core = ⟨subject, type, stmt, meta⟩ (§3.3); meta = event time, provenance, validity."""
+    """f_core = ⟨subject, type, stmt, meta⟩ (§3.3); meta = event time, provenance, validity, verification."""
 
     id: str
     namespace: str
@@ -229,6 +245,12 @@ class CoreFact(_Record):
     valid_until: datetime | None = Field(None, description="Set when superseded: when it stopped being valid.")
     superseded_by: str | None = None
     status: Literal["current", "superseded"] = "current"
+    verification: Verification | None = Field(None, description="The check against its sources; None for a "
+                                              "fact stored before facts were verified (counted as not verified).")
+
+    @property
+    def verified(self) -> bool:
+        return self.verification is not None and self.verification.verified
 
 
 #: How the scores of operation logs written before ``OperationScores`` named their terms: a prefix
@@ -250,6 +272,8 @@ class OperationScores(_Record):
                                            "statements (the same claim with another value?).")
     quantity_cosine: dict[str, float] = Field(default_factory=dict, description="Fact id → cosine of the "
                                               "value-masked source messages (the same quantity changed?).")
+    verification: dict[str, float] = Field(default_factory=dict, description="The verification's measures "
+                                           "(p_yes, min_p, overlap, min_overlap).")
 
     @model_validator(mode="before")
     @classmethod

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import cast
+from typing import Literal, cast
 
 from dateutil import parser as dateutil_parser
 
@@ -96,34 +97,47 @@ def find_date(text: str) -> datetime | None:
 
 _NUMBER = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of)"
 _UNIT = r"(?:day|week|month|year)s?"
-_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_WEEKDAY = (r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+            r"|mon|tue|tues|wed|thu|thur|thurs|fri|sat)")
 _RELATIVE = re.compile(
     rf"\b(?:yesterday|today|tonight|tomorrow|the day before yesterday"
-    rf"|(?:last|next|this|past) (?:{_UNIT}|weekend|{_WEEKDAY})"
-    rf"|{_NUMBER} {_UNIT} ago|in {_NUMBER} {_UNIT})\b",
+    rf"|(?:this past|last|next|this|past) (?:{_UNIT}|weekend|{_WEEKDAY})"
+    rf"|(?:about |around )?{_NUMBER} {_UNIT} ago|in {_NUMBER} {_UNIT})\b"
+    rf"(?! ?[\[(][^\])]*\d{{4}}[\])])",  # not one already annotated ("yesterday [7 May 2023]", "(7 May 2023)")
     re.IGNORECASE,
 )
 _WORD_NUMBERS = {"a": "1", "an": "1", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
                  "seven": "7", "eight": "8", "nine": "9", "ten": "10", "a few": "3", "a couple of": "2"}
+_WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+
+def _weekday(word: str) -> int | None:
+    """0 (Monday) … 6 for a weekday name or its abbreviation ("Fri", "Tues."), else None."""
+    word = word.rstrip(".")
+    for k, name in enumerate(_WEEKDAYS):
+        if len(word) >= 3 and name.startswith(word):
+            return k
+    return None
 
 
 def resolve_relative_date(expression: str, base: datetime) -> datetime | None:
     """The date a relative expression ("yesterday", "last week", "two days ago", "last Friday")
     means when said at ``base`` — the message's session date, never now. None when unknown.
+    A period ("last week", "last year") gives a day inside it; :func:`relative_date` says how precise.
 
     Uses ``dateparser`` with ``RELATIVE_BASE = base``; "last/this <weekday>" is resolved here
     (dateparser reads "last Friday" but not "this Friday").
     """
     import dateparser
 
-    text = expression.lower().strip()
+    text = " ".join(expression.lower().split())
+    text = re.sub(r"^(?:about|around) ", "", text).replace("this past ", "last ")
     if text == "the day before yesterday":
         return base - timedelta(days=2)
     if text == "tonight":
         return base
     words = text.split()
-    if len(words) == 2 and words[1] in _WEEKDAYS and words[0] in ("last", "this", "next", "past"):
-        target = _WEEKDAYS.index(words[1])
+    if len(words) == 2 and (target := _weekday(words[1])) is not None and words[0] in ("last", "this", "next", "past"):
         delta = (base.weekday() - target) % 7
         if words[0] in ("last", "past"):
             return base - timedelta(days=delta or 7)
@@ -131,7 +145,11 @@ def resolve_relative_date(expression: str, base: datetime) -> datetime | None:
         return base + timedelta(days=ahead or (7 if words[0] == "next" else 0))
     if words and words[0] in ("this", "past") and len(words) == 2:
         return base  # "this week", "this weekend": the session's own period
-    for word, digit in _WORD_NUMBERS.items():
+    if words in (["last", "weekend"], ["next", "weekend"]):  # the Saturday before / after the session
+        if words[0] == "last":
+            return base - timedelta(days=(base.weekday() - 5) % 7 or 7)
+        return base + timedelta(days=(5 - base.weekday()) % 7 or 7)
+    for word, digit in sorted(_WORD_NUMBERS.items(), key=lambda item: -len(item[0])):
         text = re.sub(rf"^{word} ", f"{digit} ", text)
         text = re.sub(rf"^in {word} ", f"in {digit} ", text)
     parsed = dateparser.parse(text, settings={"RELATIVE_BASE": base, "PREFER_DATES_FROM": "past",
@@ -139,22 +157,73 @@ def resolve_relative_date(expression: str, base: datetime) -> datetime | None:
     return cast(datetime | None, parsed)
 
 
-_WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+Precision = Literal["day", "about", "week", "weekend", "month", "year"]
 
 
-def annotate_relative_dates(text: str, base: datetime | None) -> tuple[str, list[tuple[str, datetime]]]:
-    """Append the absolute date after each relative expression: "yesterday" said on 8 May 2023
-    becomes "yesterday (7 May 2023)". Returns the new text and the (expression, date) pairs.
-    Without a session date the text is returned unchanged (never resolved against now)."""
+@dataclass(frozen=True)
+class RelativeDate:
+    """A relative expression resolved against its session date: ``when`` (a day inside the period),
+    how precise the expression is, and ``text``, the period as MemSIF writes it (LoCoMo's own way of
+    answering: "7 May 2023", "the week before 8 May 2023", "the weekend before 8 May 2023",
+    "April 2023", "2022")."""
+
+    expression: str
+    when: datetime
+    precision: Precision
+    text: str
+
+
+def relative_date(expression: str, base: datetime) -> RelativeDate | None:
+    """``expression`` said at ``base`` as a :class:`RelativeDate`, or None when it cannot be resolved.
+
+    "yesterday", "last Friday", "two days ago" name a day; "a few days ago", "a couple of weeks ago"
+    say only "about" (some days or weeks before the session); "last week" the week before it, "this week" the week of it; "last weekend" / "this past
+    weekend" the weekend before it; "last month", "two months ago" a month; "last year", "five years
+    ago" a year. Never the current date.
+    """
+    when = resolve_relative_date(expression, base)
+    if when is None:
+        return None
+    text = " ".join(expression.lower().split())
+    text = re.sub(r"^(?:about|around) ", "", text).replace("this past ", "last ")
+    said = day_text(base)
+    unit = re.search(r"(day|week|month|year)s?\b", text)
+    period = "weekend" if "weekend" in text else (unit.group(1) if unit else "day")
+    ahead = text.startswith(("next", "in ")) or text == "tomorrow"
+    if text.startswith(("a few", "a couple of", "in a few", "in a couple of")):
+        return RelativeDate(expression, when, "about", f"a few {period}s {'after' if ahead else 'before'} {said}")
+    if period == "day":
+        return RelativeDate(expression, when, "day", day_text(when))
+    if period == "weekend":
+        where = "of" if text.startswith("this") else ("after" if ahead else "before")
+        return RelativeDate(expression, when, "weekend", f"the weekend {where} {said}")
+    if period == "week":
+        if text.startswith(("this", "past")):
+            return RelativeDate(expression, when, "week", f"the week of {said}")
+        if text in ("last week", "next week"):
+            return RelativeDate(expression, when, "week", f"the week {'after' if ahead else 'before'} {said}")
+        return RelativeDate(expression, when, "week", f"the week of {day_text(when)}")
+    if period == "month":
+        return RelativeDate(expression, when, "month", f"{when:%B %Y}")
+    return RelativeDate(expression, when, "year", f"{when.year}")
+
+
+def annotate_relative_dates(text: str, base: datetime | None, brackets: str = "[]") -> tuple[str, list[RelativeDate]]:
+    """Append the resolved period after each relative expression: "yesterday" said on 8 May 2023
+    becomes "yesterday [7 May 2023]", "last week" becomes "last week [the week before 8 May 2023]",
+    "last year" "last year [2022]" (:func:`relative_date`). An expression already annotated is left
+    alone; ``brackets="()"`` writes "yesterday (7 May 2023)" (a stored statement, where square
+    brackets read as JSON debris). Returns the new text and the resolved expressions in order. Without a session date the
+    text is returned unchanged (never resolved against now)."""
     if base is None:
         return text, []
-    found: list[tuple[str, datetime]] = []
+    found: list[RelativeDate] = []
 
     def replace(match: re.Match[str]) -> str:
-        when = resolve_relative_date(match.group(0), base)
-        if when is None:
+        resolved = relative_date(match.group(0), base)
+        if resolved is None:
             return str(match.group(0))
-        found.append((match.group(0), when))
-        return f"{match.group(0)} ({day_text(when)})"
+        found.append(resolved)
+        return f"{match.group(0)} {brackets[0]}{resolved.text}{brackets[1]}"
 
     return _RELATIVE.sub(replace, text), found

@@ -104,7 +104,7 @@ def test_relative_date_is_resolved_against_the_session_date(engine_factory):
     [fact] = engine.facts("t")
     assert fact.statement == "Caroline went to an LGBTQ support group yesterday (7 May 2023)."
     assert fact.event_time == MAY
-    assert "yesterday (7 May 2023)" in llm.calls["core_extract"][0].text
+    assert "yesterday [7 May 2023]" in llm.calls["core_extract"][0].text
 
 
 def test_fenced_reply_is_recovered_and_bad_source_index_is_range_checked(engine_factory):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from memsif.facts.grounding import check
+from memsif.prompts import core_extract
 from memsif.facts.values import mask, values
 from memsif.records import Message
 from tests.fakes import FakeLLM, HashEmbedder, grounded_extraction
@@ -27,6 +28,8 @@ PAINT = msg("D1:14", "Melanie", "Yeah, I painted that lake sunrise last year! It
 PRAISE = msg("D1:12", "Melanie", "You'd be a great counselor! Your empathy will really help people.")
 PIANO = msg("D5:5", "Caroline", "Wow, Melanie! I'm getting creative too, just learning the piano.")
 QUESTION = msg("D3:15", "Caroline", "Wow, what an amazing family pic! How long have you been married?")
+SUNRISE_PHOTO = msg("D1:16", "Melanie", "Here it is! [shares a photo: a painting of a sunrise over a calm lake "
+                    "with mountains]")
 MARRIED = msg("D3:16", "Melanie", "5 years already! Time flies - feels like just yesterday I put this dress on!")
 
 
@@ -54,21 +57,29 @@ def test_a_nickname_subject_is_stored_as_the_speaker():
     ("Melanie", "Melanie", [PAINT], "states nothing"),
     ("Caroline", "How long have you been married?", [QUESTION], "is a question"),
     ("Melanie", "I am so proud of you for your journey.", [PAINT], "addressed to someone"),
-    ("Caroline", "Caroline painted a lake sunrise last year.", [PAINT], "none of D1:14 is by or about Caroline"),
-    ("Melanie", "Melanie is learning the piano.", [PIANO], "none of D5:5 is by or about Melanie"),
+    ("Caroline", "Caroline painted a lake sunrise last year.", [PAINT], "none of D1:14 is by Caroline"),
+    ("Melanie", "Melanie is learning the piano.", [PIANO], "none of D5:5 is by Melanie"),
+    ("Melanie", "Melanie painted a lake sunrise last year", [PAINT], "cut off mid-phrase"),
+    ("Melanie", "Melanie painted a lake sunrise 之前.", [PAINT], "script its sources do not use (CJK)"),
+    ("Melanie", "Melanie is a nurse at St. Mary's.", [PAINT], "copies the prompt's worked example"),
+    ("Melanie", "Melanie painted a sunrise over a calm lake with mountains.", [SUNRISE_PHOTO], "photo caption"),
     ("Caroline", "Caroline painted a lake sunrise last year.", [PAINT, PIANO], "content words are in the supporting"),
     ("Melanie", "Melanie has been married for 9 years.", [QUESTION, MARRIED], "values not in its sources: 9"),
     ("Melanie", "Melanie painted a lake sunrise in Norway.", [PAINT], "names not in its sources: Norway"),
     ("Melanie", "Melanie sold three paintings at a gallery in June.", [PAINT], "values not in its sources"),
 ])
 def test_each_kind_of_bad_candidate_is_rejected_with_its_reason(subject, statement, cited, reason):
-    verdict = check(subject, statement, cited, SPEAKERS, max_statement_chars=100)
+    verdict = check(subject, statement, cited, SPEAKERS, max_statement_chars=100,
+                    example_words=core_extract.EXAMPLE_WORDS)
     assert not verdict.passed and reason in verdict.reason, verdict.reason
 
 
-def test_praise_from_the_other_speaker_is_about_the_listener_and_the_question_is_not_support():
-    # Melanie's "You'd be a great counselor" is about Caroline; Caroline's question states nothing
-    assert check("Caroline", "Caroline has empathy.", [PRAISE], SPEAKERS).passed
+def test_praise_from_the_other_speaker_is_not_a_fact_and_the_question_is_not_support():
+    """Melanie's "You'd be a great counselor" is a compliment, not a fact about Caroline: of the labelled
+    stored facts whose sources were all another speaker's words, 13 of 14 were unsupported
+    (benchmarks/data/corefact-stored-*.jsonl). Caroline's question states nothing."""
+    praise = check("Caroline", "Caroline has empathy.", [PRAISE], SPEAKERS)
+    assert not praise.passed and "none of D1:12 is by Caroline: another speaker's words" in praise.reason
     assert not check("Melanie", "Melanie has empathy.", [PRAISE], SPEAKERS).passed
     verdict = check("Melanie", "Melanie has been married for 5 years.", [QUESTION, MARRIED], SPEAKERS)
     assert verdict.passed and verdict.support_ids == ["D3:16"]
@@ -253,10 +264,10 @@ def test_a_neighbour_cited_in_place_of_the_message_that_says_it_is_repaired_and_
 
 
 def test_another_speaker_named_in_the_statement_must_be_named_in_its_support():
-    """Caroline's "You both looked so great on your wedding day!" is about Melanie and her husband:
-    a statement that puts Caroline in it has no support for her (the 1.5B wrote it for conv-26)."""
-    m = Message(id="D3:17", namespace="n", speaker="Caroline", time=datetime(2023, 6, 9), session_id="s3",
-                text="Congrats, Melanie! You both looked so great on your wedding day! Wishing you many happy years!")
+    """"We both looked so great on our wedding day!" is about Melanie and her husband: a statement that
+    puts Caroline in it has no support for her (the 1.5B wrote one for conv-26)."""
+    m = Message(id="D3:17", namespace="n", speaker="Melanie", time=datetime(2023, 6, 9), session_id="s3",
+                text="Thanks! My husband and I both looked so great on our wedding day! Many happy years to come!")
     bad = check("Melanie", "Melanie and Caroline both looked so great on their wedding day.", [m],
                           ["Caroline", "Melanie"])
     assert not bad.passed and "names Caroline, whom its supporting sentences do not name" in bad.reason

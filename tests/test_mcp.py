@@ -21,15 +21,19 @@ Alice: I also started learning the cello last week.
 """
 
 
+LLM = FakeLLM()
+
+
 @pytest.fixture(scope="module")
 def mcp_url(tmp_path_factory):
     from memsif.inspector import build_demo, common
 
     facts = grounded_extraction({"cello": {"subject": "Alice", "type": "Event",
                                            "statement": "Alice started learning the cello."}})
-    llm = FakeLLM({"segment_judge": 0.3, "trajectory_judge": 0.6, "core_extract": facts, "core_operation": "A",
-                   "sufficiency": 0.2, "answer": "The cello."})
-    demo = build_demo(MemSIF(MemSIFConfig(data_dir=str(tmp_path_factory.mktemp("mcp"))), llm=llm,
+    LLM.answers.update({"segment_judge": 0.3, "trajectory_judge": 0.6, "core_extract": facts, "core_operation": "A",
+                        "sufficiency": 0.2, "answer": "The cello.", "fact_verify": 0.9})
+    config = MemSIFConfig(data_dir=str(tmp_path_factory.mktemp("mcp")), fact_verification="model")
+    demo = build_demo(MemSIF(config, llm=LLM,
                              embedder=HashEmbedder(), entities=TableEntities(), store=MemoryStore(in_memory=True)),
                       mcp=True)
     demo.queue()
@@ -97,6 +101,21 @@ def test_an_agent_ingests_asks_and_reads_facts_in_its_own_namespace(mcp_url):
     facts = json.loads(text)
     assert [f["statement"] for f in facts["core_facts"]] == ["Alice started learning the cello."]
     assert facts["core_facts"][0]["source_message_ids"] == ["D1:3"]
+    assert facts["core_facts"][0]["verification"]["p_yes"] == 0.9 and facts["held_back"]["core_facts"] == 0
+
+
+def test_facts_nobody_verified_are_held_back_and_counted(mcp_url):
+    LLM.fail.add("fact_verify")  # the model cannot be called: the fact is stored, not verified
+    try:
+        failed, text = _call(mcp_url, "memory_ingest", {"namespace": "unverified", "transcript": TRANSCRIPT,
+                                                       "core_facts": True})
+        assert not failed, text
+    finally:
+        LLM.fail.discard("fact_verify")
+    facts = json.loads(_call(mcp_url, "memory_facts", {"namespace": "unverified"})[1])
+    assert facts["core_facts"] == []
+    assert facts["held_back"]["core_facts"] == 1
+    assert facts["held_back"]["why"] == ["not verified: the model failed (LLMError: fake failure for fact_verify)"]
 
 
 SECOND_SESSION = """## 10 March 2024

@@ -4,7 +4,7 @@ from datetime import datetime
 
 import pytest
 
-from memsif.timeparse import annotate_relative_dates, resolve_relative_date
+from memsif.timeparse import annotate_relative_dates, relative_date, resolve_relative_date
 
 SESSION = datetime(2023, 5, 8, 13, 56)  # a Monday ("1:56 pm on 8 May, 2023", LoCoMo conv-26 session 1)
 
@@ -20,6 +20,10 @@ SESSION = datetime(2023, 5, 8, 13, 56)  # a Monday ("1:56 pm on 8 May, 2023", Lo
     ("last Friday", datetime(2023, 5, 5)),
     ("last Monday", datetime(2023, 5, 1)),
     ("next Friday", datetime(2023, 5, 12)),
+    ("last Fri", datetime(2023, 5, 5)),
+    ("this past weekend", datetime(2023, 5, 6)),
+    ("last weekend", datetime(2023, 5, 6)),
+    ("a few days ago", datetime(2023, 5, 5)),
 ])
 def test_resolved_against_the_session_date(expression, expected):
     assert resolve_relative_date(expression, SESSION).date() == expected.date()
@@ -27,8 +31,37 @@ def test_resolved_against_the_session_date(expression, expected):
 
 def test_annotation_keeps_the_text_and_adds_the_date():
     text, found = annotate_relative_dates("I went to a LGBTQ support group yesterday.", SESSION)
-    assert text == "I went to a LGBTQ support group yesterday (7 May 2023)."
-    assert found == [("yesterday", resolve_relative_date("yesterday", SESSION))]
+    assert text == "I went to a LGBTQ support group yesterday [7 May 2023]."
+    assert [(r.expression, r.when) for r in found] == [("yesterday", resolve_relative_date("yesterday", SESSION))]
+
+
+@pytest.mark.parametrize(("expression", "precision", "written"), [
+    ("yesterday", "day", "7 May 2023"),
+    ("last Fri", "day", "5 May 2023"),
+    ("two days ago", "day", "6 May 2023"),
+    ("last week", "week", "the week before 8 May 2023"),
+    ("this week", "week", "the week of 8 May 2023"),
+    ("3 weeks ago", "week", "the week of 17 April 2023"),
+    ("this past weekend", "weekend", "the weekend before 8 May 2023"),
+    ("next weekend", "weekend", "the weekend after 8 May 2023"),
+    ("a few weeks ago", "about", "a few weeks before 8 May 2023"),
+    ("a couple of days ago", "about", "a few days before 8 May 2023"),
+    ("this month", "month", "May 2023"),
+    ("last month", "month", "April 2023"),
+    ("next month", "month", "June 2023"),
+    ("last year", "year", "2022"),
+    ("about five years ago", "year", "2018"),
+])
+def test_a_period_is_written_as_precisely_as_it_was_said(expression, precision, written):
+    resolved = relative_date(expression, SESSION)
+    assert (resolved.precision, resolved.text) == (precision, written)
+
+
+def test_an_annotated_expression_is_not_annotated_again():
+    once = annotate_relative_dates("I ran last week.", SESSION)[0]
+    assert once == "I ran last week [the week before 8 May 2023]."
+    assert annotate_relative_dates(once, SESSION)[0] == once
+    assert annotate_relative_dates("I ran yesterday (7 May 2023).", SESSION)[0] == "I ran yesterday (7 May 2023)."
 
 
 def test_without_a_session_date_nothing_is_resolved():

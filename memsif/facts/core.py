@@ -4,8 +4,11 @@ For each batch of not-yet-read messages of the Topical Segments: the LLM extract
 constrained JSON; each candidate is compared with existing current facts of the same subject and
 type (ranked by statement similarity, facts of the same Event Trajectory first: trajectories are the
 cross-time evidence that reconciles facts spanning segments); then one operation is applied and
-logged. Before anything is written, a candidate must pass the grounding gate
-(:mod:`memsif.facts.grounding`); one that fails is logged as REJECT with its reasons and measures.
+logged. Before anything is written, a candidate's dates are settled against its sources
+(:mod:`memsif.facts.dates`), it must pass the grounding gate (:mod:`memsif.facts.grounding`) and, where the
+model is measured to verify (``MEASURED_VERIFIERS``), the model's check that the subject's cited messages
+state it (P(yes), with the gate's word overlap); a candidate that fails is logged as REJECT with its
+reasons and measures, and every stored fact carries its ``Verification``.
 Deterministic shortcuts are logged as ``rule``: nothing comparable → Add; a near-identical statement
 asserting the same values (:mod:`memsif.facts.values`) → Merge; the same claim with a changed value
 (number, date, time, amount, polarity) and newer evidence → Supersede (for an Event: Add, another
@@ -30,12 +33,13 @@ import numpy as np
 from memsif.embed import Embedder
 from memsif.errors import LLMError, LLMOutputError
 from memsif.facts import grounding
+from memsif.facts.dates import settle_dates
 from memsif.facts.active import normalise_subject
 from memsif.facts.values import Values, mask, values
 from memsif.llm import LLM, Generation, generate_many
 from memsif.llm.structured import parse_json_reply, salvage_items
 from memsif.matching import cosine, cosines
-from memsif.prompts import core_extract, core_operation
+from memsif.prompts import core_extract, core_operation, fact_verify
 from memsif.records import (
     CoreFact,
     FactOp,
@@ -44,6 +48,7 @@ from memsif.records import (
     Message,
     OperationScores,
     TopicalSegment,
+    Verification,
     record_number,
 )
 from memsif.timeparse import annotate_relative_dates, day_text
@@ -67,13 +72,23 @@ SAME_QUANTITY_COSINE = 0.75
 OCCURRENCE_TYPES = ("event",)
 #: Existing facts shown to the operation chooser.
 MAX_KNOWN = 2
-EXTRACT_MAX_TOKENS = 240
+EXTRACT_MAX_TOKENS = 320
 #: Models whose Add / Update / Merge / Supersede choice was measured better than always choosing Add
 #: on the labelled pairs of ``benchmarks/data/fact-operations.jsonl`` (``benchmarks/fact_operations.py``).
 #: Under ``fact_operation="auto"`` only these are asked; for any other model a candidate that no rule
 #: decides is added beside the similar facts (the log says so). None yet: SmolLM2-135M and
 #: Qwen2.5-Coder-1.5B put about the same probability on every letter whatever the facts say.
 OPERATION_MEASURED_MODELS: tuple[str, ...] = ()
+#: Per model (a substring of its name): the P(yes) of the fact_verify prompt at or above which a
+#: candidate is verified, fitted on the labelled stored facts of dev conv-26 and conv-30
+#: (``benchmarks/fact_verifier.py``; README, "What a CoreFact is checked against"). Under
+#: ``fact_verification="auto"`` only these models verify; "model" asks any model, at 0.5 when unmeasured.
+MEASURED_VERIFIERS: dict[str, float] = {"Qwen2.5-Coder-1.5B-Instruct": 0.65}
+#: The threshold of a model not measured, under ``fact_verification="model"``.
+UNMEASURED_VERIFIER_MIN_P = 0.5
+#: A verified fact also has at least this share of its content words in its supporting sentences (the
+#: gate asks for ``grounding.MIN_OVERLAP``): with the P(yes) threshold, fitted on the same labels.
+VERIFIED_MIN_OVERLAP = 0.7
 
 
 def operation_trusted(mode: str, llm: LLM | None) -> bool:
@@ -83,6 +98,18 @@ def operation_trusted(mode: str, llm: LLM | None) -> bool:
         name = (getattr(llm, "name", "") or "").lower()
         return any(m.lower() in name for m in OPERATION_MEASURED_MODELS)
     return mode == "model"
+
+
+def verifier_threshold(mode: str, llm: LLM | None) -> float | None:
+    """The P(yes) at or above which ``llm`` verifies a candidate under ``fact_verification`` ``mode``
+    ("auto": ``MEASURED_VERIFIERS`` only; "model": any model; "off": none), or None when it is not asked."""
+    if mode == "off" or llm is None:
+        return None
+    name = (getattr(llm, "name", "") or "").lower()
+    measured = [p for key, p in MEASURED_VERIFIERS.items() if key.lower() in name]
+    if measured:
+        return measured[0]
+    return UNMEASURED_VERIFIER_MIN_P if mode == "model" else None
 
 
 @dataclass
@@ -217,12 +244,16 @@ class CoreFactBuilder:
 
     def __init__(self, llm: LLM, embedder: Embedder, schema: Sequence[FactType],
                  now: Callable[[], datetime] = lambda: datetime.now(UTC).replace(tzinfo=None),
-                 ask_operation: bool = True, messages: Mapping[str, Message] | None = None) -> None:
+                 ask_operation: bool = True, messages: Mapping[str, Message] | None = None,
+                 verify_min_p: float | None = None) -> None:
         """``ask_operation``: whether the LLM chooses the operation when no rule decides
         (``operation_trusted``); otherwise such a candidate is added by rule. ``messages``: the
-        namespace's messages by id, for the rule that compares stated quantities by their sources."""
+        namespace's messages by id, for the rule that compares stated quantities by their sources.
+        ``verify_min_p``: the P(yes) at which the LLM's verification passes a candidate
+        (``verifier_threshold``); None: not asked, facts are stored as not verified."""
         self.llm = llm
         self.ask_operation = ask_operation
+        self.verify_min_p = verify_min_p
         self.messages = messages or {}
         self._message_values: dict[str, Values] = {}  # the quantity rule reads old messages again and again
         self.embedder = embedder
@@ -299,7 +330,9 @@ class CoreFactBuilder:
             valid, note = _provenance(item, vector, messages, message_vectors, speakers, salvage_note)
             sources = [messages[i - 1] for i in valid]
             when = max((m.time for m in sources if m.time), default=None)
-            statement = annotate_relative_dates(item.statement, when)[0]
+            statement, date_note = settle_dates(item.statement, sources)
+            if date_note:
+                note = f"{note}; {date_note}" if note else date_note
             segs = list(dict.fromkeys(segment_of[m.id] for m in sources))
             trajs = list(dict.fromkeys(t for s in segs if (t := trajectory_of.get(s))))
             fact = CoreFact(id="", namespace=namespace, subject=item.subject.strip(), type=item.type,
@@ -367,11 +400,40 @@ class CoreFactBuilder:
     def ground(self, cand: Candidate) -> grounding.Grounding:
         """The grounding gate's verdict on a candidate (no model involved)."""
         return grounding.check(cand.fact.subject, cand.fact.statement, cand.cited, cand.speakers, cand.vector,
-                               cand.cited_vectors, max_statement_chars=core_extract.STATEMENT_MAX_CHARS)
+                               cand.cited_vectors, max_statement_chars=core_extract.STATEMENT_MAX_CHARS,
+                               example_words=core_extract.EXAMPLE_WORDS)
+
+    def verify(self, cand: Candidate, verdict: grounding.Grounding | None) -> Verification:
+        """The model's check of a gated candidate (``fact_verify``: P(yes) that what the subject wrote in
+        the cited messages states every detail of it) with the gate's word overlap; not verified when the
+        model is not asked (``verify_min_p`` None) or fails (the error is the rule)."""
+        overlap = float(verdict.scores.get("overlap", 0.0)) if verdict else 0.0
+        words = f"{overlap:.0%} of its words in its sources {'≥' if overlap >= VERIFIED_MIN_OVERLAP else '<'} " \
+                f"{VERIFIED_MIN_OVERLAP:.0%}"
+        if self.verify_min_p is None or not cand.cited:
+            who = getattr(self.llm, "name", None) or "the model"
+            return Verification(verified=False, overlap=overlap, min_overlap=VERIFIED_MIN_OVERLAP,
+                                rule=f"not verified: {who} is not measured to verify facts (fact_verification, "
+                                     f"MEASURED_VERIFIERS); {words}")
+        prompt = fact_verify.build(cand.fact.subject, cand.fact.statement, cand.cited)
+        model = getattr(self.llm, "name", None)
+        try:
+            self.llm_calls += 1
+            [p] = self.llm.yes_probability([prompt])
+        except LLMError as exc:
+            return Verification(verified=False, overlap=overlap, min_overlap=VERIFIED_MIN_OVERLAP, model=model,
+                                prompt_version=prompt.version,
+                                rule=f"not verified: the model failed ({type(exc).__name__}: {exc})")
+        passed = p >= self.verify_min_p and overlap >= VERIFIED_MIN_OVERLAP
+        rule = (f"P(yes) {p:.2f} {'≥' if p >= self.verify_min_p else '<'} {self.verify_min_p:.2f} that "
+                f"{', '.join(prompt.input_ids)} state it, {words}")
+        return Verification(verified=passed, rule=rule, p_yes=round(p, 4), min_p=self.verify_min_p,
+                            overlap=overlap, min_overlap=VERIFIED_MIN_OVERLAP, model=model,
+                            prompt_version=prompt.version)
 
     def consolidate(self, state: FactState, cand: Candidate) -> FactOperation:
-        """Gate ``cand``, then apply one of Add / Update / Merge / Supersede; return the logged operation
-        (REJECT when the gate turned the candidate away). Rules decide where they can (a changed
+        """Gate ``cand``, verify it (``verify``), then apply one of Add / Update / Merge / Supersede; return
+        the logged operation (REJECT when the gate or the model's verification turned the candidate away). Rules decide where they can (a changed
         quantity, nothing similar, a near-duplicate, another occurrence, a newer value of the same
         claim); the LLM chooses among the similar facts only when it is trusted with the choice."""
         verdict = self.ground(cand) if cand.cited else None
@@ -386,6 +448,19 @@ class CoreFactBuilder:
         terms = OperationScores(grounding=verdict.scores if verdict else {})
         if verdict is not None:
             cand.fact.subject = verdict.subject
+        check = self.verify(cand, verdict)
+        cand.fact.verification = check
+        terms.verification = {k: v for k, v in (("p_yes", check.p_yes), ("min_p", check.min_p),
+                                                ("overlap", check.overlap), ("min_overlap", check.min_overlap))
+                              if v is not None}
+        if check.p_yes is not None and not check.verified:
+            reason = f"not verified against {', '.join(m.id for m in cand.cited)}: {check.rule}"
+            if cand.provenance_note:
+                reason = f"{reason}; {cand.provenance_note}"
+            op = self._log(cand.fact.namespace, FactOp.REJECT, [], reason=reason, decided_by="llm", scores=terms,
+                           event_time=cand.fact.event_time)
+            op.candidate, op.model, op.prompt_version = cand.fact.model_copy(), check.model, check.prompt_version
+            return op
         if changed_quantity := self.changed_quantity(state, cand):
             old, reason, cos = changed_quantity
             terms.quantity_cosine[old.id] = round(cos, 4)
@@ -476,7 +551,10 @@ class CoreFactBuilder:
         if op in (FactOp.UPDATE, FactOp.MERGE):
             if op == FactOp.UPDATE:
                 target.statement = new.statement
+                target.verification = new.verification
                 state.vectors[target.id] = cand.vector
+            elif new.verified and not target.verified:  # the same fact, now verified against these sources
+                target.verification = new.verification
             for attr in ("source_message_ids", "segment_ids", "trajectory_ids"):
                 merged = list(dict.fromkeys([*getattr(target, attr), *getattr(new, attr)]))
                 setattr(target, attr, merged)

@@ -27,6 +27,7 @@ A candidate fact is written only when all of these hold; each is a check a reade
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ import numpy as np
 from memsif import lexical
 from memsif.facts.values import MONTHS, WEEKDAYS, values
 from memsif.matching import cosines
-from memsif.records import Message
+from memsif.records import Message, spoken_text
 from memsif.timeparse import annotate_relative_dates, day_text
 
 #: Share of the statement's content words that must occur in the supporting sentences.
@@ -116,6 +117,9 @@ def _content(words: Sequence[lexical.Word], drop: set[str]) -> list[str]:
             and w.lower not in WEEKDAYS and w.stem not in drop and w.lower not in drop]
 
 
+#: Words that make a statement about a shared photo, which a caption supports ("shared a photo of a sunset").
+_PHOTO_WORDS = {"photo", "photos", "picture", "pictures", "pic", "pics", "image", "images", "snapshot", "selfie"}
+
 #: Two stems match when one is a prefix of the other and the shorter has at least this many letters
 #: ("paint" / "painter", "creativ" / "creativity"): Snowball keeps agent nouns apart from their verbs.
 PREFIX_MATCH = 5
@@ -140,15 +144,17 @@ def _about(sentence: str, writer_is_subject: bool, subject: str) -> bool:
     return (addressed or _mentions(sentence, subject)) and not low & _FIRST_PERSON
 
 
-def support_text(message: Message, subject_speaker: str | None = None) -> str:
+def support_text(message: Message, subject_speaker: str | None = None, captions: bool = True) -> str:
     """What a cited message supports: its sentences that are not questions, with the session date and
     the dates its relative expressions resolve to ("yesterday (7 May 2023)").
 
     With ``subject_speaker``, only the sentences about that speaker: their own sentences not addressed
     to someone else ("your painting is great" is about the listener), and other speakers' sentences
     that name them or address them ("you") without speaking of the writer ("I'm learning the piano"
-    after "Wow, Melanie!" is about the writer)."""
-    sentences = [s for s in lexical.split_sentences(message.text) if not s.rstrip().endswith("?")]
+    after "Wow, Melanie!" is about the writer). ``captions=False`` leaves out the photo caption a
+    message carries (``records.PHOTO_CAPTION``): what the speaker said, not what a machine saw."""
+    body = message.text if captions else spoken_text(message.text)
+    sentences = [s for s in lexical.split_sentences(body) if not s.rstrip().endswith("?")]
     if subject_speaker is not None:
         own = message.speaker == subject_speaker
         sentences = [s for s in sentences if _about(s, own, subject_speaker)]
@@ -160,7 +166,7 @@ def support_text(message: Message, subject_speaker: str | None = None) -> str:
 
 def check(subject: str, statement: str, cited: Sequence[Message], speakers: Sequence[str],
           statement_vector: np.ndarray | None = None, cited_vectors: np.ndarray | None = None,
-          max_statement_chars: int | None = None) -> Grounding:
+          max_statement_chars: int | None = None, example_words: frozenset[str] = frozenset()) -> Grounding:
     """Check one candidate against the messages it cites.
 
     Args:
@@ -169,8 +175,9 @@ def check(subject: str, statement: str, cited: Sequence[Message], speakers: Sequ
         speakers: the speakers of the extraction batch (names a subject may refer to).
         statement_vector: (d,) unit-normalised embedding of the statement; with ``cited_vectors``
             ((len(cited), d), unit-normalised) the cosine rule applies, otherwise it is skipped.
-        max_statement_chars: the extraction schema's length limit (a statement that fills it without
-            ending a sentence was cut off).
+        max_statement_chars: the extraction schema's length limit (a statement that fills it was cut off).
+        example_words: content stems of the extraction prompt's worked example (:func:`content_stems`);
+            a statement using one that its cited messages do not hold copied the example.
 
     Returns:
         :class:`Grounding`; ``scores`` holds overlap (0–1), content_words, cosine (−1–1),
@@ -182,7 +189,7 @@ def check(subject: str, statement: str, cited: Sequence[Message], speakers: Sequ
     if not cited:
         raise ValueError("a candidate fact must cite at least one message")
     c = _Candidate.of(subject, statement, cited, speakers)
-    measured = _Measures.of(c, statement_vector, cited_vectors)
+    measured = _Measures.of(c, statement_vector, cited_vectors, example_words)
     reasons = [*_format_rule(c, max_statement_chars), *_subject_rule(c), *_statement_rule(c),
                *_support_rule(c, measured, with_cosine=statement_vector is not None and cited_vectors is not None)]
     scores = {"overlap": round(measured.overlap, 4), "content_words": float(len(c.content)),
@@ -228,21 +235,24 @@ class _Measures:
 
     support_msgs: list[Message]
     overlap: float
+    spoken_overlap: float
+    own_messages: int
     unsupported_values: list[str]
     unsupported_names: list[str]
     cosine: float
     unnamed: list[str]
+    copied: list[str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, c: _Candidate, statement_vector: np.ndarray | None, cited_vectors: np.ndarray | None) -> _Measures:
+    def of(cls, c: _Candidate, statement_vector: np.ndarray | None, cited_vectors: np.ndarray | None,
+           example_words: frozenset[str] = frozenset()) -> _Measures:
         texts = {m.id: support_text(m, c.speaker) for m in c.cited}
         support_msgs = [m for m in c.cited if texts[m.id]]
         support = " ".join(texts[m.id] for m in support_msgs)
         support_words = lexical.words(support)
-        support_stems = {w.stem for w in support_words} | {w.lower for w in support_words}
-        prefixes = {w[:PREFIX_MATCH] for w in support_stems if len(w) >= PREFIX_MATCH}
-        overlap = (sum(1 for w in c.content if _matches(w, support_stems, prefixes)) / len(c.content)
-                   if c.content else 0.0)
+        overlap = _overlap(c.content, support)
+        spoken_overlap = _overlap(c.content, " ".join(support_text(m, c.speaker, captions=False) for m in support_msgs))
+        own_messages = sum(1 for m in c.cited if c.speaker is not None and m.speaker == c.speaker)
         stated, supported = values(c.statement, c.words), values(support, support_words)
         unsupported_values = sorted(
             [f"{v:g}" for v in stated.numbers - supported.numbers] + list(stated.calendar - supported.calendar))
@@ -258,8 +268,33 @@ class _Measures:
         statement_low = _norm(c.statement)  # full or first names only: a nickname ("Car") is also a word
         others = [sp for sp in c.speakers if sp != c.stored_subject
                   and any(n and re.search(rf"\b{re.escape(n)}\b", statement_low) for n in _names(sp)[:2])]
-        return cls(support_msgs, overlap, unsupported_values, unsupported_names, cos,
-                   [sp for sp in others if not _mentions(support, sp)])
+        cited_text = " ".join(f"{m.speaker} {m.text}" for m in c.cited)
+        copied = [w for w in c.content if w in example_words and _overlap([w], cited_text) == 0]
+        return cls(support_msgs, overlap, spoken_overlap, own_messages, unsupported_values, unsupported_names, cos,
+                   [sp for sp in others if not _mentions(support, sp)], copied)
+
+
+def content_stems(text: str, keep: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The content-word stems of ``text`` (as the overlap rule counts them), less ``keep``."""
+    return frozenset(_content(lexical.words(text), set(keep)))
+
+
+def _overlap(content: Sequence[str], support: str) -> float:
+    """Share of the ``content`` stems found in ``support`` (0 without content words)."""
+    support_words = lexical.words(support)
+    support_stems = {w.stem for w in support_words} | {w.lower for w in support_words}
+    prefixes = {w[:PREFIX_MATCH] for w in support_stems if len(w) >= PREFIX_MATCH}
+    return sum(1 for w in content if _matches(w, support_stems, prefixes)) / len(content) if content else 0.0
+
+
+def _scripts(text: str) -> set[str]:
+    """The writing systems of ``text``'s letters ("LATIN", "CJK", "CYRILLIC", "HIRAGANA", …)."""
+    found = set()
+    for ch in text:
+        if ch.isalpha():
+            name = unicodedata.name(ch, "")
+            found.add(name.split()[0] if name else "UNKNOWN")
+    return found
 
 
 def _format_rule(c: _Candidate, max_statement_chars: int | None) -> list[str]:
@@ -267,10 +302,15 @@ def _format_rule(c: _Candidate, max_statement_chars: int | None) -> list[str]:
     reasons = []
     if DEBRIS.search(c.subject) or DEBRIS.search(c.statement):
         reasons.append("format debris (JSON characters) in subject or statement")
-    if max_statement_chars and len(c.statement) >= max_statement_chars - 1 and not c.statement.endswith((".", "!")):
+    if max_statement_chars and len(c.statement) >= max_statement_chars - 1:
         reasons.append(f"statement cut off at the {max_statement_chars}-character limit")
     elif c.statement.endswith(("…", "...")):
         reasons.append("statement cut off (ends with an ellipsis)")
+    elif not c.statement.endswith((".", "!")):
+        reasons.append(f"statement cut off mid-phrase (ends {c.statement[-20:]!r}, not with a full stop)")
+    if foreign := sorted(_scripts(c.statement) - set().union(*(_scripts(m.text) for m in c.cited))):
+        reasons.append(f"written in a script its sources do not use ({', '.join(foreign)}): not the conversation's "
+                       "language")
     if _loops(f"{c.subject} {c.statement}"):
         reasons.append("the model repeated itself")
     return reasons
@@ -307,10 +347,18 @@ def _support_rule(c: _Candidate, m: _Measures, with_cosine: bool) -> list[str]:
     reasons = []
     if m.unnamed:
         reasons.append(f"names {', '.join(m.unnamed)}, whom its supporting sentences do not name")
-    if c.speaker is not None and not m.support_msgs:
+    if c.speaker is not None and not m.own_messages:
+        reasons.append(f"none of {', '.join(x.id for x in c.cited)} is by {c.speaker}: another speaker's words "
+                       "(praise, thanks, advice, a guess) are not a fact about them")
+    elif c.speaker is not None and not m.support_msgs:
         reasons.append(f"none of {', '.join(x.id for x in c.cited)} is by or about {c.speaker}")
     elif c.content and m.overlap < MIN_OVERLAP:
         reasons.append(f"only {m.overlap:.0%} of its content words are in the supporting sentences")
+    elif c.content and m.spoken_overlap < MIN_OVERLAP and not {w.lower for w in c.words} & _PHOTO_WORDS:
+        reasons.append(f"only {m.spoken_overlap:.0%} of its content words are in what was said: the rest is a photo "
+                       "caption, which supports only \"X shared a photo of …\"")
+    if m.copied:
+        reasons.append(f"copies the prompt's worked example ({', '.join(m.copied)}, not in its sources)")
     if m.unsupported_values:
         reasons.append(f"values not in its sources: {', '.join(m.unsupported_values)}")
     if m.unsupported_names:

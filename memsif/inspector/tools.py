@@ -24,7 +24,7 @@ from memsif.records import Evidence
 
 #: The fields of each record a tool reply carries (replies are ``model_dump(mode="json")`` of them).
 ASK_FACT_FIELDS = {"id", "kind", "type", "subject", "statement", "source_message_ids"}
-CORE_FACT_FIELDS = {"id", "type", "subject", "statement", "source_message_ids", "valid_from"}
+CORE_FACT_FIELDS = {"id", "type", "subject", "statement", "source_message_ids", "valid_from", "verification"}
 ACTIVE_FACT_FIELDS = {"id", "subject", "statement", "source_message_ids"}
 
 
@@ -131,26 +131,30 @@ def memory_ask(namespace: str, question: str, question_date: str = "") -> str:
 
 @guard
 def memory_facts(namespace: str, subject: str = "") -> str:
-    """The current CoreFacts (schema-guided, consolidated) and promoted ActiveFacts (query-driven) of a
-    named memory, each with the message ids it comes from.
+    """The current CoreFacts (schema-guided, consolidated, verified against their sources) and promoted
+    ActiveFacts (query-driven) of a named memory, each with the message ids it comes from.
 
     Args:
         namespace: the memory to read.
         subject: only facts about this subject (case-insensitive); empty for all.
 
     Returns:
-        JSON: core_facts and active_facts, each with id, subject, statement and source_message_ids.
+        JSON: core_facts (verified only, each with its verification) and active_facts, each with id, subject, statement and source_message_ids; held_back counts the CoreFacts not verified (a model not measured to verify, a failed check, a memory built before facts were verified) and says why.
     """
     ns = _namespace(namespace)
     eng = engine()
     if not eng.has_memory(ns):
         raise refusal(f"namespace {ns!r} holds no memory yet: call memory_ingest first.")
     wanted = subject.strip().lower()
-    core = [f.model_dump(mode="json", include=CORE_FACT_FIELDS)
-            for f in eng.facts(ns) if not wanted or f.subject.lower() == wanted]
+    facts = [f for f in eng.facts(ns) if not wanted or f.subject.lower() == wanted]
+    core = [f.model_dump(mode="json", include=CORE_FACT_FIELDS) for f in facts if f.verified]
+    unverified = [f for f in facts if not f.verified]
+    reasons = sorted({f.verification.rule.split(";")[0] if f.verification else
+                      "stored before facts were verified: build the memory again" for f in unverified})
     active = [a.model_dump(mode="json", include=ACTIVE_FACT_FIELDS)
               for a in eng.active_facts(ns) if not wanted or wanted in a.subject.lower()]
-    return _json({"namespace": ns, "core_facts": core, "active_facts": active})
+    return _json({"namespace": ns, "core_facts": core, "active_facts": active,
+                  "held_back": {"core_facts": len(unverified), "why": reasons}})
 
 
 def one_line_items(doc: str) -> str:

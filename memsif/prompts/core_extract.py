@@ -7,11 +7,13 @@ messages each fact comes from (range-checked by the caller).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from memsif.facts.grounding import content_stems
 from memsif.prompts import Prompt, clip
 from memsif.records import FactType
 
@@ -19,28 +21,41 @@ NAME = "core_extract"
 #: Version 4: instructions, fact types and a worked example come first and are the same for every
 #: batch (a back-end that keeps the previous prompt's key/value cache computes them once); the
 #: conversation comes last, after a note that the example's people are not in it. Version 1 had the
-#: conversation first; 2 the example without the note; 3 no example (see ``_EXAMPLE``).
-VERSION = "core_extract/4"
+#: conversation first; 2 the example without the note; 3 no example (see ``_EXAMPLE``). Version 5:
+#: statements of at most 20 words under a 160-character cap, relative dates annotated with their period,
+#: facts from the subject's own messages, photo notes are pictures.
+VERSION = "core_extract/5"
 SYSTEM = "You extract durable personal facts from a conversation as JSON."
 MAX_FACTS = 3
-#: Longest statement the response schema allows; one that fills it without ending was cut off.
-STATEMENT_MAX_CHARS = 100
+#: Longest statement the response schema allows, well above the 20 words the prompt asks for: one that
+#: fills it was cut off by the schema and is never stored (at 100 characters most were).
+STATEMENT_MAX_CHARS = 160
 #: Marks the batch's own messages in the prompt (after the worked example).
 CONVERSATION = "Conversation:\n"
 
 #: One worked example (its people and facts are not the conversation's: the gate rejects a copied
 #: name or number, since the batch's messages do not hold it). Without it Qwen2.5-Coder-1.5B wrote
 #: first-person quotes and cited every message of the batch (core_extract/3 on conv-26).
-_EXAMPLE = (
-    "1. [3 May 2023] Ana: Guess what, I started a new job as a nurse at St. Mary's today!\n"
+_EXAMPLE_MESSAGES = (
+    "1. [3 May 2023] Ana: Guess what, I started a new job as a nurse at St. Mary's today [3 May 2023]!\n"
     "2. [3 May 2023] Ben: Congrats! Is it far from home?\n"
     "3. [3 May 2023] Ana: 20 minutes by bike, so no.\n"
     "4. [3 May 2023] Ben: Nice! I've been hiking a lot lately, I'm obsessed with mountains.\n"
-    'Answer: {"facts": [{"subject": "Ana", "type": "Event", "statement": "Ana started a job as a nurse at '
-    'St. Mary\'s on 3 May 2023.", "sources": [1]}, {"subject": "Ana", "type": "Identity", "statement": '
-    '"Ana\'s job at St. Mary\'s is 20 minutes by bike from her home.", "sources": [1, 3]}, {"subject": "Ben", '
-    '"type": "Preference", "statement": "Ben loves hiking in the mountains.", "sources": [4]}]}'
 )
+_EXAMPLE_FACTS = (
+    ("Ana", "Event", "Ana started a job as a nurse at St. Mary's on 3 May 2023.", [1]),
+    ("Ana", "Identity", "Ana's job at St. Mary's is 20 minutes by bike from her home.", [1, 3]),
+    ("Ben", "Preference", "Ben loves hiking in the mountains.", [4]),
+)
+_EXAMPLE = _EXAMPLE_MESSAGES + "Answer: " + json.dumps(
+    {"facts": [{"subject": who, "type": kind, "statement": said, "sources": cited}
+               for who, kind, said, cited in _EXAMPLE_FACTS]})
+#: Words every fact statement may use without its sources holding them, though the example uses them.
+_GENERIC_WORDS = frozenset({"love", "start", "job", "home"})
+#: Content stems of the worked example's facts and people but ``_GENERIC_WORDS``: a
+#: statement using one that its cited messages do not hold copied the example, and the grounding gate
+#: rejects it (``grounding.check(example_words=...)``), so nothing of the example can be stored.
+EXAMPLE_WORDS = content_stems(" ".join(f"{who} {said}" for who, _, said, _ in _EXAMPLE_FACTS), _GENERIC_WORDS)
 
 
 def response_schema(schema: Sequence[FactType]) -> type[BaseModel]:
@@ -62,9 +77,11 @@ def build(lines: Sequence[tuple[str, str, str]], schema: Sequence[FactType]) -> 
                          in enumerate(lines, start=1))
     text = (f"Fact types:\n{types}\n\n"
             f"List at most {MAX_FACTS} facts about the people in the conversation. Each fact: subject (the "
-            "person's name), type, statement (one short third-person sentence that says only what the messages "
-            "say, with names, numbers and places copied exactly and absolute dates), and sources (the numbers of "
-            "the messages it comes from). Leave out greetings, questions, compliments and small talk. "
+            "person's name), type, statement (one third-person sentence of at most 20 words that says only "
+            "what the messages say, with names, numbers and places copied exactly and absolute dates), and sources (the numbers of "
+            "the messages it comes from). Take each fact from its subject's own messages (what they say about "
+            "themselves), not from what others say to them; a [shares a photo: ...] note only shows what a picture "
+            "looks like. Leave out greetings, questions, compliments, thanks and small talk. "
             "Answer JSON: {\"facts\": [...]}.\n\nExample (its people and facts are not in the conversation "
             f"below):\n{_EXAMPLE}\n\n{CONVERSATION}{numbered}\nAnswer:")
     return Prompt(NAME, VERSION, text, system=SYSTEM)
