@@ -4,13 +4,50 @@ when an answer says what the memory does not).
 An answer *mentions* names (capitalised words that are not common sentence starters), numbers
 (digits and number words, compared as numbers) and calendar words (months, weekdays). A mention
 absent from the answer context is flagged: the model brought it from elsewhere, most often invented
-it. The check only flags; it never changes the answer.
+it. A number followed by a unit of time ("3 months", "five years") that the time between two dates
+of the context gives (rounded or whole units) is computed, not invented, and is not flagged. The
+check only flags; it never changes the answer.
 """
 
 from __future__ import annotations
 
+import re
+from datetime import datetime
+from itertools import combinations
+
 from memsif import lexical
 from memsif.facts.values import NUMBER_WORDS, values
+from memsif.timeparse import DATE_IN_TEXT, parse_time
+
+#: Days in each unit of time an answer may compute from two dates of its context.
+_UNIT_DAYS = {"day": 1.0, "week": 7.0, "month": 30.44, "year": 365.25}
+#: Context dates read for computed spans (a long context holds many; pairs grow with the square).
+_MAX_DATES = 40
+
+
+def _dates(context: str) -> list[datetime]:
+    """The distinct dates written in ``context`` (day, month or year precision), at most ``_MAX_DATES``."""
+    found: dict[datetime, None] = {}
+    for match in DATE_IN_TEXT.finditer(context):
+        try:
+            found[parse_time(match.group(0))] = None
+        except ValueError:
+            continue
+    for year in re.findall(r"\b(?:19|20)\d{2}\b", context):
+        found.setdefault(datetime(int(year), 1, 1), None)
+    return list(found)[:_MAX_DATES]
+
+
+def computed_spans(context: str) -> dict[str, set[int]]:
+    """Per unit of time, the whole numbers of that unit between two dates of ``context`` (rounded and
+    truncated): what an answer may compute ("from May to August: 3 months")."""
+    spans: dict[str, set[int]] = {unit: set() for unit in _UNIT_DAYS}
+    for a, b in combinations(_dates(context), 2):
+        days = abs((b - a).days)
+        for unit, length in _UNIT_DAYS.items():
+            spans[unit] |= {round(days / length), int(days // length)}
+        spans["year"].add(abs(a.year - b.year))
+    return spans
 
 #: Capitalised words that start answers without naming anything.
 _STARTERS = {"yes", "no", "maybe", "the", "a", "an", "she", "he", "they", "it", "her", "his", "their", "i",
@@ -21,19 +58,27 @@ _STARTERS = {"yes", "no", "maybe", "the", "a", "an", "she", "he", "they", "it", 
 
 def unsupported_mentions(answer: str, context: str) -> list[str]:
     """The names, numbers and dates of ``answer`` that ``context`` does not contain, in answer order
-    (numbers compared as numbers: "two" matches "2"; words case-insensitively). [] for an empty answer."""
+    (numbers compared as numbers: "two" matches "2"; words case-insensitively; a span of time the
+    context's dates give is computed, :func:`computed_spans`). [] for an empty answer."""
     if not answer.strip():
         return []
     tokens = lexical.words(context)
     context_words = {w.lower for w in tokens}
     context_values = values(context, tokens)
     flagged: list[str] = []
-    for word in lexical.words(answer):
+    spans: dict[str, set[int]] | None = None
+    words = lexical.words(answer)
+    for k, word in enumerate(words):
         mention = None
         if word.like_num or word.lower in NUMBER_WORDS:
             number = values(word.text).numbers
             if number and not number <= context_values.numbers:
                 mention = word.text
+                unit = words[k + 1].lower.rstrip("s") if k + 1 < len(words) else ""
+                if unit in _UNIT_DAYS:
+                    spans = computed_spans(context) if spans is None else spans
+                    if all(float(n).is_integer() and int(n) in spans[unit] for n in number):
+                        mention = None
         elif word.is_alpha and word.text[:1].isupper() and word.lower not in _STARTERS:
             if word.lower not in context_words:
                 mention = word.text

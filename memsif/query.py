@@ -26,7 +26,7 @@ from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
 from memsif.errors import LLMError, NotFoundError, StoreError
-from memsif.facts.active import Observed, Thresholds, accumulate, normalise_subject
+from memsif.facts.active import Observed, Thresholds, accumulate, normalise_subject, stated
 from memsif.llm import LLM, generate_streamed, runtime_of
 from memsif.prompts import answer as answer_prompt
 from memsif.prompts import sufficiency
@@ -34,7 +34,7 @@ from memsif.records import Evidence, RetrievedFact
 from memsif.retrieval import EXCERPTS, EvidenceRetriever, named_speakers
 from memsif.store import Store
 from memsif.store.connection import CollectionMissing
-from memsif.timeparse import day_text
+from memsif.timeparse import annotate_relative_dates, day_text
 
 #: The answer when nothing retrieved passes the relevance floor (``Answer.nothing_relevant``).
 NOTHING_RELEVANT = "I don't know: nothing in this memory is about that."
@@ -313,7 +313,8 @@ class QueryPipeline:
 
     @staticmethod
     def _render(fact_lines: list[str], evidence: list[Evidence]) -> str:
-        """Facts, then the evidence in chronological order under its dates."""
+        """Facts, then the evidence in chronological order under its dates, each relative date followed by
+        the period it means ("yesterday [7 May 2023]")."""
         lines = ["Facts:", *fact_lines] if fact_lines else []
         if evidence:
             lines.append(EXCERPTS)
@@ -322,7 +323,7 @@ class QueryPipeline:
                 if day_text(e.time) != day:
                     day = day_text(e.time)
                     lines.append(f"{day}:")
-                lines.append(f"- {e.subject}: {e.statement}")
+                lines.append(f"- {e.subject}: {annotate_relative_dates(e.statement, e.time)[0]}")
         return "\n".join(lines)
 
     def _fit(self, items: Sequence[RetrievedFact], render: Callable[[RetrievedFact], str],
@@ -343,12 +344,19 @@ class QueryPipeline:
     def _accumulate(self, namespace: str, question: str, qv: np.ndarray, evidence: list[Evidence],
                     result: Answer) -> None:
         """Post-answer candidate accumulation and promotion (§3.4, Eqs. 2–4; ``facts.active.accumulate``):
-        load the clusters, embed the evidence and find its topics, accumulate, save. A read-only store
+        keep of each evidence entry only the sentences that state something about people
+        (``facts.active.stated``: no question, greeting, thanks or praise), load the clusters, embed the
+        evidence and find its topics, accumulate, save. A read-only store
         keeps its clusters as they are (said in ``errors``)."""
         cfg = self.config
         if self.store.read_only:
             result.errors.append(f"the memory folder {self.store.location} is read-only: this question's evidence "
                                  "was not added to the ActiveFact clusters")
+            return
+        speakers = self.store.speakers(namespace)
+        evidence = [e.model_copy(update={"statement": said}) for e in evidence
+                    if (said := stated(e.statement, speakers))]  # statements only: no question, greeting or praise
+        if not evidence:
             return
         clusters = self.store.clusters(namespace)
         vectors = self.embedder.embed_documents([e.statement for e in evidence])

@@ -248,7 +248,7 @@ def cluster_scatter(clusters: Sequence[CandidateCluster], theta_src: float, thet
     return fig
 
 
-FACT_COLUMNS = ["fact", "type", "subject", "statement", "event date", "sources", "status"]
+FACT_COLUMNS = ["fact", "type", "subject", "statement", "verification", "event date", "sources", "status"]
 OP_COLUMNS = ["#", "operation", "facts", "decided by", "reason", "error"]
 
 
@@ -315,9 +315,19 @@ def evidence_lens(rows: Sequence[LensRow], nce_only: bool = True, nce_ted: float
     return fig
 
 
+def verification_text(fact: CoreFact) -> str:
+    """A CoreFact's verification as the fact table shows it: "✓ " and the rule it passed, or
+    "not verified: " and why."""
+    check = fact.verification
+    if check is None:
+        return "not verified: stored before facts were verified (build the memory again)"
+    return f"✓ {check.rule}" if check.verified else check.rule
+
+
 def fact_rows(facts: Sequence[CoreFact]) -> list[list[Any]]:
     """One row per CoreFact (``FACT_COLUMNS``); a superseded one names its successor."""
-    return [[f.id, f.type, f.subject, f.statement, f.event_time.date().isoformat() if f.event_time else "",
+    return [[f.id, f.type, f.subject, f.statement, verification_text(f),
+             f.event_time.date().isoformat() if f.event_time else "",
              ", ".join(f.source_message_ids),
              f.status if f.status == "current" else f"superseded by {f.superseded_by}"] for f in facts]
 

@@ -73,8 +73,8 @@ def build_facts(namespace: str | None, settings: SessionSettings | None, progres
     facts, ops = facts_view(namespace, None, None, settings)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(report.fact_ops.items())) or "no new operations"
     if report.fact_ops.get("REJECT"):
-        counts += (" (REJECT: candidates the grounding gate turned away, as not said by the messages they cite; "
-                   "filter the log by REJECT for the reasons)")
+        counts += (" (REJECT: candidates the grounding gate or the model's verification turned away, as not "
+                   "said by the messages they cite; filter the log by REJECT for the reasons)")
     yield (f"**{report.core_facts} current CoreFacts**; this pass: {counts}; {report.fact_llm_calls} LLM calls, "
            f"{report.fact_errors} errors (see the log)."), facts, ops
 

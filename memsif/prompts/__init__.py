@@ -23,10 +23,12 @@ class Prompt:
 def turn_line(message, limit: int | None = None) -> str:
     """A message as every answer context shows it: ``Speaker (8 May 2023): text``; with ``limit``
     the text is clipped to that many characters (``clip``). Shared by MemSIF's query-local
-    evidence and the evaluation baselines, so their contexts differ only in what they select."""
-    from memsif.timeparse import day_text
+    evidence and the evaluation baselines, so their contexts differ only in what they select. Relative
+    dates are followed by the period they mean ("yesterday [7 May 2023]")."""
+    from memsif.timeparse import annotate_relative_dates, day_text
 
-    text = message.text if limit is None else clip(message.text, limit)
+    text = annotate_relative_dates(message.text, message.time)[0]
+    text = text if limit is None else clip(text, limit)
     return f"{message.speaker} ({day_text(message.time)}): {text}"
 
 
