@@ -93,7 +93,8 @@ def main() -> None:
         seconds = (time.perf_counter() - start) / max(len(rows), 1)
         gold = [bool(r["supported"]) for r in rows]
         kept = [g for g, s in zip(gold, scores, strict=True) if s >= 0.5]
-        print(f"| {label} | {len(rows)} | {sum(gold)} | {roc_auc(scores, [int(g) for g in gold]):.3f} | {seconds:.2f} | "
+        auc = roc_auc(scores, [int(g) for g in gold])
+        print(f"| {label} | {len(rows)} | {sum(gold)} | {auc:.3f} | {seconds:.2f} | "
               f"{(sum(kept) / len(kept) if kept else float('nan')):.2f} | {len(kept)} |", flush=True)
         if out:
             for r, s in zip(rows, scores, strict=True):

@@ -12,6 +12,7 @@ check only flags; it never changes the answer.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from itertools import combinations
 
@@ -86,3 +87,40 @@ def unsupported_mentions(answer: str, context: str) -> list[str]:
             flagged.append(mention)
     return flagged
 
+
+
+#: Capitalised words a question starts or goes on with that name nothing (besides ``_STARTERS``).
+_QUESTION_WORDS = {"what", "when", "where", "who", "whom", "whose", "which", "why", "how", "did", "does", "do", "is",
+                   "are", "was", "were", "has", "have", "had", "can", "could", "would", "will", "should"}
+
+
+#: Languages that capitalise every noun: there only acronyms ("LGBTQ") are taken for names.
+NOUN_CAPITALISING = {"de", "lb"}
+
+
+def asked_names(question: str, speakers: Sequence[str] = (), language: str = "en") -> list[str]:
+    """The names a question asks about: capitalised words that are not its first word, a question
+    word, a month or weekday, or a speaker ("When did Caroline fly to Tokyo?" → ["Tokyo"]), in order.
+    In a language that capitalises every noun (``NOUN_CAPITALISING``) only acronyms count."""
+    from memsif.facts.values import MONTHS, WEEKDAYS
+
+    known = {p for sp in speakers for p in sp.lower().split()}
+    found: list[str] = []
+    words = [w for w in lexical.words(question) if w.is_alpha]
+    for k, word in enumerate(words):
+        text = word.text.strip("'’")
+        low = text.lower()
+        if language in NOUN_CAPITALISING and not (len(text) >= 2 and text.isupper()):
+            continue
+        if (k == 0 or not text[:1].isupper() or len(text) < 2 or low in _STARTERS
+                or low in _QUESTION_WORDS or low in MONTHS or low in WEEKDAYS
+                or any(len(low) >= 3 and name.startswith(low) for name in known)):
+            continue
+        if text not in found:
+            found.append(text)
+    return found
+
+
+def mentions(text: str, name: str) -> bool:
+    """Whether ``text`` holds ``name`` as a word (case-insensitive; "Tokyo's" holds "Tokyo")."""
+    return re.search(rf"(?<!\w){re.escape(name.lower())}", text.lower()) is not None

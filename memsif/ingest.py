@@ -293,8 +293,8 @@ class IngestPipeline:
         they changed, then the segments' read-marks. An extraction interrupted after the log write
         (kill -9) finishes that batch from its logged operations instead of extracting it again, so no
         batch's operations are written twice."""
-        from memsif.facts.core import (CoreFactBuilder, FactState, build_core_facts, operation_trusted, unread_batches,
-                                       verifier_threshold)
+        from memsif.facts.core import CoreFactBuilder, FactState, build_core_facts, operation_trusted, unread_batches
+        from memsif.facts.verify import verifier_threshold
         from memsif.records import parse_schema
 
         store, ns, cfg = self.backends.store, self.namespace, self.config

@@ -21,12 +21,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from memsif.answercheck import unsupported_mentions
+from memsif.answercheck import asked_names, mentions, unsupported_mentions
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
 from memsif.errors import LLMError, NotFoundError, StoreError
 from memsif.facts.active import Observed, Thresholds, accumulate, normalise_subject, stated
+from memsif.language import detect, embedder_languages
 from memsif.llm import LLM, generate_streamed, runtime_of
 from memsif.prompts import answer as answer_prompt
 from memsif.prompts import sufficiency
@@ -97,9 +98,11 @@ class Answer(BaseModel):
                                             description="Names, numbers and dates not in ``context``.")
     relevance: float | None = Field(None, description="Best cosine of the question with what was retrieved "
                                                       "(evidence sentences, facts); None when nothing was.")
-    nothing_relevant: bool = Field(False, description="``relevance`` below ``relevance_floor``: nothing in "
-                                                      "the memory is about the question.")
-    relevance_rule: str = Field("", description="What the relevance floor decided, and why.")
+    nothing_relevant: bool = Field(False, description="Nothing in the memory is about the question: nothing "
+                                                      "retrieved, a name it asks about that nothing retrieved "
+                                                      "mentions, or ``relevance`` below ``relevance_floor``.")
+    relevance_rule: str = Field("", description="What the relevance rules decided, and why.")
+    language: str = Field("", description="The question's language (ISO 639-1, ``memsif.language.detect``).")
     aggregation: bool = Field(False, description="The question asks for several things about the speakers it "
                                                  "names: their facts were gathered (the aggregation path).")
     aggregation_rule: str = Field("", description="Why the aggregation path was or was not taken.")
@@ -200,7 +203,7 @@ class QueryPipeline:
                 evidence = self.retriever.trace_back(namespace, question, qv, left, measure, named=named,
                                                      facts=used_facts, aggregation=result.aggregation)
                 result.traced_back = True
-        self._relevance(facts, evidence, result)
+        self._relevance(question, facts, evidence, result, self.store.speakers(namespace))
         with _stage(result, "answer"):
             result.facts_used, result.evidence_used = used_facts, evidence
             result.context = self._render(fact_lines, evidence)
@@ -272,17 +275,39 @@ class QueryPipeline:
                             f"{self.config.sufficiency_threshold}: "
                             f"{'facts only' if result.sufficient else 'facts + evidence'}")
 
-    def _relevance(self, facts: list[RetrievedFact], evidence: list[Evidence], result: Answer) -> None:
+    def _relevance(self, question: str, facts: list[RetrievedFact], evidence: list[Evidence], result: Answer,
+                   speakers: Sequence[str]) -> None:
         """``result.relevance``: the best cosine of the question with a retrieved fact or evidence
-        sentence; below ``relevance_floor`` (or nothing retrieved) the memory holds nothing about it."""
+        sentence. The memory holds nothing about the question when nothing was retrieved, when the
+        question names someone or something (a capitalised name, not a speaker, month or weekday) that
+        nothing retrieved mentions, or when the best cosine is below ``relevance_floor`` and the question
+        is in a language the embedder serves (``memsif.language``: the floor was measured in English;
+        in another language it is not applied, and the rule says so)."""
         cosines = [f.score for f in facts] + [e.scores["dense"] for e in evidence if "dense" in e.scores]
         result.relevance = round(max(cosines), 4) if cosines else None
         floor = self.config.relevance_floor
-        result.nothing_relevant = floor > 0 and (result.relevance is None or result.relevance < floor)
+        lang, _ = detect(question)
+        result.language = lang
+        served = embedder_languages(getattr(self.embedder, "name", "") or "")
         best = "nothing was retrieved" if result.relevance is None else f"best match {result.relevance:.2f}"
-        result.relevance_rule = (f"nothing relevant: {best}, below the relevance floor {floor:.2f}; answered "
-                                 "without the model" if result.nothing_relevant else
-                                 f"{best} ≥ relevance floor {floor:.2f}" if floor > 0 else "relevance floor off")
+        retrieved = " ".join([*(f.statement for f in facts), *(e.statement for e in evidence)])
+        missing = [n for n in asked_names(question, speakers, lang) if not mentions(retrieved, n)]
+        if result.relevance is None:
+            result.nothing_relevant, why = True, best
+        elif missing:
+            result.nothing_relevant = True
+            why = f"the question names {', '.join(missing)}, which nothing retrieved mentions"
+        elif floor > 0 and served is not None and lang not in served:
+            result.nothing_relevant = False
+            result.relevance_rule = (f"{best}; the question reads as {lang}, which {self.embedder.name} does not "
+                                     f"serve ({', '.join(served)}): the relevance floor {floor:.2f}, measured in "
+                                     "English, was not applied")
+            return
+        else:
+            result.nothing_relevant = floor > 0 and result.relevance < floor
+            why = f"{best}, below the relevance floor {floor:.2f}"
+        result.relevance_rule = (f"nothing relevant: {why}; answered without the model" if result.nothing_relevant
+                                 else f"{best} ≥ relevance floor {floor:.2f}" if floor > 0 else "relevance floor off")
 
     def _answer_nothing_relevant(self, result: Answer, on_text: Callable[[str], None]) -> None:
         """The answer when nothing retrieved is about the question: said, not generated (on every model)."""

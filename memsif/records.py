@@ -216,14 +216,15 @@ class Verification(_Record):
     """How a CoreFact was checked against its sources before it was stored (§3.3; DESIGN: a
     verification the model is measured to do well). ``verified`` when the model's P(yes) that the
     subject's own cited messages state the statement is at least ``min_p`` (measured per model) and
-    at least ``min_overlap`` of its content words are in its supporting sentences."""
+    at least ``min_word_overlap`` of its content words are in its supporting sentences."""
 
     verified: bool
     rule: str = Field(description="The rule as applied, in words: the measures and the thresholds.")
     p_yes: float | None = Field(None, description="The model's P(yes) (fact_verify prompt); None when not asked.")
     min_p: float | None = None
-    overlap: float = Field(0.0, description="Share of the statement's content words in its supporting sentences.")
-    min_overlap: float = 0.0
+    word_overlap: float = Field(0.0, description="Share of the statement's content words in its supporting "
+                                "sentences (the grounding gate's overlap).")
+    min_word_overlap: float = 0.0
     model: str | None = None
     prompt_version: str | None = None
 
@@ -273,7 +274,7 @@ class OperationScores(_Record):
     quantity_cosine: dict[str, float] = Field(default_factory=dict, description="Fact id → cosine of the "
                                               "value-masked source messages (the same quantity changed?).")
     verification: dict[str, float] = Field(default_factory=dict, description="The verification's measures "
-                                           "(p_yes, min_p, overlap, min_overlap).")
+                                           "(p_yes, min_p, word_overlap, min_word_overlap).")
 
     @model_validator(mode="before")
     @classmethod

@@ -176,10 +176,10 @@ class RelativeDate:
 def relative_date(expression: str, base: datetime) -> RelativeDate | None:
     """``expression`` said at ``base`` as a :class:`RelativeDate`, or None when it cannot be resolved.
 
-    "yesterday", "last Friday", "two days ago" name a day; "a few days ago", "a couple of weeks ago"
-    say only "about" (some days or weeks before the session); "last week" the week before it, "this week" the week of it; "last weekend" / "this past
-    weekend" the weekend before it; "last month", "two months ago" a month; "last year", "five years
-    ago" a year. Never the current date.
+    "yesterday", "last Friday", "two days ago" name a day; "a few days ago", "a couple of weeks ago" say
+    only "about" (some days or weeks before the session); "last week" the week before it, "this week"
+    the week of it; "last weekend" / "this past weekend" the weekend before it; "last month", "two
+    months ago" a month; "last year", "five years ago" a year. Never the current date.
     """
     when = resolve_relative_date(expression, base)
     if when is None:
@@ -209,12 +209,13 @@ def relative_date(expression: str, base: datetime) -> RelativeDate | None:
 
 
 def annotate_relative_dates(text: str, base: datetime | None, brackets: str = "[]") -> tuple[str, list[RelativeDate]]:
-    """Append the resolved period after each relative expression: "yesterday" said on 8 May 2023
-    becomes "yesterday [7 May 2023]", "last week" becomes "last week [the week before 8 May 2023]",
-    "last year" "last year [2022]" (:func:`relative_date`). An expression already annotated is left
-    alone; ``brackets="()"`` writes "yesterday (7 May 2023)" (a stored statement, where square
-    brackets read as JSON debris). Returns the new text and the resolved expressions in order. Without a session date the
-    text is returned unchanged (never resolved against now)."""
+    """Append the resolved period after each relative expression: "yesterday" said on 8 May 2023 becomes
+    "yesterday [7 May 2023]", "last week" becomes "last week [the week before 8 May 2023]", "last year"
+    "last year [2022]" (:func:`relative_date`). An expression already annotated is left alone;
+    ``brackets="()"`` writes "yesterday (7 May 2023)" (a stored statement, where square brackets read as
+    JSON debris). Returns the new text and the resolved expressions in order. Without a session date the
+    text is returned unchanged (never resolved against now).
+    """
     if base is None:
         return text, []
     found: list[RelativeDate] = []

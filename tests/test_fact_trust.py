@@ -74,7 +74,8 @@ def test_two_periods_in_the_sources_leave_no_invented_day():
 
 # ------------------------------------------------------------------ the verification in the log
 CFG = dict(core_facts=True, tau_split=0.0, tau_merge=0.01, sem_mapping="affine", trajectory_min_phi=1.0)
-FACTS = {"pottery": {"subject": "Melanie", "type": "Event", "statement": "Melanie took her kids to a pottery workshop."},
+FACTS = {"pottery": {"subject": "Melanie", "type": "Event",
+                     "statement": "Melanie took her kids to a pottery workshop."},
          "camping": {"subject": "Melanie", "type": "Event", "statement": "Melanie went camping with her family."}}
 
 
@@ -95,7 +96,7 @@ def test_a_verified_fact_carries_its_check_and_an_unverified_candidate_is_reject
     assert add.scores.verification["p_yes"] == 0.9
     assert reject.op == "REJECT" and reject.decided_by == "llm" and reject.candidate.statement.startswith(
         "Melanie went camping")
-    assert reject.scores.verification == {"p_yes": 0.2, "min_p": 0.5, "overlap": 1.0, "min_overlap": 0.7}
+    assert reject.scores.verification == {"p_yes": 0.2, "min_p": 0.5, "word_overlap": 1.0, "min_word_overlap": 0.7}
     assert "not verified against D1:2: P(yes) 0.20 < 0.50" in reject.reason
     verify = llm.calls["fact_verify"][0]
     assert verify.text.startswith("Melanie wrote:\n(15 July 2023) ") and verify.input_ids == ("D1:1",)
@@ -131,7 +132,8 @@ def test_an_evidence_excerpt_keeps_its_statements_only():
 
 
 # ------------------------------------------------------------------ answers: computed spans
-CONTEXT = "Excerpts:\n8 May 2023:\n- Caroline: I started the adoption process.\n14 August 2023:\n- Caroline: It went through!"
+CONTEXT = ("Excerpts:\n8 May 2023:\n- Caroline: I started the adoption process.\n"
+           "14 August 2023:\n- Caroline: It went through!")
 
 
 def test_a_span_the_context_dates_give_is_computed_not_invented():

@@ -9,8 +9,8 @@ from datetime import datetime
 import numpy as np
 import pytest
 
+from memsif.facts.core import EXAMPLE_WORDS
 from memsif.facts.grounding import check
-from memsif.prompts import core_extract
 from memsif.facts.values import mask, values
 from memsif.records import Message
 from tests.fakes import FakeLLM, HashEmbedder, grounded_extraction
@@ -70,7 +70,7 @@ def test_a_nickname_subject_is_stored_as_the_speaker():
 ])
 def test_each_kind_of_bad_candidate_is_rejected_with_its_reason(subject, statement, cited, reason):
     verdict = check(subject, statement, cited, SPEAKERS, max_statement_chars=100,
-                    example_words=core_extract.EXAMPLE_WORDS)
+                    example_words=EXAMPLE_WORDS)
     assert not verdict.passed and reason in verdict.reason, verdict.reason
 
 

@@ -232,7 +232,7 @@ def test_a_model_at_chance_never_gets_a_facts_only_context(engine_factory):
 
 
 def test_a_model_not_measured_on_the_check_is_not_asked_under_auto(engine_factory):
-    llm = FakeLLM({"sufficiency": 0.99})
+    llm = FakeLLM({"sufficiency": 0.99, "fact_verify": 0.9})
     llm.name = "Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF, packaged, llama.cpp)"
     result = _facts_engine(engine_factory, llm).ask("What does Ana love?", namespace="t")
     assert result.traced_back and result.evidence_used and "sufficiency" not in llm.calls

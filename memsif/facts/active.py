@@ -14,7 +14,6 @@ embeddings ((cos + 1) / 2, in [0, 1]); a singleton's Coh is 1.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -41,12 +40,12 @@ EMPTY_WORDS = frozenset({
     "wonder", "fantast", "incred", "inspir", "proud", "happi", "glad", "excit", "realli", "super", "total", "truli",
     "alway", "definit", "absolut", "sure", "luck", "keep", "sound", "look", "feel", "seem", "stuff", "thing", "lot",
     "fun", "hope", "brave", "strong", "power", "special", "mean", "world", "life", "day", "time", "talk", "soon",
-    "later", "chat", "catch", "care", "take", "love", "like", "glad", "appreci", "support", "meaning", "big", "huge",
+    "later", "chat", "catch", "care", "take", "love", "like", "appreci", "support", "meaning", "big", "huge",
     "lucki", "bless", "grate", "stay", "go", "get", "got", "let", "know", "think", "guess", "wish", "want",
     "morn", "night", "tonight", "today", "real", "pretti", "kind", "sweet", "cute", "lovely", "perfect", "heart",
     "warm", "touch", "moment", "memori", "peac", "calm", "work", "way", "famili", "friend", "rock", "tri", "ador",
     "motiv", "journey", "joy", "strength", "empow", "cathart", "relax", "genuin", "authent", "resili", "realiz",
-    "remind", "believ", "hard", "tough", "awe", "gorgeous", "rewarding", "reward", "sorri", "chanc", "miss",
+    "remind", "believ", "hard", "tough", "awe", "gorgeous", "rewarding", "reward", "chanc", "miss",
 })
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "i'm", "i've", "i'd", "i'll"})
 _SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "ya", "u"})
@@ -81,7 +80,8 @@ def is_statement(sentence: str, speakers: Sequence[str] = ()) -> bool:
         return False
     if lower & _SECOND_PERSON:  # said to the listener: praise, advice, thanks ("I'm so proud of you")
         return False
-    if any(k < 3 and re.search(rf"\b{re.escape(w.text)}\s*[,!]", text) or re.search(rf",\s*{re.escape(w.text)}\s*[.!]*$", text)
+    if any((k < 3 and re.search(rf"\b{re.escape(w.text)}\s*[,!]", text))
+           or re.search(rf",\s*{re.escape(w.text)}\s*[.!]*$", text)
            for k, w in enumerate(words) if is_name(w)):
         return False  # a name called out ("Wow, Caroline, that painting is awesome!", "Hey Mel, long time!")
     content = [w for w in words if w.is_alpha and not w.is_stop and len(w.lower) > 1 and not is_name(w)]

@@ -33,13 +33,14 @@ import numpy as np
 from memsif.embed import Embedder
 from memsif.errors import LLMError, LLMOutputError
 from memsif.facts import grounding
-from memsif.facts.dates import settle_dates
 from memsif.facts.active import normalise_subject
+from memsif.facts.dates import settle_dates
 from memsif.facts.values import Values, mask, values
+from memsif.facts.verify import verify
 from memsif.llm import LLM, Generation, generate_many
 from memsif.llm.structured import parse_json_reply, salvage_items
 from memsif.matching import cosine, cosines
-from memsif.prompts import core_extract, core_operation, fact_verify
+from memsif.prompts import core_extract, core_operation
 from memsif.records import (
     CoreFact,
     FactOp,
@@ -48,7 +49,6 @@ from memsif.records import (
     Message,
     OperationScores,
     TopicalSegment,
-    Verification,
     record_number,
 )
 from memsif.timeparse import annotate_relative_dates, day_text
@@ -79,16 +79,6 @@ EXTRACT_MAX_TOKENS = 320
 #: decides is added beside the similar facts (the log says so). None yet: SmolLM2-135M and
 #: Qwen2.5-Coder-1.5B put about the same probability on every letter whatever the facts say.
 OPERATION_MEASURED_MODELS: tuple[str, ...] = ()
-#: Per model (a substring of its name): the P(yes) of the fact_verify prompt at or above which a
-#: candidate is verified, fitted on the labelled stored facts of dev conv-26 and conv-30
-#: (``benchmarks/fact_verifier.py``; README, "What a CoreFact is checked against"). Under
-#: ``fact_verification="auto"`` only these models verify; "model" asks any model, at 0.5 when unmeasured.
-MEASURED_VERIFIERS: dict[str, float] = {"Qwen2.5-Coder-1.5B-Instruct": 0.65}
-#: The threshold of a model not measured, under ``fact_verification="model"``.
-UNMEASURED_VERIFIER_MIN_P = 0.5
-#: A verified fact also has at least this share of its content words in its supporting sentences (the
-#: gate asks for ``grounding.MIN_OVERLAP``): with the P(yes) threshold, fitted on the same labels.
-VERIFIED_MIN_OVERLAP = 0.7
 
 
 def operation_trusted(mode: str, llm: LLM | None) -> bool:
@@ -100,16 +90,11 @@ def operation_trusted(mode: str, llm: LLM | None) -> bool:
     return mode == "model"
 
 
-def verifier_threshold(mode: str, llm: LLM | None) -> float | None:
-    """The P(yes) at or above which ``llm`` verifies a candidate under ``fact_verification`` ``mode``
-    ("auto": ``MEASURED_VERIFIERS`` only; "model": any model; "off": none), or None when it is not asked."""
-    if mode == "off" or llm is None:
-        return None
-    name = (getattr(llm, "name", "") or "").lower()
-    measured = [p for key, p in MEASURED_VERIFIERS.items() if key.lower() in name]
-    if measured:
-        return measured[0]
-    return UNMEASURED_VERIFIER_MIN_P if mode == "model" else None
+#: Content stems of the extraction prompt's worked example (its people and facts) but its generic words:
+#: a statement using one that its cited messages do not hold copied the example, and the grounding gate
+#: rejects it (``grounding.check(example_words=...)``), so nothing of the example can be stored.
+EXAMPLE_WORDS = grounding.content_stems(" ".join(f"{who} {said}" for who, _, said, _ in core_extract.EXAMPLE_FACTS),
+                                        core_extract.EXAMPLE_GENERIC_WORDS)
 
 
 @dataclass
@@ -401,41 +386,15 @@ class CoreFactBuilder:
         """The grounding gate's verdict on a candidate (no model involved)."""
         return grounding.check(cand.fact.subject, cand.fact.statement, cand.cited, cand.speakers, cand.vector,
                                cand.cited_vectors, max_statement_chars=core_extract.STATEMENT_MAX_CHARS,
-                               example_words=core_extract.EXAMPLE_WORDS)
-
-    def verify(self, cand: Candidate, verdict: grounding.Grounding | None) -> Verification:
-        """The model's check of a gated candidate (``fact_verify``: P(yes) that what the subject wrote in
-        the cited messages states every detail of it) with the gate's word overlap; not verified when the
-        model is not asked (``verify_min_p`` None) or fails (the error is the rule)."""
-        overlap = float(verdict.scores.get("overlap", 0.0)) if verdict else 0.0
-        words = f"{overlap:.0%} of its words in its sources {'≥' if overlap >= VERIFIED_MIN_OVERLAP else '<'} " \
-                f"{VERIFIED_MIN_OVERLAP:.0%}"
-        if self.verify_min_p is None or not cand.cited:
-            who = getattr(self.llm, "name", None) or "the model"
-            return Verification(verified=False, overlap=overlap, min_overlap=VERIFIED_MIN_OVERLAP,
-                                rule=f"not verified: {who} is not measured to verify facts (fact_verification, "
-                                     f"MEASURED_VERIFIERS); {words}")
-        prompt = fact_verify.build(cand.fact.subject, cand.fact.statement, cand.cited)
-        model = getattr(self.llm, "name", None)
-        try:
-            self.llm_calls += 1
-            [p] = self.llm.yes_probability([prompt])
-        except LLMError as exc:
-            return Verification(verified=False, overlap=overlap, min_overlap=VERIFIED_MIN_OVERLAP, model=model,
-                                prompt_version=prompt.version,
-                                rule=f"not verified: the model failed ({type(exc).__name__}: {exc})")
-        passed = p >= self.verify_min_p and overlap >= VERIFIED_MIN_OVERLAP
-        rule = (f"P(yes) {p:.2f} {'≥' if p >= self.verify_min_p else '<'} {self.verify_min_p:.2f} that "
-                f"{', '.join(prompt.input_ids)} state it, {words}")
-        return Verification(verified=passed, rule=rule, p_yes=round(p, 4), min_p=self.verify_min_p,
-                            overlap=overlap, min_overlap=VERIFIED_MIN_OVERLAP, model=model,
-                            prompt_version=prompt.version)
+                               example_words=EXAMPLE_WORDS)
 
     def consolidate(self, state: FactState, cand: Candidate) -> FactOperation:
         """Gate ``cand``, verify it (``verify``), then apply one of Add / Update / Merge / Supersede; return
-        the logged operation (REJECT when the gate or the model's verification turned the candidate away). Rules decide where they can (a changed
-        quantity, nothing similar, a near-duplicate, another occurrence, a newer value of the same
-        claim); the LLM chooses among the similar facts only when it is trusted with the choice."""
+        the logged operation (REJECT when the gate or the model's verification turned the candidate away).
+        Rules decide where they can (a changed quantity, nothing similar, a near-duplicate, another
+        occurrence, a newer value of the same claim); the LLM chooses among the similar facts only when it
+        is trusted with the choice.
+        """
         verdict = self.ground(cand) if cand.cited else None
         if verdict is not None and not verdict.passed:
             reason = f"not grounded in {', '.join(m.id for m in cand.cited)}: {verdict.reason}"
@@ -448,10 +407,14 @@ class CoreFactBuilder:
         terms = OperationScores(grounding=verdict.scores if verdict else {})
         if verdict is not None:
             cand.fact.subject = verdict.subject
-        check = self.verify(cand, verdict)
+        if self.verify_min_p is not None and cand.cited:
+            self.llm_calls += 1
+        check = verify(self.llm, self.verify_min_p, cand.fact.subject, cand.fact.statement, cand.cited,
+                       float(verdict.scores.get("overlap", 0.0)) if verdict else 0.0)
         cand.fact.verification = check
         terms.verification = {k: v for k, v in (("p_yes", check.p_yes), ("min_p", check.min_p),
-                                                ("overlap", check.overlap), ("min_overlap", check.min_overlap))
+                                                ("word_overlap", check.word_overlap),
+                                                ("min_word_overlap", check.min_word_overlap))
                               if v is not None}
         if check.p_yes is not None and not check.verified:
             reason = f"not verified against {', '.join(m.id for m in cand.cited)}: {check.rule}"

@@ -26,7 +26,8 @@ from memsif.timeparse import DATE_IN_TEXT, RelativeDate, annotate_relative_dates
 #: An annotation after a relative expression, as the prompt showed it or the model rewrote it:
 #: "last week [the week before 16 March 2023]", "last week (9 March 2023)".
 _ANNOTATION = re.compile(r" ?[\[(](?:the |a few )?[^\[\]()]*\d{4}[\])]")
-_DAY_DATE = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)? (?:of )?[A-Z][a-z]+,? \d{4}\b|\b[A-Z][a-z]+ \d{1,2}(?:st|nd|rd|th)?,? \d{4}\b")
+_DAY_DATE = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)? (?:of )?[A-Z][a-z]+,? \d{4}\b"
+                       r"|\b[A-Z][a-z]+ \d{1,2}(?:st|nd|rd|th)?,? \d{4}\b")
 _PREPOSITION = {"day": "on ", "weekend": "on ", "week": "in ", "month": "in ", "year": "in ", "about": ""}
 
 

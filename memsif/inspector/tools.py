@@ -139,7 +139,9 @@ def memory_facts(namespace: str, subject: str = "") -> str:
         subject: only facts about this subject (case-insensitive); empty for all.
 
     Returns:
-        JSON: core_facts (verified only, each with its verification) and active_facts, each with id, subject, statement and source_message_ids; held_back counts the CoreFacts not verified (a model not measured to verify, a failed check, a memory built before facts were verified) and says why.
+        JSON: core_facts (verified only, each with its verification) and active_facts, each with id,
+        subject, statement and source_message_ids; held_back counts the CoreFacts not verified (a model
+        not measured to verify, a failed check, a memory built before facts were verified) and says why.
     """
     ns = _namespace(namespace)
     eng = engine()

@@ -13,7 +13,6 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from memsif.facts.grounding import content_stems
 from memsif.prompts import Prompt, clip
 from memsif.records import FactType
 
@@ -42,20 +41,17 @@ _EXAMPLE_MESSAGES = (
     "3. [3 May 2023] Ana: 20 minutes by bike, so no.\n"
     "4. [3 May 2023] Ben: Nice! I've been hiking a lot lately, I'm obsessed with mountains.\n"
 )
-_EXAMPLE_FACTS = (
+EXAMPLE_FACTS = (
     ("Ana", "Event", "Ana started a job as a nurse at St. Mary's on 3 May 2023.", [1]),
     ("Ana", "Identity", "Ana's job at St. Mary's is 20 minutes by bike from her home.", [1, 3]),
     ("Ben", "Preference", "Ben loves hiking in the mountains.", [4]),
 )
 _EXAMPLE = _EXAMPLE_MESSAGES + "Answer: " + json.dumps(
     {"facts": [{"subject": who, "type": kind, "statement": said, "sources": cited}
-               for who, kind, said, cited in _EXAMPLE_FACTS]})
-#: Words every fact statement may use without its sources holding them, though the example uses them.
-_GENERIC_WORDS = frozenset({"love", "start", "job", "home"})
-#: Content stems of the worked example's facts and people but ``_GENERIC_WORDS``: a
-#: statement using one that its cited messages do not hold copied the example, and the grounding gate
-#: rejects it (``grounding.check(example_words=...)``), so nothing of the example can be stored.
-EXAMPLE_WORDS = content_stems(" ".join(f"{who} {said}" for who, _, said, _ in _EXAMPLE_FACTS), _GENERIC_WORDS)
+               for who, kind, said, cited in EXAMPLE_FACTS]})
+#: Words (stems) of the example's facts that any fact statement may use without its sources holding
+#: them; every other content word of the example marks a copy (``memsif.facts.core.EXAMPLE_WORDS``).
+EXAMPLE_GENERIC_WORDS = frozenset({"love", "start", "job", "home"})
 
 
 def response_schema(schema: Sequence[FactType]) -> type[BaseModel]:
@@ -78,7 +74,8 @@ def build(lines: Sequence[tuple[str, str, str]], schema: Sequence[FactType]) -> 
     text = (f"Fact types:\n{types}\n\n"
             f"List at most {MAX_FACTS} facts about the people in the conversation. Each fact: subject (the "
             "person's name), type, statement (one third-person sentence of at most 20 words that says only "
-            "what the messages say, with names, numbers and places copied exactly and absolute dates), and sources (the numbers of "
+            "what the messages say, with names, numbers and places copied exactly and absolute dates), and sources "
+            "(the numbers of "
             "the messages it comes from). Take each fact from its subject's own messages (what they say about "
             "themselves), not from what others say to them; a [shares a photo: ...] note only shows what a picture "
             "looks like. Leave out greetings, questions, compliments, thanks and small talk. "

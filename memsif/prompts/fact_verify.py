@@ -29,10 +29,11 @@ def build(subject: str, statement: str, sources: Sequence[Message]) -> Prompt:
     resolved, and the statement; the question asks whether they state every detail of it."""
     own = [m for m in sources if m.speaker == subject] or list(sources)
     writer = own[0].speaker if len({m.speaker for m in own}) == 1 else "They"
-    lines = "\n".join(f"({day_text(m.time)}) {clip(annotate_relative_dates(m.text, m.time)[0], MESSAGE_CHARS)}"
-                      if writer != "They" else
-                      f"{m.speaker} ({day_text(m.time)}): {clip(annotate_relative_dates(m.text, m.time)[0], MESSAGE_CHARS)}"
-                      for m in own)
+    def line(m: Message) -> str:
+        text = clip(annotate_relative_dates(m.text, m.time)[0], MESSAGE_CHARS)
+        return f"({day_text(m.time)}) {text}" if writer != "They" else f"{m.speaker} ({day_text(m.time)}): {text}"
+
+    lines = "\n".join(line(m) for m in own)
     text = (f"{writer} wrote:\n{lines}\n\nClaim: {statement}\n\n"
             f"Does what {writer} wrote state every detail of the claim?")
     return Prompt(NAME, VERSION, text, input_ids=tuple(m.id for m in own))

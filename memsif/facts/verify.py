@@ -1,0 +1,68 @@
+"""The model's verification of a CoreFact candidate before it is stored (§3.3; DESIGN: a verification
+the model is measured to do well, yes/no against the cited sources).
+
+A candidate that passed the grounding gate is verified when the model's P(yes) that what its subject
+wrote in the cited messages states every detail of it (``memsif.prompts.fact_verify``) reaches the
+model's measured threshold, and at least ``VERIFIED_MIN_OVERLAP`` of its content words are in its
+supporting sentences. Thresholds are fitted on labelled stored facts of two dev conversations and
+tested on the third (``benchmarks/fact_verifier.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memsif.errors import LLMError
+from memsif.llm import LLM
+from memsif.prompts import fact_verify
+from memsif.records import Message, Verification
+
+#: Per model (a substring of its name): the P(yes) of the fact_verify prompt at or above which a
+#: candidate is verified, fitted on the labelled stored facts of dev conv-26 and conv-30
+#: (``benchmarks/fact_verifier.py``; README, "What a CoreFact is checked against"). Under
+#: ``fact_verification="auto"`` only these models verify; "model" asks any model, at 0.5 when unmeasured.
+MEASURED_VERIFIERS: dict[str, float] = {"Qwen2.5-Coder-1.5B-Instruct": 0.65}
+#: The threshold of a model not measured, under ``fact_verification="model"``.
+UNMEASURED_VERIFIER_MIN_P = 0.5
+#: A verified fact also has at least this share of its content words in its supporting sentences (the
+#: gate asks for ``grounding.MIN_OVERLAP``): with the P(yes) threshold, fitted on the same labels.
+VERIFIED_MIN_OVERLAP = 0.7
+
+
+def verifier_threshold(mode: str, llm: LLM | None) -> float | None:
+    """The P(yes) at or above which ``llm`` verifies a candidate under ``fact_verification`` ``mode``
+    ("auto": ``MEASURED_VERIFIERS`` only; "model": any model; "off": none), or None when it is not asked."""
+    if mode == "off" or llm is None:
+        return None
+    name = (getattr(llm, "name", "") or "").lower()
+    measured = [p for key, p in MEASURED_VERIFIERS.items() if key.lower() in name]
+    if measured:
+        return measured[0]
+    return UNMEASURED_VERIFIER_MIN_P if mode == "model" else None
+
+
+def verify(llm: LLM | None, min_p: float | None, subject: str, statement: str, cited: Sequence[Message],
+           overlap: float) -> Verification:
+    """The check of one gated candidate: the model's P(yes) (``fact_verify``) against ``min_p`` and the
+    gate's word ``overlap`` (0–1) against ``VERIFIED_MIN_OVERLAP``. Not verified, and the model not
+    asked, when ``min_p`` is None (``verifier_threshold``) or nothing is cited; a model error is the
+    rule ("not verified: the model failed …"), never raised."""
+    words = (f"{overlap:.0%} of its words in its sources {'≥' if overlap >= VERIFIED_MIN_OVERLAP else '<'} "
+             f"{VERIFIED_MIN_OVERLAP:.0%}")
+    model = getattr(llm, "name", None)
+    if llm is None or min_p is None or not cited:
+        return Verification(verified=False, word_overlap=overlap, min_word_overlap=VERIFIED_MIN_OVERLAP,
+                            rule=f"not verified: {model or 'the model'} is not measured to verify facts "
+                                 f"(fact_verification, MEASURED_VERIFIERS); {words}")
+    prompt = fact_verify.build(subject, statement, cited)
+    try:
+        [p] = llm.yes_probability([prompt])
+    except LLMError as exc:
+        return Verification(verified=False, word_overlap=overlap, min_word_overlap=VERIFIED_MIN_OVERLAP, model=model,
+                            prompt_version=prompt.version,
+                            rule=f"not verified: the model failed ({type(exc).__name__}: {exc})")
+    rule = (f"P(yes) {p:.2f} {'≥' if p >= min_p else '<'} {min_p:.2f} that {', '.join(prompt.input_ids)} "
+            f"state it, {words}")
+    return Verification(verified=p >= min_p and overlap >= VERIFIED_MIN_OVERLAP, rule=rule, p_yes=round(p, 4),
+                        min_p=min_p, word_overlap=overlap, min_word_overlap=VERIFIED_MIN_OVERLAP, model=model,
+                        prompt_version=prompt.version)
