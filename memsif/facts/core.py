@@ -170,6 +170,21 @@ class Candidate:
     speakers: list[str] = field(default_factory=list)
 
 
+def known_for(state: FactState, cand: Candidate) -> list[tuple[CoreFact, float]]:
+    """Current facts with the same subject and type, by statement cosine (same trajectory first)."""
+    subject = normalise_subject(cand.fact.subject)
+    scored = []
+    for f in state.current():
+        if f.type != cand.fact.type or normalise_subject(f.subject) != subject:
+            continue
+        cos = cosine(state.vectors[f.id], cand.vector)
+        same_trajectory = bool(set(f.trajectory_ids) & set(cand.fact.trajectory_ids))
+        scored.append((f, cos, same_trajectory))
+    scored = [s for s in scored if s[1] >= CANDIDATE_MIN_COSINE]
+    scored.sort(key=lambda s: (not s[2], -s[1]))
+    return [(f, cos) for f, cos, _ in scored[:MAX_KNOWN]]
+
+
 def build_core_facts(builder: CoreFactBuilder, state: FactState, namespace: str, batches: Sequence[ReadBatch],
                      segment_of: Mapping[str, str], trajectory_of: Mapping[str, str | None],
                      vectors: Mapping[str, np.ndarray], parallel: int) -> Iterator[BatchResult]:
@@ -231,14 +246,10 @@ class CoreFactBuilder:
                  now: Callable[[], datetime] = lambda: datetime.now(UTC).replace(tzinfo=None),
                  ask_operation: bool = True, messages: Mapping[str, Message] | None = None,
                  verify_min_p: float | None = None) -> None:
-        """``ask_operation``: whether the LLM chooses the operation when no rule decides
-        (``operation_trusted``); otherwise such a candidate is added by rule. ``messages``: the
-        namespace's messages by id, for the rule that compares stated quantities by their sources.
-        ``verify_min_p``: the P(yes) at which the LLM's verification passes a candidate
-        (``verifier_threshold``); None: not asked, facts are stored as not verified."""
-        self.llm = llm
-        self.ask_operation = ask_operation
-        self.verify_min_p = verify_min_p
+        """``ask_operation``: whether the LLM chooses the operation when no rule decides (``operation_trusted``;
+        else Add by rule). ``messages``: the namespace's messages by id (the changed-quantity rule reads their
+        values). ``verify_min_p``: the P(yes) the verification needs (``verifier_threshold``; None: not asked)."""
+        self.llm, self.ask_operation, self.verify_min_p = llm, ask_operation, verify_min_p
         self.messages = messages or {}
         self._message_values: dict[str, Values] = {}  # the quantity rule reads old messages again and again
         self.embedder = embedder
@@ -328,20 +339,6 @@ class CoreFactBuilder:
         return candidates, failures
 
     # ------------------------------------------------------------- consolidation
-    def known_for(self, state: FactState, cand: Candidate) -> list[tuple[CoreFact, float]]:
-        """Current facts with the same subject and type, by statement cosine (same trajectory first)."""
-        subject = normalise_subject(cand.fact.subject)
-        scored = []
-        for f in state.current():
-            if f.type != cand.fact.type or normalise_subject(f.subject) != subject:
-                continue
-            cos = cosine(state.vectors[f.id], cand.vector)
-            same_trajectory = bool(set(f.trajectory_ids) & set(cand.fact.trajectory_ids))
-            scored.append((f, cos, same_trajectory))
-        scored = [s for s in scored if s[1] >= CANDIDATE_MIN_COSINE]
-        scored.sort(key=lambda s: (not s[2], -s[1]))
-        return [(f, cos) for f, cos, _ in scored[:MAX_KNOWN]]
-
     def changed_quantity(self, state: FactState, cand: Candidate) -> tuple[CoreFact, str, float] | None:
         """A current fact of the same subject, of any type, whose stated amount ``cand`` changes: a
         source message of each states an amount in a shared unit, the numbers differ, each statement
@@ -407,19 +404,15 @@ class CoreFactBuilder:
         terms = OperationScores(grounding=verdict.scores if verdict else {})
         if verdict is not None:
             cand.fact.subject = verdict.subject
-        if self.verify_min_p is not None and cand.cited:
-            self.llm_calls += 1
-        check = verify(self.llm, self.verify_min_p, cand.fact.subject, cand.fact.statement, cand.cited,
-                       float(verdict.scores.get("overlap", 0.0)) if verdict else 0.0)
-        cand.fact.verification = check
-        terms.verification = {k: v for k, v in (("p_yes", check.p_yes), ("min_p", check.min_p),
-                                                ("word_overlap", check.word_overlap),
-                                                ("min_word_overlap", check.min_word_overlap))
-                              if v is not None}
+        self.llm_calls += int(self.verify_min_p is not None and bool(cand.cited))
+        overlap = float(verdict.scores.get("overlap", 0.0)) if verdict else 0.0
+        check = cand.fact.verification = verify(self.llm, self.verify_min_p, cand.fact.subject, cand.fact.statement,
+                                                cand.cited, overlap)
+        terms.verification = {k: v for k, v in check.model_dump(include={"p_yes", "min_p", "word_overlap",
+                                                                         "min_word_overlap"}).items() if v is not None}
         if check.p_yes is not None and not check.verified:
-            reason = f"not verified against {', '.join(m.id for m in cand.cited)}: {check.rule}"
-            if cand.provenance_note:
-                reason = f"{reason}; {cand.provenance_note}"
+            reason = "; ".join(filter(None, [f"not verified against {', '.join(m.id for m in cand.cited)}: "
+                                             f"{check.rule}", cand.provenance_note]))
             op = self._log(cand.fact.namespace, FactOp.REJECT, [], reason=reason, decided_by="llm", scores=terms,
                            event_time=cand.fact.event_time)
             op.candidate, op.model, op.prompt_version = cand.fact.model_copy(), check.model, check.prompt_version
@@ -428,7 +421,7 @@ class CoreFactBuilder:
             old, reason, cos = changed_quantity
             terms.quantity_cosine[old.id] = round(cos, 4)
             return self._apply(state, cand, FactOp.SUPERSEDE, old, "rule", reason, terms)
-        known = self.known_for(state, cand)
+        known = known_for(state, cand)
         terms.similar = {f.id: round(cos, 4) for f, cos in known}
         if not known:
             return self._apply(state, cand, FactOp.ADD, None, "rule", "no current fact with this subject and type "
