@@ -47,6 +47,12 @@ class EntityExtractor(Protocol):
         "How many times …"): the aggregation questions of the query pipeline (§3.3–3.4)."""
         ...
 
+    def asked_things(self, question: str) -> list[str] | None:
+        """The specific things an English ``question`` asks about: its nouns and names, less the
+        question's frame ("name", "kind", "time", ``QUESTION_FRAME_NOUNS``), in order; None when the
+        extractor cannot tell (then no rule reads them)."""
+        ...
+
 
 _HOW_MANY = re.compile(r"^\W*how\s+many\b", re.IGNORECASE)
 _WH = {"what", "which", "who", "whom", "whose"}
@@ -98,6 +104,18 @@ class RegexEntityExtractor:
     def asks_for_several(self, question: str) -> bool:
         """``_regex_asks_for_several``."""
         return _regex_asks_for_several(question)
+
+    def asked_things(self, question: str) -> list[str] | None:
+        """None: without a part-of-speech tagger the nouns of a question are not known."""
+        return None
+
+
+#: Nouns that frame a question rather than name what it asks about ("What is the name of …", "What
+#: kind of …", "What is Melanie's reason for …").
+QUESTION_FRAME_NOUNS = frozenset({
+    "name", "kind", "type", "sort", "time", "day", "year", "month", "week", "thing", "way", "lot", "number", "people",
+    "person", "activity", "event", "something", "anything", "color", "colour", "place", "date", "subject",
+    "reason", "part", "idea", "example", "plan", "much", "many"})
 
 
 class SpacyEntityExtractor:
@@ -154,6 +172,11 @@ class SpacyEntityExtractor:
                     if nxt.tag_.startswith("VB") or nxt.tag_ == "MD":
                         break
         return False
+
+    def asked_things(self, question: str) -> list[str] | None:
+        """The nouns and proper nouns of ``question`` (part-of-speech tags) but ``QUESTION_FRAME_NOUNS``."""
+        return list(dict.fromkeys(tok.text for tok in self._nlp(question) if tok.pos_ in ("NOUN", "PROPN")
+                                  and tok.is_alpha and tok.lemma_.lower() not in QUESTION_FRAME_NOUNS))
 
 
 def load_entity_extractor(use_spacy: bool = True) -> EntityExtractor:

@@ -1,41 +1,51 @@
-"""The language a question is written in (``langdetect``, Google's language-detection profiles), and
-the languages an embedder is known to serve.
+"""The language a question is written in, and the languages an embedder is known to serve.
 
 The relevance floor (``MemSIFConfig.relevance_floor``) is a cosine measured with an English embedder
 on English questions: a question in another language scores low against English messages whatever it
 asks, so the floor is applied only to questions in a language the embedder serves.
+
+A question is a few words, too short for character n-gram detectors (``langdetect`` reads "Wann hat
+Caroline das Adoptionsinterview bestanden?" as English). Function words decide instead: the language
+whose stop-word list (spaCy's, ``spacy.lang.<code>.stop_words``) holds the most of the question's
+words, English on a tie; a question in a script other than Latin is not English.
 """
 
 from __future__ import annotations
 
+import importlib
+import re
 import threading
+import unicodedata
+from functools import cache
 
 #: Embedders (a substring of the model name) and the languages they were trained for; the packaged
 #: all-MiniLM-L6-v2 and all-mpnet-base-v2 are English models (their model cards).
 EMBEDDER_LANGUAGES: dict[str, tuple[str, ...]] = {"all-MiniLM-L6-v2": ("en",), "all-mpnet-base-v2": ("en",)}
-#: Below this probability of its best language a short question is taken to be English (langdetect
-#: gives "What is Melanie's salary?" English 0.71, Afrikaans 0.29).
-MIN_CONFIDENCE = 0.9
+#: Languages written in Latin script whose function words are compared (ISO 639-1, spaCy's codes).
+LATIN_LANGUAGES = ("en", "es", "de", "fr", "pt", "it", "nl", "sv", "da", "nb", "pl", "ro", "ca", "cs", "tr", "id",
+                   "fi", "hu")
 
-_LOCK = threading.Lock()  # langdetect's factory is global and seeded once
+_LOCK = threading.Lock()
 
 
-def detect(text: str) -> tuple[str, float]:
-    """(ISO 639-1 code, probability) of ``text``'s language; ("en", 0.0) for text without letters and
-    English when the detector is unsure (``MIN_CONFIDENCE``)."""
-    from langdetect import DetectorFactory, detect_langs
-    from langdetect.lang_detect_exception import LangDetectException
-
+@cache
+def _stop_words() -> dict[str, frozenset[str]]:
     with _LOCK:
-        DetectorFactory.seed = 0
-        try:
-            found = detect_langs(text)
-        except LangDetectException:
-            return "en", 0.0
-    best = found[0]
-    if best.lang != "en" and best.prob < MIN_CONFIDENCE:
-        return "en", 1.0 - best.prob
-    return best.lang, float(best.prob)
+        return {code: frozenset(importlib.import_module(f"spacy.lang.{code}.stop_words").STOP_WORDS)
+                for code in LATIN_LANGUAGES}
+
+
+def detect(text: str) -> tuple[str, int]:
+    """(ISO 639-1 code, how many of ``text``'s words are that language's function words). "und" (for
+    undetermined) with 0 for a text in a script other than Latin; English for a text with no letters
+    or no function word of any language."""
+    letters = [ch for ch in text if ch.isalpha()]
+    if letters and sum(unicodedata.name(ch, "").startswith("LATIN") for ch in letters) < len(letters) / 2:
+        return "und", 0
+    words = re.findall(r"[^\W\d_]+", text.lower())
+    scores = {code: sum(1 for w in words if w in stops) for code, stops in _stop_words().items()}
+    best = max(scores, key=lambda code: (scores[code], code == "en"))
+    return best, scores[best]
 
 
 def embedder_languages(model: str) -> tuple[str, ...] | None:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from memsif.answercheck import asked_names, mentions, unsupported_mentions
+from memsif.answercheck import HYPOTHETICAL, asked_names, found_in, mentions, unsupported_mentions
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
@@ -278,11 +278,14 @@ class QueryPipeline:
     def _relevance(self, question: str, facts: list[RetrievedFact], evidence: list[Evidence], result: Answer,
                    speakers: Sequence[str]) -> None:
         """``result.relevance``: the best cosine of the question with a retrieved fact or evidence
-        sentence. The memory holds nothing about the question when nothing was retrieved, when the
+        sentence. The memory holds nothing about the question when nothing was retrieved; when the
         question names someone or something (a capitalised name, not a speaker, month or weekday) that
-        nothing retrieved mentions, or when the best cosine is below ``relevance_floor`` and the question
-        is in a language the embedder serves (``memsif.language``: the floor was measured in English;
-        in another language it is not applied, and the rule says so)."""
+        nothing retrieved mentions; when none of the things an English question asks about (its nouns,
+        ``EntityExtractor.asked_things``) occurs in anything retrieved; or when the best cosine is below
+        ``relevance_floor`` and the question is in a language the embedder serves (``memsif.language``:
+        the floor was measured in English; in another language it is not applied, and the rule says
+        so). A question asking for an inference ("Would … likely …") is judged by the cosine only.
+        ``relevance_floor`` 0 turns every rule but "nothing retrieved" off."""
         cosines = [f.score for f in facts] + [e.scores["dense"] for e in evidence if "dense" in e.scores]
         result.relevance = round(max(cosines), 4) if cosines else None
         floor = self.config.relevance_floor
@@ -291,12 +294,20 @@ class QueryPipeline:
         served = embedder_languages(getattr(self.embedder, "name", "") or "")
         best = "nothing was retrieved" if result.relevance is None else f"best match {result.relevance:.2f}"
         retrieved = " ".join([*(f.statement for f in facts), *(e.statement for e in evidence)])
-        missing = [n for n in asked_names(question, speakers, lang) if not mentions(retrieved, n)]
+        hypothetical = HYPOTHETICAL.search(question) is not None
+        names = [] if hypothetical else asked_names(question, speakers, lang)
+        missing = [n for n in names if not mentions(retrieved, n)]
+        things = None if hypothetical or lang != "en" or self.entities is None else self.entities.asked_things(question)
+        known = {part for sp in speakers for part in sp.lower().split()}  # a speaker is not what it asks about
+        things = [t for t in things or [] if not any(len(t) >= 3 and k.startswith(t.lower()) for k in known)]
         if result.relevance is None:
             result.nothing_relevant, why = True, best
-        elif missing:
+        elif floor > 0 and missing:
             result.nothing_relevant = True
             why = f"the question names {', '.join(missing)}, which nothing retrieved mentions"
+        elif floor > 0 and things and not found_in(retrieved, things):
+            result.nothing_relevant = True
+            why = f"nothing retrieved mentions what it asks about ({', '.join(things)})"
         elif floor > 0 and served is not None and lang not in served:
             result.nothing_relevant = False
             result.relevance_rule = (f"{best}; the question reads as {lang}, which {self.embedder.name} does not "

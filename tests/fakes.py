@@ -134,6 +134,9 @@ class TableEntities:
     def asks_for_several(self, question: str) -> bool:
         return RegexEntityExtractor().asks_for_several(question)
 
+    def asked_things(self, question: str) -> list[str] | None:
+        return None
+
 
 class KeywordEmbedder(HashEmbedder):
     """Hashed bag of words plus a strong shared direction for each keyword a text contains, so texts

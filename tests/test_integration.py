@@ -73,8 +73,8 @@ def test_real_models_build_core_facts_and_answer_with_a_trace(built):
 
 def test_the_built_store_holds_only_grounded_core_facts(built):
     """Scan what the real default models stored: every CoreFact (history too) passes the grounding
-    gate again; no subject is a sentence, no statement a bare date, no JSON debris; each REJECT in
-    the log names its candidate and its reasons."""
+    gate again and was verified by the model; no subject is a sentence, no statement a bare date, no
+    JSON debris; each REJECT in the log names its candidate and its reasons."""
     import re
 
     from memsif.facts.grounding import check
@@ -91,7 +91,10 @@ def test_the_built_store_holds_only_grounded_core_facts(built):
     rejects = engine.fact_log("conv-26", op="reject")
     assert len(rejects) == report.fact_ops.get("REJECT", 0)
     for op in rejects:
-        assert op.reason.startswith("not grounded in ") and op.candidate.statement and not op.fact_ids
+        assert op.reason.startswith(("not grounded in ", "not verified against ")), op.reason
+        assert op.candidate.statement and not op.fact_ids
+    for fact in engine.facts("conv-26"):  # the packaged 1.5B is measured to verify: every stored fact passed
+        assert fact.verified and fact.verification.p_yes >= fact.verification.min_p, fact.verification
 
 
 def test_a_rent_that_went_up_supersedes_with_the_real_embedder():
