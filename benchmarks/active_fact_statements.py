@@ -59,13 +59,17 @@ def main() -> None:
         print(f"{len(questions)} questions, {len(clusters)} clusters, "
               f"{sum(len(c.statements) for c in clusters)} statements, {len(promoted)} ActiveFacts promoted")
         if args.labels:
-            kind = {json.loads(line)["sentence"]: json.loads(line)["kind"]
-                    for line in Path(args.labels).read_text().splitlines() if line.strip()}
+            labelled = {json.loads(line)["sentence"]: json.loads(line)["kind"]
+                        for line in Path(args.labels).read_text().splitlines() if line.strip()}
+
+            def kind_of(sentence: str) -> str:  # a kept part of a labelled sentence has its label
+                return labelled.get(sentence) or next((k for s, k in labelled.items() if sentence in s), "unlabelled")
+
             for label, rows in (("candidate statements", [s for c in clusters for s in c.statements]),
                                 ("promoted statements", [a.statement for a in promoted])):
                 kinds = collections.Counter()
                 for statement in rows:
-                    found = {kind.get(s.strip(), "unlabelled") for s in split_sentences(statement)}
+                    found = {kind_of(s.strip()) for s in split_sentences(statement)}
                     kinds[" + ".join(sorted(found))] += 1
                 print(f"{label}: {len(rows)}; by the kinds of their sentences: {dict(kinds)}")
     finally:
