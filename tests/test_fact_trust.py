@@ -58,11 +58,18 @@ def test_a_date_the_sources_do_not_give_is_replaced_by_the_period_they_name(stat
 
 @pytest.mark.parametrize(("statement", "message"), [
     ("Ana started a job as a nurse on 3 May 2023.", "I started a new job as a nurse today!"),
-    ("Jon shared a photo of his new studio on 3 May 2023.", "Look at this! [shares a photo: a dance studio]"),
     ("Jon's studio opens on 10 June 2023.", "My studio opens on 10 June 2023, so excited!"),
 ])
-def test_a_date_the_sources_give_or_the_day_it_was_said_stays(statement, message):
+def test_a_date_the_sources_give_stays(statement, message):
     assert settle_dates(statement, [said(message, datetime(2023, 5, 3))]) == (statement, "")
+
+
+def test_the_day_a_message_was_written_is_not_the_day_of_what_it_tells():
+    """"I volunteered with …" written on 20 April 2022 says nothing of when (the 1.5B wrote the session
+    date onto such acts; 6 of the 82 stored conv-47 facts labelled)."""
+    message = said("I volunteered with an organisation that helps kids learn to code.", datetime(2022, 4, 20))
+    new, note = settle_dates("James volunteered with a coding organisation on 20 April 2022.", [message])
+    assert new == "James volunteered with a coding organisation." and "dropped 20 April 2022" in note
 
 
 def test_two_periods_in_the_sources_leave_no_invented_day():

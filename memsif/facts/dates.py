@@ -5,11 +5,13 @@ month" said on 20 January 2023 becomes "lost her job on 20 January 2023"), and c
 dates of the prompt twice. Before the gate sees a candidate, every day-precise date of its statement
 is checked against its sources:
 
-- a date a source writes, or a day a source's relative expression names ("yesterday" said on 21 June),
-  stays; so does the session date of a source that says no relative date at all (the day it was said);
+- a date a source writes, or a day a source's relative expression names ("yesterday" said on 21 June,
+  "today"), stays;
 - any other date is replaced by the one period the sources name ("in January 2023", "in the week before
   21 July 2023", "on the weekend before 20 October 2023", "a few weeks before 15 July 2023"), or, when
-  they name none or several, removed.
+  they name none or several, removed. The session date of a message that gives no date ("I volunteered
+  at the shelter") is when it was said, not when it happened: it is removed from the statement, and the
+  fact keeps it as its event time (every answer context shows a fact with that date).
 
 Relative expressions left in the statement carry their period in parentheses ("last week (the week
 before 16 March 2023)"; :func:`memsif.timeparse.annotate_relative_dates`).
@@ -52,8 +54,7 @@ def settle_dates(statement: str, sources: Sequence[Message]) -> tuple[str, str]:
     for m in sources:
         resolved += annotate_relative_dates(m.text, m.time)[1]
         written |= {day for _, day in _day_dates(m.text)}
-    said = {day_text(m.time) for m in sources if m.time}
-    allowed = written | {r.text for r in resolved if r.precision == "day"} | (said if not resolved else set())
+    allowed = written | {r.text for r in resolved if r.precision == "day"}
     periods = list(dict.fromkeys((r.precision, r.text) for r in resolved))
     base = max((m.time for m in sources if m.time), default=None)
     # the model's copies of the prompt's annotations go; the statement's own relative expressions get theirs
