@@ -72,6 +72,13 @@ def test_the_day_a_message_was_written_is_not_the_day_of_what_it_tells():
     assert new == "James volunteered with a coding organisation." and "dropped 20 April 2022" in note
 
 
+def test_a_settled_statement_stays_as_it_is():
+    message = said("I got into board games last week.", datetime(2022, 9, 18))
+    once = settle_dates("John started board games on 18 September 2022.", [message])[0]
+    assert once == "John started board games in the week before 18 September 2022."
+    assert settle_dates(once, [message]) == (once, "")
+
+
 def test_two_periods_in_the_sources_leave_no_invented_day():
     sources = [said("I moved last year.", datetime(2023, 5, 3)),
                said("Last week I painted the kitchen.", datetime(2023, 5, 3), mid="D1:2")]

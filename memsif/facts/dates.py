@@ -62,6 +62,9 @@ def settle_dates(statement: str, sources: Sequence[Message]) -> tuple[str, str]:
     text = annotate_relative_dates(text, base, brackets="()")[0]
     notes = []
     outside = _ANNOTATION.sub(lambda m: "#" * len(m.group(0)), text)  # dates inside annotations are ours
+    for precision, period in periods:  # and so is a period the statement already says ("the week before 8 May 2023")
+        if precision in ("week", "weekend", "about"):
+            outside = outside.replace(period, "#" * len(period))
     for date, day in reversed(_day_dates(outside)):
         if day in allowed:
             continue
