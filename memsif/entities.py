@@ -12,6 +12,7 @@ documented as weaker; the engine logs which extractor it used.
 
 from __future__ import annotations
 
+import calendar
 import logging
 import re
 from collections.abc import Sequence
@@ -118,6 +119,11 @@ QUESTION_FRAME_NOUNS = frozenset({
     "reason", "part", "idea", "example", "plan", "much", "many"})
 
 
+#: Month and weekday names: a date is a message's metadata, not its words ("in June" asks about a time).
+_CALENDAR_WORDS = frozenset(name.lower() for name in (*calendar.month_name[1:], *calendar.month_abbr[1:],
+                                                      *calendar.day_name))
+
+
 class SpacyEntityExtractor:
     """spaCy NER plus noun lemmas; the parser is disabled for speed (~2k messages/s here)."""
 
@@ -176,7 +182,8 @@ class SpacyEntityExtractor:
     def asked_things(self, question: str) -> list[str] | None:
         """The nouns and proper nouns of ``question`` (part-of-speech tags) but ``QUESTION_FRAME_NOUNS``."""
         return list(dict.fromkeys(tok.text for tok in self._nlp(question) if tok.pos_ in ("NOUN", "PROPN")
-                                  and tok.is_alpha and tok.lemma_.lower() not in QUESTION_FRAME_NOUNS))
+                                  and tok.is_alpha and tok.lemma_.lower() not in QUESTION_FRAME_NOUNS
+                                  and tok.lower_ not in _CALENDAR_WORDS))
 
 
 def load_entity_extractor(use_spacy: bool = True) -> EntityExtractor:

@@ -21,17 +21,17 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from memsif.answercheck import HYPOTHETICAL, asked_names, found_in, mentions, unsupported_mentions
+from memsif.answercheck import unsupported_mentions
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
 from memsif.errors import LLMError, NotFoundError, StoreError
 from memsif.facts.active import Observed, Thresholds, accumulate, normalise_subject, stated
-from memsif.language import detect, embedder_languages
 from memsif.llm import LLM, generate_streamed, runtime_of
 from memsif.prompts import answer as answer_prompt
 from memsif.prompts import sufficiency
 from memsif.records import Evidence, RetrievedFact
+from memsif.relevance import judge
 from memsif.retrieval import EXCERPTS, EvidenceRetriever, named_speakers
 from memsif.store import Store
 from memsif.store.connection import CollectionMissing
@@ -120,6 +120,17 @@ class QueryPipeline:
         self.config, self.llm, self.embedder, self.store = config, llm, embedder, store
         self.entities = entities
         self.retriever = EvidenceRetriever(config, llm, embedder, store, entities)
+        self._said: dict[str, tuple[int, str]] = {}  # namespace → (message count, all its messages' text)
+
+    def said(self, namespace: str) -> str:
+        """Every message text of ``namespace`` joined (what the relevance rules search for a name or a
+        thing), kept until the namespace's message count changes."""
+        count = self.store.count("message", namespace)
+        cached = self._said.get(namespace)
+        if cached is None or cached[0] != count:
+            text = " ".join(m.message.text for m in self.store.messages(namespace, with_vectors=False))
+            self._said[namespace] = cached = (count, text)
+        return cached[1]
 
     def require_sentence_index(self, namespace: str) -> None:
         """Raises StoreError (with the command that fixes it) when ``namespace`` was stored before the
@@ -203,7 +214,7 @@ class QueryPipeline:
                 evidence = self.retriever.trace_back(namespace, question, qv, left, measure, named=named,
                                                      facts=used_facts, aggregation=result.aggregation)
                 result.traced_back = True
-        self._relevance(question, facts, evidence, result, self.store.speakers(namespace))
+        self._relevance(question, facts, evidence, result, namespace)
         with _stage(result, "answer"):
             result.facts_used, result.evidence_used = used_facts, evidence
             result.context = self._render(fact_lines, evidence)
@@ -276,49 +287,14 @@ class QueryPipeline:
                             f"{'facts only' if result.sufficient else 'facts + evidence'}")
 
     def _relevance(self, question: str, facts: list[RetrievedFact], evidence: list[Evidence], result: Answer,
-                   speakers: Sequence[str]) -> None:
-        """``result.relevance``: the best cosine of the question with a retrieved fact or evidence
-        sentence. The memory holds nothing about the question when nothing was retrieved; when the
-        question names someone or something (a capitalised name, not a speaker, month or weekday) that
-        nothing retrieved mentions; when none of the things an English question asks about (its nouns,
-        ``EntityExtractor.asked_things``) occurs in anything retrieved; or when the best cosine is below
-        ``relevance_floor`` and the question is in a language the embedder serves (``memsif.language``:
-        the floor was measured in English; in another language it is not applied, and the rule says
-        so). A question asking for an inference ("Would … likely …") is judged by the cosine only.
-        ``relevance_floor`` 0 turns every rule but "nothing retrieved" off."""
+                   namespace: str) -> None:
+        """``result.relevance``, ``nothing_relevant``, ``relevance_rule`` and ``language`` by
+        ``memsif.relevance.judge`` (the rules are documented there)."""
         cosines = [f.score for f in facts] + [e.scores["dense"] for e in evidence if "dense" in e.scores]
         result.relevance = round(max(cosines), 4) if cosines else None
-        floor = self.config.relevance_floor
-        lang, _ = detect(question)
-        result.language = lang
-        served = embedder_languages(getattr(self.embedder, "name", "") or "")
-        best = "nothing was retrieved" if result.relevance is None else f"best match {result.relevance:.2f}"
-        retrieved = " ".join([*(f.statement for f in facts), *(e.statement for e in evidence)])
-        hypothetical = HYPOTHETICAL.search(question) is not None
-        names = [] if hypothetical else asked_names(question, speakers, lang)
-        missing = [n for n in names if not mentions(retrieved, n)]
-        things = None if hypothetical or lang != "en" or self.entities is None else self.entities.asked_things(question)
-        known = {part for sp in speakers for part in sp.lower().split()}  # a speaker is not what it asks about
-        things = [t for t in things or [] if not any(len(t) >= 3 and k.startswith(t.lower()) for k in known)]
-        if result.relevance is None:
-            result.nothing_relevant, why = True, best
-        elif floor > 0 and missing:
-            result.nothing_relevant = True
-            why = f"the question names {', '.join(missing)}, which nothing retrieved mentions"
-        elif floor > 0 and things and not found_in(retrieved, things):
-            result.nothing_relevant = True
-            why = f"nothing retrieved mentions what it asks about ({', '.join(things)})"
-        elif floor > 0 and served is not None and lang not in served:
-            result.nothing_relevant = False
-            result.relevance_rule = (f"{best}; the question reads as {lang}, which {self.embedder.name} does not "
-                                     f"serve ({', '.join(served)}): the relevance floor {floor:.2f}, measured in "
-                                     "English, was not applied")
-            return
-        else:
-            result.nothing_relevant = floor > 0 and result.relevance < floor
-            why = f"{best}, below the relevance floor {floor:.2f}"
-        result.relevance_rule = (f"nothing relevant: {why}; answered without the model" if result.nothing_relevant
-                                 else f"{best} ≥ relevance floor {floor:.2f}" if floor > 0 else "relevance floor off")
+        verdict = judge(question, result.relevance, self.config.relevance_floor, self.store.speakers(namespace),
+                        lambda: self.said(namespace), getattr(self.embedder, "name", "") or "", self.entities)
+        result.nothing_relevant, result.relevance_rule, result.language = verdict
 
     def _answer_nothing_relevant(self, result: Answer, on_text: Callable[[str], None]) -> None:
         """The answer when nothing retrieved is about the question: said, not generated (on every model)."""

@@ -142,11 +142,13 @@ def test_a_question_about_nothing_in_memory_is_answered_i_dont_know_without_the_
     assert far.nothing_relevant and far.answer == NOTHING_RELEVANT and far.relevance < 0.3
     assert "below the relevance floor 0.30" in far.relevance_rule and "without the model" in far.relevance_rule
     named = engine.ask("When did Ana fly to Tokyo?", "t")
-    assert named.nothing_relevant and "the question names Tokyo, which nothing retrieved mentions" in \
+    assert named.nothing_relevant and "the question names Tokyo, which no message of this memory mentions" in \
         named.relevance_rule
     assert not llm.calls["answer"], "the model is not asked to answer from unrelated excerpts"
     assert far.evidence_used, "the nearest excerpts stay in the trace for the inspector"
     assert not far.clusters_touched, "unrelated evidence does not feed the ActiveFact clusters"
+    planted = engine.ask("When did Ana plant San Marzano?", "t")  # a name some message holds is not refused
+    assert "the question names" not in planted.relevance_rule
     near = engine.ask("Which tomatoes did Ana plant?", "t")
     assert not near.nothing_relevant and near.answer == "Tomatoes." and near.relevance >= 0.3
     assert "≥ relevance floor" in near.relevance_rule

@@ -1,0 +1,63 @@
+"""Is anything in a memory about a question? (§3.5; DESIGN: on a weak model the engine says "I don't
+know" rather than let it invent.) No model is involved.
+
+The memory holds nothing about the question, and the answer says so without the model, when
+
+1. nothing was retrieved;
+2. the question names someone or something (a capitalised word that is not its first word, a speaker,
+   a month or a weekday: "When did Caroline fly to **Tokyo**?") that no message of the memory mentions;
+3. the question is English and none of the things it asks about (its nouns and names less the
+   question's frame: "What brand of **motorcycle** does Caroline ride?";
+   ``EntityExtractor.asked_things``) occurs in any message (Snowball stems, five-letter prefixes);
+4. the best cosine between the question and anything retrieved is below ``relevance_floor``, for a
+   question in a language the embedder serves (``memsif.language``; MiniLM: English). The floor was
+   measured in English: a question in another language scores low against English messages whatever
+   it asks, so there the floor is not applied, and the rule says so.
+
+A question asking for an inference ("Would Melanie likely enjoy Vivaldi?") may name what the memory
+never mentions: rules 2 and 3 do not read it. ``relevance_floor`` 0 turns rules 2–4 off. Measured on
+labelled sets (the dev conversations' questions, never-discussed and other-language ones):
+``benchmarks/not_in_memory.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from memsif.answercheck import HYPOTHETICAL, asked_names, found_in, mentions
+from memsif.entities import EntityExtractor
+from memsif.language import detect, embedder_languages
+
+
+def judge(question: str, relevance: float | None, floor: float, speakers: Sequence[str], said: Callable[[], str],
+          embedder: str, entities: EntityExtractor | None) -> tuple[bool, str, str]:
+    """(nothing relevant?, the rule in words, the question's language) for ``question`` whose best cosine
+    with what was retrieved is ``relevance`` (None: nothing retrieved). ``said`` gives every message text
+    of the memory (called only when a rule needs it); ``embedder`` names the embedding model."""
+    lang, _ = detect(question)
+    best = "nothing was retrieved" if relevance is None else f"best match {relevance:.2f}"
+    if relevance is None:
+        return True, f"nothing relevant: {best}; answered without the model", lang
+    if floor == 0:
+        return False, "relevance floor off", lang
+    inference = HYPOTHETICAL.search(question) is not None
+    names = [] if inference else asked_names(question, speakers, lang)
+    things = entities.asked_things(question) if entities is not None and lang == "en" and not inference else None
+    known = {part for sp in speakers for part in sp.lower().split()}  # a speaker is not what it asks about
+    things = [t for t in things or [] if not any(len(t) >= 3 and k.startswith(t.lower()) for k in known)]
+    text = said() if names or things else ""
+    if missing := [n for n in names if not mentions(text, n)]:
+        why = f"the question names {', '.join(missing)}, which no message of this memory mentions"
+        return True, f"nothing relevant: {why}; answered without the model", lang
+    if things and not found_in(text, things):
+        why = f"no message of this memory mentions what it asks about ({', '.join(things)})"
+        return True, f"nothing relevant: {why}; answered without the model", lang
+    served = embedder_languages(embedder)
+    if served is not None and lang not in served:
+        return False, (f"{best}; the question reads as {lang}, which {embedder} does not serve "
+                       f"({', '.join(served)}): the relevance floor {floor:.2f}, measured in English, was not "
+                       "applied"), lang
+    if relevance < floor:
+        why = f"{best}, below the relevance floor {floor:.2f}"
+        return True, f"nothing relevant: {why}; answered without the model", lang
+    return False, f"{best} ≥ relevance floor {floor:.2f}", lang
