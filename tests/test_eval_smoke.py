@@ -37,7 +37,8 @@ def test_smoke_evaluation_of_all_three_systems(tmp_path, capsys):
     assert [r["qid"] for r in by_system["memsif"]] == [r["qid"] for r in by_system["naive-rag"]], "same seeded order"
     for r in rows:
         assert 0.0 <= r["f1"] <= 1.0 and isinstance(r["llm_correct"], bool)
-        assert r["recall_text"] is not None and r["tokens"] > 0
+        # a question the memory holds nothing about is answered without the model (no tokens)
+        assert r["recall_text"] is not None and (r["tokens"] > 0 or r["answer"].startswith("I don't know: nothing"))
     # Two sessions fit the 135M model's window whole: Full-Context sees every gold turn.
     assert all(r["recall_text"] == 1.0 for r in by_system["full-context"])
     summary = json.loads((out / "summary.json").read_text())
