@@ -38,6 +38,7 @@ from memsif.eval.systems import (
 )
 from memsif.llm import LLM, runtime_of
 from memsif.prompts import eval_judge
+from memsif.timeparse import annotate_relative_dates
 
 SYSTEMS = ("memsif", "full-context", "naive-rag", "hybrid-rag")
 JUDGES = ("f1", "llm", "both")
@@ -173,7 +174,8 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
     started = time.perf_counter()
     with (out / "questions.jsonl").open("w") as sink:
         for sample in samples:
-            texts = {m.id: m.text for m in sample.messages}
+            # as every answer context shows a turn: relative dates followed by their period (prompts.turn_line)
+            texts = {m.id: annotate_relative_dates(m.text, m.time)[0] for m in sample.messages}
             position = {m.id: k for k, m in enumerate(sample.messages)}
             questions = options.questions_of(sample)
             if not questions:
