@@ -1,4 +1,4 @@
-"""Bad and unusual input (issue: reliability): huge pasted logs, non-English text, emoji,
+"""Bad and unusual input: huge pasted logs, non-English text, emoji,
 right-to-left text and control characters, instruction-looking transcript text."""
 
 import json

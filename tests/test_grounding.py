@@ -1,5 +1,5 @@
 """The grounding gate before every CoreFact write, and value changes that are never merged by rule
-(§3.3; issue: CoreFacts a user can trust)."""
+(§3.3)."""
 
 from __future__ import annotations
 
