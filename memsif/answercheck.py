@@ -126,17 +126,12 @@ def asked_names(question: str, speakers: Sequence[str] = (), language: str = "en
 HYPOTHETICAL = re.compile(r"\b(?:would|might|likely|probably|could"  # and the same in es, pt, fr, de, it
                           r"|probablemente|podría|sería|provavelmente|poderia|seria|probablement|pourrait|serait"
                           r"|wahrscheinlich|würde|könnte|probabilmente|potrebbe|sarebbe)\b", re.IGNORECASE)
-#: Two stems match when they share this many first letters ("paint" / "painting", "volunt" / "volunteer").
-STEM_PREFIX = 5
 
 
 def found_in(text: str, things: Sequence[str]) -> list[str]:
-    """The words of ``things`` whose stem (or its first ``STEM_PREFIX`` letters) occurs in ``text``."""
-    stems = {w.stem for w in lexical.words(text)} | {w.lower for w in lexical.words(text)}
-    prefixes = {s[:STEM_PREFIX] for s in stems if len(s) >= STEM_PREFIX}
-    return [t for t in things
-            if any(w.stem in stems or (len(w.stem) >= STEM_PREFIX and w.stem[:STEM_PREFIX] in prefixes)
-                   for w in lexical.words(t))]
+    """The words of ``things`` whose stem (or its first ``lexical.PREFIX_MATCH`` letters) occurs in ``text``."""
+    found = lexical.StemSet(text)
+    return [t for t in things if any(w.stem in found for w in lexical.words(t))]
 
 
 def mentions(text: str, name: str) -> bool:

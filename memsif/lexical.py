@@ -41,6 +41,18 @@ MIN_SENTENCE_WORDS = 4
 MAX_SENTENCES_PER_MESSAGE = 64
 
 
+#: Shared vocabulary of the fact rules (lower-case words; ``GREETING_STEMS`` are Snowball stems):
+#: the writer speaking of themself, of a group they belong to, and to the listener; and the words of
+#: greetings, thanks and sign-offs, which state nothing about anyone.
+FIRST_PERSON_SINGULAR = frozenset({"i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"})
+FIRST_PERSON = FIRST_PERSON_SINGULAR | {"we", "us", "our", "ours"}
+SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "yourselves", "ya", "u"})
+GREETING_STEMS = frozenset({
+    "hi", "hey", "hello", "bye", "goodby", "thank", "thanks", "wow", "congrat", "congratul", "welcom", "sorri", "ok",
+    "okay", "yeah", "yes", "yep", "cool", "awesom", "great", "nice", "glad", "good", "morn", "night", "talk", "soon",
+    "later", "chat", "catch",
+})
+
 @dataclass(frozen=True)
 class SparseVector:
     """A sparse lexical vector: sorted unique 32-bit ``indices`` and their ``values``."""
@@ -172,6 +184,29 @@ def words(text: str) -> list[Word]:
                      t.i == 0 or doc[t.i - 1].text in _SENTENCE_END)
                 for t, stem in zip(doc, stems, strict=True)]
 
+
+#: Two stems match when they share this many first letters and the shorter has at least as many
+#: ("paint" / "painter", "creativ" / "creativity", "volunt" / "volunteer"): Snowball keeps agent nouns
+#: apart from their verbs.
+PREFIX_MATCH = 5
+
+
+class StemSet:
+    """The stems and lower-case words of a text, asked whether a stem occurs in it (exactly, or by
+    its first ``PREFIX_MATCH`` letters)."""
+
+    def __init__(self, text: str) -> None:
+        found = words(text)
+        self.stems = {w.stem for w in found} | {w.lower for w in found}
+        self.prefixes = {s[:PREFIX_MATCH] for s in self.stems if len(s) >= PREFIX_MATCH}
+
+    def __contains__(self, stem: object) -> bool:
+        return isinstance(stem, str) and (stem in self.stems or (
+            len(stem) >= PREFIX_MATCH and stem[:PREFIX_MATCH] in self.prefixes))
+
+    def share(self, stems: Sequence[str]) -> float:
+        """Share of ``stems`` found here (0 for none)."""
+        return sum(1 for s in stems if s in self) / len(stems) if stems else 0.0
 
 _SENTENCE_END = {".", "!", "?", ":", ";", "\"", "(", "[", "-", "—"}
 

@@ -34,9 +34,8 @@ STATEMENT_DUPLICATE_COSINE = 0.95
 #: Words that carry no fact of their own: greetings, thanks, praise, cheering and vague feeling (Snowball
 #: stems and lower-case words). A sentence whose content words are all among them states nothing to
 #: remember ("It really inspired me.", "That's so awesome!", "Keep it up!").
-EMPTY_WORDS = frozenset({
-    "hi", "hey", "hello", "bye", "goodby", "thank", "thanks", "congrat", "congratul", "welcom", "sorri", "ok", "okay",
-    "yeah", "yes", "yep", "wow", "cool", "awesom", "amaz", "great", "nice", "good", "best", "better", "beauti",
+EMPTY_WORDS = lexical.GREETING_STEMS | frozenset({
+    "amaz", "best", "better", "beauti",
     "wonder", "fantast", "incred", "inspir", "proud", "happi", "glad", "excit", "realli", "super", "total", "truli",
     "alway", "definit", "absolut", "sure", "luck", "keep", "sound", "look", "feel", "seem", "stuff", "thing", "lot",
     "fun", "hope", "brave", "strong", "power", "special", "mean", "world", "life", "day", "time", "talk", "soon",
@@ -47,8 +46,6 @@ EMPTY_WORDS = frozenset({
     "motiv", "journey", "joy", "strength", "empow", "cathart", "relax", "genuin", "authent", "resili", "realiz",
     "remind", "believ", "hard", "tough", "awe", "gorgeous", "rewarding", "reward", "chanc", "miss",
 })
-_FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "i'm", "i've", "i'd", "i'll"})
-_SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "ya", "u"})
 _QUESTION_START = frozenset({"what", "how", "why", "when", "where", "who", "which", "did", "do", "does", "have", "has",
                              "are", "is", "can", "could", "would", "will", "tell", "any", "keep", "let", "check"})
 
@@ -73,12 +70,12 @@ def is_statement(sentence: str, speakers: Sequence[str] = ()) -> bool:
         if any(len(word.lower) >= 3 and n.startswith(word.lower) for n in names):
             return True
         return (word.text[:1].isupper() and word.text[1:].islower() and not word.is_sent_start
-                and word.lower not in _FIRST_PERSON)
+                and word.lower not in lexical.FIRST_PERSON)
 
     named = any(is_name(w) for w in words)
-    if not lower & _FIRST_PERSON and not named:
+    if not lower & lexical.FIRST_PERSON and not named:
         return False
-    if lower & _SECOND_PERSON:  # said to the listener: praise, advice, thanks ("I'm so proud of you")
+    if lower & lexical.SECOND_PERSON:  # said to the listener: praise, advice, thanks ("I'm so proud of you")
         return False
     if any((k < 3 and re.search(rf"\b{re.escape(w.text)}\s*[,!]", text))
            or re.search(rf",\s*{re.escape(w.text)}\s*[.!]*$", text)

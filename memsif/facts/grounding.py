@@ -58,11 +58,6 @@ _SENTENCE_PUNCTUATION = re.compile(r"[.,;:!?…]")
 _PRONOUNS = {"i", "me", "my", "mine", "we", "us", "our", "you", "your", "he", "him", "his", "she", "her",
              "they", "them", "their", "it", "its", "this", "that", "someone", "somebody", "everyone",
              "person", "people", "personne", "user", "speaker", "assistant", "unknown", "n/a", "none"}
-_FIRST_PERSON = {"i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"}
-_SECOND_PERSON = {"you", "your", "yours", "yourself", "yourselves", "ya", "u"}
-_GREETINGS = {"hi", "hey", "hello", "bye", "goodby", "thank", "thanks", "wow", "congrat", "congratul",
-              "welcom", "sorri", "ok", "okay", "yeah", "yes", "yep", "cool", "awesom", "great", "nice", "glad",
-              "good", "morn", "night", "talk", "soon", "later", "chat", "catch"}
 
 
 @dataclass
@@ -120,13 +115,6 @@ def _content(words: Sequence[lexical.Word], drop: set[str]) -> list[str]:
 #: Words that make a statement about a shared photo, which a caption supports ("shared a photo of a sunset").
 _PHOTO_WORDS = {"photo", "photos", "picture", "pictures", "pic", "pics", "image", "images", "snapshot", "selfie"}
 
-#: Two stems match when one is a prefix of the other and the shorter has at least this many letters
-#: ("paint" / "painter", "creativ" / "creativity"): Snowball keeps agent nouns apart from their verbs.
-PREFIX_MATCH = 5
-
-
-def _matches(stem: str, support: set[str], prefixes: set[str]) -> bool:
-    return stem in support or (len(stem) >= PREFIX_MATCH and (stem[:PREFIX_MATCH] in prefixes))
 
 
 def _loops(text: str) -> bool:
@@ -138,10 +126,10 @@ def _loops(text: str) -> bool:
 def _about(sentence: str, writer_is_subject: bool, subject: str) -> bool:
     """Whether one sentence of a message speaks of ``subject`` (see :func:`support_text`)."""
     low = {w.lower for w in lexical.words(sentence)}
-    addressed = bool(low & _SECOND_PERSON)
+    addressed = bool(low & lexical.SECOND_PERSON)
     if writer_is_subject:
         return not addressed
-    return (addressed or _mentions(sentence, subject)) and not low & _FIRST_PERSON
+    return (addressed or _mentions(sentence, subject)) and not low & lexical.FIRST_PERSON_SINGULAR
 
 
 def support_text(message: Message, subject_speaker: str | None = None, captions: bool = True) -> str:
@@ -281,10 +269,7 @@ def content_stems(text: str, keep: frozenset[str] = frozenset()) -> frozenset[st
 
 def _overlap(content: Sequence[str], support: str) -> float:
     """Share of the ``content`` stems found in ``support`` (0 without content words)."""
-    support_words = lexical.words(support)
-    support_stems = {w.stem for w in support_words} | {w.lower for w in support_words}
-    prefixes = {w[:PREFIX_MATCH] for w in support_stems if len(w) >= PREFIX_MATCH}
-    return sum(1 for w in content if _matches(w, support_stems, prefixes)) / len(content) if content else 0.0
+    return lexical.StemSet(support).share(content)
 
 
 def _scripts(text: str) -> set[str]:
@@ -333,9 +318,9 @@ def _statement_rule(c: _Candidate) -> list[str]:
     reasons = []
     if c.statement.rstrip().endswith("?"):
         reasons.append("statement is a question")
-    if {w.lower for w in c.words} & _SECOND_PERSON:
+    if {w.lower for w in c.words} & lexical.SECOND_PERSON:
         reasons.append("statement is addressed to someone (you/your), not a fact about the subject")
-    if len(c.content) < MIN_CONTENT_WORDS or all(w in _GREETINGS for w in c.content):
+    if len(c.content) < MIN_CONTENT_WORDS or all(w in lexical.GREETING_STEMS for w in c.content):
         what = "a bare date" if any(w.lower in MONTHS or w.like_num for w in c.words) else "nothing"
         reasons.append(f"statement states {what} ({len(c.content)} content word(s))")
     return reasons
