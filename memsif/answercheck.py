@@ -128,9 +128,10 @@ HYPOTHETICAL = re.compile(r"\b(?:would|might|likely|probably|could"  # and the s
                           r"|wahrscheinlich|würde|könnte|probabilmente|potrebbe|sarebbe)\b", re.IGNORECASE)
 
 
-def found_in(text: str, things: Sequence[str]) -> list[str]:
-    """The words of ``things`` whose stem (or its first ``lexical.PREFIX_MATCH`` letters) occurs in ``text``."""
-    found = lexical.StemSet(text)
+def found_in(text: str | lexical.StemSet, things: Sequence[str]) -> list[str]:
+    """The words of ``things`` whose stem (or its first ``lexical.PREFIX_MATCH`` letters) occurs in ``text``
+    (a text, or its stems when they are kept)."""
+    found = text if isinstance(text, lexical.StemSet) else lexical.StemSet(text)
     return [t for t in things if any(w.stem in found for w in lexical.words(t))]
 
 

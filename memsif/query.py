@@ -31,7 +31,7 @@ from memsif.llm import LLM, generate_streamed, runtime_of
 from memsif.prompts import answer as answer_prompt
 from memsif.prompts import sufficiency
 from memsif.records import Evidence, RetrievedFact
-from memsif.relevance import judge
+from memsif.relevance import Said, judge
 from memsif.retrieval import EXCERPTS, EvidenceRetriever, named_speakers
 from memsif.store import Store
 from memsif.store.connection import CollectionMissing
@@ -120,16 +120,16 @@ class QueryPipeline:
         self.config, self.llm, self.embedder, self.store = config, llm, embedder, store
         self.entities = entities
         self.retriever = EvidenceRetriever(config, llm, embedder, store, entities)
-        self._said: dict[str, tuple[int, str]] = {}  # namespace → (message count, all its messages' text)
+        self._said: dict[str, tuple[int, Said]] = {}  # namespace → (message count, its messages' text)
 
-    def said(self, namespace: str) -> str:
-        """Every message text of ``namespace`` joined (what the relevance rules search for a name or a
-        thing), kept until the namespace's message count changes."""
+    def said(self, namespace: str) -> Said:
+        """Every message text of ``namespace`` (what the relevance rules search for a name or a thing),
+        kept until the namespace's message count changes; only the last namespace asked is kept."""
         count = self.store.count("message", namespace)
         cached = self._said.get(namespace)
         if cached is None or cached[0] != count:
-            text = " ".join(m.message.text for m in self.store.messages(namespace, with_vectors=False))
-            self._said[namespace] = cached = (count, text)
+            cached = (count, Said([m.message.text for m in self.store.messages(namespace, with_vectors=False)]))
+            self._said = {namespace: cached}
         return cached[1]
 
     def require_sentence_index(self, namespace: str) -> None:

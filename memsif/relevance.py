@@ -23,17 +23,32 @@ labelled sets (the dev conversations' questions, never-discussed and other-langu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cached_property
 
+from memsif import lexical
 from memsif.answercheck import HYPOTHETICAL, asked_names, found_in, mentions
 from memsif.entities import EntityExtractor
 from memsif.language import detect, embedder_languages
 
 
-def judge(question: str, relevance: float | None, floor: float, speakers: Sequence[str], said: Callable[[], str],
+class Said:
+    """Every message text of a memory, as the rules read it: joined (a name is searched as written)
+    and, built on first use, its stems (a thing is searched by stem)."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.text = " ".join(texts)
+
+    @cached_property
+    def stems(self) -> lexical.StemSet:
+        return lexical.StemSet(self.text)
+
+
+def judge(question: str, relevance: float | None, floor: float, speakers: Sequence[str], said: Callable[[], Said],
           embedder: str, entities: EntityExtractor | None) -> tuple[bool, str, str]:
     """(nothing relevant?, the rule in words, the question's language) for ``question`` whose best cosine
     with what was retrieved is ``relevance`` (None: nothing retrieved). ``said`` gives every message text
-    of the memory (called only when a rule needs it); ``embedder`` names the embedding model."""
+    of the memory (called only when a rule needs it; the caller may keep it while the memory is
+    unchanged); ``embedder`` names the embedding model."""
     lang, _ = detect(question)
     best = "nothing was retrieved" if relevance is None else f"best match {relevance:.2f}"
     if relevance is None:
@@ -45,11 +60,11 @@ def judge(question: str, relevance: float | None, floor: float, speakers: Sequen
     things = entities.asked_things(question) if entities is not None and lang == "en" and not inference else None
     known = {part for sp in speakers for part in sp.lower().split()}  # a speaker is not what it asks about
     things = [t for t in things or [] if not any(len(t) >= 3 and k.startswith(t.lower()) for k in known)]
-    text = said() if names or things else ""
-    if missing := [n for n in names if not mentions(text, n)]:
+    memory = said() if names or things else Said([])
+    if missing := [n for n in names if not mentions(memory.text, n)]:
         why = f"the question names {', '.join(missing)}, which no message of this memory mentions"
         return True, f"nothing relevant: {why}; answered without the model", lang
-    if things and not found_in(text, things):
+    if things and not found_in(memory.stems, things):
         why = f"no message of this memory mentions what it asks about ({', '.join(things)})"
         return True, f"nothing relevant: {why}; answered without the model", lang
     served = embedder_languages(embedder)
