@@ -16,7 +16,7 @@ MEMORY = ["I went to the LGBTQ support group yesterday, it was so powerful.",
 def entities():
     try:
         return SpacyEntityExtractor()
-    except Exception as exc:  # noqa: BLE001 - the tagger is an optional install
+    except Exception as exc:
         pytest.skip(f"spaCy's tagger is not installed: {exc}")
 
 
