@@ -108,7 +108,8 @@ def test_the_shipped_example_memory_is_the_bundled_conversation_built_by_the_def
     in_segments = [i for s in data.segments for i in s.message_ids]
     assert sorted(in_segments) == sorted(m.id for m in conv.messages)
     assert all(s.trajectory_id for s in data.segments)
-    assert sum(f.fact.status == "current" for f in data.facts) >= 40 and data.fact_ops
+    current = [f.fact for f in data.facts if f.fact.status == "current"]
+    assert len(current) >= 30 and data.fact_ops and all(f.verified for f in current)
     assert data.clusters, "its questions left no candidate clusters"
     engine = engine_factory(embedder=HashEmbedder(dim=data.dim, name="all-MiniLM-L6-v2"))
     engine.import_namespace(data, namespace="example")
