@@ -52,6 +52,21 @@ GREETING_STEMS = frozenset({
     "okay", "yeah", "yes", "yep", "cool", "awesom", "great", "nice", "glad", "good", "morn", "night", "talk", "soon",
     "later", "chat", "catch",
 })
+#: Words that carry no fact of their own: greetings, thanks, praise, cheering and vague feeling (Snowball
+#: stems and lower-case words). A sentence whose content words are all among them states nothing to
+#: remember ("It really inspired me.", "That's so awesome!", "Keep it up!").
+EMPTY_STEMS = GREETING_STEMS | frozenset({
+    "amaz", "best", "better", "beauti",
+    "wonder", "fantast", "incred", "inspir", "proud", "happi", "glad", "excit", "realli", "super", "total", "truli",
+    "alway", "definit", "absolut", "sure", "luck", "keep", "sound", "look", "feel", "seem", "stuff", "thing", "lot",
+    "fun", "hope", "brave", "strong", "power", "special", "mean", "world", "life", "day", "time", "talk", "soon",
+    "later", "chat", "catch", "care", "take", "love", "like", "appreci", "support", "meaning", "big", "huge",
+    "lucki", "bless", "grate", "stay", "go", "get", "got", "let", "know", "think", "guess", "wish", "want",
+    "morn", "night", "tonight", "today", "real", "pretti", "kind", "sweet", "cute", "lovely", "perfect", "heart",
+    "warm", "touch", "moment", "memori", "peac", "calm", "work", "way", "famili", "friend", "rock", "tri", "ador",
+    "motiv", "journey", "joy", "strength", "empow", "cathart", "relax", "genuin", "authent", "resili", "realiz",
+    "remind", "believ", "hard", "tough", "awe", "gorgeous", "rewarding", "reward", "chanc", "miss",
+})
 
 @dataclass(frozen=True)
 class SparseVector:

@@ -117,3 +117,22 @@ def test_sentences_hold_their_segments_trajectory_across_ingests_and_upgrade_wri
     assert len(mismatched()) == engine.store.count("sentence", "t")
     assert engine.upgrade("t", ["sentence_trajectories"])["sentence_trajectories"] == len(segments)
     assert mismatched() == [] and engine.upgrade("t", ["sentence_trajectories"])["sentence_trajectories"] == 0
+
+
+def test_a_trajectory_is_named_by_its_most_specific_terms():
+    from memsif.interaction.trajectories import trajectory_terms
+    from memsif.records import EventTrajectory, TopicalSegment
+
+    def seg(i, entities):
+        return TopicalSegment(id=f"S{i}", namespace="t", index=i, message_ids=[f"m{i}"], entities=entities)
+    segments = [seg(1, ["adoption", "agency", "mel", "congrats"]), seg(2, ["adoption", "agencies", "interview", "oof"]),
+                seg(3, ["pottery", "class", "melanie"]), seg(4, ["class", "sooo", "awesome"]),
+                seg(5, ["class", "yoga"])]
+    trajectories = [EventTrajectory(id="E1", namespace="t", index=0, segment_ids=["S1", "S2"]),
+                    EventTrajectory(id="E2", namespace="t", index=1, segment_ids=["S3"]),
+                    EventTrajectory(id="E3", namespace="t", index=2, segment_ids=["S4"])]
+    names = trajectory_terms(trajectories, segments, ["Caroline", "Melanie"])
+    # shared by both members first, "agencies" folded into "agency"; no name, nickname, praise or interjection
+    assert names["E1"] == ["adoption", "agency", "interview"]
+    assert names["E2"] == ["pottery", "class"]  # rarer first; the speaker's name left out
+    assert names["E3"] == ["class"]

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import gradio as gr
 
 from memsif.inspector.common import SessionSettings, guard, session_engine
+from memsif.interaction.trajectories import trajectory_terms
 from memsif.records import record_number
 from memsif.timeparse import day_text
 from memsif.viz import (
@@ -35,10 +36,12 @@ def trajectories_view(namespace: str | None, settings: SessionSettings | None = 
 
 
 def trajectory_choices(segments, trajectories, messages) -> list[tuple[str, str]]:
-    """(label, id) per Event Trajectory for the picker, largest first: its size, dates and key
-    entities (or its first words where it has none), so a trajectory is found by what it is about."""
+    """(label, id) per Event Trajectory for the picker, largest first: what it is about (its most
+    specific key entities, ``trajectory_terms``; its first words where it has none), its segments,
+    sessions, messages and dates, so a trajectory is found by what it is about."""
     by_seg = {s.id: s for s in segments}
     by_msg = {m.id: m for m in messages}
+    about = trajectory_terms(trajectories, segments, sorted({m.speaker for m in messages}))
     rows = []
     for t in trajectories:
         members = [by_seg[i] for i in t.segment_ids if i in by_seg]
@@ -48,9 +51,10 @@ def trajectory_choices(segments, trajectories, messages) -> list[tuple[str, str]
         times = [by_msg[m].time for m in ids if by_msg[m].time]
         when = (day_text(min(times)) if min(times).date() == max(times).date()
                 else f"{day_text(min(times))} – {day_text(max(times))}") if times else "undated"
-        entities = list(dict.fromkeys(e for s in members for e in s.entities))[:4]
-        about = ", ".join(entities) if entities else " ".join(by_msg[ids[0]].text.split()[:8]) + "…"
-        rows.append((len(ids), f"{t.id} · {about} · {len(members)} segment{'s' * (len(members) != 1)}, "
+        what = ", ".join(about[t.id]) or " ".join(by_msg[ids[0]].text.split()[:8]) + "…"
+        sessions = list(dict.fromkeys(sid.removeprefix("session_") for s in members for sid in s.session_ids))
+        where = f"session{'s' * (len(sessions) != 1)} {', '.join(sessions)}" if sessions else "no session"
+        rows.append((len(ids), f"{t.id} · {what} · {len(members)} segment{'s' * (len(members) != 1)} in {where}, "
                                f"{len(ids)} messages · {when}", t.id))
     return [(label, tid) for _, label, tid in sorted(rows, key=lambda r: (-r[0], record_number(r[2])))]
 

@@ -8,10 +8,14 @@ Candidates with φ ≤ ``trajectory_min_phi`` are incompatible by rule and cost 
 
 from __future__ import annotations
 
+import math
 import time
+from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 
+from memsif import lexical
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError
 from memsif.interaction.judge import Verdict, YesNoJudge
@@ -19,7 +23,7 @@ from memsif.interaction.state import InteractionState, SegmentState
 from memsif.llm import LLM
 from memsif.matching import SemanticMapping, phi, phi_many
 from memsif.prompts import trajectory_judge
-from memsif.records import PhiScore, TrajectoryCandidate, TrajectoryDecision
+from memsif.records import EventTrajectory, PhiScore, TopicalSegment, TrajectoryCandidate, TrajectoryDecision
 
 #: Messages of each side shown to the trajectory judge.
 EXCERPT_MESSAGES = 2
@@ -97,3 +101,56 @@ class TrajectoryBuilder:
                                   trajectory_id=trajectory_id, created=created, prompt_version=prompt_version,
                                   model=self.model_name if to_judge else None, error=error,
                                   seconds=time.perf_counter() - start)
+
+
+#: Terms shown as what a trajectory is about.
+NAME_TERMS = 3
+
+
+def trajectory_terms(trajectories: Sequence[EventTrajectory], segments: Sequence[TopicalSegment],
+                     speakers: Sequence[str] = (), n: int = NAME_TERMS) -> dict[str, list[str]]:
+    """What each Event Trajectory is about: up to ``n`` of its key entities, most specific first.
+
+    A term scores (member segments holding it) × its IDF over all the namespace's segments, so what
+    ties several sessions together and few other segments mention comes first. Speakers' names and
+    their short forms ("Mel" for Melanie), words that state nothing (``lexical.EMPTY_STEMS``:
+    "congrats", "awesome"), interjections ("oof", "sooo") and other forms of a stem already named are
+    left out. Returns {trajectory id: terms}; a trajectory with no such term gets [].
+    """
+    names = {part.lower() for sp in speakers for part in sp.split()}
+    df = Counter(e for s in segments for e in set(s.entities))
+    by_id = {s.id: s for s in segments}
+    out = {}
+    for t in trajectories:
+        held = Counter(e for i in t.segment_ids if i in by_id for e in set(by_id[i].entities))
+        ranked = sorted((e for e in held if _meaningful(e, names)),
+                        key=lambda e: (-held[e] * math.log((len(segments) + 1) / df[e]), len(e), e))
+        terms: list[str] = []
+        seen: set[str] = set()
+        for e in ranked:
+            stems = {w.stem for w in lexical.words(e) if w.is_alpha}
+            if stems & seen:
+                continue
+            seen |= stems
+            terms.append(e)
+            if len(terms) == n:
+                break
+        out[t.id] = terms
+    return out
+
+
+def _meaningful(term: str, names: set[str]) -> bool:
+    words = [w for w in lexical.words(term) if w.is_alpha]
+    return (len(term) >= 3 and bool(words) and not any(_names(w.lower, names) for w in words)
+            and not all(w.is_stop or w.stem in lexical.EMPTY_STEMS or w.lower in lexical.EMPTY_STEMS
+                        or _interjection(w.lower) for w in words))
+
+
+def _names(word: str, names: set[str]) -> bool:
+    return any(n == word or (len(word) >= 3 and n.startswith(word)) for n in names)
+
+
+def _interjection(word: str) -> bool:
+    """"oof", "sooo", "hmm", "whoa", "btw": letters repeated, no vowel, or a chat abbreviation."""
+    return (any(c * 3 in word for c in set(word)) or not set(word) & set("aeiouy")
+            or word in {"oof", "whoa", "btw", "lol", "omg", "wanna", "gonna", "gotta", "sooo", "yay", "ugh", "aww"})
