@@ -12,6 +12,8 @@ gives the memory they come from.
 
     PYTHONPATH=. python benchmarks/corefact_stored.py --export conv47.json.gz > to-label.jsonl
     PYTHONPATH=. python benchmarks/corefact_stored.py --labels benchmarks/data/corefact-verified-conv47.jsonl
+    PYTHONPATH=. python benchmarks/corefact_stored.py --build conv47.json.gz corefact-verified-conv47.jsonl \
+        corefact-verified-conv47-dates-settled.jsonl --build conv26.json.gz corefact-verified-conv26.jsonl
 """
 
 from __future__ import annotations
@@ -70,12 +72,45 @@ def report(paths: list[str], export: str | None) -> None:
               f"{400 * current / len(data.messages):.0f} per 400 messages")
 
 
+def builds(specs: list[list[str]]) -> None:
+    """Per build (an export and the label files that cover it, later files first to answer): its current
+    CoreFacts matched to their labels by statement and sources, the supported share, per 400 messages;
+    then all builds together."""
+    total_k = total_n = 0
+    for export, *paths in specs:
+        labels = {}
+        for path in paths:
+            for line in Path(path).read_text().splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    labels[row["statement"], tuple(sorted(row["sources"]))] = row
+        data = read_export(export)
+        current = [e.fact for e in data.facts if e.fact.status == "current"]
+        found = [labels.get((f.statement, tuple(sorted(f.source_message_ids)))) for f in current]
+        rows = [r for r in found if r is not None]
+        k = sum(bool(r["supported"]) for r in rows)
+        low, high = wilson(k, len(rows))
+        classes = collections.Counter(r["why_not"].split(":")[0] for r in rows if not r["supported"])
+        print(f"{export}: {len(current)} current CoreFacts for {len(data.messages)} messages = "
+              f"{400 * len(current) / len(data.messages):.0f} per 400; {len(rows)} labelled, {k} supported = "
+              f"{k / max(len(rows), 1):.0%} (95 % interval {low:.0%}–{high:.0%}); unsupported by class: "
+              f"{dict(classes)}" + (f"; {len(current) - len(rows)} not labelled" if len(rows) < len(current) else ""))
+        total_k, total_n = total_k + k, total_n + len(rows)
+    low, high = wilson(total_k, total_n)
+    print(f"all builds: {total_n} labelled, {total_k} supported = {total_k / max(total_n, 1):.0%} "
+          f"(95 % interval {low:.0%}–{high:.0%})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--export")
     parser.add_argument("--labels", nargs="+")
+    parser.add_argument("--build", nargs="+", action="append", metavar="EXPORT LABELS",
+                        help="an export and the label files covering its facts (later files answer first)")
     args = parser.parse_args()
-    if args.labels:
+    if args.build:
+        builds(args.build)
+    elif args.labels:
         report(args.labels, args.export)
     elif args.export:
         dump(args.export)
