@@ -77,13 +77,17 @@ def settle_dates(statement: str, sources: Sequence[Message]) -> tuple[str, str]:
         elif len(periods) == 1:
             precision, period = periods[0]
             replacement = f"{_PREPOSITION[precision]}{period}"
-            notes.append(f"{date} is not what {', '.join(m.id for m in sources)} say: {replacement}")
+            notes.append(f"{date} is not what {_ids(sources)} {'say' if len(sources) > 1 else 'says'}: {replacement}")
         else:
             replacement = ""
-            notes.append(f"dropped {date}: {', '.join(m.id for m in sources)} give no such day")
+            notes.append(f"dropped {date}: {_ids(sources)} {'give' if len(sources) > 1 else 'gives'} no such day")
         text = text[:cut_from] + replacement + text[start + len(date):]
         outside = outside[:cut_from] + replacement + outside[start + len(date):]
     text = re.sub(r"\s+([.,;!?])", r"\1", re.sub(r"\s{2,}", " ", text)).strip()
     if text != statement and not notes and _ANNOTATION.search(statement):
         notes.append("the prompt's date annotations rewritten")
     return text, "; ".join(notes)
+
+
+def _ids(sources: Sequence[Message]) -> str:
+    return ", ".join(m.id for m in sources)
