@@ -54,7 +54,7 @@ def trajectory_choices(segments, trajectories, messages) -> list[tuple[str, str]
         what = ", ".join(about[t.id]) or " ".join(by_msg[ids[0]].text.split()[:8]) + "…"
         sessions = list(dict.fromkeys(sid.removeprefix("session_") for s in members for sid in s.session_ids))
         where = f"session{'s' * (len(sessions) != 1)} {', '.join(sessions)}" if sessions else "no session"
-        rows.append((len(ids), f"{t.id} · {what} · {len(members)} segment{'s' * (len(members) != 1)} in {where}, "
+        rows.append((len(ids), f"{t.id} · {what} · {len(members)} segment{'s' * (len(members) != 1)} in {where} · "
                                f"{len(ids)} messages · {when}", t.id))
     return [(label, tid) for _, label, tid in sorted(rows, key=lambda r: (-r[0], record_number(r[2])))]
 
