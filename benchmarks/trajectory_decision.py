@@ -160,22 +160,15 @@ def pair_rows(sample: str, segs: Sequence[Seg], top_k: int, cfg: MemSIFConfig, m
     return rows
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, steps: int = 3000) -> np.ndarray:
-    """Weights (with bias last) of an L2-regularised logistic regression, by gradient descent on
-    standardised inputs folded back into the weights."""
-    mu, sd = x.mean(0), x.std(0) + 1e-9
-    z = np.hstack([(x - mu) / sd, np.ones((len(x), 1))])
-    w = np.zeros(z.shape[1])
-    for _ in range(steps):
-        p = 1 / (1 + np.exp(-z @ w))
-        grad = z.T @ (p - y) / len(y) + l2 * np.r_[w[:-1], 0] / len(y)
-        w -= 0.5 * grad
-    scale = w[:-1] / sd
-    return np.r_[scale, w[-1] - (mu * scale).sum()]
+def fit_logistic(x: np.ndarray, y: np.ndarray) -> Callable[[Sequence[float]], float]:
+    """P(same thread) from the measures: scikit-learn's L2-regularised logistic regression."""
+    from sklearn.linear_model import LogisticRegression
+    model = LogisticRegression(max_iter=1000).fit(x, y)
+    return lambda values: float(model.predict_proba(np.asarray([values]))[0, 1])
 
 
-def score_with(w: np.ndarray, names: Sequence[str]) -> Callable[[dict], float]:
-    return lambda r: float(1 / (1 + np.exp(-(sum(w[k] * r[n] for k, n in enumerate(names)) + w[-1]))))
+def score_with(predict: Callable[[Sequence[float]], float], names: Sequence[str]) -> Callable[[dict], float]:
+    return lambda r: predict([r[n] for n in names])
 
 
 def construct(segs: Sequence[Seg], rows: Sequence[dict], score: Callable[[dict], float], threshold: float,

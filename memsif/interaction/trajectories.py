@@ -119,16 +119,18 @@ def trajectory_terms(trajectories: Sequence[EventTrajectory], segments: Sequence
     """
     names = {part.lower() for sp in speakers for part in sp.split()}
     df = Counter(e for s in segments for e in set(s.entities))
+    words = {e: [w for w in lexical.words(e) if w.is_alpha] for e in df}  # each entity tokenised once
+    stems_of = {e: {w.stem for w in ws} for e, ws in words.items() if _meaningful(e, ws, names)}
     by_id = {s.id: s for s in segments}
     out = {}
     for t in trajectories:
         held = Counter(e for i in t.segment_ids if i in by_id for e in set(by_id[i].entities))
-        ranked = sorted((e for e in held if _meaningful(e, names)),
+        ranked = sorted((e for e in held if e in stems_of),
                         key=lambda e: (-held[e] * math.log((len(segments) + 1) / df[e]), len(e), e))
         terms: list[str] = []
         seen: set[str] = set()
         for e in ranked:
-            stems = {w.stem for w in lexical.words(e) if w.is_alpha}
+            stems = stems_of[e]
             if stems & seen:
                 continue
             seen |= stems
@@ -139,8 +141,7 @@ def trajectory_terms(trajectories: Sequence[EventTrajectory], segments: Sequence
     return out
 
 
-def _meaningful(term: str, names: set[str]) -> bool:
-    words = [w for w in lexical.words(term) if w.is_alpha]
+def _meaningful(term: str, words: Sequence[lexical.Word], names: set[str]) -> bool:
     return (len(term) >= 3 and bool(words) and not any(_names(w.lower, names) for w in words)
             and not all(w.is_stop or w.stem in lexical.EMPTY_STEMS or w.lower in lexical.EMPTY_STEMS
                         or _interjection(w.lower) for w in words))
@@ -153,4 +154,4 @@ def _names(word: str, names: set[str]) -> bool:
 def _interjection(word: str) -> bool:
     """"oof", "sooo", "hmm", "whoa", "btw": letters repeated, no vowel, or a chat abbreviation."""
     return (any(c * 3 in word for c in set(word)) or not set(word) & set("aeiouy")
-            or word in {"oof", "whoa", "btw", "lol", "omg", "wanna", "gonna", "gotta", "sooo", "yay", "ugh", "aww"})
+            or word in {"oof", "whoa", "btw", "lol", "omg", "wanna", "gonna", "gotta", "yay", "ugh", "aww"})
