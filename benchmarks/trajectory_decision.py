@@ -120,6 +120,15 @@ def focused_prompt(earlier: Seg, later: Seg, idf: dict[str, float]):
     return Prompt("trajectory_focus", "trajectory_focus/0", text)
 
 
+def story_prompt(earlier: Seg, later: Seg, idf: dict[str, float]):
+    """Three most specific sentences a side, no terms; asks whether B continues A's story."""
+    from memsif.prompts import Prompt
+    text = ("A (earlier):\n" + "\n".join(specific_sentences(earlier, idf, 3)) + "\n\nB (later):\n" +
+            "\n".join(specific_sentences(later, idf, 3)) + "\n\nDoes B continue or update the same story as A "
+            "(the same person's same event, project, plan or problem)?")
+    return Prompt("trajectory_story", "trajectory_story/0", text)
+
+
 def gold_pairs(sample_id: str, segs: Sequence[Seg], data: Path) -> set[tuple[str, str]]:
     """(earlier, later) segment pairs in different sessions holding gold evidence of one question."""
     (sample,) = load_locomo(data, [sample_id])
@@ -254,8 +263,9 @@ def make_judge(cfg: MemSIFConfig) -> Callable:
         t0 = time.perf_counter()
         stored = trajectory_judge.build(earlier.messages[-2:], later.messages[-2:])
         focused = focused_prompt(earlier, later, idf)
-        p_stored, p_focus = llm.yes_probability([stored, focused])
-        return {"p_stored": p_stored, "p_focus": p_focus, "judge_s": time.perf_counter() - t0}
+        story = story_prompt(earlier, later, idf)
+        p_stored, p_focus, p_story = llm.yes_probability([stored, focused, story])
+        return {"p_stored": p_stored, "p_focus": p_focus, "p_story": p_story, "judge_s": time.perf_counter() - t0}
     return judge
 
 
@@ -263,7 +273,8 @@ def evaluate(samples: dict, rows: list[dict]) -> str:
     have_judge = rows and "p_focus" in rows[0]
     variants: dict[str, Sequence[str]] = {"phi": ["phi"], "phi+rare+gap": ["phi", "rare", "jaccard", "log_gap_days"]}
     if have_judge:
-        variants |= {"P(yes) stored": ["p_stored"], "P(yes) focused": ["p_focus"],
+        variants |= {"P(yes) stored": ["p_stored"], "P(yes) focused": ["p_focus"], "P(yes) story": ["p_story"],
+                     "story+phi+rare+gap": ["p_story", "phi", "rare", "jaccard", "log_gap_days"],
                      "focused+phi+rare+gap": ["p_focus", "phi", "rare", "jaccard", "log_gap_days"]}
     lines = ["| construction | conversation | gold pairs shared | joins | link precision | largest | multi |",
              "|---|---|---|---|---|---|---|"]
