@@ -3,10 +3,10 @@
 For every Topical Segment S_i of a built memory and each earlier segment S_j among its Top-K by φ
 (Eq. 1 between the two segments' pooled embeddings and key entities), it records the measures a
 decision could use — φ, cosine, rare-word overlap (IDF-weighted over the conversation's segments),
-entity Jaccard, the days between them, and, with ``--judge``, the model's P(yes) under each judge
-prompt (the stored one over the last messages, and the focused one over key terms and the most
-specific sentences) — then labels each pair from the labelled threads (``benchmarks/data/
-threads-*.jsonl``: same thread, or not) and from the gold evidence of the conversation's questions.
+entity Jaccard, the days between them, and, with ``--judge``, the model's P(yes) under the judge
+prompt (``trajectory_judge``: each side's most specific sentences) — then labels each pair from the
+labelled threads (``benchmarks/data/threads-*.jsonl``: same thread, or not) and from the gold
+evidence of the conversation's questions.
 
 It then replays sequential constructions (each segment joins the trajectory of its best-scoring
 earlier candidate when the score passes a threshold, else opens one) and reports, per conversation:
@@ -33,9 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
-from memsif import lexical
 from memsif.config import MemSIFConfig
 from memsif.eval.data import load_locomo
+from memsif.interaction import link
+from memsif.interaction.trajectories import JUDGE_SENTENCES
 from memsif.matching import SemanticMapping, cosine, jaccard, phi
 from memsif.prompts import trajectory_judge
 from memsif.records import Message
@@ -67,8 +68,7 @@ def load_segments(path: str, threads: dict[str, str]) -> list[Seg]:
     for s in sorted(data.segments, key=lambda s: s.index):
         msgs = [by_id[i] for i in s.message_ids]
         vec = np.mean([np.asarray(m.vector, dtype=np.float64) for m in msgs], axis=0)
-        stems: Counter = Counter(w.stem for m in msgs for w in lexical.words(m.message.text)
-                                 if w.is_alpha and not w.is_stop and len(w.stem) > 2)
+        stems = link.content_stems(m.message.text for m in msgs)
         labels = Counter(threads[i] for i in s.message_ids if i in threads)
         thread = None
         if labels:
@@ -79,54 +79,10 @@ def load_segments(path: str, threads: dict[str, str]) -> list[Seg]:
     return segs
 
 
-def idf_of(segs: Sequence[Seg]) -> dict[str, float]:
-    df = Counter(st for s in segs for st in s.stems)
-    n = len(segs)
-    return {st: math.log((n + 1) / (d + 0.5)) for st, d in df.items()}
-
-
-def rare_overlap(a: Seg, b: Seg, idf: dict[str, float]) -> float:
-    """IDF-weighted Jaccard of the two segments' content stems."""
-    sa, sb = set(a.stems), set(b.stems)
-    inter = sum(idf[s] for s in sa & sb)
-    union = sum(idf[s] for s in sa | sb)
-    return inter / union if union else 0.0
-
-
-def specific_sentences(seg: Seg, idf: dict[str, float], n: int = 2) -> list[str]:
-    """The ``n`` sentences of ``seg`` whose content stems are rarest (IDF sum), as ``Speaker: text``."""
-    scored = []
-    for m in seg.messages:
-        for sent in lexical.split_sentences(m.text):
-            words = [w for w in lexical.words(sent) if w.is_alpha and not w.is_stop and len(w.stem) > 2]
-            if len(words) < 3:
-                continue
-            scored.append((sum(idf.get(w.stem, 0.0) for w in words), f"{m.speaker}: {sent.strip()[:160]}"))
-    return [t for _, t in sorted(scored, key=lambda x: -x[0])[:n]]
-
-
-def key_terms(seg: Seg, idf: dict[str, float], n: int = 6) -> list[str]:
-    ents = sorted(set(seg.entities), key=lambda e: -sum(idf.get(w.stem, 0.0) for w in lexical.words(e)))
-    return ents[:n]
-
-
-def focused_prompt(earlier: Seg, later: Seg, idf: dict[str, float]):
-    from memsif.prompts import Prompt
-
-    def side(seg: Seg) -> str:
-        return ("Key terms: " + ", ".join(key_terms(seg, idf)) + "\n" + "\n".join(specific_sentences(seg, idf)))
-    text = ("Part A (earlier):\n" + side(earlier) + "\n\nPart B (later):\n" + side(later) +
-            "\n\nDo A and B talk about the same ongoing event, plan or activity of the same person?")
-    return Prompt("trajectory_focus", "trajectory_focus/0", text)
-
-
-def story_prompt(earlier: Seg, later: Seg, idf: dict[str, float]):
-    """Three most specific sentences a side, no terms; asks whether B continues A's story."""
-    from memsif.prompts import Prompt
-    text = ("A (earlier):\n" + "\n".join(specific_sentences(earlier, idf, 3)) + "\n\nB (later):\n" +
-            "\n".join(specific_sentences(later, idf, 3)) + "\n\nDoes B continue or update the same story as A "
-            "(the same person's same event, project, plan or problem)?")
-    return Prompt("trajectory_story", "trajectory_story/0", text)
+def story_prompt(earlier: Seg, later: Seg, idf: Callable[[str], float]):
+    """The stored judge prompt (``trajectory_judge``): each side's three most specific sentences."""
+    return trajectory_judge.build(link.specific_sentences(earlier.messages, idf, JUDGE_SENTENCES),
+                                  link.specific_sentences(later.messages, idf, JUDGE_SENTENCES))
 
 
 def gold_pairs(sample_id: str, segs: Sequence[Seg], data: Path) -> set[tuple[str, str]]:
@@ -147,8 +103,10 @@ def gold_pairs(sample_id: str, segs: Sequence[Seg], data: Path) -> set[tuple[str
 def pair_rows(sample: str, segs: Sequence[Seg], top_k: int, cfg: MemSIFConfig, mapping: SemanticMapping,
               judge: Callable | None) -> list[dict]:
     rows = []
+    vocabulary = link.Vocabulary()
     for i, later in enumerate(segs):
-        idf = idf_of(segs[:i + 1])  # online: what the builder knows when S_i closes
+        vocabulary.read(later.id, len(later.messages), lambda s=later: (m.text for m in s.messages))
+        idf = vocabulary.idf  # online: what the builder knows when S_i closes
         cands = []
         for earlier in segs[:i]:
             p = phi(later.vector, later.entities, earlier.vector, earlier.entities, cfg.alpha_trajectory, mapping)
@@ -158,7 +116,8 @@ def pair_rows(sample: str, segs: Sequence[Seg], top_k: int, cfg: MemSIFConfig, m
             t0, t1 = earlier.messages[-1].time, later.messages[0].time
             gap = abs((t1 - t0).total_seconds()) / 86400 if t0 and t1 else 0.0
             row = {"sample": sample, "later": later.id, "earlier": earlier.id, "rank": rank, "phi": ph,
-                   "cosine": cosine(later.vector, earlier.vector), "rare": rare_overlap(later, earlier, idf),
+                   "cosine": cosine(later.vector, earlier.vector),
+                   "rare": link.rare_overlap(later.stems, earlier.stems, idf),
                    "jaccard": jaccard(later.entities, earlier.entities), "log_gap_days": math.log1p(gap),
                    "same_session": bool(later.sessions & earlier.sessions),
                    "thread_later": later.thread, "thread_earlier": earlier.thread,
@@ -238,6 +197,8 @@ def main() -> None:
         samples[sample] = (segs, gold_pairs(sample, segs, Path(args.data)))
         if not args.from_pairs:
             rows += pair_rows(sample, segs, args.top_k, cfg, mapping, judge)
+            if args.pairs:  # kept as each conversation finishes (judging all three takes long)
+                Path(args.pairs).write_text("".join(json.dumps(r) + "\n" for r in rows))
     if args.from_pairs:  # judged before; the thread labels are read again
         rows = [json.loads(line) for line in Path(args.from_pairs).read_text().splitlines()]
         thread = {(name, s.id): s.thread for name, (segs, _) in samples.items() for s in segs}
@@ -259,23 +220,21 @@ def make_judge(cfg: MemSIFConfig) -> Callable:
     eng.load_models()
     llm = eng.llm
 
-    def judge(earlier: Seg, later: Seg, idf: dict[str, float]) -> dict:
+    def judge(earlier: Seg, later: Seg, idf: Callable[[str], float]) -> dict:
         t0 = time.perf_counter()
-        stored = trajectory_judge.build(earlier.messages[-2:], later.messages[-2:])
-        focused = focused_prompt(earlier, later, idf)
-        story = story_prompt(earlier, later, idf)
-        p_stored, p_focus, p_story = llm.yes_probability([stored, focused, story])
-        return {"p_stored": p_stored, "p_focus": p_focus, "p_story": p_story, "judge_s": time.perf_counter() - t0}
+        [p_story] = llm.yes_probability([story_prompt(earlier, later, idf)])
+        return {"p_story": p_story, "judge_s": time.perf_counter() - t0}
     return judge
 
 
 def evaluate(samples: dict, rows: list[dict]) -> str:
-    have_judge = rows and "p_focus" in rows[0]
+    have_judge = rows and "p_story" in rows[0]
     variants: dict[str, Sequence[str]] = {"phi": ["phi"], "phi+rare+gap": ["phi", "rare", "jaccard", "log_gap_days"]}
     if have_judge:
-        variants |= {"P(yes) stored": ["p_stored"], "P(yes) focused": ["p_focus"], "P(yes) story": ["p_story"],
-                     "story+phi+rare+gap": ["p_story", "phi", "rare", "jaccard", "log_gap_days"],
-                     "focused+phi+rare+gap": ["p_focus", "phi", "rare", "jaccard", "log_gap_days"]}
+        if "p_stored" in rows[0]:
+            variants["P(yes) stored"] = ["p_stored"]
+        variants |= {"P(yes) story": ["p_story"],
+                     "story+phi+rare+gap": ["p_story", "phi", "rare", "jaccard", "log_gap_days"]}
     lines = ["| construction | conversation | gold pairs shared | joins | link precision | largest | multi |",
              "|---|---|---|---|---|---|---|"]
     for held, (segs, gold) in samples.items():

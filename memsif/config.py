@@ -25,6 +25,7 @@ SEM_MAPPINGS = ("auto", "affine", "calibrated")
 SUFFICIENCY_GATES = ("auto", "model", "never")
 FACT_OPERATIONS = ("auto", "model", "rules")
 FACT_VERIFICATIONS = ("auto", "model", "off")
+TRAJECTORY_LINKS = ("auto", "model", "rule")
 #: Old setting names and the fields that replaced them (accepted by ``replace``, ``from_env`` and as
 #: ``MEMSIF_<OLD NAME>`` variables).
 ALIASES = {"top_k": "construction_top_k", "trajectory_top_k": "query_trajectory_top_k"}
@@ -61,6 +62,10 @@ class MemSIFConfig:
     #: Top-K candidates whose φ(S_i, E_j) is at or below this are incompatible by rule, without a
     #: judge call (a product decision, see README: it keeps the judge to plausible candidates).
     trajectory_min_phi: float = 0.6
+    #: How a closing segment is linked to a trajectory (``interaction.link``): "model": a link model
+    #: over the judge's P(yes) and the pair's measures; "rule": the measures only, no judge call;
+    #: "auto": "model" for the models whose judge was measured (``link.JUDGE_MEASURED_MODELS``), else "rule".
+    trajectory_link: str = "auto"
     #: How cosine similarity becomes s_sem in [0,1]: "affine" is (cos+1)/2 as in the paper;
     #: "calibrated" rescales the embedder's own cosine range (see matching.COSINE_RANGES);
     #: "auto" picks "calibrated" when the embedder has a measured range, else "affine".
@@ -252,6 +257,9 @@ class MemSIFConfig:
         if self.fact_verification not in FACT_VERIFICATIONS:
             raise ConfigError(f"fact_verification must be one of {FACT_VERIFICATIONS}, got "
                               f"{self.fact_verification!r}; fix MEMSIF_FACT_VERIFICATION.")
+        if self.trajectory_link not in TRAJECTORY_LINKS:
+            raise ConfigError(f"trajectory_link must be one of {TRAJECTORY_LINKS}, got {self.trajectory_link!r}; "
+                              "fix MEMSIF_TRAJECTORY_LINK.")
         if self.sufficiency_gate not in SUFFICIENCY_GATES:
             raise ConfigError(f"sufficiency_gate must be one of {SUFFICIENCY_GATES}, got {self.sufficiency_gate!r}.")
         for name in ("context_tokens", "evidence_candidates", "segment_members", "trajectory_anchor_hits",

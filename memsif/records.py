@@ -169,13 +169,19 @@ class SegmentDecision(_Record):
 
 
 class TrajectoryCandidate(_Record):
-    """One of the top-K trajectories E_j scored for a segment S_i."""
+    """One of the top-K candidates E_j scored for a closing segment S_i: the trajectory of one of
+    S_i's Top-K earlier segments by φ (``segment_id``), with the measures of that pair and the
+    calibrated P(same thread) they give (``memsif.interaction.link``)."""
 
     trajectory_id: str
-    score: PhiScore
+    score: PhiScore = Field(description="φ(S_i, segment_id) with its terms (Eq. 1); older logs: φ(S_i, E_j).")
+    segment_id: str | None = Field(None, description="The earlier segment of E_j compared (None: older logs).")
+    rare: float | None = Field(None, description="IDF-weighted overlap of the two segments' content words, [0, 1].")
+    gap_days: float | None = Field(None, description="Days from that segment's last message to S_i's first.")
     judge_prob: float | None = None
     judge_prob_raw: float | None = None
     judge_prior: float | None = None
+    link_prob: float | None = Field(None, description="P(same thread) of the link model (None: older logs).")
     compatible: bool
 
 
@@ -189,6 +195,9 @@ class TrajectoryDecision(_Record):
     candidates: list[TrajectoryCandidate] = Field(default_factory=list)
     trajectory_id: str
     created: bool
+    rule: str = Field("", description="The rule as applied, in words: the link model, its threshold, the best "
+                                      "candidate's probability (empty in older logs).")
+    link_model: str | None = Field(None, description="Name of the link model that decided (None: older logs).")
     prompt_version: str | None = None
     model: str | None = None
     error: str | None = None

@@ -170,28 +170,37 @@ def trajectory_graph(segments: Sequence[TopicalSegment], trajectories: Sequence[
 #: Outcome of one Top-K candidate E_j for a closing segment S_i → (legend name, marker symbol, colour).
 TRAJECTORY_OUTCOMES = {
     "joined": ("joined this trajectory", "star", "#2a9d8f"),
-    "judge_no": ("judge: not the same event", "x", "#e76f51"),
-    "judge_other": ("judge: same event, a likelier one was joined", "diamond", "#f4a261"),
-    "below_floor": ("φ at or below the floor: incompatible by rule", "circle-open", "#999"),
+    "judge_no": ("below the threshold: not the same thread", "x", "#e76f51"),
+    "judge_other": ("above the threshold, a likelier one was joined", "diamond", "#f4a261"),
+    "below_floor": ("φ at or below the judge's floor: not asked", "circle-open", "#999"),
     "opened": ("opened a new trajectory", "triangle-up", "#264653"),
 }
 
 
 def _candidate_outcome(d: TrajectoryDecision, c) -> str:
-    if not d.created and c.trajectory_id == d.trajectory_id:
+    if not d.created and c.trajectory_id == d.trajectory_id and c.compatible:
         return "joined"
     if c.compatible:
         return "judge_other"
-    return "below_floor" if c.judge_prob is None else "judge_no"
+    scored = c.link_prob is not None or c.judge_prob is not None
+    return "judge_no" if scored else "below_floor"
+
+
+def _candidate_y(c) -> float:
+    """P(same thread) of the link model; older logs: the judge's probability, else φ."""
+    if c.link_prob is not None:
+        return c.link_prob
+    return c.judge_prob if c.judge_prob is not None else c.score.phi
 
 
 def trajectory_decisions_plot(decisions: Sequence[Decision], segments: Sequence[TopicalSegment],
-                              first_index: dict[str, int], min_phi: float) -> go.Figure:
+                              first_index: dict[str, int], threshold: float | None = None) -> go.Figure:
     """Why each closed Topical Segment S_i joined its Event Trajectory (§3.2): at the segment's first
-    message index, φ(S_i, E_j) of each of its Top-K candidates, marked by outcome
-    (``TRAJECTORY_OUTCOMES``: joined, the judge's no, a compatible one not chosen, below the rule floor
-    ``min_phi``), and a triangle at 0 where the segment opened a new trajectory. Hover gives the φ
-    terms and the judge's probability. ``decisions`` as ``MemSIF.decisions(ns)`` returns them."""
+    message index, P(same thread) of each of its Top-K candidates (the trajectories of its Top-K
+    earlier segments by φ; ``memsif.interaction.link``), marked by outcome (``TRAJECTORY_OUTCOMES``),
+    with a line at the link model's ``threshold``, and a triangle at 0 where the segment opened a new
+    trajectory. Hover gives φ with its terms, the rare-word overlap, the days between, the judge's
+    P(yes) and the rule. ``decisions`` as ``MemSIF.decisions(ns)`` returns them."""
     by_id = {s.id: s for s in segments}
     points: dict[str, tuple[list, list, list]] = {k: ([], [], []) for k in TRAJECTORY_OUTCOMES}
     chosen = [d for d in decisions if isinstance(d, TrajectoryDecision) and d.segment_id in by_id]
@@ -200,28 +209,32 @@ def trajectory_decisions_plot(decisions: Sequence[Decision], segments: Sequence[
         x = first_index.get(seg.message_ids[0], 0) if seg.message_ids else 0
         for c in d.candidates:
             key = _candidate_outcome(d, c)
-            judged = f", judge P(same event) {c.judge_prob:.2f}" if c.judge_prob is not None else ""
+            via = f" via {c.segment_id}" if c.segment_id else ""
+            parts = [f"φ {c.score.phi:.3f} (s_sem {c.score.s_sem:.2f}, J {c.score.jaccard:.2f})"]
+            parts += [f"rare words {c.rare:.2f}"] if c.rare is not None else []
+            parts += [f"{c.gap_days:.0f} days apart"] if c.gap_days is not None else []
+            parts += [f"judge P(yes) {c.judge_prob:.2f}"] if c.judge_prob is not None else []
+            parts += [f"P(same thread) {c.link_prob:.2f}"] if c.link_prob is not None else []
             points[key][0].append(x)
-            points[key][1].append(c.score.phi)
-            points[key][2].append(f"{d.segment_id} → {c.trajectory_id}: φ {c.score.phi:.3f} "
-                                  f"(s_sem {c.score.s_sem:.2f}, J {c.score.jaccard:.2f}){judged}<br>"
+            points[key][1].append(_candidate_y(c))
+            points[key][2].append(f"{d.segment_id} → {c.trajectory_id}{via}: {', '.join(parts)}<br>"
                                   f"{TRAJECTORY_OUTCOMES[key][0]}")
         if d.created:
             points["opened"][0].append(x)
             points["opened"][1].append(0.0)
-            points["opened"][2].append(f"{d.segment_id} opened {d.trajectory_id} ({len(d.candidates)} candidates "
-                                       "scored, none joined)")
+            points["opened"][2].append(f"{d.segment_id} opened {d.trajectory_id}: {d.rule or 'none joined'}")
     fig = go.Figure()
     for key, (name, symbol, colour) in TRAJECTORY_OUTCOMES.items():
         xs, ys, hover = points[key]
         if xs:
             fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=f"{name} ({len(xs)})", hovertext=hover,
                                      hoverinfo="text", marker={"symbol": symbol, "color": colour, "size": 9}))
-    fig.add_hline(y=min_phi, line_dash="dash", annotation_text=f"φ floor {min_phi:g}")
+    if threshold is not None:
+        fig.add_hline(y=threshold, line_dash="dash", annotation_text=f"joins at P ≥ {threshold:g}")
     joined = sum(1 for d in chosen if not d.created)
     span = max(first_index.values(), default=0) + 1
     fig.update_layout(xaxis={"title": "message index (segment start)", "tickformat": "d", "dtick": index_tick(span)},
-                      yaxis={"title": "φ(S_i, E_j)", "range": [-0.05, 1.02]}, height=380,
+                      yaxis={"title": "P(same thread)", "range": [-0.05, 1.02]}, height=380,
                       legend={"orientation": "h", "y": -0.25}, margin={"l": 60, "r": 20, "t": 40, "b": 40},
                       title=f"Why segments joined their trajectories: {joined} of {len(chosen)} joined one, "
                             f"{len(chosen) - joined} opened one")
@@ -344,20 +357,29 @@ def op_rows(log: Sequence[FactOperation]) -> list[list[Any]]:
     return [[r.seq, str(r.op), facts(r), r.decided_by, r.reason, r.error or ""] for r in log]
 
 
-TRAJECTORY_DETAIL_COLUMNS = ["segment", "message", "session", "time", "speaker", "text"]
+TRAJECTORY_DETAIL_COLUMNS = ["segment", "why it is here", "message", "session", "time", "speaker", "text"]
 
 
 def trajectory_detail_rows(trajectory_id: str, segments: Sequence[TopicalSegment],
-                           trajectories: Sequence[EventTrajectory],
-                           messages: Sequence[Message]) -> list[list[Any]]:
-    """The segments and messages of one Event Trajectory, in time order (empty for an unknown id)."""
+                           trajectories: Sequence[EventTrajectory], messages: Sequence[Message],
+                           decisions: Sequence[Decision] = ()) -> list[list[Any]]:
+    """The segments and messages of one Event Trajectory, in time order (empty for an unknown id); a
+    segment's first row says why it is in the trajectory (its ``TrajectoryDecision.rule``; older logs:
+    joined or opened)."""
     wanted = next((t for t in trajectories if t.id == trajectory_id), None)
     if wanted is None:
         return []
     by_seg = {s.id: s for s in segments}
     by_msg = {m.id: m for m in messages}
-    return [[sid, *_message_row(by_msg[mid])] for sid in wanted.segment_ids
-            for mid in by_seg[sid].message_ids if mid in by_msg]
+    why = {d.segment_id: _why(d) for d in decisions if isinstance(d, TrajectoryDecision)}
+    return [[sid, why.get(sid, "") if k == 0 else "", *_message_row(by_msg[mid])] for sid in wanted.segment_ids
+            for k, mid in enumerate(m for m in by_seg[sid].message_ids if m in by_msg)]
+
+
+def _why(d: TrajectoryDecision) -> str:
+    if d.rule:
+        return d.rule
+    return f"opened {d.trajectory_id}" if d.created else f"joined {d.trajectory_id}"
 
 
 def message_rows(ids: Sequence[str], messages: Sequence[Message]) -> list[list[Any]]:

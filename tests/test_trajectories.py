@@ -1,20 +1,30 @@
-"""Event Trajectory aggregation: top-K by φ, judge, highest compatible wins (§3.2)."""
+"""Event Trajectory aggregation: Top-K earlier segments by φ, the link model, the likeliest thread wins (§3.2)."""
+
+import math
+from dataclasses import replace
+from datetime import datetime, timedelta
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from memsif.config import MemSIFConfig
+from memsif.interaction import link
+from memsif.interaction.link import LinkModel
 from memsif.interaction.state import InteractionState
-from memsif.interaction.trajectories import TrajectoryBuilder, top_k_candidates
+from memsif.interaction.trajectories import TrajectoryBuilder, top_k_segments
 from memsif.matching import SemanticMapping, phi
 from tests.conftest import make_messages
 from tests.fakes import FakeLLM
 
 
-def _state_with_trajectories(vectors):
-    """One single-message segment + trajectory per vector, then a new segment [1, 0]."""
+def _state_with_trajectories(vectors, texts=None, days=None):
+    """One single-message segment + trajectory per vector, then a new segment [1, 0] (the last text)."""
     state = InteractionState("t", 2)
-    msgs = make_messages([f"m{i}" for i in range(len(vectors) + 1)])
+    texts = texts or [f"m{i}" for i in range(len(vectors) + 1)]
+    msgs = make_messages(texts)
+    if days is not None:
+        msgs = [m.model_copy(update={"time": datetime(2023, 5, 1) + timedelta(days=d)}) for m, d in zip(msgs, days)]
     for msg, vec in zip(msgs, [*vectors, [1.0, 0.0]], strict=True):
         state.add_message(msg, np.array(vec), frozenset())
         seg = state.open_segment(msg)
@@ -24,20 +34,23 @@ def _state_with_trajectories(vectors):
 
 
 MAPPING = SemanticMapping("affine")
+#: A link model that follows the judge alone: P(same thread) = σ(10·(P(yes) − 0.5)).
+BY_JUDGE = LinkModel(name="test/judge", features=("p_yes",), weights=(10.0,), intercept=-5.0, threshold=0.5,
+                     fitted="test")
 
 
 def test_top_k_orders_by_phi():
     state, seg = _state_with_trajectories([[0.0, 1.0], [1.0, 0.1], [-1.0, 0.0], [1.0, 0.5]])
-    ranked = top_k_candidates(state, seg, k=3, alpha=1.0, mapping=MAPPING)
-    assert [tid for tid, _ in ranked] == ["E2", "E4", "E1"]
+    ranked = top_k_segments(state, seg, k=3, alpha=1.0, mapping=MAPPING)
+    assert [s.record.id for s, _ in ranked] == ["S2", "S4", "S1"]
     phis = [s.phi for _, s in ranked]
     assert phis == sorted(phis, reverse=True)
-    assert len(top_k_candidates(state, seg, k=10, alpha=1.0, mapping=MAPPING)) == 4
+    assert len(top_k_segments(state, seg, k=10, alpha=1.0, mapping=MAPPING)) == 4
 
 
 @pytest.mark.parametrize("mapping", [MAPPING, SemanticMapping("calibrated", 0.05, 0.5)])
-def test_top_k_ranks_as_phi_scored_one_trajectory_at_a_time(mapping):
-    """The scoring of all trajectories at once keeps Eq. 1's order and terms, entities included."""
+def test_top_k_ranks_as_phi_scored_one_segment_at_a_time(mapping):
+    """The scoring of all earlier segments at once keeps Eq. 1's order and terms, entities included."""
     rng = np.random.default_rng(3)
     vocab = [f"e{i}" for i in range(12)]
     vectors = rng.normal(size=(30, 8))
@@ -50,40 +63,92 @@ def test_top_k_ranks_as_phi_scored_one_trajectory_at_a_time(mapping):
         if i < 30:
             state.open_trajectory(seg)
     seg = state.segments[-1]
-    brute = sorted(((t.record.id, phi(seg.profile.mean, seg.profile.entities, t.profile.mean, t.profile.entities,
-                                      0.6, mapping)) for t in state.trajectories),
+    brute = sorted(((s.record.id, phi(seg.profile.mean, seg.profile.entities, s.profile.mean, s.profile.entities,
+                                      0.6, mapping)) for s in state.segments[:-1]),
                    key=lambda item: (-item[1].phi, int(item[0][1:])))
-    assert top_k_candidates(state, seg, k=5, alpha=0.6, mapping=mapping) == brute[:5]
-    assert top_k_candidates(state, seg, k=0, alpha=0.6, mapping=mapping) == []
-
-def test_highest_phi_compatible_trajectory_wins():
-    state, seg = _state_with_trajectories([[0.0, 1.0], [1.0, 0.1], [1.0, 0.5]])
-    # E2 has the highest φ but the judge rejects it; E3 is the best compatible one.
-    verdicts = iter([0.2, 0.8, 0.9])
-    llm = FakeLLM({"trajectory_judge": lambda p: next(verdicts)})
-    cfg = MemSIFConfig(alpha_trajectory=1.0, trajectory_min_phi=0.0, judge_calibration=False)
-    decision = TrajectoryBuilder(cfg, MAPPING, llm).assign(state, seg)
-    assert [c.trajectory_id for c in decision.candidates] == ["E2", "E3", "E1"]
-    assert [c.compatible for c in decision.candidates] == [False, True, True]
-    assert decision.trajectory_id == "E3" and not decision.created
-    assert state.trajectory("E3").record.segment_ids == ["S3", "S4"]
-    assert len(llm.calls["trajectory_judge"]) == 3
+    assert [(s.record.id, score) for s, score in top_k_segments(state, seg, k=5, alpha=0.6, mapping=mapping)] \
+        == brute[:5]
+    assert top_k_segments(state, seg, k=0, alpha=0.6, mapping=mapping) == []
 
 
-def test_no_compatible_trajectory_opens_a_new_one():
-    state, seg = _state_with_trajectories([[1.0, 0.0]])
+def test_a_join_records_its_candidates_measures_and_rule():
+    texts = ["My pottery class starts today.", "The car needs new tyres.", "We baked bread.",
+             "My pottery class made a bowl today."]
+    state, seg = _state_with_trajectories([[0.0, 1.0], [1.0, 0.1], [1.0, 0.5]], texts, days=[0, 1, 2, 9])
+    # S2 has the highest φ but the judge says no; S1 (pottery) is the likeliest thread
+    llm = FakeLLM({"trajectory_judge": lambda p: 0.9 if "pottery" in p.text.split("B (later)")[0] else 0.2})
+    cfg = MemSIFConfig(alpha_trajectory=1.0, trajectory_min_phi=0.0, judge_calibration="off")
+    decision = TrajectoryBuilder(cfg, MAPPING, llm, BY_JUDGE).assign(state, seg)
+    assert [c.segment_id for c in decision.candidates] == ["S2", "S3", "S1"]
+    assert [c.compatible for c in decision.candidates] == [False, False, True]
+    assert decision.trajectory_id == "E1" and not decision.created
+    assert state.trajectory("E1").record.segment_ids == ["S1", "S4"]
+    joined = decision.candidates[2]
+    assert joined.judge_prob == pytest.approx(0.9) and joined.link_prob == pytest.approx(0.982, abs=1e-3)
+    assert joined.gap_days == pytest.approx(9.0) and joined.rare > decision.candidates[0].rare
+    assert decision.rule == "joined E1 via S1: test/judge: P(same thread) 0.98 ≥ 0.5"
+    assert decision.link_model == "test/judge" and decision.prompt_version == "trajectory_judge/4"
+    # the judge saw each side's sentences, not a sign-off
+    assert "pottery class made a bowl" in llm.calls["trajectory_judge"][0].text
+
+
+def test_no_likely_thread_opens_a_new_trajectory_and_says_why():
+    state, seg = _state_with_trajectories([[1.0, 0.0]], ["We baked bread together.", "The car needs new tyres."])
     llm = FakeLLM({"trajectory_judge": 0.1})
-    decision = TrajectoryBuilder(MemSIFConfig(judge_calibration=False), MAPPING, llm).assign(state, seg)
+    decision = TrajectoryBuilder(MemSIFConfig(judge_calibration="off"), MAPPING, llm, BY_JUDGE).assign(state, seg)
     assert decision.created and decision.trajectory_id == "E2"
-    assert decision.candidates[0].judge_prob == pytest.approx(0.1)
+    assert decision.candidates[0].judge_prob == pytest.approx(0.1) and not decision.candidates[0].compatible
+    assert decision.rule.startswith("new trajectory: the likeliest, E1 via S1, test/judge: P(same thread) 0.02 < 0.5")
 
 
-def test_low_phi_candidates_are_rejected_without_the_judge():
+def test_low_phi_candidates_are_not_judged():
     state, seg = _state_with_trajectories([[-1.0, 0.0]])  # φ = 0 ≤ trajectory_min_phi
     llm = FakeLLM()
-    decision = TrajectoryBuilder(MemSIFConfig(alpha_trajectory=1.0), MAPPING, llm).assign(state, seg)
+    decision = TrajectoryBuilder(MemSIFConfig(alpha_trajectory=1.0), MAPPING, llm, BY_JUDGE).assign(state, seg)
     assert decision.created and llm.calls == {}
-    assert decision.candidates[0].judge_prob is None and not decision.candidates[0].compatible
+    assert decision.candidates[0].judge_prob is None and decision.candidates[0].link_prob is None
+    assert decision.rule.startswith("new trajectory: no candidate scored (none above the judge's φ floor 0.6)")
+
+
+def test_a_model_without_a_measured_judge_links_by_rule_without_calling_it():
+    texts = ["My pottery class starts today.", "My pottery class made a bowl today."]
+    state, seg = _state_with_trajectories([[1.0, 0.0]], texts, days=[0, 3])
+    llm = FakeLLM()  # any judge call would fail the test
+    builder = TrajectoryBuilder(MemSIFConfig(trajectory_link="auto"), MAPPING, llm)
+    decision = builder.assign(state, seg)
+    assert builder.link is link.RULE and llm.calls == {} and decision.model is None
+    c = decision.candidates[0]
+    assert c.judge_prob is None and c.link_prob == pytest.approx(link.RULE.probability(
+        link.LinkMeasures(phi=c.score.phi, rare=c.rare, jaccard=c.score.jaccard, gap_days=c.gap_days)), abs=1e-4)
+    assert decision.link_model == link.RULE.name and link.RULE.name in decision.rule
+    assert link.model_for("auto", SimpleNamespace(name="Qwen2.5-Coder-1.5B-Instruct (packaged)")) is link.JUDGED
+    assert link.model_for("model", llm) is link.JUDGED and link.model_for("model", None) is link.RULE
+
+
+def test_the_link_models_give_their_probability_on_fixed_measures():
+    """The shipped weights, checked on fixed inputs: more judge belief, φ and shared rare words raise
+    P(same thread); a longer gap does not raise it."""
+    m = link.LinkMeasures(phi=0.7, rare=0.1, jaccard=0.1, gap_days=6.0, p_yes=0.6)
+    for model in (link.JUDGED, link.RULE):
+        z = model.intercept + sum(w * m.value(f) for f, w in zip(model.features, model.weights, strict=True))
+        assert model.probability(m) == pytest.approx(1 / (1 + math.exp(-z)))
+        assert model.probability(replace(m, phi=0.9)) > model.probability(m)
+        assert model.probability(replace(m, rare=0.3)) > model.probability(m)
+        assert model.probability(replace(m, gap_days=60.0)) <= model.probability(m)
+    assert link.JUDGED.probability(replace(m, p_yes=0.9)) > link.JUDGED.probability(m)
+    with pytest.raises(ValueError, match="p_yes"):
+        link.JUDGED.probability(replace(m, p_yes=None))
+
+
+def test_rare_words_count_more_than_common_ones():
+    vocab = link.Vocabulary()
+    texts = {"S1": ["pottery class today"], "S2": ["class today again"], "S3": ["today pottery"], "S4": ["today"]}
+    stems = {sid: vocab.read(sid, 1, lambda t=t: t) for sid, t in texts.items()}
+    assert vocab.idf("pottery") > vocab.idf("class") > vocab.idf("today")
+    assert link.rare_overlap(stems["S1"], stems["S3"], vocab.idf) > link.rare_overlap(stems["S2"], stems["S4"],
+                                                                                        vocab.idf)
+    vocab.read("S4", 2, lambda: ["today", "pottery wheel"])  # a segment that grew is counted again
+    assert vocab.idf("pottery") < link.math.log(5 / 2.5) + 1e-9
 
 
 def test_trajectory_profile_follows_segment_growth():

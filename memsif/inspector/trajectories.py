@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import gradio as gr
 
 from memsif.inspector.common import SessionSettings, guard, session_engine
+from memsif.interaction import link
 from memsif.interaction.trajectories import trajectory_terms
 from memsif.records import record_number
 from memsif.timeparse import day_text
@@ -31,7 +32,7 @@ def trajectories_view(namespace: str | None, settings: SessionSettings | None = 
     index = {m.id: m.index for m in messages}
     return (trajectory_graph(segments, trajectories, index),
             trajectory_decisions_plot(eng.decisions(namespace, "trajectory"), segments, index,
-                                      eng.config.trajectory_min_phi),
+                                      link.model_for(eng.config.trajectory_link, eng.llm).threshold),
             gr.Dropdown(choices=trajectory_choices(segments, trajectories, messages), value=None))
 
 
@@ -66,7 +67,7 @@ def trajectory_detail(trajectory_id: str | None, namespace: str | None, settings
     if not trajectory_id or eng is None:
         return []
     return trajectory_detail_rows(trajectory_id, eng.segments(namespace), eng.trajectories(namespace),
-                                  eng.messages(namespace))
+                                  eng.messages(namespace), eng.decisions(namespace, "trajectory"))
 
 
 def layout() -> SimpleNamespace:
@@ -74,7 +75,7 @@ def layout() -> SimpleNamespace:
     ui = SimpleNamespace()
     ui.refresh_btn = gr.Button("Refresh")
     ui.graph = gr.Plot(label="Topical Segments linked into Event Trajectories", elem_id="traj-graph")
-    ui.lanes = gr.Plot(label="Why each segment joined its trajectory: φ(S_i, E_j) of its Top-K candidates",
+    ui.lanes = gr.Plot(label="Why each segment joined its trajectory: P(same thread) of its Top-K candidates",
                        elem_id="traj-decisions")
     ui.pick = gr.Dropdown(label="Trajectory (largest first: what it is about, its size and dates)", choices=[],
                           allow_custom_value=True)

@@ -12,12 +12,14 @@ import math
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from memsif import lexical
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError
+from memsif.interaction import link
 from memsif.interaction.judge import Verdict, YesNoJudge
 from memsif.interaction.state import InteractionState, SegmentState
 from memsif.llm import LLM
@@ -25,82 +27,114 @@ from memsif.matching import SemanticMapping, phi, phi_many
 from memsif.prompts import trajectory_judge
 from memsif.records import EventTrajectory, PhiScore, TopicalSegment, TrajectoryCandidate, TrajectoryDecision
 
-#: Messages of each side shown to the trajectory judge.
-EXCERPT_MESSAGES = 2
+#: Sentences of each side shown to the trajectory judge: the most specific ones (``link.specific_sentences``).
+JUDGE_SENTENCES = 3
 
 
-def top_k_candidates(state: InteractionState, seg: SegmentState, k: int, alpha: float,
-                     mapping: SemanticMapping) -> list[tuple[str, PhiScore]]:
-    """The ``k`` trajectories with the highest φ(S_i, E_j), best first (ties: older first).
+def top_k_segments(state: InteractionState, seg: SegmentState, k: int, alpha: float,
+                   mapping: SemanticMapping) -> list[tuple[SegmentState, PhiScore]]:
+    """The ``k`` earlier Topical Segments (already in a trajectory) with the highest φ(S_i, S_j),
+    best first (ties: older first): the candidates' trajectories are theirs (single link, so a
+    trajectory is found by any of its segments, not by its pooled mean alone).
 
-    φ is scored against every trajectory at once (``phi_many``: one (T, d) product and set sizes),
-    so a segment costs O(T) array work rather than T set copies; the kept ``k`` get their terms from
-    ``phi`` for the record.
+    φ is scored against every earlier segment at once (``phi_many``: one (n, d) product and set
+    sizes); the kept ``k`` get their terms from ``phi`` for the record.
     """
-    others = [traj for traj in state.trajectories if seg.record.id not in traj.record.segment_ids]
-    if not others or k <= 0:
+    earlier = [s for s in state.segments if s is not seg and s.record.trajectory_id is not None]
+    if not earlier or k <= 0:
         return []
-    scores = phi_many(seg.profile.mean, seg.profile.entities, np.stack([t.profile.mean for t in others]),
-                      [t.profile.entities for t in others], alpha, mapping)
-    order = sorted(range(len(others)), key=lambda i: (-scores[i], others[i].record.index))[:k]
-    best = [others[i] for i in order]
-    return [(t.record.id, phi(seg.profile.mean, seg.profile.entities, t.profile.mean, t.profile.entities,
-                              alpha, mapping)) for t in best]
+    scores = phi_many(seg.profile.mean, seg.profile.entities, np.stack([s.profile.mean for s in earlier]),
+                      [s.profile.entities for s in earlier], alpha, mapping)
+    order = sorted(range(len(earlier)), key=lambda i: (-scores[i], earlier[i].record.index))[:k]
+    return [(earlier[i], phi(seg.profile.mean, seg.profile.entities, earlier[i].profile.mean,
+                             earlier[i].profile.entities, alpha, mapping)) for i in order]
 
 
 class TrajectoryBuilder:
     """Assigns closed Topical Segments to Event Trajectories and records every decision."""
 
-    def __init__(self, config: MemSIFConfig, mapping: SemanticMapping, llm: LLM | None) -> None:
+    def __init__(self, config: MemSIFConfig, mapping: SemanticMapping, llm: LLM | None,
+                 link_model: link.LinkModel | None = None) -> None:
         self.config = config
         self.mapping = mapping
-        self.judge = YesNoJudge(llm, trajectory_judge.content_free, config.judge_calibration)
+        self.link = link_model or link.model_for(config.trajectory_link, llm)
+        self.judge = YesNoJudge(llm, trajectory_judge.content_free, config.judge_calibration) \
+            if self.link.uses_judge else None
         self.model_name = getattr(llm, "name", None)
+        self.vocabulary = link.Vocabulary()
         self.judge_calls = 0  # candidate pairs that reached the judge
 
     def assign(self, state: InteractionState, seg: SegmentState) -> TrajectoryDecision:
-        """Put ``seg`` into its best compatible trajectory, or open a new one.
+        """Put ``seg`` into the trajectory of its likeliest earlier segment when the link model's
+        P(same thread) reaches its threshold, or open a new trajectory (``link`` module docstring).
 
-        A failing judge marks all judged candidates incompatible and records the error.
+        A failing judge leaves the judged candidates unjoined and records the error.
         """
         cfg = self.config
         start = time.perf_counter()
-        ranked = top_k_candidates(state, seg, cfg.construction_top_k, cfg.alpha_trajectory, self.mapping)
-        to_judge = [(tid, score) for tid, score in ranked if score.phi > cfg.trajectory_min_phi]
-        verdicts: dict[str, Verdict] = {}
+        ranked = top_k_segments(state, seg, cfg.construction_top_k, cfg.alpha_trajectory, self.mapping)
+        stems = {s.record.id: self._read(state, s) for s in state.segments[:seg.record.index + 1]}
+        idf = self.vocabulary.idf
+        measures = [link.LinkMeasures(phi=score.phi, jaccard=score.jaccard, gap_days=_gap_days(other, seg),
+                                      rare=link.rare_overlap(stems[seg.record.id], stems[other.record.id], idf))
+                    for other, score in ranked]
+        to_judge = [i for i, (_, score) in enumerate(ranked) if score.phi > cfg.trajectory_min_phi] \
+            if self.judge is not None else []
+        verdicts: dict[int, Verdict] = {}
         error = prompt_version = None
-        if to_judge:
-            seg_excerpt = state.segment_messages(seg, EXCERPT_MESSAGES)
-            prompts = []
-            for tid, _ in to_judge:
-                latest = state.segment(state.trajectory(tid).record.segment_ids[-1])
-                prompts.append(trajectory_judge.build(state.segment_messages(latest, EXCERPT_MESSAGES),
-                                                      seg_excerpt))
+        if to_judge and self.judge is not None:
+            later = link.specific_sentences(state.segment_messages(seg), idf, JUDGE_SENTENCES)
+            prompts = [trajectory_judge.build(link.specific_sentences(state.segment_messages(ranked[i][0]), idf,
+                                                                      JUDGE_SENTENCES), later) for i in to_judge]
             prompt_version = prompts[0].version
             self.judge_calls += len(prompts)
             try:
-                scored = self.judge.score(prompts)
-                verdicts = {tid: v for (tid, _), v in zip(to_judge, scored, strict=True)}
+                verdicts = dict(zip(to_judge, self.judge.score(prompts), strict=True))
             except LLMError as exc:
                 error = f"{type(exc).__name__}: {exc}"
         candidates = []
-        for tid, score in ranked:
-            v = verdicts.get(tid)
+        for i, ((other, score), m) in enumerate(zip(ranked, measures, strict=True)):
+            v = verdicts.get(i)
+            p = None
+            if not self.link.uses_judge or v is not None:
+                p = self.link.probability(replace(m, p_yes=v.prob if v else None))
             candidates.append(TrajectoryCandidate(
-                trajectory_id=tid, score=score, judge_prob=v.prob if v else None,
+                trajectory_id=other.record.trajectory_id or "", score=score, segment_id=other.record.id,
+                rare=round(m.rare, 4), gap_days=round(m.gap_days, 2), judge_prob=v.prob if v else None,
                 judge_prob_raw=v.raw if v else None, judge_prior=v.prior if v else None,
-                compatible=v is not None and v.prob >= cfg.judge_threshold))
-        compatible = [c for c in candidates if c.compatible]
-        if compatible:
-            best = max(compatible, key=lambda c: c.score.phi)
+                link_prob=None if p is None else round(p, 4), compatible=p is not None and p >= self.link.threshold))
+        best = max((c for c in candidates if c.link_prob is not None), key=lambda c: c.link_prob or 0.0, default=None)
+        if best is not None and best.compatible:
             state.assign(seg, state.trajectory(best.trajectory_id))
             trajectory_id, created = best.trajectory_id, False
         else:
             trajectory_id, created = state.open_trajectory(seg).record.id, True
         return TrajectoryDecision(namespace=state.namespace, segment_id=seg.record.id, candidates=candidates,
-                                  trajectory_id=trajectory_id, created=created, prompt_version=prompt_version,
-                                  model=self.model_name if to_judge else None, error=error,
+                                  trajectory_id=trajectory_id, created=created, rule=self._rule(best, created),
+                                  link_model=self.link.name, prompt_version=prompt_version,
+                                  model=self.model_name if verdicts or error else None, error=error,
                                   seconds=time.perf_counter() - start)
+
+    def _read(self, state: InteractionState, s: SegmentState) -> Counter[str]:
+        """The segment's content stems, counted into the vocabulary (rare words are rare so far)."""
+        return self.vocabulary.read(s.record.id, len(s.record.message_ids),
+                                    lambda: (m.text for m in state.segment_messages(s)))
+
+    def _rule(self, best: TrajectoryCandidate | None, created: bool) -> str:
+        t = self.link.threshold
+        if best is None:
+            floor = f" (none above the judge's φ floor {self.config.trajectory_min_phi:g})" if self.judge else ""
+            return f"new trajectory: no candidate scored{floor}; {self.link.name}"
+        p = best.link_prob or 0.0
+        how = f"{self.link.name}: P(same thread) {p:.2f} {'≥' if not created else '<'} {t:g}"
+        if created:
+            return f"new trajectory: the likeliest, {best.trajectory_id} via {best.segment_id}, {how}"
+        return f"joined {best.trajectory_id} via {best.segment_id}: {how}"
+
+
+def _gap_days(earlier: SegmentState, later: SegmentState) -> float:
+    t0, t1 = earlier.record.end_time, later.record.start_time
+    return abs((t1 - t0).total_seconds()) / 86400 if t0 and t1 else 0.0
 
 
 #: Terms shown as what a trajectory is about.

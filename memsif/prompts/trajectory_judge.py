@@ -1,8 +1,9 @@
-"""Event Trajectory judge (§3.2): is segment S_i part of the same evolving event or task as E_j?
+"""Event Trajectory judge (§3.2): does segment S_i continue the same evolving event or task as S_j?
 
-The question names the paper's three criteria: event identity, task continuity, state consistency.
-Yes/no, scored. The new segment comes first: the K candidate prompts of one segment then share their
-opening, which the transformers back-end computes once (version 2 put it last).
+The question names the paper's three criteria in words a small model follows: the same person's same
+event (event identity), project or plan (task continuity), or problem (state consistency). Each side
+is its most specific sentences (``interaction.link.specific_sentences``), not its last messages,
+which are mostly greetings and sign-offs. Yes/no, scored.
 """
 
 from __future__ import annotations
@@ -13,23 +14,26 @@ from memsif.prompts import Prompt, clip
 from memsif.records import Message
 
 NAME = "trajectory_judge"
-VERSION = "trajectory_judge/3"
+VERSION = "trajectory_judge/4"
+#: Characters of one sentence shown.
+SENTENCE_CHARS = 160
 
 
 def _render(earlier: Sequence[str], later: Sequence[str]) -> str:
-    return ("Later conversation:\n" + "\n".join(later) + "\n\nEarlier conversation:\n" + "\n".join(earlier) +
-            "\n\nIs the later conversation about the same event or task as the earlier one "
-            "(same event, continued task, or updated situation)?")
+    return ("A (earlier):\n" + "\n".join(earlier) + "\n\nB (later):\n" + "\n".join(later) +
+            "\n\nDoes B continue or update the same story as A (the same person's same event, project, plan "
+            "or problem)?")
 
 
-def _lines(messages: Sequence[Message]) -> list[str]:
-    return [f"{m.speaker}: {clip(m.text, 120)}" for m in messages]
+def _lines(sentences: Sequence[Message]) -> list[str]:
+    return [f"{m.speaker}: {clip(m.text.strip(), SENTENCE_CHARS)}" for m in sentences]
 
 
-def build(trajectory_messages: Sequence[Message], segment_messages: Sequence[Message]) -> Prompt:
-    """Prompt with excerpts of the trajectory's latest segment and of the new segment."""
-    ids = tuple(m.id for m in trajectory_messages) + tuple(m.id for m in segment_messages)
-    return Prompt(NAME, VERSION, _render(_lines(trajectory_messages), _lines(segment_messages)), input_ids=ids)
+def build(earlier: Sequence[Message], later: Sequence[Message]) -> Prompt:
+    """Prompt with the most specific sentences of the earlier segment (A) and of the new one (B),
+    each a ``Message`` holding one sentence."""
+    ids = tuple(dict.fromkeys(m.id for m in (*earlier, *later)))
+    return Prompt(NAME, VERSION, _render(_lines(earlier), _lines(later)), input_ids=ids)
 
 
 def content_free() -> Prompt:

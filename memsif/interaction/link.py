@@ -1,0 +1,152 @@
+"""Whether a Topical Segment continues an Event Trajectory (§3.2), as one calibrated probability.
+
+The paper asks an LLM judge, for each of the Top-K candidates by φ, whether the new segment shares
+the candidate's event identity, task continuity and state consistency. The packaged 1.5B's P(yes)
+alone barely separates the pairs a person calls one thread from the rest, so the decision is a
+logistic model over the measures of the pair (``LinkMeasures``): the judge's P(yes) on a short,
+focused prompt (the two segments' most specific sentences), φ (Eq. 1), the overlap of their rare
+words, their entity Jaccard and the days between them. Its weights were fitted on the labelled
+threads of the dev conversations and tested on the conversation left out
+(``benchmarks/trajectory_decision.py``). A model whose judge was not measured gets the same kind of
+model without P(yes): a rule, recorded as such.
+
+Rare words: content-word stems weighted by their inverse document frequency over the namespace's
+segments so far (what the builder knows when the segment closes), so "adoption" and "pottery"
+count and "today" does not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from memsif import lexical
+from memsif.records import Message
+
+#: Stems shorter than this are not content (``'s``, ``go``).
+MIN_STEM = 3
+
+
+def content_stems(texts: Iterable[str]) -> Counter[str]:
+    """Content-word stems of ``texts`` with their counts (stop words, numbers and short stems left out)."""
+    return Counter(w.stem for t in texts for w in lexical.words(t)
+                   if w.is_alpha and not w.is_stop and len(w.stem) >= MIN_STEM)
+
+
+class Vocabulary:
+    """Document frequencies of content stems over a namespace's Topical Segments, kept as they grow.
+
+    ``read(segment_id, texts)`` (re)counts a segment when its number of messages changed, so reading
+    every segment before each decision costs a lookup per unchanged segment. ``idf`` follows BM25's
+    smoothed form, log((N + 1) / (df + 0.5)), N the segments read.
+    """
+
+    def __init__(self) -> None:
+        self._stems: dict[str, tuple[int, Counter[str]]] = {}
+        self._df: Counter[str] = Counter()
+
+    def read(self, segment_id: str, size: int, texts: Callable[[], Iterable[str]]) -> Counter[str]:
+        """The content stems of a segment of ``size`` messages (``texts`` called only when it changed)."""
+        cached = self._stems.get(segment_id)
+        if cached is None or cached[0] != size:
+            if cached is not None:
+                self._df.subtract(cached[1].keys())
+            cached = self._stems[segment_id] = (size, content_stems(texts()))
+            self._df.update(cached[1].keys())
+        return cached[1]
+
+    def idf(self, stem: str) -> float:
+        """IDF of ``stem`` over the segments read; a stem none holds gets the highest."""
+        n = len(self._stems)
+        return math.log((n + 1) / (self._df.get(stem, 0) + 0.5))
+
+
+def rare_overlap(a: Iterable[str], b: Iterable[str], idf: Callable[[str], float]) -> float:
+    """IDF-weighted Jaccard of two stem sets, in [0, 1]."""
+    sa, sb = set(a), set(b)
+    union = sum(idf(s) for s in sa | sb)
+    return sum(idf(s) for s in sa & sb) / union if union else 0.0
+
+
+def specific_sentences(messages: Sequence[Message], idf: Callable[[str], float], n: int) -> list[Message]:
+    """The ``n`` sentences of ``messages`` whose content stems are rarest (sum of IDF), as one-sentence
+    messages in their original order; sentences of fewer than three content words are skipped."""
+    scored = []
+    for pos, m in enumerate(messages):
+        for k, sentence in enumerate(lexical.split_sentences(m.text)):
+            stems = content_stems([sentence])
+            if sum(stems.values()) < 3:
+                continue
+            scored.append((sum(idf(s) for s in stems), pos, k, m.model_copy(update={"text": sentence})))
+    best = sorted(scored, key=lambda x: -x[0])[:n]
+    return [m for _, _, _, m in sorted(best, key=lambda x: (x[1], x[2]))]
+
+
+@dataclass(frozen=True)
+class LinkMeasures:
+    """What is known of one (later segment, earlier segment) pair: φ (Eq. 1) in [0, 1], cosine of the
+    pooled embeddings, rare-word overlap in [0, 1], entity Jaccard in [0, 1], days between the
+    earlier's last message and the later's first (0 when either has no date), and the judge's
+    calibrated P(yes) (None when no judge was asked)."""
+
+    phi: float
+    rare: float
+    jaccard: float
+    gap_days: float
+    p_yes: float | None = None
+
+    def value(self, name: str) -> float:
+        if name == "log_gap_days":
+            return math.log1p(max(self.gap_days, 0.0))
+        v = getattr(self, name)
+        if v is None:
+            raise ValueError(f"measure {name!r} was not taken for this pair")
+        return float(v)
+
+
+@dataclass(frozen=True)
+class LinkModel:
+    """P(same thread) = σ(intercept + Σ weight·measure); the segment joins when it is ≥ ``threshold``.
+
+    ``features`` name ``LinkMeasures`` values (``log_gap_days`` is log(1 + days)); ``fitted`` says on
+    what and how (shown in every decision's rule)."""
+
+    name: str
+    features: tuple[str, ...]
+    weights: tuple[float, ...]
+    intercept: float
+    threshold: float
+    fitted: str
+
+    @property
+    def uses_judge(self) -> bool:
+        return "p_yes" in self.features
+
+    def probability(self, measures: LinkMeasures) -> float:
+        z = self.intercept + sum(w * measures.value(f) for f, w in zip(self.features, self.weights, strict=True))
+        return 1.0 / (1.0 + math.exp(-z))
+
+
+#: Models whose trajectory judge was measured on the labelled threads (``benchmarks/trajectory_decision.py``):
+#: under ``trajectory_link="auto"`` only these are asked; any other model links by ``RULE``.
+JUDGE_MEASURED_MODELS = ("Qwen2.5-Coder-1.5B",)
+
+#: The judge's P(yes) with the pair's measures (fitted on the three dev conversations' labelled threads).
+JUDGED = LinkModel(name="trajectory_link/judged-1", features=("p_yes", "phi", "rare", "jaccard", "log_gap_days"),
+                   weights=(0.0, 0.0, 0.0, 0.0, 0.0), intercept=0.0, threshold=0.5, fitted="TBD")
+#: The measures only: no LLM call (for models whose judge was not measured, e.g. SmolLM2-135M).
+RULE = LinkModel(name="trajectory_link/rule-1", features=("phi", "rare", "jaccard", "log_gap_days"),
+                 weights=(0.0, 0.0, 0.0, 0.0), intercept=0.0, threshold=0.5, fitted="TBD")
+
+
+def model_for(mode: str, llm: object | None) -> LinkModel:
+    """The link model for ``trajectory_link`` ``mode`` ("model", "rule" or "auto") and ``llm``: ``JUDGED``
+    when a judge is asked, else ``RULE`` (always ``RULE`` without an LLM)."""
+    if llm is None or mode == "rule":
+        return RULE
+    if mode == "model":
+        return JUDGED
+    name = (getattr(llm, "name", "") or "").lower()
+    return JUDGED if any(m.lower() in name for m in JUDGE_MEASURED_MODELS) else RULE
