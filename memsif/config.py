@@ -62,9 +62,10 @@ class MemSIFConfig:
     #: Top-K candidates whose φ(S_i, E_j) is at or below this are incompatible by rule, without a
     #: judge call (a product decision, see README: it keeps the judge to plausible candidates).
     trajectory_min_phi: float = 0.6
-    #: How a closing segment is linked to a trajectory (``interaction.link``): "model": a link model
-    #: over the judge's P(yes) and the pair's measures; "rule": the measures only, no judge call;
-    #: "auto": "model" for the models whose judge was measured (``link.JUDGE_MEASURED_MODELS``), else "rule".
+    #: How a closing segment is linked to a trajectory (``interaction.link``): "model": the judge's
+    #: P(yes) (the paper's rule, at ``judge_threshold``); "rule": a model over the pair's measures, no
+    #: judge call; "auto": "model" for the models measured to link threads (``link.JUDGE_MEASURED_MODELS``,
+    #: none yet), else "rule".
     trajectory_link: str = "auto"
     #: How cosine similarity becomes s_sem in [0,1]: "affine" is (cos+1)/2 as in the paper;
     #: "calibrated" rescales the embedder's own cosine range (see matching.COSINE_RANGES);

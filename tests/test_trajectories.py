@@ -121,34 +121,48 @@ def test_a_model_without_a_measured_judge_links_by_rule_without_calling_it():
     assert c.judge_prob is None and c.link_prob == pytest.approx(link.RULE.probability(
         link.LinkMeasures(phi=c.score.phi, rare=c.rare, jaccard=c.score.jaccard, gap_days=c.gap_days)), abs=1e-4)
     assert decision.link_model == link.RULE.name and link.RULE.name in decision.rule
-    assert link.model_for("auto", SimpleNamespace(name="Qwen2.5-Coder-1.5B-Instruct (packaged)")) is link.JUDGED
-    assert link.model_for("model", llm) is link.JUDGED and link.model_for("model", None) is link.RULE
+    assert link.model_for("auto", SimpleNamespace(name="Qwen2.5-Coder-1.5B-Instruct (packaged)")) is link.RULE
+    assert link.model_for("model", llm) is link.JUDGE_ALONE and link.model_for("model", None) is link.RULE
+    assert link.model_for("model", llm, 0.7).threshold == 0.7
+
+
+def test_the_papers_rule_joins_the_likeliest_candidate_the_judge_accepts():
+    state, seg = _state_with_trajectories([[0.0, 1.0], [1.0, 0.1], [1.0, 0.5]])
+    verdicts = iter([0.2, 0.8, 0.9])  # S2 (highest φ) refused; S3 and S1 accepted, S1 likelier
+    llm = FakeLLM({"trajectory_judge": lambda p: next(verdicts)})
+    cfg = MemSIFConfig(alpha_trajectory=1.0, trajectory_min_phi=0.0, judge_calibration="off", trajectory_link="model")
+    decision = TrajectoryBuilder(cfg, MAPPING, llm).assign(state, seg)
+    assert [c.link_prob for c in decision.candidates] == pytest.approx([0.2, 0.8, 0.9], abs=1e-4)
+    assert decision.trajectory_id == "E1" and decision.link_model == link.JUDGE_ALONE.name
+    assert len(llm.calls["trajectory_judge"]) == 3
 
 
 def test_the_link_models_give_their_probability_on_fixed_measures():
-    """The shipped weights, checked on fixed inputs: more judge belief, φ and shared rare words raise
-    P(same thread); a longer gap does not raise it."""
+    """The shipped weights, checked on fixed inputs: φ and shared rare words raise P(same thread), a
+    longer gap does not; the paper's rule is the judge's P(yes) itself."""
     m = link.LinkMeasures(phi=0.7, rare=0.1, jaccard=0.1, gap_days=6.0, p_yes=0.6)
-    for model in (link.JUDGED, link.RULE):
-        z = model.intercept + sum(w * m.value(f) for f, w in zip(model.features, model.weights, strict=True))
-        assert model.probability(m) == pytest.approx(1 / (1 + math.exp(-z)))
-        assert model.probability(replace(m, phi=0.9)) > model.probability(m)
-        assert model.probability(replace(m, rare=0.3)) > model.probability(m)
-        assert model.probability(replace(m, gap_days=60.0)) <= model.probability(m)
-    assert link.JUDGED.probability(replace(m, p_yes=0.9)) > link.JUDGED.probability(m)
+    z = -3.0194 + 1.5606 * 0.7 + 0.9638 * 0.1 + 0.6833 * 0.1 - 0.0906 * math.log(7.0)
+    assert link.RULE.probability(m) == pytest.approx(1 / (1 + math.exp(-z)), abs=1e-9)
+    assert link.RULE.probability(m) == pytest.approx(0.126, abs=1e-3)
+    assert link.RULE.probability(replace(m, phi=0.9)) > link.RULE.probability(m)
+    assert link.RULE.probability(replace(m, rare=0.3)) > link.RULE.probability(m)
+    assert link.RULE.probability(replace(m, gap_days=60.0)) <= link.RULE.probability(m)
+    assert link.JUDGE_ALONE.probability(m) == pytest.approx(0.6)
     with pytest.raises(ValueError, match="p_yes"):
-        link.JUDGED.probability(replace(m, p_yes=None))
+        link.JUDGE_ALONE.probability(replace(m, p_yes=None))
 
 
 def test_rare_words_count_more_than_common_ones():
     vocab = link.Vocabulary()
-    texts = {"S1": ["pottery class today"], "S2": ["class today again"], "S3": ["today pottery"], "S4": ["today"]}
+    texts = {"S1": ["pottery class today"], "S2": ["class today tyres"], "S3": ["today pottery"],
+             "S4": ["today class"]}
     stems = {sid: vocab.read(sid, 1, lambda t=t: t) for sid, t in texts.items()}
-    assert vocab.idf("pottery") > vocab.idf("class") > vocab.idf("today")
+    pottery, klass, today = (next(iter(link.content_stems([w]))) for w in ("pottery", "class", "today"))
+    assert vocab.idf(pottery) > vocab.idf(klass) > vocab.idf(today)
     assert link.rare_overlap(stems["S1"], stems["S3"], vocab.idf) > link.rare_overlap(stems["S2"], stems["S4"],
                                                                                         vocab.idf)
     vocab.read("S4", 2, lambda: ["today", "pottery wheel"])  # a segment that grew is counted again
-    assert vocab.idf("pottery") < link.math.log(5 / 2.5) + 1e-9
+    assert vocab.idf(pottery) == pytest.approx(math.log(5 / 3.5))  # now in three of four segments
 
 
 def test_trajectory_profile_follows_segment_growth():

@@ -1,5 +1,7 @@
 """Inspector figures are built from stored decisions."""
 
+import pytest
+
 from memsif.viz import phi_timeline, segment_rows
 from tests.conftest import make_messages
 from tests.fakes import FakeLLM, FixedEmbedder
@@ -29,7 +31,7 @@ def test_trajectory_and_cluster_figures(engine_factory):
 
     engine = engine_factory(llm=FakeLLM({"segment_judge": 0.2, "trajectory_judge": 0.9}),
                             embedder=FixedEmbedder(VECTORS), alpha_segment=1.0, sem_mapping="affine",
-                            alpha_trajectory=1.0, trajectory_min_phi=0.0)
+                            alpha_trajectory=1.0, trajectory_min_phi=0.0, trajectory_link="model")
     engine.ingest(make_messages(["same", "opposite", "same again"]))
     segments, trajectories = engine.segments("t"), engine.trajectories("t")
     index = {m.id: m.index for m in engine.messages("t")}
@@ -39,13 +41,14 @@ def test_trajectory_and_cluster_figures(engine_factory):
     assert list(nodes.x) == [index[s.message_ids[0]] for s in segments]  # time order
     edges = [x for x in graph.data[0].x if x is not None]
     assert len(edges) == 2 * sum(len(t.segment_ids) - 1 for t in trajectories)
-    why = trajectory_decisions_plot(engine.decisions("t"), segments, index, 0.0)
+    why = trajectory_decisions_plot(engine.decisions("t"), segments, index, 0.5)
     names = {t.name.rsplit(" (", 1)[0]: len(t.x) for t in why.data}
-    # S3 joined S1's E1; "opposite" (φ 0) is at the floor against E1 (S2) and, for S3, against S2's E2
+    # S3 joined S1's E1; "opposite" (φ 0) is at the floor against S1 and, for S3, against S2
     assert names == {"joined this trajectory": 1, "opened a new trajectory": 2,
-                     "φ at or below the floor: incompatible by rule": 2}, names
+                     "φ at or below the judge's floor: not asked": 2}, names
     joined = next(t for t in why.data if t.name.startswith("joined"))
-    assert list(joined.x) == [index[segments[2].message_ids[0]]] and "S3 → E1" in joined.hovertext[0]
+    assert list(joined.x) == [index[segments[2].message_ids[0]]] and "S3 → E1 via S1" in joined.hovertext[0]
+    assert list(joined.y) == pytest.approx([0.9]) and "P(same thread) 0.90" in joined.hovertext[0]
     assert "1 of 3 joined one, 2 opened one" in why.layout.title.text
     clusters = [CandidateCluster(id="C1", subject="mel", score_src=0.5, score_qry=0.6, sources=["a", "b"],
                                  queries=["q1", "q2"], statements=["s"], active_fact_id="A1"),

@@ -57,7 +57,7 @@ class TrajectoryBuilder:
                  link_model: link.LinkModel | None = None) -> None:
         self.config = config
         self.mapping = mapping
-        self.link = link_model or link.model_for(config.trajectory_link, llm)
+        self.link = link_model or link.model_for(config.trajectory_link, llm, config.judge_threshold)
         self.judge = YesNoJudge(llm, trajectory_judge.content_free, config.judge_calibration) \
             if self.link.uses_judge else None
         self.model_name = getattr(llm, "name", None)
