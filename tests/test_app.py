@@ -86,7 +86,8 @@ def test_a_client_builds_the_example_asks_and_reads_every_view(app_url):
     assert all(label.startswith(f"{value} · ") and " segment" in label for label, value in picker["choices"])
     assert "E1" in [value for _, value in picker["choices"]]
     rows = client.predict("E1", api_name="/trajectory")
-    assert rows["data"] and rows["data"][0][1] == "D1:1"
+    assert rows["data"] and rows["data"][0][2] == "D1:1"
+    assert rows["data"][0][1].startswith("new trajectory"), "the first segment's row does not say why it is there"
     facts_again, _ = client.predict(None, "Caroline", api_name="/facts")
     assert facts_again["data"] == facts["data"]
 
