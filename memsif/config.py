@@ -62,10 +62,8 @@ class MemSIFConfig:
     #: Top-K candidates whose φ(S_i, E_j) is at or below this are incompatible by rule, without a
     #: judge call (a product decision, see README: it keeps the judge to plausible candidates).
     trajectory_min_phi: float = 0.6
-    #: How a closing segment is linked to a trajectory (``interaction.link``): "model": the judge's
-    #: P(yes) (the paper's rule, at ``judge_threshold``); "rule": a model over the pair's measures, no
-    #: judge call; "auto": "model" for the models measured to link threads (``link.JUDGE_MEASURED_MODELS``,
-    #: none yet), else "rule".
+    #: Trajectory links (``interaction.link``): "model": the judge's P(yes) (the paper's rule); "rule": the
+    #: pair's measures, no judge call; "auto": "model" for ``link.JUDGE_MEASURED_MODELS`` (none yet), else "rule".
     trajectory_link: str = "auto"
     #: How cosine similarity becomes s_sem in [0,1]: "affine" is (cos+1)/2 as in the paper;
     #: "calibrated" rescales the embedder's own cosine range (see matching.COSINE_RANGES);
@@ -252,17 +250,11 @@ class MemSIFConfig:
                 f"tau_split ({self.tau_split}) must be below tau_merge ({self.tau_merge}): "
                 "the double-threshold rule (§3.2) needs a gap for the judge."
             )
-        if self.fact_operation not in FACT_OPERATIONS:
-            raise ConfigError(f"fact_operation must be one of {FACT_OPERATIONS}, got {self.fact_operation!r}; "
-                              "fix MEMSIF_FACT_OPERATION.")
-        if self.fact_verification not in FACT_VERIFICATIONS:
-            raise ConfigError(f"fact_verification must be one of {FACT_VERIFICATIONS}, got "
-                              f"{self.fact_verification!r}; fix MEMSIF_FACT_VERIFICATION.")
-        if self.trajectory_link not in TRAJECTORY_LINKS:
-            raise ConfigError(f"trajectory_link must be one of {TRAJECTORY_LINKS}, got {self.trajectory_link!r}; "
-                              "fix MEMSIF_TRAJECTORY_LINK.")
-        if self.sufficiency_gate not in SUFFICIENCY_GATES:
-            raise ConfigError(f"sufficiency_gate must be one of {SUFFICIENCY_GATES}, got {self.sufficiency_gate!r}.")
+        for name, allowed in (("fact_operation", FACT_OPERATIONS), ("fact_verification", FACT_VERIFICATIONS),
+                              ("trajectory_link", TRAJECTORY_LINKS), ("sufficiency_gate", SUFFICIENCY_GATES)):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}; "
+                                  f"fix MEMSIF_{name.upper()}.")
         for name in ("context_tokens", "evidence_candidates", "segment_members", "trajectory_anchor_hits",
                      "fact_parallel", "fact_batch_messages", "construction_top_k", "judge_context_messages"):
             if getattr(self, name) < 1:
