@@ -55,7 +55,6 @@ class Seg:
     messages: list[Message]
     vector: np.ndarray
     entities: list[str]
-    stems: Counter
     thread: str | None = None
     sessions: set[str] = field(default_factory=set)
     built: str | None = None  # the trajectory the memory stored it in
@@ -68,13 +67,12 @@ def load_segments(path: str, threads: dict[str, str]) -> list[Seg]:
     for s in sorted(data.segments, key=lambda s: s.index):
         msgs = [by_id[i] for i in s.message_ids]
         vec = np.mean([np.asarray(m.vector, dtype=np.float64) for m in msgs], axis=0)
-        stems = link.content_stems(m.message.text for m in msgs)
         labels = Counter(threads[i] for i in s.message_ids if i in threads)
         thread = None
         if labels:
             top, n = labels.most_common(1)[0]
             thread = top if n >= max(1, 0.3 * len(s.message_ids)) else None
-        segs.append(Seg(s.id, s.index, [m.message for m in msgs], vec, s.entities, stems, thread,
+        segs.append(Seg(s.id, s.index, [m.message for m in msgs], vec, s.entities, thread,
                         {m.message.session_id or "" for m in msgs}, s.trajectory_id))
     return segs
 
@@ -104,8 +102,9 @@ def pair_rows(sample: str, segs: Sequence[Seg], top_k: int, cfg: MemSIFConfig, m
               judge: Callable | None) -> list[dict]:
     rows = []
     vocabulary = link.Vocabulary()
+    stems: dict[str, Counter] = {}
     for i, later in enumerate(segs):
-        vocabulary.read(later.id, len(later.messages), lambda s=later: (m.text for m in s.messages))
+        stems[later.id] = vocabulary.read(later.id, len(later.messages), lambda s=later: (m.text for m in s.messages))
         idf = vocabulary.idf  # online: what the builder knows when S_i closes
         cands = []
         for earlier in segs[:i]:
@@ -117,7 +116,7 @@ def pair_rows(sample: str, segs: Sequence[Seg], top_k: int, cfg: MemSIFConfig, m
             gap = abs((t1 - t0).total_seconds()) / 86400 if t0 and t1 else 0.0
             row = {"sample": sample, "later": later.id, "earlier": earlier.id, "rank": rank, "phi": ph,
                    "cosine": cosine(later.vector, earlier.vector),
-                   "rare": link.rare_overlap(later.stems, earlier.stems, idf),
+                   "rare": link.rare_overlap(stems[later.id], stems[earlier.id], idf),
                    "jaccard": jaccard(later.entities, earlier.entities), "log_gap_days": math.log1p(gap),
                    "same_session": bool(later.sessions & earlier.sessions),
                    "thread_later": later.thread, "thread_earlier": earlier.thread,
