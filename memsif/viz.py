@@ -198,7 +198,8 @@ def trajectory_decisions_plot(decisions: Sequence[Decision], segments: Sequence[
     """Why each closed Topical Segment S_i joined its Event Trajectory (§3.2): at the segment's first
     message index, P(same thread) of each of its Top-K candidates (the trajectories of its Top-K
     earlier segments by φ; ``memsif.interaction.link``), marked by outcome (``TRAJECTORY_OUTCOMES``),
-    with a line at the link model's ``threshold``, and a triangle at 0 where the segment opened a new
+    with a line at the link model's ``threshold`` (only over decisions that recorded P(same thread):
+    an older log's judge probabilities are shown without it), and a triangle at 0 where the segment opened a new
     trajectory. Hover gives φ with its terms, the rare-word overlap, the days between, the judge's
     P(yes) and the rule. ``decisions`` as ``MemSIF.decisions(ns)`` returns them."""
     by_id = {s.id: s for s in segments}
@@ -229,12 +230,14 @@ def trajectory_decisions_plot(decisions: Sequence[Decision], segments: Sequence[
         if xs:
             fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=f"{name} ({len(xs)})", hovertext=hover,
                                      hoverinfo="text", marker={"symbol": symbol, "color": colour, "size": 9}))
-    if threshold is not None:
+    linked = any(c.link_prob is not None for d in chosen for c in d.candidates)
+    if threshold is not None and linked:  # an older log's judge probabilities were not held to this threshold
         fig.add_hline(y=threshold, line_dash="dash", annotation_text=f"joins at P ≥ {threshold:g}")
     joined = sum(1 for d in chosen if not d.created)
     span = max(first_index.values(), default=0) + 1
     fig.update_layout(xaxis={"title": "message index (segment start)", "tickformat": "d", "dtick": index_tick(span)},
-                      yaxis={"title": "P(same thread)", "range": [-0.05, 1.02]}, height=380,
+                      yaxis={"title": "P(same thread)" if linked or not chosen else "judge P(same event) (older log)",
+                             "range": [-0.05, 1.02]}, height=380,
                       legend={"orientation": "h", "y": -0.25}, margin={"l": 60, "r": 20, "t": 40, "b": 40},
                       title=f"Why segments joined their trajectories: {joined} of {len(chosen)} joined one, "
                             f"{len(chosen) - joined} opened one")

@@ -98,3 +98,19 @@ def test_the_trace_says_why_facts_and_evidence_came_in():
     assert "a fact of the speaker asked about" in body
     assert "_Question: asks for several things about Ann" in body
     assert "a fact's source" in body
+
+
+def test_an_older_trajectory_log_is_not_drawn_against_todays_threshold():
+    from memsif.records import PhiScore, TopicalSegment, TrajectoryCandidate, TrajectoryDecision
+    from memsif.viz import trajectory_decisions_plot
+
+    segments = [TopicalSegment(id=f"S{i}", namespace="t", index=i - 1, message_ids=[f"D1:{i}"]) for i in (1, 2)]
+    old = TrajectoryCandidate(trajectory_id="E1", score=PhiScore(phi=0.7, s_sem=0.7, jaccard=0.0, cosine=0.4),
+                              judge_prob=0.45, compatible=False)
+    decisions = [TrajectoryDecision(namespace="t", segment_id="S2", candidates=[old], trajectory_id="E2", created=True)]
+    fig = trajectory_decisions_plot(decisions, segments, {"D1:1": 0, "D1:2": 1}, 0.25)
+    assert not fig.layout.shapes and "older log" in fig.layout.yaxis.title.text
+    linked = [TrajectoryDecision(namespace="t", segment_id="S2", trajectory_id="E2", created=True,
+                                 candidates=[old.model_copy(update={"link_prob": 0.1})])]
+    fig = trajectory_decisions_plot(linked, segments, {"D1:1": 0, "D1:2": 1}, 0.25)
+    assert fig.layout.shapes[0].y0 == 0.25 and fig.layout.yaxis.title.text == "P(same thread)"
