@@ -24,7 +24,8 @@ def _state_with_trajectories(vectors, texts=None, days=None):
     texts = texts or [f"m{i}" for i in range(len(vectors) + 1)]
     msgs = make_messages(texts)
     if days is not None:
-        msgs = [m.model_copy(update={"time": datetime(2023, 5, 1) + timedelta(days=d)}) for m, d in zip(msgs, days, strict=True)]
+        start = datetime(2023, 5, 1)
+        msgs = [m.model_copy(update={"time": start + timedelta(days=d)}) for m, d in zip(msgs, days, strict=True)]
     for msg, vec in zip(msgs, [*vectors, [1.0, 0.0]], strict=True):
         state.add_message(msg, np.array(vec), frozenset())
         seg = state.open_segment(msg)
