@@ -114,6 +114,9 @@ class MemSIFConfig:
     #: 7.5 s a question, against 26.0 % at 400 tokens (4.8 s) and 36.2 % at 800 (10.0 s); prompt tokens
     #: cost ~105 a second here. The paper's budget on a GPU is far larger; raise it with a faster model.
     context_tokens: int = 600
+    #: The flat floor: this share of ``context_tokens`` holds the hybrid search's best sentences in
+    #: Hybrid RAG's own order before the facts and the structure's evidence fill the rest.
+    flat_share: float = 0.0
     #: Facts (CoreFacts + ActiveFacts) retrieved per question.
     fact_top_k: int = 8
     #: Sentences taken from the hybrid (dense + lexical) search as evidence candidates.
@@ -132,10 +135,7 @@ class MemSIFConfig:
     segment_decay: float = 1.0
     #: The Event Trajectory path at query time: the other segments of the best hits' trajectories are
     #: searched for what the question still lacks. Construction is unaffected (``use_trajectories``).
-    #: Off by measurement: the trajectories the 1.5B's judge builds put 0 of conv-26's 40 pairs of NCE
-    #: gold turns in different segments into one trajectory (3 % expected by chance;
-    #: ``benchmarks/trajectory_evidence.py``), and the path left evidence recall unchanged (README,
-    #: "Evaluation"). Turn it on with a judge whose trajectories group an event's segments.
+    #: Off by measurement (docs: README, "Evaluation").
     trajectory_path: bool = False
     #: Event Trajectories of the best hits whose other segments are searched (the NCE path; old name
     #: ``trajectory_top_k``, MEMSIF_TRAJECTORY_TOP_K, still accepted).
@@ -268,7 +268,7 @@ class MemSIFConfig:
         if not 0.0 <= self.relevance_floor < 1.0:
             raise ConfigError(f"relevance_floor must lie in [0, 1), got {self.relevance_floor}; fix "
                               "MEMSIF_RELEVANCE_FLOOR (0 turns the floor off).")
-        for name in ("segment_decay", "aggregation_segment_decay"):
+        for name in ("segment_decay", "aggregation_segment_decay", "flat_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"{name} must lie in [0, 1], got {getattr(self, name)}; fix MEMSIF_{name.upper()}.")
         if self.llm_backend not in LLM_BACKENDS:

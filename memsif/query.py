@@ -199,9 +199,11 @@ class QueryPipeline:
             named = named_speakers(question, self.store.speakers(namespace))
             self._question_form(question, named, result)
             facts = self.retriever.retrieve_facts(namespace, qv, named if result.aggregation else ())
+        floor = round(self.config.flat_share * self.config.context_tokens)  # the facts never take its room
         fact_lines, used_facts, left = self._fit(
             facts, lambda f: f"- {f.subject}: {f.statement} ({day_text(f.event_time)})",
-            self.config.context_tokens - (self.llm.count_tokens("Facts:") + 1 if facts else 0))
+            self.config.context_tokens - floor - (self.llm.count_tokens("Facts:") + 1 if facts else 0))
+        left += floor
         with _stage(result, "sufficiency"):
             self._gate(question, used_facts, result)  # on the facts the answer would see
         with _stage(result, "trace_back"):
@@ -212,7 +214,8 @@ class QueryPipeline:
                 def measure(items: list[Evidence]) -> int:  # tokens of the evidence part, as the context holds it
                     return self.llm.count_tokens(self._render(fact_lines, items)) - used
                 evidence = self.retriever.trace_back(namespace, question, qv, left, measure, named=named,
-                                                     facts=used_facts, aggregation=result.aggregation)
+                                                     facts=used_facts, aggregation=result.aggregation,
+                                                     floor=floor)
                 result.traced_back = True
         self._relevance(question, facts, evidence, result, namespace)
         with _stage(result, "answer"):

@@ -174,13 +174,15 @@ class EvidenceRetriever:
 
     def trace_back(self, namespace: str, question: str, qv: np.ndarray, budget: int,
                    measure: Callable[[list[Evidence]], int] | None = None, *, named: list[str] | None = None,
-                   facts: Sequence[RetrievedFact] = (), aggregation: bool = False) -> list[Evidence]:
+                   facts: Sequence[RetrievedFact] = (), aggregation: bool = False, floor: int = 0) -> list[Evidence]:
         """Query-local evidence (§3.4) for ``question`` within ``budget`` tokens: whole sentences of
         source turns, found by hybrid search, ranked with their Topical Segments' relevance and
         completed through Event Trajectories (module docstring) and through the source turns of
         ``facts`` (the facts in the context; ``fact_sources``); chronological order. ``named``: the
         speakers the question names (found from the store when None); ``aggregation``: the question
-        asks for several things about them (with ``aggregation_speaker_only``, only their sentences).
+        asks for several things about them (with ``aggregation_speaker_only``, only their sentences);
+        ``floor``: the first this many tokens hold the hybrid search's hits in their fused order, as
+        Hybrid RAG's context would (the flat floor, ``flat_share``).
 
         Items are costed piece by piece (sentence, speaker prefix, date line), which overcounts a
         little (the tokenizer merges across pieces); with ``measure`` (the tokens of the whole
@@ -210,11 +212,11 @@ class EvidenceRetriever:
             candidates += self._fact_source_path(namespace, query, facts, seg_score)
         room = budget - self.llm.count_tokens(EXCERPTS) - 1
         decay = cfg.aggregation_segment_decay if aggregation else cfg.segment_decay
-        evidence = self._select(candidates, segments, room, decay)
+        evidence = self._select(candidates, segments, room, decay, floor)
         if measure is not None and evidence:
             slack = budget - measure(evidence)
             if slack > 0:
-                more = self._select(candidates, segments, room + slack, decay)
+                more = self._select(candidates, segments, room + slack, decay, floor)
                 if measure(more) <= budget:
                     evidence = more
             while evidence and measure(evidence) > budget:  # never past the budget
@@ -313,10 +315,11 @@ class EvidenceRetriever:
                            seg_score.get(h.sentence.segment_id or "", 0.0)) for h in best.values()]
 
     def _select(self, candidates: list[_Candidate], segments: dict[str, TopicalSegment],
-                budget: int, decay: float) -> list[Evidence]:
-        """Greedy fill of ``budget`` tokens by priority; a segment's k-th sentence counts
-        ``decay``^k of its priority (so one topic does not crowd out the rest)."""
-        cfg = self.config
+                budget: int, decay: float, floor: int = 0) -> list[Evidence]:
+        """Greedy fill of ``budget`` tokens: first, up to ``floor`` tokens, the hybrid search's hits in
+        their fused order (Hybrid RAG's own context: the flat floor); then every candidate by priority,
+        a segment's k-th sentence counting ``decay``^k of its priority (so one topic does not crowd out
+        the rest)."""
         best: dict[str, _Candidate] = {}
         paths: dict[str, set[str]] = defaultdict(set)
         for c in candidates:
@@ -324,43 +327,68 @@ class EvidenceRetriever:
             paths[sid].add(c.path)
             if sid not in best or c.priority > best[sid].priority:
                 best[sid] = c
-        pool = sorted(best.values(), key=lambda c: -c.priority)
-        items: dict[str, _Item] = {}
-        per_segment: dict[str | None, int] = defaultdict(int)
-        left = budget
-        dates: set[str] = set()
+        fill = _Fill(segments, self._tokens, paths)
+        if floor > 0:
+            flat = {c.hit.sentence.id: c for c in candidates if c.path == "search"}
+            fill.take(sorted(flat.values(), key=lambda c: -c.hit.fused), min(floor, budget))
+        pool = sorted((c for sid, c in best.items() if sid not in fill.taken), key=lambda c: -c.priority)
+        fill.take(pool, budget, decay if self.config.use_segments and decay < 1.0 else 1.0)
+        return [i.evidence() for i in sorted(fill.items.values(), key=lambda i: i.message_index)]
+
+
+class _Fill:
+    """Evidence items being filled into a token budget (``EvidenceRetriever._select``): the turns
+    taken, their sentences, and the tokens spent (a date line once per day, a speaker prefix once
+    per turn)."""
+
+    def __init__(self, segments: dict[str, TopicalSegment], tokens: Callable[[str], int],
+                 paths: dict[str, set[str]]) -> None:
+        self.segments, self.tokens, self.paths = segments, tokens, paths
+        self.items: dict[str, _Item] = {}
+        self.taken: set[str] = set()  # sentence ids
+        self.spent = 0
+        self.per_segment: dict[str | None, int] = defaultdict(int)
+        self.dates: set[str] = set()
+
+    def take(self, pool: list[_Candidate], until: int, decay: float = 1.0) -> None:
+        """Take the candidates of ``pool`` in order (re-sorted by ``decay``^k of their priority when
+        ``decay`` < 1) while the tokens spent stay within ``until``; one that does not fit is skipped."""
+        pool = [c for c in pool if c.hit.sentence.id not in self.taken]
         while pool:
-            if cfg.use_segments and decay < 1.0:
-                pool.sort(key=lambda c: -c.priority * decay ** per_segment[c.hit.sentence.segment_id])
+            if decay < 1.0:
+                pool.sort(key=lambda c: -c.priority * decay ** self.per_segment[c.hit.sentence.segment_id])
             c = pool.pop(0)
             s = c.hit.sentence
-            item = items.get(s.message_id)
-            cost = self._tokens(s.text) + 1
+            item = self.items.get(s.message_id)
+            cost = self.tokens(s.text) + 1
             if item is None:
-                cost += self._tokens(f"- {s.speaker}: ")
+                cost += self.tokens(f"- {s.speaker}: ")
                 day = day_text(s.time)
-                if day not in dates:
-                    cost += self._tokens(f"{day}:") + 1
-            if cost > left:
+                if day not in self.dates:
+                    cost += self.tokens(f"{day}:") + 1
+            if self.spent + cost > until:
                 continue
-            left -= cost
+            self.spent += cost
+            self.taken.add(s.id)
             if item is None:
-                seg = segments.get(s.segment_id or "")
-                item = items[s.message_id] = _Item(s.message_id, s.speaker, s.time, s.message_index, s.segment_id,
-                                                   seg.trajectory_id if seg else None)
+                seg = self.segments.get(s.segment_id or "")
+                item = self.items[s.message_id] = _Item(s.message_id, s.speaker, s.time, s.message_index,
+                                                        s.segment_id, seg.trajectory_id if seg else None)
                 item.scores["priority"] = c.priority
-                dates.add(day_text(s.time))
-            item.sentences[s.position] = s.text
-            item.sentence_ids.append(s.id)
-            item.found_by.update(c.hit.found_by)
-            item.found_by.update(p for p in ("trajectory", "fact") if p in paths[s.id])
-            if c.segment_score:
-                item.found_by.add("segment")
-                item.scores.setdefault("segment", c.segment_score)
-            for name, value in (("fused", c.hit.fused), ("dense", c.hit.dense), ("lexical", c.hit.lexical)):
-                if value is not None:
-                    item.scores[name] = max(item.scores.get(name, value), value)
-            per_segment[s.segment_id] += 1
-        return [i.evidence() for i in sorted(items.values(), key=lambda i: i.message_index)]
+                self.dates.add(day_text(s.time))
+            self._record(item, c)
 
-    # ------------------------------------------------------------------ the gate and the answer
+    def _record(self, item: _Item, c: _Candidate) -> None:
+        s = c.hit.sentence
+        item.sentences[s.position] = s.text
+        item.sentence_ids.append(s.id)
+        item.found_by.update(c.hit.found_by)
+        item.found_by.update(p for p in ("trajectory", "fact") if p in self.paths[s.id])
+        if c.segment_score:
+            item.found_by.add("segment")
+            item.scores.setdefault("segment", c.segment_score)
+        for name, value in (("fused", c.hit.fused), ("dense", c.hit.dense), ("lexical", c.hit.lexical)):
+            if value is not None:
+                item.scores[name] = max(item.scores.get(name, value), value)
+        self.per_segment[s.segment_id] += 1
+

@@ -514,3 +514,43 @@ def test_an_aggregation_question_ranks_its_evidence_with_its_own_segment_weight(
     assert not any("segment" in e.found_by for e in several.evidence_used)
     one = pipeline.ask("t", "Where did Ann go camping?", generate=False)
     assert not one.aggregation and any("segment" in e.found_by for e in one.evidence_used)
+
+
+def test_the_flat_floor_holds_hybrid_rags_best_sentences_whatever_the_facts_and_segments_add():
+    """A segment's relevance lifts the weak turns beside the best one (museums of the Paris trip)
+    above other segments' better turns (other trips). flat_share = 1: the context is the flat
+    design's (Hybrid RAG's) and no fact takes its room; 0.5: the flat design's best turns that fit
+    half the budget all stay, and the facts and the segment-ranked turns share the rest; 0: the
+    facts fill first and the segment ranking decides, as before."""
+    emb = KeywordEmbedder({"trip": 0, "train": 1, "fountain": 2})
+    best = [("Ana", "Our trip by train to Paris was long, the trip was great.", "S1")]
+    museums = [("Ana", f"We saw museum number {k} in Paris.", "S1") for k in range(5)]
+    trips = [("Ana", f"Another trip, day {k}, to the old fountain.", f"S{k + 2}") for k in range(5)]
+    turns = best + museums + trips
+    store = _store(turns, emb)
+    _facts(store, emb, [(f"F{k + 1}", "Ana", text) for k, (_, text, _) in enumerate(turns)])
+    question = "Which trips did Ana take by train?"
+    flat_cfg = MemSIFConfig(use_segments=False, use_trajectories=False, use_core_facts=False, use_active_facts=False)
+
+    def ids(cfg: MemSIFConfig) -> tuple[list[str], object]:
+        answer = QueryPipeline(cfg, FakeLLM(), emb, store).ask("t", question, generate=False)
+        return [e.source_message_ids[0] for e in answer.evidence_used], answer
+
+    def memsif(share: float, facts: int = 2) -> MemSIFConfig:
+        return MemSIFConfig(use_active_facts=False, fact_top_k=facts, segment_weight=5.0, context_tokens=120,
+                            flat_share=share)
+
+    flat_ids, _ = ids(flat_cfg.replace(context_tokens=120))
+    floor_ids, _ = ids(flat_cfg.replace(context_tokens=60))
+    museum_ids = {f"D{k + 2}:1" for k in range(5)}
+    assert floor_ids and not museum_ids & set(floor_ids), "the flat design ranks the other trips above the museums"
+    (whole, whole_answer), (half, half_answer), (none, _) = (ids(memsif(s)) for s in (1.0, 0.5, 0.0))
+    assert whole == flat_ids and not whole_answer.facts_used
+    assert set(floor_ids) <= set(half), "the flat design's best turns within the floor stay"
+    assert museum_ids & set(half) and half_answer.facts_used, "the rest is the structure's and the facts'"
+    assert half_answer.context_tokens <= 120
+    assert not set(floor_ids[1:]) <= set(none), "without the floor the segment ranking pushes them out"
+    many = [len(ids(memsif(share, facts=12))[1].facts_used) for share in (0.0, 0.5)]
+    assert many[0] > many[1], "without the floor the facts take more of the budget"
+    with pytest.raises(Exception, match="flat_share"):
+        MemSIFConfig(flat_share=1.5)
