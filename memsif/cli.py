@@ -9,6 +9,7 @@ import os
 import resource
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -227,7 +228,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from memsif.transfer import read_export
 
-    data = read_export(args.path)
+    with warnings.catch_warnings(record=True) as caught:  # each said in one line (fields left out of a newer export)
+        warnings.simplefilter("always")
+        data = read_export(args.path)
+    for w in caught:
+        print(f"warning: {args.path}: {w.message}", file=sys.stderr)
     engine = _engine(args)
     ns = engine.import_namespace(data, args.namespace)
     print(f"{ns}: {len(data.messages)} messages, {len(data.segments)} Topical Segments, "

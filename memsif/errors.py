@@ -60,6 +60,11 @@ class StoreError(MemSIFError):
     """The memory store could not be opened, read or written."""
 
 
+class FileWriteError(MemSIFError):
+    """A file written for the user (an export, an evaluation report) could not be written; the message
+    names the path and the system's reason. A file that was at that path before is left as it was."""
+
+
 class NotFoundError(MemSIFError):
     """A namespace, record or file that was asked for does not exist."""
 
@@ -80,6 +85,11 @@ class SourceConflict(MemSIFError):
             "conversation, ingest it into another namespace.")
         self.namespace = namespace
         self.differences = differences
+
+
+class ExportWarning(UserWarning):
+    """An export was read, but not all of it: made by a newer MemSIF, it holds parts this version
+    does not know (named in the message), which were left out."""
 
 
 class JobCancelled(MemSIFError):

@@ -1,14 +1,19 @@
 """A namespace as one JSON document, and back (``python -m memsif export`` / ``import``).
 
 The document holds every record with its vectors and the embedder's name, so an import into a store
-of another embedder is refused.
+of another embedder is refused. Its ``format`` names the version of its layout (``EXPORT_FORMAT``);
+an export of a newer format is read only when it says a reader of this one may read it
+(``readable_as``), and parts this version does not know are then left out with an ``ExportWarning``.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
+import warnings
 import zlib
+from collections import Counter
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -17,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memsif import lexical
 from memsif.embed import Embedder
-from memsif.errors import EmbedderError, MemSIFError
+from memsif.errors import EmbedderError, ExportWarning, MemSIFError
+from memsif.files import write_file
 from memsif.lexical import SparseVector
 from memsif.records import (
     ActiveFact,
@@ -33,7 +39,10 @@ from memsif.records import (
 from memsif.store import Store, StoredMessage
 from memsif.upgrade import add_sentence_index
 
-EXPORT_FORMAT = "memsif-namespace/1"
+#: The layout this version writes and reads (exports of older layouts read too).
+EXPORT_VERSION = 1
+EXPORT_FORMAT = f"memsif-namespace/{EXPORT_VERSION}"
+_FORMAT = re.compile(r"memsif-namespace/(\d+)")
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -78,7 +87,9 @@ class NamespaceExport(_Part):
     ``export_namespace``, read by ``read_export``/``parse_export``, written back by
     ``import_namespace``. ``provenance`` says how the memory was built (model, date, seconds, the
     questions asked); ``lexical_version`` the lexical encoding of its sentences (another is encoded
-    again on import); exports made before the sentence index hold no ``sentences`` (built on import)."""
+    again on import); exports made before the sentence index hold no ``sentences`` (built on import).
+    A later layout that only adds parts is written as its own format with ``readable_as`` naming this
+    one, so that this version reads it, leaving out (and naming) what it does not know."""
 
     format: Literal["memsif-namespace/1"]
     namespace: str
@@ -104,19 +115,75 @@ class NamespaceExport(_Part):
 def parse_export(data: Any) -> NamespaceExport:
     """``data`` (a decoded JSON document, or already an export) as a ``NamespaceExport``.
 
+    An export of a newer format is read when it says a reader of this format may read it (its
+    ``readable_as`` names this format or an older one, as a newer MemSIF that only added parts writes).
+    Fields this version does not know, at any depth, are left out with an ``ExportWarning`` that
+    names them.
+
     Raises:
-        MemSIFError: not a MemSIF namespace export, or one with missing or malformed parts (named).
+        MemSIFError: not a MemSIF namespace export; one made by a newer MemSIF that this one cannot
+            read (says to upgrade); or one with missing or malformed parts (named; says to export again).
     """
     if isinstance(data, NamespaceExport):
         return data
-    if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+    if not isinstance(data, dict) or (version := _version(data.get("format"))) is None or version < 1:
         raise MemSIFError(f"Not a MemSIF namespace export (expected format {EXPORT_FORMAT!r}).")
+    newer = version > EXPORT_VERSION
+    if newer or "readable_as" in data:
+        readable = _version(data.get("readable_as"))
+        if newer and (readable is None or readable > EXPORT_VERSION):
+            raise MemSIFError(f"This export was made by a newer MemSIF (format {version}; this one reads up to "
+                              f"{EXPORT_VERSION}); upgrade MemSIF to read it.")
+        data = {k: v for k, v in data.items() if k != "readable_as"} | {"format": EXPORT_FORMAT}
     try:
         return NamespaceExport.model_validate(data)
     except ValidationError as exc:
-        where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3])
-        raise MemSIFError(f"The MemSIF export is damaged ({exc.error_count()} problem(s): {where}); export the "
-                          "namespace again.") from exc
+        unknown = [e["loc"] for e in exc.errors() if e["type"] == "extra_forbidden"]
+        if not unknown:
+            raise _damaged(exc) from exc
+    data = json.loads(json.dumps(data))  # a copy without the unknown fields; the caller's document stays as it was
+    left_out = Counter(_path(loc) for loc in unknown if _drop(data, loc))
+    try:
+        parsed = NamespaceExport.model_validate(data)
+    except ValidationError as exc:
+        raise _damaged(exc) from exc
+    named = ", ".join(f"{name} ({n}×)" if n > 1 else name for name, n in left_out.items())
+    made = f" It was made by a newer MemSIF (format {version})." if newer else ""
+    warnings.warn(f"This export holds fields this version of MemSIF does not know; they were left out: {named}.{made} "
+                  "Upgrade MemSIF to keep them.", ExportWarning, stacklevel=2)
+    return parsed
+
+
+def _damaged(exc: ValidationError) -> MemSIFError:
+    where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3])
+    return MemSIFError(f"The MemSIF export is damaged ({exc.error_count()} problem(s): {where}); export the "
+                       "namespace again.")
+
+
+def _version(format_name: Any) -> int | None:
+    """The version number of a ``memsif-namespace/N`` format name; None for anything else."""
+    match = _FORMAT.fullmatch(format_name) if isinstance(format_name, str) else None
+    return int(match.group(1)) if match else None
+
+
+def _path(loc: tuple[str | int, ...]) -> str:
+    """A field's place as the warning names it: ``messages[].message.mood``."""
+    return "".join("[]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+
+
+def _drop(doc: Any, loc: tuple[str | int, ...]) -> bool:
+    """Delete the field at pydantic's error location ``loc`` (a discriminated union's tag in the path,
+    which is no key of the document, is stepped over); whether it was found."""
+    node = doc
+    for part in loc[:-1]:
+        if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+    if isinstance(node, dict) and loc[-1] in node:
+        del node[loc[-1]]
+        return True
+    return False
 
 
 def export_namespace(store: Store, embedder: Embedder, namespace: str, decimals: int | None = None,
@@ -199,31 +266,48 @@ def check_export(data: NamespaceExport, embedder: Embedder) -> None:
 
 
 def write_export(data: NamespaceExport, path: str | Path) -> Path:
-    """Write an export to ``path`` as JSON, gzip-compressed when the name ends in ``.gz``."""
+    """Write an export to ``path`` as JSON, gzip-compressed when the name ends in ``.gz``. The file is
+    written whole under a temporary name and then moved into place: an export that fails leaves the
+    file that was at ``path`` as it was (``memsif.files.write_file``).
+
+    Raises:
+        FileWriteError: the file could not be written (a full disk, a file-size limit, no such folder).
+    """
     path = Path(path)
-    text = data.model_dump_json()
-    if path.suffix == ".gz":
-        with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as fh:
-            fh.write(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
+    text = data.model_dump_json().encode("utf-8")
+    return write_file(path, gzip.compress(text, compresslevel=9) if path.suffix == ".gz" else text, "the export")
 
 
 def read_export(path: str | Path) -> NamespaceExport:
     """An export written by :func:`write_export` (plain or gzip JSON, told apart by content).
 
     Raises:
-        MemSIFError: the file is missing, unreadable, not JSON, or not a MemSIF export (``parse_export``).
+        MemSIFError: the file is missing or unreadable, cut short or corrupt, not JSON, or not an export
+            this version can read (``parse_export``); each message says what to do.
     """
     path = Path(path)
     try:
         raw = path.read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        data = json.loads(raw.decode("utf-8"))
     except OSError as exc:
         raise MemSIFError(f"Cannot read the export {path}: {exc.strerror or exc}.") from exc
-    except (EOFError, gzip.BadGzipFile, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MemSIFError(f"{path} is not a MemSIF export (not JSON or gzip-compressed JSON: {exc}).") from exc
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            cut = "cut short" if isinstance(exc, EOFError) else "corrupt"
+            raise MemSIFError(f"{path} is a damaged export: its gzip-compressed data is {cut} ({exc}). Copy the "
+                              "file again, or export the namespace again.") from exc
+    try:
+        text = raw.decode("utf-8")
+        data = json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise MemSIFError(f"{path} is not a MemSIF export (not JSON or gzip-compressed JSON: {exc}). An export is "
+                          "the .json or .json.gz file `python -m memsif export` writes.") from exc
+    except json.JSONDecodeError as exc:
+        if text.strip() and (exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")):
+            raise MemSIFError(f"{path} is a damaged export: its JSON ends early ({exc}), as a file cut short while "
+                              "it was written or copied does. Copy the file again, or export the namespace "
+                              "again.") from exc
+        raise MemSIFError(f"{path} is not a MemSIF export (not JSON or gzip-compressed JSON: {exc}). An export is "
+                          "the .json or .json.gz file `python -m memsif export` writes.") from exc
     return parse_export(data)

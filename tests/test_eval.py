@@ -270,6 +270,30 @@ def test_report_merges_several_runs(engine_factory, tmp_path):
     assert "| full-context |" in text and "| naive-rag |" in text and "| full-context (b) |" in text
 
 
+def test_a_report_that_cannot_be_written_leaves_the_last_one_as_it_was(engine_factory, tmp_path, monkeypatch, capsys):
+    """``eval report --out`` on a full disk: one error naming the file and the reason; the report that
+    was there is unchanged and no partial file is left (``memsif.files.write_file``)."""
+    import errno
+
+    from memsif import files
+    from memsif.cli import main
+
+    counting = CountingLLM(FakeLLM({"answer": "Miso", "eval_judge": {"CORRECT": 0.9, "WRONG": 0.1}}))
+    run_eval([_sample()], EvalOptions("locomo", systems=["full-context"]), engine=engine_factory(llm=counting),
+             counting=counting, out=tmp_path / "a", log=lambda _: None)
+    (tmp_path / "out").mkdir()
+    report = tmp_path / "out" / "r.md"
+    report.write_text("the last good report")
+
+    def full(_fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files.os, "fsync", full)
+    assert main(["eval", "report", str(tmp_path / "a"), "--out", str(report)]) == 2
+    err = capsys.readouterr().err
+    assert f"Cannot write the report {report}: No space left on device" in err and "Traceback" not in err, err
+    assert [p.name for p in report.parent.iterdir()] == ["r.md"] and report.read_text() == "the last good report"
+
 def test_report_on_common_questions_scores_every_system_on_the_same_ones(engine_factory, tmp_path):
     from memsif.cli import main
 

@@ -69,8 +69,8 @@ def test_an_export_file_round_trips_plain_or_gzip_and_rounded_vectors_keep_retri
 
 
 @pytest.mark.parametrize(("content", "said"), [
-    (b"", "not JSON"), (b"\x1f\x8b\x08\x00garbage", "not JSON or gzip"), (b"\xff\xfe{", "not JSON"),
-    (b'{"format": "other"}', None)])
+    (b"", "not JSON"), (b"\x1f\x8b\x08\x00garbage", "damaged export: its gzip-compressed data is"),
+    (b"\xff\xfe{", "not JSON"), (b'{"format": "other"}', None)])
 def test_a_bad_export_file_gets_a_clear_error(engine_factory, tmp_path, content, said):
     from memsif.transfer import read_export
 
@@ -133,3 +133,177 @@ def test_an_import_takes_the_stored_lexical_vectors_of_its_version_and_encodes_o
     assert engine.store.sentence_lexical("same") == before
     engine.import_namespace({**data, "lexical_version": lexical.VERSION - 1}, namespace="older")
     assert engine.store.sentence_lexical("older") == before  # encoded again, by this version
+
+
+def _exported(engine_factory) -> tuple:
+    engine, _ = _engine(engine_factory, sufficient=0.1)
+    engine.ask("Where did Melanie go camping?", namespace="t")
+    return engine, json.loads(engine.export_namespace("t").model_dump_json())
+
+
+def _cli(engine, monkeypatch, capsys, *args: str) -> tuple[int, str]:
+    """``python -m memsif ARGS`` in this process over ``engine``; (exit code, stderr)."""
+    from memsif import cli
+
+    monkeypatch.setattr(cli, "_engine", lambda _args, **_kw: engine)
+    code = cli.main(list(args))
+    return code, capsys.readouterr().err
+
+
+def test_an_export_of_a_newer_format_says_to_upgrade_wherever_it_is_read(engine_factory, tmp_path, monkeypatch,
+                                                                        capsys):
+    """A format this version cannot read is named, with the newest it reads and what to do: from a
+    file, from a decoded document (the Python API) and on the command line."""
+    from memsif.transfer import read_export
+
+    engine, data = _exported(engine_factory)
+    newer = {**data, "format": "memsif-namespace/2", "namespace": "newer"}
+    path = tmp_path / "newer.json"
+    path.write_text(json.dumps(newer))
+    said = r"made by a newer MemSIF \(format 2; this one reads up to 1\); upgrade MemSIF to read it"
+    with pytest.raises(MemSIFError, match=said):
+        read_export(path)
+    with pytest.raises(MemSIFError, match=said):
+        engine.import_namespace(newer)
+    code, err = _cli(engine, monkeypatch, capsys, "import", str(path))
+    assert code == 2 and "made by a newer MemSIF (format 2; this one reads up to 1)" in err and "Traceback" not in err
+    assert "newer" not in engine.namespaces()
+    with pytest.raises(MemSIFError, match="made by a newer MemSIF"):  # says it reads as a format that is newer still
+        engine.import_namespace({**newer, "format": "memsif-namespace/3", "readable_as": "memsif-namespace/2"})
+
+
+def test_a_newer_export_readable_by_this_version_is_read_and_its_unknown_fields_left_out_with_a_warning(
+        engine_factory, tmp_path, monkeypatch, capsys):
+    """A newer export that says this format may read it is read; fields no record of this version has
+    (top level, nested, in a list, in a union's branch) are left out, each named once in one warning
+    with how often; what is known arrives intact. An export of this format with unknown fields too."""
+    from memsif.errors import ExportWarning
+    from memsif.transfer import read_export
+
+    engine, data = _exported(engine_factory)
+    before = _snapshot(engine, "t")
+    newer = json.loads(json.dumps(data))
+    newer.update({"format": "memsif-namespace/2", "readable_as": "memsif-namespace/1", "mood_index": {"x": 1}})
+    for m in newer["messages"]:
+        m["message"]["reaction"] = "👍"
+    newer["decisions"][0]["attention"] = 0.5
+    with pytest.warns(ExportWarning) as caught:
+        assert engine.import_namespace(newer, namespace="from-newer") == "from-newer"
+    [warned] = [str(w.message) for w in caught]
+    n = len(newer["messages"])
+    assert f"messages[].message.reaction ({n}×)" in warned and "mood_index" in warned, warned
+    assert "decisions[].segment.attention" in warned and "format 2" in warned, warned
+    assert _snapshot(engine, "from-newer") == before
+    assert newer["mood_index"] == {"x": 1} and newer["messages"][0]["message"]["reaction"] == "👍"  # caller's untouched
+
+    same = {**data, "namespace": "t2", "added_later": True}
+    path = tmp_path / "same.json.gz"
+    path.write_bytes(__import__("gzip").compress(json.dumps(same).encode()))
+    with pytest.warns(ExportWarning, match="left out: added_later"):
+        read_export(path)
+    code, err = _cli(engine, monkeypatch, capsys, "import", str(path))
+    assert code == 0 and f"warning: {path}: " in err and "added_later" in err and "Traceback" not in err, err
+    assert _snapshot(engine, "t2") == before
+
+
+@pytest.mark.parametrize(("damage", "said"), [
+    ("gzip cut short", "gzip-compressed data is cut short"),
+    ("json cut short", "its JSON ends early"),
+    ("field missing", r"damaged \(1 problem\(s\): messages: Field required\); export the namespace again"),
+    ("field malformed", "damaged .*dim: Input should be a valid integer"),
+])
+def test_a_damaged_export_is_still_refused_saying_what_to_do(engine_factory, tmp_path, damage, said):
+    import gzip
+
+    from memsif.transfer import read_export
+
+    _, data = _exported(engine_factory)
+    text = json.dumps(data).encode()
+    path = tmp_path / "damaged.json"
+    if damage == "gzip cut short":
+        path.write_bytes(gzip.compress(text)[:-200])
+    elif damage == "json cut short":
+        path.write_bytes(text[:len(text) // 2])
+    elif damage == "field missing":
+        path.write_text(json.dumps({k: v for k, v in data.items() if k != "messages"}))
+    else:
+        path.write_text(json.dumps({**data, "dim": "wide"}))
+    with pytest.raises(MemSIFError, match=said) as refused:
+        read_export(path)
+    assert "again" in str(refused.value)
+
+
+def _folder(path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in path.parent.iterdir()}
+
+
+@pytest.mark.parametrize("name", ["memory.json", "memory.json.gz"])
+def test_a_failed_export_leaves_the_previous_one_as_it_was(engine_factory, tmp_path, monkeypatch, capsys, name):
+    """A write that fails part-way (the disk fills up) ends in one error naming the path and the
+    reason; the export that was there is unchanged byte for byte and no partial file is left."""
+    import errno
+
+    from memsif import files
+    from memsif.errors import FileWriteError
+    from memsif.transfer import write_export
+
+    engine, _ = _exported(engine_factory)
+    path = write_export(engine.export_namespace("t"), tmp_path / name)
+    before = _folder(path)
+    engine.ask("What did Caroline research?", namespace="t")  # the memory grew: the next export differs
+
+    class FullDisk:
+        def __init__(self, real):
+            self.real = real
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.real.close()
+
+        def write(self, payload):
+            self.real.write(payload[:len(payload) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+
+    monkeypatch.setattr(files, "open", lambda *a, **k: FullDisk(open(*a, **k)), raising=False)
+    with pytest.raises(FileWriteError) as failed:
+        write_export(engine.export_namespace("t"), path)
+    said = str(failed.value)
+    assert str(path) in said and "No space left on device" in said and f"the {name} that was there is unchanged" \
+        in said, said
+    assert _folder(path) == before
+    code, err = _cli(engine, monkeypatch, capsys, "export", str(path), "--namespace", "t")
+    assert code == 2 and err.startswith("error: Cannot write the export") and "Traceback" not in err, err
+    assert _folder(path) == before
+
+
+def test_an_export_over_the_file_size_limit_leaves_the_previous_one_as_it_was(engine_factory, tmp_path):
+    """The real failure, in a process whose file-size limit (RLIMIT_FSIZE) is below the export's size."""
+    import subprocess
+    import sys
+
+    from memsif.transfer import write_export
+
+    engine, _ = _exported(engine_factory)
+    path = write_export(engine.export_namespace("t"), tmp_path / "memory.json")
+    before = _folder(path)
+    script = (
+        "import resource, signal, sys\n"
+        "from memsif.errors import FileWriteError\n"
+        "from memsif.transfer import read_export, write_export\n"
+        f"data = read_export({str(path)!r})\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
+        "try:\n"
+        f"    write_export(data, {str(path)!r})\n"
+        "except FileWriteError as exc:\n"
+        "    sys.exit(str(exc))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "File too large" in done.stderr and "unchanged" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert _folder(path) == before
+

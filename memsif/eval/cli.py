@@ -17,6 +17,7 @@ import numpy as np
 from memsif.config import MemSIFConfig
 from memsif.errors import ConfigError
 from memsif.eval.results import EvalSummary, QuestionResult
+from memsif.files import write_file
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BENCH = ROOT / "assets" / "locomo-conv-26.json"
@@ -170,7 +171,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         merged.common_questions = len(common)
     text = report(merged)
     if args.out:
-        Path(args.out).write_text(text)
+        write_file(args.out, text, "the report")
     print(text)
     return 0
 

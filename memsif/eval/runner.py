@@ -36,6 +36,7 @@ from memsif.eval.systems import (
     NaiveRAGSystem,
     SystemAnswer,
 )
+from memsif.files import write_file
 from memsif.llm import LLM, runtime_of
 from memsif.prompts import eval_judge
 from memsif.timeparse import annotate_relative_dates
@@ -211,8 +212,8 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
     summary.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     summary.model = f"{getattr(llm, 'name', '')} on {runtime_of(llm).line()}"
     summary.diagnostics = diagnostics(samples, embedder.embed_documents)
-    (out / "summary.json").write_text(summary.model_dump_json(indent=2))
-    (out / "report.md").write_text(report(summary))
+    write_file(out / "summary.json", summary.model_dump_json(indent=2), "the run's summary")
+    write_file(out / "report.md", report(summary), "the report")
     write_figures(summary, rows, out)
     return summary
 
