@@ -195,7 +195,7 @@ class MemSIF:
             if placement.differences and not replace:
                 raise SourceConflict(ns, placement.differences)
             if not placement.differences:
-                report = self.ingest(placement.messages, ns, progress, core_facts)
+                report = _ingest_loaded(self, placement.messages, ns, progress, core_facts)
                 report.warnings[:0] = placement.notes
                 return report
             return _rebuild_corrected(self, ns, stored, placement, progress, core_facts)
@@ -338,6 +338,14 @@ class MemSIF:
             self.store.delete_namespace(namespace)
 
 
+def _ingest_loaded(engine: MemSIF, messages: Sequence[Message], ns: str, progress: ProgressFn | None,
+                   core_facts: bool | None) -> IngestReport:
+    """``engine.ingest`` of a loaded transcript's messages, whose load warned about their dates already.
+    The caller holds the namespace's lock."""
+    return IngestPipeline(engine.config, engine, ns, dates_checked=True).run(
+        messages, progress, engine.config.core_facts if core_facts is None else core_facts)
+
+
 def _rebuild_corrected(engine: MemSIF, ns: str, stored: list[Message], placement: Placement,
                        progress: ProgressFn | None, core_facts: bool | None) -> IngestReport:
     """``ingest_transcript(replace=True)`` of a transcript whose messages differ from ``stored``: the
@@ -349,7 +357,7 @@ def _rebuild_corrected(engine: MemSIF, ns: str, stored: list[Message], placement
     history = [given.get(m.id, m) for m in stored] + [m for m in placement.messages if m.id not in known]
     had_facts = engine.store.count("fact_op", ns) > 0
     engine.store.delete_namespace(ns)
-    report = engine.ingest(history, ns, progress, core_facts or (core_facts is None and had_facts))
+    report = _ingest_loaded(engine, history, ns, progress, core_facts or (core_facts is None and had_facts))
     changed = sorted({d.message_id for d in placement.differences})
     report.warnings[:0] = [*placement.notes, (
         f"replaced {len(changed)} stored message(s) with this source's version "

@@ -24,7 +24,9 @@ from memsif.interaction.segments import SegmentBuilder
 from memsif.interaction.sentences import build_sentences
 from memsif.interaction.state import InteractionState
 from memsif.interaction.trajectories import TrajectoryBuilder
+from memsif.io.dates import implausible_dates
 from memsif.io.placement import differences
+from memsif.io.speakers import with_one_spelling
 from memsif.locks import check_cancelled, job
 from memsif.matching import SemanticMapping
 from memsif.records import Decision, FactOperation, Message, record_number, spoken_text
@@ -113,12 +115,14 @@ class Backends(Protocol):
 
 
 class IngestPipeline:
-    """One namespace's ingest under ``config`` with ``backends`` (loaded when a step first needs them)."""
+    """One namespace's ingest under ``config`` with ``backends`` (loaded when a step first needs them);
+    ``dates_checked``: a loader has warned about the messages' implausible dates already."""
 
-    def __init__(self, config: MemSIFConfig, backends: Backends, namespace: str) -> None:
+    def __init__(self, config: MemSIFConfig, backends: Backends, namespace: str, dates_checked: bool = False) -> None:
         self.backends = backends
         self.config = config
         self.namespace = namespace
+        self.dates_checked = dates_checked
         self.stages: dict[str, float] = {}
 
     @contextmanager
@@ -190,7 +194,8 @@ class IngestPipeline:
 
     def admit(self, state: InteractionState, messages: Sequence[Message]) -> _Admitted:
         """The messages this call adds: blank ones skipped with a warning, stored ids skipped, the rest
-        numbered after the stored ones.
+        numbered after the stored ones; speakers spelled as the memory spells them (one spelling per
+        person, ``io.speakers``) and implausible dates warned about (``io.dates``), with warnings.
 
         Raises:
             MemSIFError: only blank messages; nothing is written.
@@ -202,6 +207,7 @@ class IngestPipeline:
             raise MemSIFError(f"The {len(messages)} message(s) given hold only whitespace: nothing to ingest "
                               f"into {ns!r}, and nothing was written.")
         blank = [m.id for m in messages if not m.text.strip()]
+        with_text, named = with_one_spelling(with_text, list(state.messages.values()))
         conflicts = [d for m in with_text if m.id in state.messages for d in differences(state.messages[m.id], m)]
         if conflicts:
             raise SourceConflict(ns, conflicts)
@@ -211,7 +217,8 @@ class IngestPipeline:
             if m.id not in seen:
                 seen.add(m.id)
                 fresh.append(m.model_copy(update={"namespace": ns, "index": len(state.messages) + len(fresh)}))
-        warnings = [f"message {b} holds only whitespace: skipped" for b in blank]
+        warnings = [f"message {b} holds only whitespace: skipped" for b in blank] + named
+        warnings += [] if self.dates_checked else implausible_dates(fresh)
         warnings += [f"message {m.id} has {len(m.text):,} characters: it is stored whole, but the embedder "
                      f"reads only its beginning (~{EMBEDDER_READS_CHARS:,} characters) and prompts show at "
                      "most a few hundred characters of it" for m in fresh if len(m.text) > LONG_MESSAGE_CHARS]

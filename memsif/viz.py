@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 
+from memsif.io.dates import implausible
 from memsif.records import (
     CandidateCluster,
     CoreFact,
@@ -23,6 +24,8 @@ from memsif.records import (
 )
 
 if TYPE_CHECKING:  # memsif.query loads the retrieval stack; the figures need only its Answer's fields
+    from datetime import datetime
+
     from memsif.query import Answer
 
 #: Marker colour and label per boundary outcome.
@@ -392,7 +395,15 @@ def message_rows(ids: Sequence[str], messages: Sequence[Message]) -> list[list[A
 
 
 def _message_row(m: Message) -> list[Any]:
-    return [m.id, m.session_id, m.time.isoformat(sep=" ", timespec="minutes") if m.time else "", m.speaker, m.text]
+    return [m.id, m.session_id, _time_cell(m.time), m.speaker, m.text]
+
+
+def _time_cell(when: datetime | None) -> str:
+    """A message's time as a table shows it, marked where it cannot be right (``io.dates``)."""
+    if when is None:
+        return ""
+    shown = when.isoformat(sep=" ", timespec="minutes")
+    return f"{shown} ⚠ date cannot be right" if implausible(when) else shown
 
 
 def evidence_how(evidence: Evidence) -> str:

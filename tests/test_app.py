@@ -195,7 +195,7 @@ def test_a_chatgpt_export_builds_and_its_warnings_show(app_url):
     export = Path(__file__).parent / "data" / "formats" / "chatgpt-conversations.json"
     summary, _, _ = client.predict(gradio_client.handle_file(str(export)), None, api_name="/build")
     assert "3 messages" in summary and "1 conversation: Trip planning" in summary
-    assert "1 system or tool message(s) of the branch were left out" in summary
+    assert "left out 1 message that was not conversation: 1 system prompt" in summary
 
 
 def test_an_export_of_three_conversations_is_listed_by_title_and_built_into_one_memory(app_url):

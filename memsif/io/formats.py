@@ -76,10 +76,12 @@ class LongMemEvalSample(_Model):
 
 
 class JsonlLine(_Model):
-    """One JSONL line: ``speaker``/``text`` (or ``role``/``content``), optional time, session, id."""
+    """One JSONL line: ``speaker``/``text`` (or ``role``/``content``, where content may be null as in
+    OpenAI messages: a tool call), optional time, session, id."""
 
     speaker: str
     text: Text
+    role: str | None = None
     time: str | int | float | None = None
     session: str | int | None = None
     id: str | int | None = None
@@ -89,7 +91,7 @@ class JsonlLine(_Model):
         if "speaker" not in obj and "role" in obj:
             obj = {**obj, "speaker": obj.get("name") or obj["role"]}
         if "text" not in obj and "content" in obj:
-            obj = {**obj, "text": obj["content"]}
+            obj = {**obj, "text": "" if obj["content"] is None else obj["content"]}
         return cls.model_validate(obj)
 
 
@@ -115,9 +117,12 @@ class ChatGPTContent(_Model):
 
 
 class ChatGPTMessage(_Model):
+    """``recipient`` is "all" for what is said to the other party, a tool's name for a tool call."""
+
     author: ChatGPTAuthor
     content: ChatGPTContent | None = None
     create_time: float | None = None
+    recipient: str | None = None
 
 
 class ChatGPTNode(_Model):
@@ -138,12 +143,26 @@ class ChatGPTConversation(_Model):
     mapping: dict[str, ChatGPTNode]
 
 
+class ClaudeAttachment(_Model):
+    """A file attached to a Claude message: ``attachments`` carry the text Claude extracted from it,
+    ``files`` (images, PDFs read as images) only a name."""
+
+    file_name: str | None = None
+    extracted_content: str | None = None
+
+
+#: A message's files; null is none.
+Files = Annotated[list[ClaudeAttachment], BeforeValidator(lambda v: [] if v is None else v)]
+
+
 class ClaudeMessage(_Model):
     uuid: str | None = None
     sender: str
     text: str | None = None
     content: list[ContentPart] | None = None
     created_at: str | None = None
+    attachments: Files = Field(default_factory=list)
+    files: Files = Field(default_factory=list)
 
 
 class ClaudeConversation(_Model):

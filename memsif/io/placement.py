@@ -14,6 +14,9 @@ The rules (README "Appending to a memory"):
   are taken by messages of *other* text (most of the ids that collide hold another text) is a new
   session, numbered after the stored ones. When most colliding ids hold the same text the session
   is an edited version of the stored one: its changes are differences.
+- A speaker the memory holds under another spelling (case, invisible characters, Unicode form) is
+  the same person: the transcript's messages take the stored spelling, with a note
+  (:mod:`memsif.io.speakers`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from memsif.io.speakers import with_one_spelling
 from memsif.records import Message
 from memsif.timeparse import day_text
 
@@ -121,6 +125,13 @@ def place(given: Sequence[Message], stored: Sequence[Message], source_ids: bool 
         stored: the memory's messages, in order (empty for a new memory).
         source_ids: the ids come from the file (``Transcript.source_ids``).
     """
+    given, named = with_one_spelling(given, stored)
+    placement = _place(given, stored, source_ids)
+    placement.notes[:0] = named
+    return placement
+
+
+def _place(given: Sequence[Message], stored: Sequence[Message], source_ids: bool) -> Placement:
     by_id = {m.id: m for m in stored}
     if not stored:
         return Placement(list(given))

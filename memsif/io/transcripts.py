@@ -6,14 +6,18 @@ so a malformed file raises a :class:`~memsif.errors.TranscriptError` naming the 
 position, field, the type found and the type expected — and nothing is stored. Files are decoded
 by :mod:`memsif.io.decode` (byte-order marks, UTF-16/32, detected legacy encodings, binary files
 refused, invalid Unicode repaired) and parsed as data only (JSON or text; no pickle, no eval). Dates
-come from the file, never from the clock. What the loader had to repair or rename is listed in
-``Transcript.warnings``.
+come from the file, never from the clock; one that cannot be right (before 1990, after the load day)
+is kept and warned about (:mod:`memsif.io.dates`). Only what a person or the assistant said is read:
+system and developer prompts, tool calls and tool output are left out (:mod:`memsif.io.roles`).
+Speaker names get one spelling per person (:mod:`memsif.io.speakers`). What the loader had to
+repair, merge or leave out is listed in ``Transcript.warnings``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,7 +26,10 @@ from typing import Any
 
 from memsif.errors import TranscriptError
 from memsif.io import formats as fm
+from memsif.io.dates import implausible_dates
 from memsif.io.decode import decode, repair
+from memsif.io.roles import TOOL_CALL, left_out_as, left_out_warning, tool_call_in
+from memsif.io.speakers import normal_name, with_one_spelling
 from memsif.records import PHOTO_CAPTION, Message
 from memsif.timeparse import find_date, parse_time
 
@@ -93,11 +100,11 @@ def one_history(transcripts: Sequence[Transcript], name: str) -> Transcript:
             messages.append(m.model_copy(update={"namespace": name, "index": len(messages)}))
         sessions.append({"sample_id": t.sample_id, "title": t.title, "messages": len(t.messages),
                          "first_time": t.first_time.isoformat() if t.first_time else None})
-    joined = Transcript(name, messages, transcripts[0].format, transcripts[0].path,
-                        {"sessions": sessions, "title": f"{len(transcripts)} conversations"},
-                        [f"{t.title}: {w}" for t in transcripts for w in t.warnings],
-                        all(t.source_ids for t in transcripts))
-    return joined
+    messages, named = with_one_spelling(messages)  # one person across the conversations too
+    return Transcript(name, messages, transcripts[0].format, transcripts[0].path,
+                      {"sessions": sessions, "title": f"{len(transcripts)} conversations"},
+                      [f"{t.title}: {w}" for t in transcripts for w in t.warnings] + named,
+                      all(t.source_ids for t in transcripts))
 
 
 def load_transcripts(path: str | Path, sample: str | None = None, format: str = "auto") -> list[Transcript]:
@@ -142,8 +149,10 @@ def load_transcripts(path: str | Path, sample: str | None = None, format: str = 
             raise TranscriptError(f"no sample {sample!r} in this file", path=str(p))
     for t in found:
         _repair_messages(t)
+        t.messages, named = with_one_spelling(t.messages)
         t.messages = _unique_ids(t.messages, t.warnings)
         t.warnings[:0] = warnings
+        t.warnings += named + implausible_dates(t.messages)
     if not any(t.messages for t in found):
         raise TranscriptError("the transcript holds no messages (no non-blank turns)", path=str(p), sample=sample)
     return found
@@ -332,6 +341,7 @@ def _load_locomo(item: dict, path: str, i: int, sid: str) -> Transcript:
                               "are named session_1, session_2, … with dates in session_<n>_date_time",
                               path=path, sample=sid)
     messages: list[Message] = []
+    left_out: Counter[str] = Counter()
     for n in numbers:
         turns = conv.get(f"session_{n}")
         if not turns:
@@ -353,10 +363,14 @@ def _load_locomo(item: dict, path: str, i: int, sid: str) -> Transcript:
                 text = f"{text} {PHOTO_CAPTION}{turn.blip_caption}]".strip()
             if not text:
                 continue
+            if kind := left_out_as(turn.speaker):
+                left_out[kind] += 1
+                continue
             messages.append(_msg(sid, turn.dia_id or f"D{n}:{t + 1}", turn.speaker, text, when, f"session_{n}",
                                  len(messages)))
-    extra = {"qa": item.get("qa", []), "speakers": [conv.get("speaker_a"), conv.get("speaker_b")]}
-    return Transcript(sid, messages, "locomo", path, extra)
+    speakers = [normal_name(x) if isinstance(x, str) else x for x in (conv.get("speaker_a"), conv.get("speaker_b"))]
+    return Transcript(sid, messages, "locomo", path, {"qa": item.get("qa", []), "speakers": speakers},
+                      left_out_warning(left_out))
 
 
 # --------------------------------------------------------------------------------- LongMemEval
@@ -390,10 +404,14 @@ def _load_longmemeval(item: dict, path: str, i: int, sid: str) -> Transcript:
     order = sorted(keep, key=lambda k: (parsed[k] is None, parsed[k] or datetime.min, k))
     messages: list[Message] = []
     answer_ids: list[str] = []
+    left_out: Counter[str] = Counter()
     for k in order:
         for t, turn in enumerate(sessions[k]):
             text = turn.content.strip()
             if not text:
+                continue
+            if kind := left_out_as(turn.role):
+                left_out[kind] += 1
                 continue
             mid = f"{ids[k]}:{t + 1}"
             if turn.has_answer:
@@ -404,7 +422,7 @@ def _load_longmemeval(item: dict, path: str, i: int, sid: str) -> Transcript:
         "question_date": sample.question_date, "answer_session_ids": [str(x) for x in sample.answer_session_ids],
         "has_answer_ids": answer_ids,
     }
-    return Transcript(sid, messages, "longmemeval", path, extra, warnings)
+    return Transcript(sid, messages, "longmemeval", path, extra, warnings + left_out_warning(left_out))
 
 
 # ----------------------------------------------------------------------------- ChatGPT export
@@ -444,25 +462,34 @@ def _load_chatgpt(conv: fm.ChatGPTConversation, path: str, sid: str, key: str) -
         seen.add(leaf)
         branch.append(nodes[leaf])
         leaf = nodes[leaf].parent
-    warnings, skipped = [], 0
+    left_out: Counter[str] = Counter()
     messages: list[Message] = []
     for node in reversed(branch):
         msg = node.message
         if msg is None or msg.content is None:
-            continue
-        if msg.author.role not in ("user", "assistant"):
-            skipped += 1  # system prompts, tool calls and their results are not the conversation
             continue
         parts = [p if isinstance(p, str) else (p.get("text") or "[image]" if isinstance(p, dict) else "")
                  for p in msg.content.parts]
         text = "\n".join(p for p in parts if p).strip() or (msg.content.text or "").strip()
         if not text:
             continue
+        if kind := _chatgpt_left_out(msg):
+            left_out[kind] += 1
+            continue
         when = _time(msg.create_time, path, sid, f"message {len(messages) + 1}") if msg.create_time else None
         messages.append(_msg(sid, f"{key}:{len(messages) + 1}", msg.author.role, text, when, sid, len(messages)))
-    if skipped:
-        warnings.append(f"{skipped} system or tool message(s) of the branch were left out")
-    return Transcript(sid, messages, "chatgpt", path, {"title": conv.title}, warnings, source_ids=False)
+    return Transcript(sid, messages, "chatgpt", path, {"title": conv.title}, left_out_warning(left_out),
+                      source_ids=False)
+
+
+def _chatgpt_left_out(msg: fm.ChatGPTMessage) -> str | None:
+    """What a ChatGPT export message is when it is not the conversation: a system prompt, a tool's
+    output (author "tool"), or a tool call — code for a tool, or a message to a tool (``recipient``
+    other than "all")."""
+    if kind := left_out_as(msg.author.role):
+        return kind
+    to_tool = msg.recipient not in (None, "all") or (msg.content is not None and msg.content.content_type == "code")
+    return TOOL_CALL if to_tool else None
 
 
 # ------------------------------------------------------------------------------- Claude export
@@ -472,20 +499,51 @@ def _load_claude_all(data: Any, path: str, wanted: str | None) -> list[Transcrip
         item = _require_dict(item, path, f"conversation {i}")
         conv = fm.validate(fm.ClaudeConversation, item, path=path, position=f"conversation {i}")
         convs.append((str(conv.uuid or f"conversation-{i + 1}"), conv))
-    out = []
-    for (sid, conv), key in zip(convs, _conversation_keys([sid for sid, _ in convs]), strict=True):
-        if wanted is not None and sid != wanted:
+    return [_load_claude(conv, path, sid, key)
+            for (sid, conv), key in zip(convs, _conversation_keys([sid for sid, _ in convs]), strict=True)
+            if wanted is None or sid == wanted]
+
+
+def _load_claude(conv: fm.ClaudeConversation, path: str, sid: str, key: str) -> Transcript:
+    """Each message's words (the text parts of ``content``, else ``text``) and, after them, the text
+    of its attachments, each under an ``[attachment: <name>]`` line; a file without extracted text
+    keeps only that line (and the load warns)."""
+    messages: list[Message] = []
+    left_out: Counter[str] = Counter()
+    unread: list[str] = []
+    for k, m in enumerate(conv.chat_messages):
+        parts = m.content or []
+        said = "\n".join(p.text for p in parts if p.type == "text" and p.text).strip()
+        kind = left_out_as(m.sender) or (None if said else tool_call_in({"content": [{"type": p.type} for p in parts]}))
+        if kind:  # a tool call's ``text`` is a placeholder ("This block is not supported …"): never read
+            left_out[kind] += 1
             continue
-        messages: list[Message] = []
-        for k, m in enumerate(conv.chat_messages):
-            text = (m.text or "").strip() or "\n".join(p.text for p in (m.content or [])
-                                                        if p.type == "text" and p.text).strip()
-            if not text:
-                continue
-            when = _time(m.created_at, path, sid, f"chat_messages[{k}].created_at")
-            messages.append(_msg(sid, f"{key}:{len(messages) + 1}", m.sender, text, when, sid, len(messages)))
-        out.append(Transcript(sid, messages, "claude", path, {"title": conv.name}, source_ids=False))
-    return out
+        text = "\n\n".join(x for x in (said or (m.text or "").strip(), *_claude_attachments(m, unread)) if x)
+        if not text:
+            continue
+        when = _time(m.created_at, path, sid, f"chat_messages[{k}].created_at")
+        messages.append(_msg(sid, f"{key}:{len(messages) + 1}", m.sender, text, when, sid, len(messages)))
+    warnings = left_out_warning(left_out)
+    if unread:
+        warnings.append(f"{len(unread)} attachment{'s have' if len(unread) != 1 else ' has'} no extracted text "
+                        f"({', '.join(unread[:5])}{' …' if len(unread) > 5 else ''}): only "
+                        f"{'their names are' if len(unread) != 1 else 'its name is'} kept, as "
+                        "[attachment: <name>] in the message")
+    return Transcript(sid, messages, "claude", path, {"title": conv.name}, warnings, source_ids=False)
+
+
+def _claude_attachments(m: fm.ClaudeMessage, unread: list[str]) -> list[str]:
+    """The message's attachments as text blocks; the names of those without extracted text go to
+    ``unread``. A file listed both as an attachment and among ``files`` is read once."""
+    blocks = []
+    named = {a.file_name for a in m.attachments}
+    for a in [*m.attachments, *(f for f in m.files if f.file_name not in named)]:
+        name = (a.file_name or "").strip() or "unnamed file"
+        content = (a.extracted_content or "").strip()
+        blocks.append(f"[attachment: {name}]" + (f"\n{content}" if content else ""))
+        if not content:
+            unread.append(name)
+    return blocks
 
 
 # ------------------------------------------------------------------------------ OpenAI messages
@@ -493,19 +551,23 @@ def _load_openai_all(data: Any, path: str, wanted: str | None) -> list[Transcrip
     items = data["messages"] if isinstance(data, dict) and isinstance(data.get("messages"), list) else data
     sid = Path(path).stem
     messages: list[Message] = []
-    skipped = 0
+    left_out: Counter[str] = Counter()
     for k, item in enumerate(_samples(items)):
         msg = fm.validate(fm.OpenAIMessage, item, path=path, position=f"message {k}")
-        if msg.role == "system":
-            skipped += 1
-            continue
         text = (msg.content or "").strip()
-        if text:
+        if kind := _not_conversation(msg.role, text, item):
+            left_out[kind] += 1
+        elif text:
             messages.append(_msg(sid, f"M{k + 1}", msg.name or msg.role, text, None, "1", len(messages)))
-    warnings = ["the messages carry no dates: they are stored undated"]
-    if skipped:
-        warnings.append(f"{skipped} system message(s) were left out")
+    warnings = ["the messages carry no dates: they are stored undated", *left_out_warning(left_out)]
     return [Transcript(sid, messages, "openai", path, {}, warnings, source_ids=False)]
+
+
+def _not_conversation(role: str | None, text: str, message: dict) -> str | None:
+    """What a message of an OpenAI list or a JSONL line is when it is not the conversation: a prompt or
+    tool output by its role (when it holds text), or a tool call without text; None otherwise (a
+    message without text is skipped anyway)."""
+    return left_out_as(role) if text else tool_call_in(message)
 
 
 _LOADERS = {"locomo": lambda data, path, wanted: _each_sample(data, path, wanted, "sample_id", _load_locomo),
@@ -519,12 +581,14 @@ _LOADERS = {"locomo": lambda data, path, wanted: _each_sample(data, path, wanted
 def _load_text(raw: str, path: str) -> Transcript:
     """``Speaker: text`` lines and ``#`` headers at column 0; every indented line, and every column-0
     line that is neither, continues the message before it. A header holding a date dates the
-    session's messages; one without a date starts an undated session (with a warning)."""
+    session's messages; one without a date starts an undated session (with a warning). A ``System:``,
+    ``Developer:``, ``Tool:`` or ``Function:`` message is left out with its continuation lines."""
     sid = Path(path).stem
     messages: list[Message] = []
     warnings: list[str] = []
+    left_out: Counter[str] = Counter()
     session, turn, when = 1, 0, None
-    started = False
+    started = leaving_out = False
     for line_no, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
@@ -537,28 +601,37 @@ def _load_text(raw: str, path: str) -> Transcript:
                                 "undated")
             if started:
                 session, turn = session + 1, 0
+            leaving_out = False
             continue
         match = None if indented else _SPEAKER_LINE.match(line)
         if match:
             text = match.group(2).strip()
+            kind = left_out_as(match.group(1))
+            leaving_out = kind is not None
+            if kind:
+                left_out[kind] += 1
+                continue
             if not text:
                 continue
             turn += 1
             started = True
             messages.append(_msg(sid, f"D{session}:{turn}", match.group(1), text, when, f"session_{session}",
                                  len(messages)))
+        elif leaving_out:
+            continue  # a continuation of a message left out
         elif messages and messages[-1].session_id == f"session_{session}":
             messages[-1].text += "\n" + line.strip()  # continuation of a multi-line message
         else:
             raise TranscriptError("expected 'Speaker: text' at the start of a line (or a '## DATE' session header) "
                                   "before any other text", path=path, position=f"line {line_no}")
-    return Transcript(sid, messages, "text", path, {}, warnings, source_ids=False)
+    return Transcript(sid, messages, "text", path, {}, warnings + left_out_warning(left_out), source_ids=False)
 
 
 # --------------------------------------------------------------------------------------- JSONL
 def _load_jsonl(raw: str, path: str) -> Transcript:
     sid = Path(path).stem
     messages: list[Message] = []
+    left_out: Counter[str] = Counter()
     numbered = False  # a line without an id: the loader numbers it
     for line_no, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
@@ -573,6 +646,9 @@ def _load_jsonl(raw: str, path: str) -> Transcript:
                                   '"time": ...}', path=path, position=where)
         rec = fm.validate(fm.JsonlLine, obj, path=path, position=where, build=fm.JsonlLine.from_obj)
         text = rec.text.strip()
+        if kind := _not_conversation(rec.role or rec.speaker, text, obj):
+            left_out[kind] += 1
+            continue
         if not text:
             continue
         when = _time(rec.time, path, None, where)
@@ -580,4 +656,4 @@ def _load_jsonl(raw: str, path: str) -> Transcript:
         numbered = numbered or rec.id is None
         messages.append(_msg(sid, str(rec.id if rec.id is not None else f"J{line_no}"), rec.speaker, text, when,
                              session, len(messages)))
-    return Transcript(sid, messages, "jsonl", path, source_ids=not numbered)
+    return Transcript(sid, messages, "jsonl", path, warnings=left_out_warning(left_out), source_ids=not numbered)

@@ -1,0 +1,44 @@
+"""Which messages of a transcript are the conversation: what a person (the user) or the assistant
+said. System and developer prompts, tool calls and tool or function output are left out by every
+loader, and the load warns how many of each.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+#: Roles whose messages are not the conversation, and what the load warning calls each
+#: (``ipython``: the tool-result role of Llama chat templates).
+NOT_CONVERSATION = {"system": "system prompt", "developer": "developer prompt", "tool": "tool result",
+                    "function": "function result", "ipython": "tool result"}
+TOOL_CALL = "tool call"
+#: Content parts that are a tool call or its output (Anthropic ``tool_use``/``tool_result``, OpenAI
+#: Responses ``function_call``/``function_call_output``).
+_TOOL_PARTS = {"tool_use": TOOL_CALL, "function_call": TOOL_CALL, "tool_result": "tool result",
+               "function_call_output": "function result"}
+
+
+def left_out_as(role: Any) -> str | None:
+    """What a message of ``role`` (a role, or a speaker name where the format has no roles) is when it
+    is not the conversation ("system prompt", "tool result", …); None for a person or the assistant."""
+    return NOT_CONVERSATION.get(role.strip().casefold()) if isinstance(role, str) else None
+
+
+def tool_call_in(message: dict) -> str | None:
+    """"tool call" (or "tool result") when a message without text is a tool call (``tool_calls``,
+    ``function_call``) or holds only tool parts in its ``content``; None otherwise."""
+    if message.get("tool_calls") or message.get("function_call"):
+        return TOOL_CALL
+    content = message.get("content")
+    parts = [p.get("type") for p in content if isinstance(p, dict)] if isinstance(content, list) else []
+    return next((_TOOL_PARTS[t] for t in parts if t in _TOOL_PARTS), None)
+
+
+def left_out_warning(kinds: Counter[str]) -> list[str]:
+    """"left out 3 messages that were not conversation: 1 developer prompt, 2 tool results" (or none)."""
+    n = sum(kinds.values())
+    if not n:
+        return []
+    each = ", ".join(f"{k} {kind}{'s' if k != 1 else ''}" for kind, k in kinds.items())
+    return [f"left out {n} message{'s that were' if n != 1 else ' that was'} not conversation: {each}"]
