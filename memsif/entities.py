@@ -8,6 +8,9 @@ participants, objects and events that recur across a thread. Every item is lower
 Fallback when spaCy or its pipeline is missing (``use_spacy=False``, or not installed): capitalised
 words that do not start a sentence, plus words of 4+ letters outside a small stop list. It is
 documented as weaker; the engine logs which extractor it used.
+
+HTML tags in a message (``<img src=x onerror=…>``, ``</b>``) are left out before either extractor reads
+it: their names and attributes are markup, not what the message is about. The text between tags stays.
 """
 
 from __future__ import annotations
@@ -32,6 +35,13 @@ would your yours yourself yourselves really thing things think know going gonna 
 thank great good nice cool awesome amazing glad love time today lately something
 """.split())
 _WORD = re.compile(r"[^\W\d_][\w'-]*", re.UNICODE)
+#: An HTML tag: ``<`` and a tag name (or ``/`` and one), its attributes, ``>``; "a < b" is no tag.
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
+
+
+def without_tags(text: str) -> str:
+    """``text`` with its HTML tags replaced by a space (what an entity extractor reads)."""
+    return _TAG.sub(" ", text) if "<" in text else text
 
 
 class EntityExtractor(Protocol):
@@ -91,7 +101,7 @@ class RegexEntityExtractor:
         out = []
         for text in texts:
             items: set[str] = set()
-            for sentence in re.split(r"(?<=[.!?])\s+", text):
+            for sentence in re.split(r"(?<=[.!?])\s+", without_tags(text)):
                 for pos, match in enumerate(_WORD.finditer(sentence)):
                     word = match.group(0).strip("'-")
                     lower = word.lower()
@@ -146,7 +156,7 @@ class SpacyEntityExtractor:
 
     def extract(self, texts: Sequence[str]) -> list[frozenset[str]]:
         out = []
-        for doc in self._nlp.pipe(list(texts), batch_size=64):
+        for doc in self._nlp.pipe([without_tags(t) for t in texts], batch_size=64):
             items: set[str] = set()
             in_entity: set[int] = set()
             for ent in doc.ents:

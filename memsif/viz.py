@@ -1,4 +1,10 @@
-"""Figures and tables for the inspector, built from stored records only (no engine state)."""
+"""Figures and tables for the inspector, built from stored records only (no engine state).
+
+What a transcript brought (message text, speaker names, ids, fact statements, questions) is shown as
+written: escaped in plotly's hover and tick text (``escape_html``: plotly renders a subset of HTML
+there) and in Markdown (``escape_markdown``, ``code_span``); table rows keep it as it is (Gradio
+shows a ``str`` cell as text).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import plotly.graph_objects as go
 
 from memsif.io.dates import implausible
+from memsif.markdown import code_span, escape_html, escape_markdown
 from memsif.records import (
     CandidateCluster,
     CoreFact,
@@ -69,7 +76,8 @@ def phi_timeline(decisions: Sequence[Decision], messages: Sequence[Message], tau
             text = (m.text[:140] + "…") if m and len(m.text) > 140 else (m.text if m else "")
             s = d.score
             judge = f"<br>judge P(continue) = {d.judge_prob:.3f}" if d.judge_prob is not None else ""
-            hover.append(f"<b>{d.message_id}</b> {m.speaker if m else ''}: {text}<br>"
+            hover.append(f"<b>{escape_html(d.message_id)}</b> {escape_html(m.speaker) if m else ''}: "
+                         f"{escape_html(text)}<br>"
                          f"φ = {s.phi:.3f} (s_sem {s.s_sem:.3f}, J {s.jaccard:.3f}, cos {s.cosine:.3f})"
                          f"{judge}<br>→ {d.segment_id}")
         fig.add_trace(go.Scattergl(
@@ -157,8 +165,8 @@ def trajectory_graph(segments: Sequence[TopicalSegment], trajectories: Sequence[
         text=[s.id for s in segments], textposition="top center", textfont={"size": 9},
         marker={"size": [6 + min(len(s.message_ids), 20) for s in segments],
                 "color": [order.get(s.trajectory_id or "", -1) for s in segments], "colorscale": "Turbo"},
-        hovertext=[f"{s.id} in {s.trajectory_id or '-'}: {len(s.message_ids)} messages "
-                   f"{s.message_ids[0]}..{s.message_ids[-1]}" for s in segments], hoverinfo="text",
+        hovertext=[escape_html(f"{s.id} in {s.trajectory_id or '-'}: {len(s.message_ids)} messages "
+                               f"{s.message_ids[0]}..{s.message_ids[-1]}") for s in segments], hoverinfo="text",
         showlegend=False))
     ticks = [0, *row.values()]
     names = ["single-segment", *row.keys()]
@@ -221,12 +229,13 @@ def trajectory_decisions_plot(decisions: Sequence[Decision], segments: Sequence[
             parts += [f"P(same thread) {c.link_prob:.2f}"] if c.link_prob is not None else []
             points[key][0].append(x)
             points[key][1].append(_candidate_y(c))
-            points[key][2].append(f"{d.segment_id} → {c.trajectory_id}{via}: {', '.join(parts)}<br>"
-                                  f"{TRAJECTORY_OUTCOMES[key][0]}")
+            points[key][2].append(f"{escape_html(f'{d.segment_id} → {c.trajectory_id}{via}')}: {', '.join(parts)}"
+                                  f"<br>{TRAJECTORY_OUTCOMES[key][0]}")
         if d.created:
             points["opened"][0].append(x)
             points["opened"][1].append(0.0)
-            points["opened"][2].append(f"{d.segment_id} opened {d.trajectory_id}: {d.rule or 'none joined'}")
+            opened = f"{d.segment_id} opened {d.trajectory_id}: {d.rule or 'none joined'}"
+            points["opened"][2].append(escape_html(opened))
     fig = go.Figure()
     for key, (name, symbol, colour) in TRAJECTORY_OUTCOMES.items():
         xs, ys, hover = points[key]
@@ -257,8 +266,8 @@ def cluster_scatter(clusters: Sequence[CandidateCluster], theta_src: float, thet
             name="promoted to ActiveFact" if promoted else "candidate",
             marker={"size": 11, "symbol": "star" if promoted else "circle",
                     "color": "#2a9d8f" if promoted else "#e9c46a"},
-            hovertext=[f"{c.id} {c.subject}: |R|={len(c.sources)}, |Q|={len(c.queries)}<br>"
-                       f"{(c.statements or [''])[0][:120]}" for c in rows], hoverinfo="text"))
+            hovertext=[f"{escape_html(f'{c.id} {c.subject}')}: |R|={len(c.sources)}, |Q|={len(c.queries)}<br>"
+                       f"{escape_html((c.statements or [''])[0][:120])}" for c in rows], hoverinfo="text"))
     fig.add_vline(x=theta_src, line_dash="dash", annotation_text=f"θ_s {theta_src}")
     fig.add_hline(y=theta_qry, line_dash="dash", annotation_text=f"θ_q {theta_qry}")
     fig.update_layout(xaxis={"title": "Score_src (Eq. 2)", "range": [-0.02, 1.02]},
@@ -303,7 +312,7 @@ def evidence_lens(rows: Sequence[LensRow], nce_only: bool = True, nce_ted: float
     Hybrid RAG's context holds the turn. ``rows`` as the Evaluate tab makes them."""
     chosen = [r for r in rows if not nce_only or (r.ted is not None and r.ted >= nce_ted)]
     chosen = sorted(chosen, key=lambda r: (r.ted or 0.0))  # most spread-out at the top
-    labels = [f"{k + 1}. {r.question[:60]}" for k, r in enumerate(chosen)]
+    labels = [f"{k + 1}. {escape_html(r.question[:60])}" for k, r in enumerate(chosen)]  # tick text renders HTML
     points: dict[str, tuple[list, list, list]] = {name: ([], [], []) for name in (*LENS_PATHS, "missed", "hybrid")}
     fig = go.Figure()
     for label, r in zip(labels, chosen, strict=True):
@@ -314,7 +323,8 @@ def evidence_lens(rows: Sequence[LensRow], nce_only: bool = True, nce_ted: float
         for gid, x in zip(r.gold, xs, strict=True):
             how = r.how.get(gid)
             key = "missed" if how is None else how.split()[0]
-            text = f"{gid}: {how or 'missed by MemSIF'}<br>{r.question}"
+            found = f"{gid}: {how or 'missed by MemSIF'}"
+            text = f"{escape_html(found)}<br>{escape_html(r.question)}"
             for name in (key, "hybrid") if gid in r.found.get("Hybrid RAG", []) else (key,):
                 points[name][0].append(x)
                 points[name][1].append(label)
@@ -438,8 +448,8 @@ def best_evidence(evidence: Sequence[Evidence]) -> list[Evidence]:
 def answer_markdown(answer: Answer, supporting: int = 3, clip_chars: int = 200) -> str:
     """The chat's answer message for a ``memsif.query.Answer``: the answer, which model gave it (with
     the demo-model warning), mentions not in its context, and the best supporting messages (highest
-    evidence priority first)."""
-    lines = [answer.answer or "(empty answer)"]
+    evidence priority first). The answer and what the memory holds are shown as written (escaped)."""
+    lines = ["\n".join(escape_markdown(line) for line in answer.answer.splitlines()) or "(empty answer)"]
     model = answer.model or ""
     if answer.model_at_chance:
         lines.append("\n" + DEMO_MODEL_NOTE.format(model=model))
@@ -448,15 +458,15 @@ def answer_markdown(answer: Answer, supporting: int = 3, clip_chars: int = 200) 
     if answer.backend_warning:
         lines.append("\n" + answer.backend_warning)
     if answer.unsupported_mentions:
-        lines.append(f"\n⚠️ Not in the memory it was given: **{', '.join(answer.unsupported_mentions)}**; "
-                     "check before trusting this answer.")
+        missing = escape_markdown(", ".join(answer.unsupported_mentions))
+        lines.append(f"\n⚠️ Not in the memory it was given: **{missing}**; check before trusting this answer.")
     best = best_evidence(answer.evidence_used)
     if best[:supporting]:
         lines.append("\n**Best supporting messages**")
         for e in best[:supporting]:
             text = e.statement if len(e.statement) <= clip_chars else e.statement[:clip_chars - 1] + "…"
             when = f" ({e.time.date().isoformat()})" if e.time else ""
-            lines.append(f"- `{', '.join(e.source_message_ids)}` {e.subject}{when}: {text}")
+            lines.append(f"- {_ids(e.source_message_ids)} {escape_markdown(e.subject)}{when}: {escape_markdown(text)}")
     elif answer.facts_used:
         lines.append("\n_From facts only (see the trace)._")
     return "\n".join(lines)
@@ -465,7 +475,7 @@ def answer_markdown(answer: Answer, supporting: int = 3, clip_chars: int = 200) 
 def trace_markdown(answer: Answer) -> tuple[str, str]:
     """(title, body) of a ``memsif.query.Answer``'s trace for a collapsible chat message: facts and
     evidence with their source ids, sufficiency probability, whether it traced back, tokens and
-    seconds (§3.5)."""
+    seconds (§3.5). What the memory holds, the rules' words and the errors are shown as written (escaped)."""
     p = answer.sufficiency_prob
     if p is not None:
         gate = f"{'sufficient' if answer.sufficient else 'insufficient'} (P={p:.2f})"
@@ -480,15 +490,15 @@ def trace_markdown(answer: Answer) -> tuple[str, str]:
              f"{answer.tokens_in}+{answer.tokens_out} tokens · {answer.seconds:.1f} s")
     lines = ["**Facts used**" if answer.facts_used else "_No facts used._"]
     for f in answer.facts_used:
-        lines.append(f"- `{f.id}` ({f.kind}, {f.type}) {f.subject}: {f.statement} "
-                     f"— sources {', '.join(f.source_message_ids)}"
+        lines.append(f"- {code_span(f.id)} ({f.kind}, {escape_markdown(f.type)}) {escape_markdown(f.subject)}: "
+                     f"{escape_markdown(f.statement)} — sources {escape_markdown(', '.join(f.source_message_ids))}"
                      f"{' · a fact of the speaker asked about' if f.found_by == 'subject' else ''}")
     if answer.aggregation_rule:
-        lines.append(f"\n_Question: {answer.aggregation_rule}_")
+        lines.append(f"\n_Question: {escape_markdown(answer.aggregation_rule)}_")
     if answer.gate_rule:
-        lines.append(f"\n_Sufficiency gate: {answer.gate_rule}_")
+        lines.append(f"\n_Sufficiency gate: {escape_markdown(answer.gate_rule)}_")
     if answer.relevance_rule:
-        lines.append(f"\n_Relevance: {answer.relevance_rule}_")
+        lines.append(f"\n_Relevance: {escape_markdown(answer.relevance_rule)}_")
     if answer.evidence_used:
         lines.append("\n**Nearest excerpts** (none is about the question; not given to the model)"
                      if answer.nothing_relevant else
@@ -496,16 +506,21 @@ def trace_markdown(answer: Answer) -> tuple[str, str]:
         for e in answer.evidence_used:
             where = ", ".join(x for x in (e.segment_id, e.trajectory_id) if x)
             how = evidence_how(e)
-            lines.append(f"- {e.subject}: {e.statement} — `{', '.join(e.source_message_ids)}`"
-                         f"{f' ({where})' if where else ''}{f' · {how}' if how else ''}")
+            lines.append(f"- {escape_markdown(e.subject)}: {escape_markdown(e.statement)} — "
+                         f"{_ids(e.source_message_ids)}{f' ({where})' if where else ''}{f' · {how}' if how else ''}")
     stages = ", ".join(f"{k} {v:.2f} s" for k, v in answer.seconds_by_stage.items())
     if stages:
         lines.append(f"\n_Stages: {stages}_")
     if answer.active_facts_changed:
-        lines.append(f"\nActiveFacts changed: {', '.join(answer.active_facts_changed)}")
+        lines.append(f"\nActiveFacts changed: {escape_markdown(', '.join(answer.active_facts_changed))}")
     if answer.unsupported_mentions:
         lines.append(f"\n⚠️ The answer mentions what its context does not hold: "
-                     f"{', '.join(answer.unsupported_mentions)}")
+                     f"{escape_markdown(', '.join(answer.unsupported_mentions))}")
     for err in answer.errors:
-        lines.append(f"\n⚠️ {err}")
+        lines.append(f"\n⚠️ {escape_markdown(err)}")
     return title, "\n".join(lines)
+
+
+def _ids(message_ids: Sequence[str]) -> str:
+    """Source message ids as one code span (shown as written)."""
+    return code_span(", ".join(message_ids))

@@ -466,3 +466,94 @@ def test_a_click_while_the_models_load_says_so_until_they_are_loaded(monkeypatch
     said = list(common.loading_engine(None))
     assert said[0][0] == "status" and said[0][1].startswith("⏳ Loading the models") and len(said) >= 3
     assert said[-1] == ("done", "engine")
+
+
+#: A transcript whose messages and speaker names hold HTML and Markdown (a script in a tag, emphasis,
+#: a link to a script, a style sheet): the browser check (``test_browser_markup.py``) uses it too.
+IMG = '<img src=x onerror="window.__pwned=1">'
+MARKUP_TRANSCRIPT = f"""## 8 May 2023
+Ana: I planted San Marzano tomatoes {IMG} in the garden.
+<b>Bo</b>: <b>bold</b> move! [link](javascript:window.__pwned=2) <style>body{{display:none}}</style>
+Ana: The tomatoes need staking & watering <script>window.__pwned=3</script> daily.
+Bo: Good luck with the garden, the tomatoes will love the sun.
+## 20 June 2023
+Ana: My San Marzano tomatoes are ripe now {IMG} and sweet.
+Bo: A great harvest, <b>bold</b> and red.
+"""
+
+
+def _made_markup(text: str, markdown: bool = True) -> list[str]:
+    """What HTML (and Markdown) would make of ``text``: the transcript's tags (and links)."""
+    link = r"|(?<!\\)\]\(javascript" if markdown else ""  # an unescaped "](" makes a link
+    return re.findall(r"<img|<b>Bo|<b>bold|<b>did|<script|<style" + link, text)
+
+
+def test_markup_in_a_transcript_is_shown_as_written_by_every_endpoint(app_url, tmp_path):
+    """Every view's Markdown (the build summary, the chat's question, answer and trace, a message in
+    context) and every figure's hover text hold the escaped form of what the transcript brought; the
+    tables hold it as written (a str cell is shown as text)."""
+    import json
+
+    path = tmp_path / "<b>garden_[x].txt"
+    path.write_text(MARKUP_TRANSCRIPT)
+    client = gradio_client.Client(app_url, verbose=False)
+    summary, timeline, _ = client.predict(gradio_client.handle_file(str(path)), None, api_name="/build")
+    assert "6 messages" in summary and not _made_markup(summary), summary
+    hover = json.dumps([t.get("hovertext") for t in json.loads(timeline["plot"])["data"]])
+    assert "&lt;img src=x onerror=" in hover and "&lt;b&gt;Bo&lt;/b&gt;" in hover and not _made_markup(hover, False)
+
+    history, _, _, clusters_plot, _, _ = client.predict("Which tomatoes <b>did</b> Ana plant?", [], False,
+                                                        api_name="/ask")
+    question, answer, folded = (_text(m) for m in history)
+    assert question == "Which tomatoes &lt;b&gt;did&lt;/b&gt; Ana plant?"
+    for markdown in (answer, folded):
+        assert not _made_markup(markdown), markdown
+    assert "&lt;img src=x onerror=" in folded or "&lt;b&gt;bold&lt;/b&gt;" in folded, folded
+    hover = json.dumps([t.get("hovertext") for t in json.loads(clusters_plot["plot"])["data"]])
+    assert not _made_markup(hover, False), hover
+    for message_id, shown in (("D1:1", "&lt;img src=x onerror="), ("D1:2", "&lt;b&gt;Bo&lt;/b&gt;"),
+                              ("D1:2", "\\[link\\](javascript:window"), ("D1:3", "&lt;script&gt;")):
+        context, _ = client.predict(message_id, api_name="/message")
+        assert shown in context and not _made_markup(context), context
+    unknown, _ = client.predict("<b>D9:9</b>", api_name="/message")
+    assert unknown == "Message `<b>D9:9</b>` is not in this session's memory."  # a code span shows it as written
+
+    graph, why, picker = client.predict(api_name="/trajectories")
+    for figure in (graph, why):
+        assert not _made_markup(json.dumps([t.get("hovertext") for t in json.loads(figure["plot"])["data"]]), False)
+    rows = [r for _, tid in picker["choices"] for r in client.predict(tid, api_name="/trajectory")["data"]]
+    assert {r[5] for r in rows} == {"Ana", "<b>Bo</b>", "Bo"}, "a table does not show the speaker as written"
+    assert f"I planted San Marzano tomatoes {IMG} in the garden." in [r[6] for r in rows]
+
+
+def test_every_table_shows_its_cells_as_text(monkeypatch):
+    """Gradio renders a Dataframe cell as Markdown or HTML only for those datatypes: every table of the
+    page keeps "str", so the rows it is given (messages, facts, clusters, questions) are shown as written."""
+    import gradio as gr
+
+    from memsif.inspector import common, demo
+
+    monkeypatch.setattr(common, "_served", MemSIF(MemSIFConfig(data_dir="unused")))  # Settings reads its config
+    with gr.Blocks() as page:
+        demo._layout(common.served_config(), False)
+    tables = [b for b in page.blocks.values() if isinstance(b, gr.Dataframe)]
+    assert len(tables) >= 8 and all(t.datatype == "str" for t in tables), [t.datatype for t in tables]
+
+
+def test_an_error_shown_in_the_page_is_escaped_and_an_agent_gets_it_as_it_is():
+    """Gradio's error pop-up renders HTML: the page's handlers escape the error's text (it may quote a
+    transcript or a model's output); the agent tools hand it over unchanged."""
+    import gradio as gr
+
+    from memsif.errors import LLMOutputError
+    from memsif.inspector.common import guard, tool_guard
+
+    def failing():
+        raise LLMOutputError(f"the model wrote {IMG}; try again")
+
+    with pytest.raises(gr.Error) as shown:
+        guard(failing)()
+    assert shown.value.message == "the model wrote &lt;img src=x onerror=\"window.__pwned=1\"&gt;; try again"
+    with pytest.raises(gr.Error) as handed:
+        tool_guard(failing)()
+    assert handed.value.message == f"the model wrote {IMG}; try again"

@@ -134,3 +134,25 @@ def test_a_photo_caption_gives_no_key_entities_and_is_a_sentence_of_its_own(engi
     [segment] = engine.segments("t")
     assert segment.entities == ["optimism"], segment.entities
     assert [s.text for s, _ in engine.store.sentences("t")] == split_sentences(text)
+
+
+@pytest.mark.parametrize("extractor", ["regex", "spacy"])
+def test_html_tags_in_a_message_give_no_key_entities(extractor):
+    """A tag's name and attributes (``<img src=x onerror=…>``, ``<style>``) are markup, not what the
+    message is about: they are no key entities; the text between tags still gives its own."""
+    from memsif.entities import RegexEntityExtractor, SpacyEntityExtractor
+
+    if extractor == "spacy":
+        try:
+            entities = SpacyEntityExtractor()
+        except (ImportError, OSError) as exc:
+            pytest.skip(f"spaCy's pipeline is not installed: {exc}")
+    else:
+        entities = RegexEntityExtractor()
+    texts = ['I planted San Marzano tomatoes <img src=x onerror="alert(1)"> in the garden.',
+             "<b>bold</b> move! <style>body{display:none}</style> <script src=evil.js></script>",
+             "The garden at 5 < 7 o'clock and the tomatoes > 3 kilos."]
+    found = entities.extract(texts)
+    markup = {"img", "src", "onerror", "alert", "style", "script", "evil"}
+    assert not markup & set().union(*found), found
+    assert {"garden"} <= found[0] and ({"tomatoes", "tomato"} & found[0]) and "garden" in found[2], found

@@ -114,3 +114,82 @@ def test_an_older_trajectory_log_is_not_drawn_against_todays_threshold():
                                  candidates=[old.model_copy(update={"link_prob": 0.1})])]
     fig = trajectory_decisions_plot(linked, segments, {"D1:1": 0, "D1:2": 1}, 0.25)
     assert fig.layout.shapes[0].y0 == 0.25 and fig.layout.yaxis.title.text == "P(same thread)"
+
+
+#: Markup a transcript may bring: a tag with a script, emphasis, a link to a script, a style sheet.
+IMG = '<img src=x onerror="window.__pwned=1">'
+MARKUP = [f"I planted tomatoes {IMG} today.", "<b>bold</b> [link](javascript:alert(1)) <style>body{}</style>"]
+
+
+def _rendered_tags(text: str) -> list[str]:
+    """Tags in ``text`` other than the few a figure or a message writes itself."""
+    import re
+
+    return [t for t in re.findall(r"</?[a-z]+[^>]*>", text) if t not in ("<br>", "<b>", "</b>")]
+
+
+def test_what_a_transcript_brings_is_escaped_in_every_figure_and_markdown_view(engine_factory):
+    """Hover and tick text (plotly renders a subset of HTML there) and the chat's Markdown hold the
+    escaped form of message text, speaker names, fact statements and questions: the literal text is
+    shown, no tag, link or emphasis is made. Table rows keep it as written (Gradio shows a str cell as
+    text)."""
+    from memsif.query import Answer
+    from memsif.records import CandidateCluster, Evidence, RetrievedFact
+    from memsif.viz import (
+        LensRow,
+        answer_markdown,
+        cluster_scatter,
+        evidence_lens,
+        message_rows,
+        trace_markdown,
+        trajectory_detail_rows,
+        trajectory_graph,
+    )
+
+    engine = engine_factory(llm=FakeLLM({"segment_judge": 0.2, "trajectory_judge": 0.9}))
+    messages = make_messages(["Tomatoes first.", *MARKUP], speaker="<b>Bo</b>")  # the first has no φ
+    engine.ingest(messages)
+    stored, segments = engine.messages("t"), engine.segments("t")
+    hover = " ".join(h for trace in phi_timeline(engine.decisions("t", "segment"), stored, 0.3, 0.6).data
+                     for h in trace.hovertext)
+    assert "&lt;img src=x onerror=" in hover and "&lt;b&gt;Bo&lt;/b&gt;" in hover and "&lt;style&gt;" in hover
+    assert not _rendered_tags(hover) and "<b>Bo" not in hover and "<b>bold" not in hover, hover
+
+    odd = [s.model_copy(update={"message_ids": ["<i>D1:1</i>"]}) for s in segments[:1]]
+    graph = trajectory_graph(odd, engine.trajectories("t"))
+    assert "&lt;i&gt;D1:1&lt;/i&gt;" in graph.data[1].hovertext[0] and "<i>" not in graph.data[1].hovertext[0]
+
+    cluster = CandidateCluster(id="C1", subject="<b>Bo</b>: tomatoes", score_src=0.5, score_qry=0.5, sources=["a"],
+                               queries=["q"], statements=[MARKUP[0]])
+    [scatter] = [t for t in cluster_scatter([cluster], 0.45, 0.45).data if len(t.x)]
+    assert "&lt;b&gt;Bo&lt;/b&gt;" in scatter.hovertext[0] and "&lt;img" in scatter.hovertext[0]
+    assert not _rendered_tags(scatter.hovertext[0]) and "<b>Bo" not in scatter.hovertext[0]
+
+    row = LensRow(question=f"Did Bo say <b>bold</b> {IMG}?", category="multi-hop", ted=0.5, gold=["D1:1", "D1:2"],
+                  gold_index=[0, 1], found={"Hybrid RAG": ["D1:1"]}, how={"D1:1": "search (S1)"}, recall={})
+    lens = evidence_lens([row])
+    ticks = lens.layout.yaxis.categoryarray
+    texts = " ".join(t for trace in lens.data if trace.text for t in trace.text)
+    for shown in (*ticks, texts):
+        assert "&lt;b&gt;bold&lt;/b&gt;" in shown and not _rendered_tags(shown) and "<b>bold" not in shown, shown
+
+    evidence = Evidence(statement=MARKUP[1], subject="<b>Bo</b>", source_message_ids=["D1:2"], found_by=["dense"],
+                        scores={"dense": 0.5, "priority": 1.0})
+    fact = RetrievedFact(kind="core", id="F1", subject="<b>Bo</b>", type="Event", statement=MARKUP[0],
+                         source_message_ids=["D1:1"], score=0.5)
+    answer = Answer(question="q", answer=f"Tomatoes <b>bold</b> {IMG}\n- [link](javascript:alert(1))",
+                    sufficient=False, sufficiency_prob=None, traced_back=True, facts_used=[fact],
+                    evidence_used=[evidence], unsupported_mentions=["<b>Ann</b>"],
+                    errors=["LLMOutputError: the model wrote <script>x</script>"])
+    _, body = trace_markdown(answer)
+    for markdown in (answer_markdown(answer), body):
+        assert "&lt;img src=x onerror=" in markdown and "&lt;b&gt;Bo&lt;/b&gt;" in markdown, markdown
+        assert not _rendered_tags(markdown) and "<b>" not in markdown, markdown
+        assert "\\[link\\](javascript:alert(1))" in markdown and "[link](" not in markdown.replace("\\[link\\](", "")
+    assert "&lt;script&gt;" in body and "&lt;b&gt;Ann&lt;/b&gt;" in body
+    assert answer_markdown(answer).splitlines()[1] == "\\- \\[link\\](javascript:alert(1))"  # no list, no link
+
+    assert message_rows(["D1:2"], stored)[0][3:] == ["<b>Bo</b>", MARKUP[0]]  # a table's str cells show it as is
+    shown = [r[-1] for t in engine.trajectories("t")
+             for r in trajectory_detail_rows(t.id, segments, engine.trajectories("t"), stored)]
+    assert MARKUP[0] in shown and MARKUP[1] in shown

@@ -35,6 +35,7 @@ from memsif.io import as_memories, load_transcripts
 from memsif.io.transcripts import HISTORY_FORMATS
 from memsif.llm import runtime_of
 from memsif.locks import job
+from memsif.markdown import code_span, escape_markdown
 from memsif.records import BoundaryRule, SegmentDecision, TrajectoryDecision
 from memsif.timeparse import day_text
 from memsif.transfer import NamespaceExport, read_export
@@ -76,12 +77,13 @@ class UploadRefused(Exception):
 def load_upload(path: str, sample: str | None = None) -> list:
     """The transcripts of an uploaded file, or :class:`UploadRefused` with one message that names the
     file as the user knows it (not Gradio's temporary folder), says what it looks like and what is
-    accepted."""
+    accepted (the file's name and what the file said shown as written)."""
     try:
         return load_transcripts(path, sample=sample or None)
     except MemSIFError as exc:
         said = str(exc).replace(str(Path(path).parent) + "/", "").replace(f"file {Path(path).name}: ", "", 1)
-        raise UploadRefused(f"⚠️ **{Path(path).name}** was not loaded: {said}\n\n{ACCEPTED} Nothing was changed: "
+        raise UploadRefused(f"⚠️ **{escape_markdown(Path(path).name)}** was not loaded: {escape_markdown(said)}\n\n"
+                            f"{ACCEPTED} Nothing was changed: "
                             "this session's memory and views are as they were.") from exc
 
 
@@ -160,7 +162,7 @@ def _kept(namespace: str, previous: BuiltSource | None, settings: SessionSetting
     if eng is None or not previous:
         return ""
     return (f" It holds {len(eng.messages(namespace))} messages in {len(eng.segments(namespace))} Topical "
-            f"Segments, from `{previous.name}`.")
+            f"Segments, from {code_span(previous.name)}.")
 
 
 def _contents(transcripts: list) -> str:
@@ -169,7 +171,8 @@ def _contents(transcripts: list) -> str:
     for t in transcripts:
         sessions = t.extra.get("sessions")
         parts.append(f"{len(sessions)} conversation{'s' if len(sessions) != 1 else ''}: "
-                     + ", ".join(s["title"] for s in sessions) if sessions else t.sample_id)
+                     + escape_markdown(", ".join(s["title"] for s in sessions)) if sessions
+                     else escape_markdown(t.sample_id))
     return "; ".join(parts)
 
 
@@ -267,7 +270,7 @@ def load_prebuilt(eng, namespace: str, data: NamespaceExport, previous: BuiltSou
     if eng.has_memory(namespace):
         delete_memory(eng, namespace, "the memory was replaced by the prebuilt example")
         source.replaced = True
-        replaced = f" (It replaced the memory of `{previous.name}`.)" if previous else ""
+        replaced = f" (It replaced the memory of {code_span(previous.name)}.)" if previous else ""
     start = time.perf_counter()
     eng.import_namespace(data, namespace)
     return prebuilt_summary(data, time.perf_counter() - start) + replaced
@@ -277,9 +280,9 @@ def stopped_summary(eng, namespace: str, exc: MemSIFError) -> str:
     """The build summary of a build that stopped (cancelled or failed): why, and what the memory
     holds now (the views below show exactly that)."""
     if isinstance(exc, JobCancelled):
-        head = f"⏹️ The build stopped: {exc}."
+        head = f"⏹️ The build stopped: {exc}."  # a reason this page wrote (names in code spans)
     else:
-        head = f"⚠️ The build failed: {exc}"
+        head = f"⚠️ The build failed: {escape_markdown(str(exc))}"
     if not eng.has_memory(namespace):
         return head + " This session holds no memory now."
     return (head + f" This session's memory holds what was built before it stopped: {len(eng.messages(namespace))} "
@@ -343,9 +346,9 @@ def _build_live(eng, namespace: str, transcripts: list, source: BuiltSource, pre
     replaced = ""
     if previous and (previous.name, previous.samples, previous.prebuilt) != (source.name, source.samples, False) \
             and eng.has_memory(namespace):
-        delete_memory(eng, namespace, f"the memory was replaced by a build of `{source.name}`")
+        delete_memory(eng, namespace, f"the memory was replaced by a build of {code_span(source.name)}")
         source.replaced = True
-        replaced = f" (replaced the memory of `{previous.name}`)"
+        replaced = f" (replaced the memory of {code_span(previous.name)})"
     total = sum(len(t.messages) for t in transcripts)
 
     def work(report):
@@ -385,7 +388,7 @@ def built_summary(eng, namespace: str, transcripts: list, reports: list, source:
     force and the first warnings of the files and the ingest."""
     report = reports[-1]
     summary = (f"**{report.total_messages} messages** → **{report.segments} Topical Segments**, "
-               f"**{report.trajectories} Event Trajectories** from `{source.name}` "
+               f"**{report.trajectories} Event Trajectories** from {code_span(source.name)} "
                f"({_contents(transcripts)}){replaced}. Segment judge on "
                f"{sum(r.judge_calls_segment for r in reports)} of {sum(r.messages for r in reports)} new messages; "
                f"trajectory judge {sum(r.judge_calls_trajectory for r in reports)} calls; "
@@ -397,7 +400,7 @@ def built_summary(eng, namespace: str, transcripts: list, reports: list, source:
         summary += f"\n\n{in_force}"
     warnings = [w for t in transcripts for w in t.warnings] + [w for r in reports for w in r.warnings]
     if warnings:
-        summary += "\n\n" + "\n".join(f"⚠️ {w}" for w in warnings[:5]) + (
+        summary += "\n\n" + "\n".join(f"⚠️ {escape_markdown(w)}" for w in warnings[:5]) + (
             f"\n\n…and {len(warnings) - 5} more." if len(warnings) > 5 else "")
     return summary
 
@@ -462,6 +465,7 @@ def layout() -> SimpleNamespace:
     with gr.Accordion("What the timeline shows", open=False):
         gr.Markdown(NOTATION_TIMELINE)
     ui.table = gr.Dataframe(headers=SEGMENT_COLUMNS, label="Topical Segments", wrap=True, max_height=400,
+                            elem_id="segments",
                             column_widths=["8%", "9%", "9%", "7%", "7%", "12%", "18%", "30%"])
     with gr.Accordion("Delete this session's memory", open=False):
         gr.Markdown("Deletes every message, segment, trajectory, fact, cluster and log of this session. "

@@ -26,6 +26,7 @@ from memsif.inspector.common import (
     settings_in_force,
 )
 from memsif.inspector.corefacts import build_facts
+from memsif.markdown import code_span, escape_html, escape_markdown
 from memsif.query import Answer
 from memsif.records import Message
 from memsif.timeparse import day_text
@@ -61,12 +62,12 @@ def chat(question: str, history: list | None, write: bool, namespace: str | None
         return
     namespace = namespace or new_session()
     eng = engine_for(settings)
-    history = [*(history or []), {"role": "user", "content": question}]
+    history = [*(history or []), {"role": "user", "content": escape_markdown(question)}]  # shown as typed
     result: Answer | None = None
     if eng.has_memory(namespace):
         for partial, result in _streamed_answer(eng, question, namespace):
             if result is None:
-                yield (namespace, [*history, {"role": "assistant", "content": partial + " ▌"}], "",
+                yield (namespace, [*history, {"role": "assistant", "content": escape_markdown(partial) + " ▌"}], "",
                        gr.skip(), gr.skip(), gr.skip(), gr.skip())
         title, body = trace_markdown(result)
         if in_force := settings_in_force(settings):
@@ -127,7 +128,8 @@ def facts_after_chat(write: bool, namespace: str | None, settings: SessionSettin
 def message_context(message_id: str | None, namespace: str | None, settings: SessionSettings | None = None):
     """One message in context: its Topical Segment (up to four messages on each side, the message in
     bold), the segment's Event Trajectory and its other segments, and the φ timeline with the message
-    marked. Returns (markdown, timeline figure); ("", None) without a message or memory."""
+    marked; what the messages say, who said it and their ids are shown as written. Returns (markdown,
+    timeline figure); ("", None) without a message or memory."""
     eng = session_engine(namespace, settings)
     if not message_id or eng is None:
         return "", None
@@ -135,22 +137,23 @@ def message_context(message_id: str | None, namespace: str | None, settings: Ses
     by_id = {m.id: m for m in messages}
     target = by_id.get(message_id)
     if target is None:
-        return f"Message `{message_id}` is not in this session's memory.", None
+        return f"Message {code_span(message_id)} is not in this session's memory.", None
     segments = eng.segments(namespace)
     segment = next((s for s in segments if message_id in s.message_ids), None)
-    lines = [f"**`{message_id}`** — {target.speaker}, {day_text(target.time)}, message {target.index + 1} of "
-             f"{len(messages)}"]
+    lines = [f"**{code_span(message_id)}** — {escape_markdown(target.speaker)}, {day_text(target.time)}, message "
+             f"{target.index + 1} of {len(messages)}"]
     if segment is not None:
         k = segment.message_ids.index(message_id)
         window = segment.message_ids[max(0, k - CONTEXT_MESSAGES):k + CONTEXT_MESSAGES + 1]
         size = len(segment.message_ids)
+        entities = escape_markdown(", ".join(sorted(segment.entities)[:8])) or "–"
         lines.append(f"\nTopical Segment **{segment.id}** ({size} message{'s' if size != 1 else ''}, key entities: "
-                     f"{', '.join(sorted(segment.entities)[:8]) or '–'}):\n")
+                     f"{entities}):\n")
         if window[0] != segment.message_ids[0]:
             lines.append("- …")
         for mid in window:
             m = by_id[mid]
-            text = f"`{mid}` {m.speaker}: {m.text}"
+            text = f"{code_span(mid)} {escape_markdown(m.speaker)}: {escape_markdown(m.text)}"
             lines.append(f"- **→ {text}**" if mid == message_id else f"- {text}")
         if window[-1] != segment.message_ids[-1]:
             lines.append("- …")
@@ -160,7 +163,7 @@ def message_context(message_id: str | None, namespace: str | None, settings: Ses
             lines.append(f"\nEvent Trajectory **{segment.trajectory_id}**; its other segments: {spans}"
                          f"{' …' if len(others) > 12 else ''}")
     fig = phi_timeline(eng.decisions(namespace, "segment"), messages, eng.config.tau_split, eng.config.tau_merge)
-    fig.add_vline(x=target.index, line_color="#d62728", line_width=2, annotation_text=message_id,
+    fig.add_vline(x=target.index, line_color="#d62728", line_width=2, annotation_text=escape_html(message_id),
                   annotation_position="top")
     return "\n".join(lines), fig
 

@@ -23,6 +23,7 @@ from memsif.ingest import ProgressFn
 from memsif.llm import runtime_of
 from memsif.llm.packaged import PACKAGED_MODELS
 from memsif.locks import cancel, queue_position, sharing
+from memsif.markdown import code_span, escape_html
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,8 @@ class SessionSettings:
         if self.model:
             backend, _, model = self.model.partition(":")
             if backend not in LLM_BACKENDS or not model:
-                raise gr.Error(f"Model choice {self.model!r} is not 'backend:model' with backend in {LLM_BACKENDS}.")
+                raise gr.Error(escape_html(f"Model choice {self.model!r} is not 'backend:model' with backend in "
+                                           f"{LLM_BACKENDS}."))
             if backend != base.llm_backend or model != base.llm_model:
                 changes.update(llm_backend=backend, llm_model=model, llm_gguf_file="")
         return base.replace(**changes)
@@ -160,7 +162,8 @@ def settings_in_force(settings: SessionSettings | None) -> str:
         if abs(float(value) - float(getattr(base, name))) > 1e-9:
             changed.append(f"{label} {value:g} (default {getattr(base, name):g})")
     if settings.model and settings.model != f"{base.llm_backend}:{base.llm_model}":
-        changed.append(f"model `{settings.model}` (default `{base.llm_backend}:{base.llm_model}`)")
+        default = f"{base.llm_backend}:{base.llm_model}"
+        changed.append(f"model {code_span(settings.model)} (default {code_span(default)})")
     return ("⚙️ Settings in force that differ from the defaults: " + ", ".join(changed) +
             " (Settings tab; “Reset to defaults” restores them).") if changed else ""
 
@@ -190,7 +193,7 @@ def loading_engine(settings: SessionSettings | None) -> Iterator[tuple[str, Any]
     try:
         yield from in_background(lambda _report: engine_for(settings), lambda *_a, **_k: None, describe)
     except MemSIFError as exc:
-        raise refusal(f"The models could not be loaded: {exc}") from exc
+        raise refusal(f"The models could not be loaded: {escape_html(str(exc))}") from exc
 
 
 def engine_for(settings: SessionSettings | None) -> MemSIF:
@@ -203,7 +206,7 @@ def engine_for(settings: SessionSettings | None) -> MemSIF:
             try:
                 _derived[settings] = base.with_config(settings.over(base.config))
             except MemSIFError as exc:
-                raise gr.Error(str(exc)) from exc
+                raise gr.Error(escape_html(str(exc))) from exc
         return _derived[settings]
 
 
@@ -250,16 +253,27 @@ def refusal(message: str) -> gr.Error:
 
 
 def guard(fn):
-    """Engine errors become a visible Gradio error that says what to do. The wrapper keeps ``fn``'s
-    name, docstring, signature and type hints (Gradio reads gr.Progress defaults and API/MCP
-    descriptions from them)."""
+    """Engine errors become a visible Gradio error that says what to do, its text shown as written
+    (Gradio's pop-up renders HTML, and an error may quote a transcript or a model's output). The
+    wrapper keeps ``fn``'s name, docstring, signature and type hints (Gradio reads gr.Progress
+    defaults and API/MCP descriptions from them)."""
+    return _guarded(fn, escape_html)
+
+
+def tool_guard(fn):
+    """``guard`` for the agent tools: the error's text is handed to the agent unchanged (it is read as
+    text, not rendered)."""
+    return _guarded(fn, str)
+
+
+def _guarded(fn, said: Callable[[str], str]):
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def wrapped(*args, **kwargs):  # for generator handlers (streaming)
             try:
                 return (yield from fn(*args, **kwargs))
             except MemSIFError as exc:
-                raise refusal(str(exc)) from exc
+                raise refusal(said(str(exc))) from exc
         return wrapped
 
     @functools.wraps(fn)
@@ -267,7 +281,7 @@ def guard(fn):
         try:
             return fn(*args, **kwargs)
         except MemSIFError as exc:
-            raise refusal(str(exc)) from exc
+            raise refusal(said(str(exc))) from exc
     return plain
 
 

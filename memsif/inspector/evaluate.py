@@ -35,6 +35,7 @@ from memsif.inspector.common import (
     session_engine,
 )
 from memsif.locks import check_cancelled, job
+from memsif.markdown import code_span, escape_markdown
 from memsif.query import Answer
 from memsif.viz import LensRow, evidence_lens
 
@@ -102,7 +103,7 @@ def evaluate(namespace: str | None, source: BuiltSource | None, settings: Sessio
         return
     samples = _samples(source)
     if not samples:
-        yield (f"`{source.name}` carries no questions with gold evidence turns (LoCoMo and LongMemEval files "
+        yield (f"{code_span(source.name)} carries no questions with gold evidence turns (LoCoMo and LongMemEval files "
                "do): nothing to evaluate."), None, [], []
         return
     target = eval_namespace(namespace)
@@ -202,7 +203,8 @@ def summary_markdown(rows: list[LensRow], budget: int, eng: MemSIF, namespace: s
                      "query demand):")
         for a in promoted[:ACTIVE_FACTS_LISTED]:
             tag = "recovered by query demand" if a.id in recovered else "its sources are CoreFact sources too"
-            lines.append(f"- `{a.id}` {a.statement} — sources {', '.join(a.source_message_ids)} ({tag})")
+            lines.append(f"- {code_span(a.id)} {escape_markdown(a.statement)} — sources "
+                         f"{escape_markdown(', '.join(a.source_message_ids))} ({tag})")
         if len(promoted) > ACTIVE_FACTS_LISTED:
             lines.append(f"- …and {len(promoted) - ACTIVE_FACTS_LISTED} more (ActiveFacts tab)")
     else:

@@ -19,6 +19,7 @@ from memsif.inspector.common import (
     model_choices,
     served_config,
 )
+from memsif.markdown import code_span, escape_html
 
 
 def apply_settings(alpha: float, tau_split: float, tau_merge: float, top_k: float, theta_src: float,
@@ -29,9 +30,9 @@ def apply_settings(alpha: float, tau_split: float, tau_merge: float, top_k: floa
     try:
         settings.over(served_config())
     except MemSIFError as exc:
-        raise gr.Error(str(exc)) from exc
+        raise gr.Error(escape_html(str(exc))) from exc
     return settings, (f"Settings applied: α={alpha}, τ_split={tau_split}, τ_merge={tau_merge}, Top-K={int(top_k)}, "
-                      f"θ_s={theta_src}, θ_q={theta_qry}, model `{model}`. Rebuilding…")
+                      f"θ_s={theta_src}, θ_q={theta_qry}, model {code_span(model or '')}. Rebuilding…")
 
 
 def reset_settings():

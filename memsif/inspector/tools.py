@@ -18,7 +18,7 @@ from typing import Any
 
 import gradio as gr
 
-from memsif.inspector.common import engine, guard, refusal
+from memsif.inspector.common import engine, refusal, tool_guard
 from memsif.io import as_memories, load_transcripts
 from memsif.records import Evidence
 
@@ -49,7 +49,7 @@ def _namespace(namespace: str) -> str:
     return name
 
 
-@guard
+@tool_guard
 def memory_ingest(namespace: str, transcript: str, format: str = "auto", sample: str = "",
                   core_facts: bool = False, replace: bool = False) -> str:
     """Add a conversation to a named memory and build its Structured Interaction Memory (Topical
@@ -96,7 +96,7 @@ def memory_ingest(namespace: str, transcript: str, format: str = "auto", sample:
             "seconds": round(sum(r.seconds for r in reports), 2)})
 
 
-@guard
+@tool_guard
 def memory_ask(namespace: str, question: str, question_date: str = "") -> str:
     """Answer a question from a named memory, with the evidence it rests on.
 
@@ -129,7 +129,7 @@ def memory_ask(namespace: str, question: str, question_date: str = "") -> str:
             "seconds": round(a.seconds, 2)})
 
 
-@guard
+@tool_guard
 def memory_facts(namespace: str, subject: str = "") -> str:
     """The current CoreFacts (schema-guided, consolidated, verified against their sources) and promoted
     ActiveFacts (query-driven) of a named memory, each with the message ids it comes from.

@@ -78,7 +78,7 @@ def layout() -> SimpleNamespace:
     ui.lanes = gr.Plot(label="Why each segment joined its trajectory: P(same thread) of its Top-K candidates",
                        elem_id="traj-decisions")
     ui.pick = gr.Dropdown(label="Trajectory (largest first: what it is about, its size and dates)", choices=[],
-                          allow_custom_value=True)
+                          allow_custom_value=True, elem_id="trajectory-pick")
     ui.table = gr.Dataframe(headers=TRAJECTORY_DETAIL_COLUMNS, label="Its segments and messages", wrap=True,
                             max_height=400)
     return ui
