@@ -27,7 +27,7 @@ from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.inspector.build import EXAMPLE, EXAMPLE_MEMORY, EXAMPLE_QUESTIONS
 from memsif.io import as_memories, load_transcripts
-from memsif.transfer import read_export, write_export
+from memsif.transfer import content_fingerprint, read_export, same_content, write_export
 
 
 def main() -> None:
@@ -49,8 +49,9 @@ def main() -> None:
         previous = read_export(args.resume)
         eng.import_namespace(previous, ns)
         provenance = previous.provenance
-        if provenance.get("model") != eng.llm.name:
-            raise SystemExit(f"{args.resume} was built with {provenance.get('model')}, this engine runs {eng.llm.name}")
+        if not same_content(provenance, eng.config):
+            raise SystemExit(f"{args.resume} was built with {provenance.get('model')} and other settings than this "
+                             f"engine's ({eng.llm.name}); build it again without --resume")
     else:
         t0 = time.perf_counter()
         report = eng.ingest_transcript(transcript, ns, core_facts=False)
@@ -59,6 +60,7 @@ def main() -> None:
         facts = eng.build_core_facts(ns)
         provenance = {
             "model": eng.llm.name, "llm_model": eng.config.llm_model, "embedder": eng.embedder.name,
+            "content": content_fingerprint(eng.config),
             "memsif": memsif.__version__, "built": datetime.now(UTC).strftime("%Y-%m-%d"),
             "machine": f"{os.cpu_count()} CPU cores ({platform.machine()})", "model_load_seconds": round(load_s, 1),
             "structure_seconds": round(structure_s), "core_facts_seconds": round(time.perf_counter() - t0),

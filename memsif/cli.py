@@ -27,11 +27,19 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _engine(args: argparse.Namespace, **overrides: Any):
+def _engine(args: argparse.Namespace, reader: bool = False, **overrides: Any):
+    """The engine a command runs on. A ``reader`` (show, ask, facts, export, namespaces, calibrate)
+    whose memory folder another MemSIF process holds (the app, an ingest) reads a snapshot of it,
+    read-only, and says so on stderr; a writer is refused with what to do."""
     from memsif.engine import MemSIF
+    from memsif.store import MemoryStore
 
     config = MemSIFConfig.from_env(data_dir=getattr(args, "data_dir", None), **overrides)
-    return MemSIF(config)
+    if not reader or config.qdrant_url:
+        return MemSIF(config)
+    store = MemoryStore.for_config(config, when_busy="snapshot")
+    print(f"reading {store.opened_from or f'the memory folder {store.location}'}", file=sys.stderr)
+    return MemSIF(config, store=store)
 
 
 def _progress_bar(desc: str):
@@ -156,7 +164,7 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 def cmd_ask(args: argparse.Namespace) -> int:
     from memsif.viz import evidence_how
 
-    engine = _engine(args)
+    engine = _engine(args, reader=True)
     result = engine.ask(args.question, namespace=args.namespace, question_date=args.date)
     out = result.to_dict()
     if args.json:
@@ -192,7 +200,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_facts(args: argparse.Namespace) -> int:
-    engine = _engine(args)
+    engine = _engine(args, reader=True)
     facts = engine.facts(args.namespace, history=args.history)
     if args.json:
         print(json.dumps({"namespace": args.namespace,
@@ -216,7 +224,7 @@ def cmd_facts(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from memsif.transfer import write_export
 
-    engine = _engine(args)
+    engine = _engine(args, reader=True)
     data = engine.export_namespace(args.namespace, decimals=args.decimals)
     path = write_export(data, args.out)
     print(f"{args.namespace}: {len(data.messages)} messages, {len(data.segments)} Topical Segments, "
@@ -241,7 +249,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    engine = _engine(args)
+    engine = _engine(args, reader=True)
     ns = args.namespace
     segments = engine.segments(ns)
     trajectories = engine.trajectories(ns)
@@ -303,9 +311,26 @@ def phi_distribution(decisions: list[SegmentDecision], config: MemSIFConfig, emb
     return result
 
 
+def cmd_namespaces(args: argparse.Namespace) -> int:
+    """Every namespace in the memory folder (or server) with its messages, Topical Segments, Event
+    Trajectories and current CoreFacts."""
+    engine = _engine(args, reader=True)
+    rows = [{"namespace": ns, "messages": len(engine.messages(ns)), "segments": len(engine.segments(ns)),
+             "trajectories": len(engine.trajectories(ns)), "core_facts": len(engine.facts(ns))}
+            for ns in engine.namespaces()]
+    if args.json:
+        print(json.dumps({"location": engine.store.location, "namespaces": rows}))
+        return 0
+    print(f"{len(rows)} namespace{'s' * (len(rows) != 1)} in {engine.store.location}")
+    for r in rows:
+        print(f"  {r['namespace']}: {r['messages']} messages, {r['segments']} Topical Segments, "
+              f"{r['trajectories']} Event Trajectories, {r['core_facts']} CoreFacts")
+    return 0
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Distribution of φ over the boundary decisions already stored in a namespace."""
-    engine = _engine(args)
+    engine = _engine(args, reader=True)
     decisions = [d for ns in args.namespace for d in engine.decisions(ns, "segment")]
     result = phi_distribution(decisions, engine.config, engine.embedder.name)
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
@@ -374,7 +399,13 @@ def _building_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def _reading_parsers(sub: argparse._SubParsersAction) -> None:
-    """show, ask, facts and calibrate: the commands that read a namespace's memory."""
+    """namespaces, show, ask, facts and calibrate: the commands that read memory (they read a snapshot
+    while another MemSIF process holds the folder)."""
+    p = sub.add_parser("namespaces", help="list the namespaces in memory with their sizes")
+    p.add_argument("--data-dir")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_namespaces)
+
     p = sub.add_parser("show", help="print a namespace's segments and trajectories")
     p.add_argument("--namespace", required=True)
     p.add_argument("--data-dir")

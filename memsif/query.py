@@ -365,8 +365,9 @@ class QueryPipeline:
         keeps its clusters as they are (said in ``errors``)."""
         cfg = self.config
         if self.store.read_only:
-            result.errors.append(f"the memory folder {self.store.location} is read-only: this question's evidence "
-                                 "was not added to the ActiveFact clusters")
+            result.errors.append(f"the memory at {self.store.location} is open read-only (a read-only folder, or a "
+                                 "snapshot while another process holds it): this question's evidence was not added "
+                                 "to the ActiveFact clusters")
             return
         speakers = self.store.speakers(namespace)
         evidence = [e.model_copy(update={"statement": said}) for e in evidence

@@ -21,10 +21,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memsif import lexical
+from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.errors import EmbedderError, ExportWarning, MemSIFError
 from memsif.files import write_file
 from memsif.lexical import SparseVector
+from memsif.llm.packaged import PACKAGED_MODELS
 from memsif.records import (
     ActiveFact,
     CandidateCluster,
@@ -45,6 +47,15 @@ EXPORT_FORMAT = f"memsif-namespace/{EXPORT_VERSION}"
 _FORMAT = re.compile(r"memsif-namespace/(\d+)")
 
 R = TypeVar("R", bound=BaseModel)
+
+#: The settings that decide what a build stores (segments, trajectories, CoreFacts, the ActiveFacts of
+#: questions asked while building); the back-end, threads, folders and query-time settings do not.
+CONTENT_SETTINGS = (
+    "alpha_segment", "tau_merge", "tau_split", "alpha_trajectory", "construction_top_k", "trajectory_min_phi",
+    "trajectory_link", "sem_mapping", "judge_threshold", "judge_calibration", "judge_context_messages",
+    "core_facts", "core_schema", "fact_batch_messages", "fact_operation", "fact_verification", "theta_src",
+    "theta_qry", "active_compatible_cosine", "use_spacy", "use_trajectories",
+)
 
 
 class _Part(BaseModel):
@@ -311,3 +322,20 @@ def read_export(path: str | Path) -> NamespaceExport:
         raise MemSIFError(f"{path} is not a MemSIF export (not JSON or gzip-compressed JSON: {exc}). An export is "
                           "the .json or .json.gz file `python -m memsif export` writes.") from exc
     return parse_export(data)
+
+
+def content_fingerprint(config: MemSIFConfig) -> dict[str, Any]:
+    """What decides a memory's content under ``config``: the LLM's weights (the packaged GGUF's SHA-256,
+    else the model's name), the embedder and ``CONTENT_SETTINGS``. A build records it in its export's
+    provenance (``"content"``); an export with the same fingerprint shows what this configuration would
+    build, whatever the back-end or display name."""
+    model = PACKAGED_MODELS.get(config.llm_model)
+    return {"llm": f"sha256:{model.sha256}" if model and model.sha256 else config.llm_model,
+            "embedder": config.embedder_model,
+            "settings": {name: getattr(config, name) for name in CONTENT_SETTINGS}}
+
+
+def same_content(provenance: dict[str, Any], config: MemSIFConfig) -> bool:
+    """Whether an export's provenance records the content fingerprint of ``config`` (an export without
+    one, or made with another model, embedder or content setting, does not)."""
+    return provenance.get("content") == content_fingerprint(config)

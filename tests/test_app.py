@@ -334,13 +334,15 @@ def test_without_a_file_the_example_is_its_prebuilt_memory_and_live_builds_it_ag
     """The page's first visit: the example's memory made by this engine's models is imported in seconds,
     says how it was built, and keeps its clusters; ticking "live" builds it for real instead."""
     from memsif.inspector import build, common
+    from memsif.transfer import content_fingerprint
 
     eng = common.engine()
     [conv] = build.as_memories(build.load_upload(str(build.EXAMPLE)))
     eng.ingest_transcript(conv, "prebuild", core_facts=True)
     eng.ask("What did Caroline research?", "prebuild")
     made = eng.export_namespace("prebuild", decimals=4, provenance={
-        "model": "fake-llm", "built": "2026-12-01", "machine": "2 CPU cores", "structure_seconds": 266,
+        "model": "fake-llm", "content": content_fingerprint(eng.config), "built": "2026-12-01",
+        "machine": "2 CPU cores", "structure_seconds": 266,
         "core_facts_seconds": 537, "questions": [{"question": "What did Caroline research?"}],
         "command": "PYTHONPATH=. python benchmarks/build_example.py"})
     eng.delete_namespace("prebuild")
@@ -351,6 +353,7 @@ def test_without_a_file_the_example_is_its_prebuilt_memory_and_live_builds_it_ag
     assert "prebuilt example memory" in summary and "built on 2026-12-01 with `fake-llm`" in summary, summary
     assert "Structured Interaction Memory in 266 s, CoreFacts in 537 s" in summary and "Loaded in" in summary
     assert "**Structure health**" in summary and timeline is not None and len(segments["data"]) == len(made.segments)
+    assert "**This session's memory**: namespace `" in summary and "`python -m memsif show --namespace " in summary
     status, facts, _ = client.predict(api_name="/build_facts")
     assert "current CoreFacts" in status and "no new operations" in status, "the prebuilt memory was extracted again"
     assert len(facts["data"]) == len(made.facts)
@@ -363,6 +366,31 @@ def test_without_a_file_the_example_is_its_prebuilt_memory_and_live_builds_it_ag
     said = [out[0] for out in live.outputs()]
     assert any(s.startswith("Building Structured Interaction Memory") for s in said[:-1]), said[:3]
     assert "prebuilt" not in said[-1] and "(replaced the memory of `locomo-conv-26.json`)" in said[-1]
+
+
+def test_the_prebuilt_example_is_matched_on_its_content_fingerprint_not_on_the_models_display_name():
+    """The same weights, embedder and content settings under another back-end's display name still
+    match; another model file, embedder or content setting does not, and neither does an export that
+    records no fingerprint."""
+    from memsif.config import MemSIFConfig
+    from memsif.inspector import build
+    from memsif.transfer import content_fingerprint
+
+    config = MemSIFConfig()
+    eng = SimpleNamespace(config=config, embedder=SimpleNamespace(name="all-MiniLM-L6-v2"),
+                          llm=SimpleNamespace(name="Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF, packaged)"))
+    made = SimpleNamespace(embedder="all-MiniLM-L6-v2", provenance={
+        "model": "Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF, packaged, llama.cpp)",
+        "content": content_fingerprint(config.replace(llm_backend="llamacpp", llm_threads=2))})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(build, "example_memory", lambda: made)
+        assert build.prebuilt_for(eng, None) is made, "another back-end's display name refused the same weights"
+        for other in (config.replace(llm_model="packaged:smollm2-135m-instruct"), config.replace(tau_split=0.3),
+                      config.replace(trajectory_link="model"), config.replace(embedder_model="all-mpnet-base-v2")):
+            made.provenance["content"] = content_fingerprint(other)
+            assert build.prebuilt_for(eng, None) is None, other
+        del made.provenance["content"]
+        assert build.prebuilt_for(eng, None) is None, "an export without a fingerprint was taken for this engine's"
 
 
 def test_the_example_is_built_live_when_the_prebuilt_memory_is_not_this_engines(app_url, monkeypatch):

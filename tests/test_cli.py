@@ -69,3 +69,37 @@ def test_malformed_file_is_a_clear_error_with_exit_code_2(tmp_path):
 def test_show_unknown_namespace(tmp_path):
     out = _run("show", "--namespace", "nope", data_dir=tmp_path / "d")
     assert out.returncode == 2 and "No memory in namespace 'nope'" in out.stderr
+
+
+def test_the_read_commands_read_a_snapshot_while_another_process_holds_the_folder(engine_factory, tmp_path):
+    """The app (here: this process) holds the embedded folder; ``namespaces``, ``show`` and ``facts``
+    read a snapshot taken when each runs, say so, and see what the holder added since; a writer is
+    still refused with what to do."""
+    from memsif.store import MemoryStore
+    from tests.conftest import make_messages
+    from tests.fakes import FakeLLM, HashEmbedder
+
+    holder = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}),
+                            embedder=HashEmbedder(dim=384, name="all-MiniLM-L6-v2"),
+                            store=MemoryStore(path=tmp_path / "d" / "qdrant"))
+    texts = ["I adopted a beagle named Max.", "Max chews my shoes.", "My tax return is due Friday."]
+    holder.ingest(make_messages(texts[:2], namespace="alice"), namespace="alice")
+
+    listed = _run("namespaces", "--json", data_dir=tmp_path / "d")
+    assert listed.returncode == 0, listed.stderr
+    assert "a snapshot of" in listed.stderr and "another MemSIF process" in listed.stderr, listed.stderr
+    [row] = json.loads(listed.stdout.strip().splitlines()[-1])["namespaces"]
+    assert row["namespace"] == "alice" and row["messages"] == 2 and row["segments"] == len(holder.segments("alice"))
+
+    holder.ingest(make_messages(texts, namespace="alice"), namespace="alice")  # the app goes on writing
+    shown = _run("show", "--namespace", "alice", "--json", data_dir=tmp_path / "d")
+    assert shown.returncode == 0, shown.stderr
+    memory = json.loads(shown.stdout.strip().splitlines()[-1])
+    assert [s["message_ids"] for s in memory["segments"]] == [s.message_ids for s in holder.segments("alice")]
+    assert _run("facts", "--namespace", "alice", data_dir=tmp_path / "d").returncode == 0
+
+    path = tmp_path / "more.txt"
+    path.write_text("Alice: Max graduated from puppy school.\n")
+    refused = _run("ingest", str(path), "--namespace", "alice", data_dir=tmp_path / "d")
+    assert refused.returncode == 2 and "in use by another MemSIF process" in refused.stderr, refused.stderr
+    assert len(holder.messages("alice")) == 3, "a refused writer changed the memory"

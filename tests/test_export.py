@@ -91,15 +91,17 @@ def test_the_shipped_example_memory_is_the_bundled_conversation_built_by_the_def
     """``assets/example-memory-conv-26.json.gz`` (benchmarks/build_example.py) holds every message of the
     bundled conv-26 in Topical Segments and Event Trajectories, CoreFacts with their log, the clusters its
     questions left, and how it was built; it imports into a store of the default embedder."""
-    from memsif.config import PACKAGED_LLM
+    from memsif.config import PACKAGED_LLM, MemSIFConfig
     from memsif.inspector.build import EXAMPLE, EXAMPLE_MEMORY, EXAMPLE_QUESTIONS
     from memsif.io import as_memories, load_transcripts
-    from memsif.transfer import read_export
+    from memsif.transfer import content_fingerprint, read_export
 
     data = read_export(EXAMPLE_MEMORY)
     made = data.provenance
     assert made["llm_model"] == PACKAGED_LLM and made["embedder"] == data.embedder == "all-MiniLM-L6-v2"
     assert {"built", "machine", "structure_seconds", "core_facts_seconds", "command"} <= set(made)
+    assert made["content"] == content_fingerprint(MemSIFConfig()), \
+        "the prebuilt memory was made with other models or settings than the defaults: rebuild it"
     assert len(made["questions"]) >= EXAMPLE_QUESTIONS and made["active_facts"] == len(data.active_facts) >= 1
     [conv] = as_memories(load_transcripts(EXAMPLE))
     assert [m.message.id for m in data.messages] == [m.id for m in conv.messages]

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
+from memsif.config import default_data_dir
 from memsif.errors import JobCancelled, MemSIFError, SourceConflict
 from memsif.inspector import chat
 from memsif.inspector.common import (
@@ -38,7 +39,7 @@ from memsif.locks import job
 from memsif.markdown import code_span, escape_markdown
 from memsif.records import BoundaryRule, SegmentDecision, TrajectoryDecision
 from memsif.timeparse import day_text
-from memsif.transfer import NamespaceExport, read_export
+from memsif.transfer import NamespaceExport, read_export, same_content
 from memsif.viz import SEGMENT_COLUMNS, phi_timeline, segment_rows
 
 log = logging.getLogger(__name__)
@@ -183,6 +184,20 @@ JUDGE_ONE_WAY_WARN = 0.95
 JUDGE_MIN_VERDICTS = 10
 
 
+def where_it_lies(eng, namespace: str) -> str:
+    """One line under every build: the session's namespace, where its memory lies and the command that
+    reads it from a terminal while the app runs (a read-only snapshot of the folder)."""
+    config = eng.config
+    if config.qdrant_url:
+        return (f"\n\n**This session's memory**: namespace {code_span(namespace)} on the Qdrant server "
+                f"{code_span(config.qdrant_url)}.")
+    folder = "" if config.resolved_data_dir == default_data_dir() else f" --data-dir {config.resolved_data_dir}"
+    return (f"\n\n**This session's memory**: namespace {code_span(namespace)} in "
+            f"{code_span(str(config.resolved_data_dir))}. From a terminal while the app runs: "
+            f"{code_span(f'python -m memsif show --namespace {namespace}{folder}')} (also `facts`, `ask`, `export`; "
+            f"{code_span(f'python -m memsif namespaces{folder}')} lists them), read from a snapshot, read-only.")
+
+
 def structure_health(eng, namespace: str) -> str:
     """One line under every build: the share of single-message Topical Segments, the judge's verdict
     split and the share of messages it decided; a warning with its reason when the structure is
@@ -234,14 +249,14 @@ def example_memory() -> NamespaceExport | None:
 
 
 def prebuilt_for(eng, settings: SessionSettings | None) -> NamespaceExport | None:
-    """The prebuilt example memory when it shows what this engine would build: made with its embedder
-    and its LLM, and no session setting differs from the defaults; else None (built live)."""
+    """The prebuilt example memory when it shows what this engine would build: its provenance records
+    this engine's content fingerprint (the LLM's weights, the embedder, the settings that decide what is
+    stored; ``memsif.transfer.content_fingerprint``, whatever the back-end or display name) and no
+    session setting differs from the defaults; else None (built live)."""
     data = example_memory()
     if data is None or settings_in_force(settings):
         return None
-    if data.embedder != eng.embedder.name or data.provenance.get("model") != getattr(eng.llm, "name", None):
-        return None
-    return data
+    return data if data.embedder == eng.embedder.name and same_content(data.provenance, eng.config) else None
 
 
 def prebuilt_summary(data: NamespaceExport, imported_s: float | None) -> str:
@@ -333,7 +348,8 @@ def build(file, sample: str | None, namespace: str | None, settings: SessionSett
         source.prebuilt = True
         summary = load_prebuilt(eng, namespace, prebuilt, previous, source)
         fig, rows = timeline_view(namespace, settings)
-        yield namespace, source, summary + structure_health(eng, namespace), fig, rows
+        summary += structure_health(eng, namespace) + where_it_lies(eng, namespace)
+        yield namespace, source, summary, fig, rows
         return
     yield from _build_live(eng, namespace, transcripts, source, previous, settings, progress)
 
@@ -393,7 +409,7 @@ def built_summary(eng, namespace: str, transcripts: list, reports: list, source:
                f"{sum(r.judge_calls_segment for r in reports)} of {sum(r.messages for r in reports)} new messages; "
                f"trajectory judge {sum(r.judge_calls_trajectory for r in reports)} calls; "
                f"{sum(r.seconds for r in reports):.1f} s. CoreFacts are filled in next (CoreFacts tab).")
-    summary += structure_health(eng, namespace)
+    summary += structure_health(eng, namespace) + where_it_lies(eng, namespace)
     if warning := runtime_of(eng.llm).warning():
         summary += f"\n\n{warning}"
     if in_force := settings_in_force(settings):

@@ -1,5 +1,6 @@
-"""Opening a Qdrant client for the MemoryStore: an embedded folder (checked, read-only when it cannot
-be written), ``:memory:``, or a server; and every client call guarded (``Guarded``), so a failure of the
+"""Opening a Qdrant client for the MemoryStore: an embedded folder (checked; read-only from a snapshot
+when it cannot be written, or, for a reader that asks, when another process holds it), ``:memory:``, or
+a server; and every client call guarded (``Guarded``), so a failure of the
 store itself is a :class:`StoreError` that says what to do."""
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import shutil
 import sqlite3
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from qdrant_client import QdrantClient
 
@@ -36,11 +38,11 @@ class Guarded:
     dicts and SQLite) is not thread-safe, and the app serves several sessions from worker threads;
     calls are short (one upsert batch, one scroll page, one search). ``read_only`` refuses writes."""
 
-    def __init__(self, client: QdrantClient, location: str, lock: bool, read_only: bool = False) -> None:
+    def __init__(self, client: QdrantClient, location: str, lock: bool, read_only: str = "") -> None:
         self._client = client
         self._location = location
         self._lock = threading.RLock() if lock else contextlib.nullcontext()
-        self._read_only = read_only
+        self._read_only = read_only  # why writes are refused, said in the error; "" when they are not
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._client, name)
@@ -49,8 +51,7 @@ class Guarded:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             if self._read_only and name in _WRITES:
-                raise StoreError(f"The memory folder {self._location} is read-only: it can be read, not changed. "
-                                 "Make it writable, or copy it and set MEMSIF_DATA_DIR to the copy.")
+                raise StoreError(self._read_only)
             with self._lock:
                 try:
                     return attr(*args, **kwargs)
@@ -138,15 +139,24 @@ class Connection:
     is_server: bool
     read_only: bool = False
     snapshot: tempfile.TemporaryDirectory[str] | None = None
+    #: How a read-only store was opened, in words ("" for a store opened as it is).
+    opened_from: str = ""
+
+
+#: What an embedded folder that another process holds gives: an error (a writer), or a read-only
+#: snapshot (a reader: the CLI's show, facts, ask, export and namespaces while the app runs).
+WhenBusy = Literal["refuse", "snapshot"]
 
 
 def connect(*, path: str | Path | None = None, url: str | None = None, api_key: str | None = None,
-            in_memory: bool = False) -> Connection:
+            in_memory: bool = False, when_busy: WhenBusy = "refuse") -> Connection:
     """A guarded client for exactly one of ``path`` (embedded folder), ``url`` (server) or ``in_memory``.
+    A folder another process holds (embedded Qdrant allows one) is, with ``when_busy="snapshot"``,
+    opened read-only from a consistent copy taken now (``Connection.opened_from`` says so).
 
     Raises:
-        StoreError: not exactly one was given; the folder is locked by another process, damaged
-            (``check_folder``) or cannot be opened.
+        StoreError: not exactly one was given; the folder is locked by another process (and
+            ``when_busy`` is "refuse"), damaged (``check_folder``) or cannot be opened.
     """
     if sum(bool(x) for x in (path, url, in_memory)) != 1:
         raise StoreError("Give exactly one of path= (embedded folder), url= (server) or in_memory=True.")
@@ -160,7 +170,7 @@ def connect(*, path: str | Path | None = None, url: str | None = None, api_key: 
                               location, is_server=True)
         if path is None:
             raise StoreError("No memory folder given: pass path=, url= or in_memory=True.")
-        return _open_folder(Path(path))
+        return _open_folder(Path(path), when_busy)
     except (RuntimeError, BlockingIOError) as exc:
         if "already accessed" in str(exc) or isinstance(exc, BlockingIOError):
             raise StoreError(
@@ -171,24 +181,59 @@ def connect(*, path: str | Path | None = None, url: str | None = None, api_key: 
         raise StoreError(f"Could not open the memory store at {location}: {exc}") from exc
 
 
-def _open_folder(path: Path) -> Connection:
-    """The embedded store in ``path`` (created if missing). A folder that cannot be written is
-    opened from a snapshot copy, read-only: questions and views work, writes are refused."""
+def _open_folder(path: Path, when_busy: WhenBusy) -> Connection:
+    """The embedded store in ``path`` (created if missing). A folder that cannot be written, or that
+    another process holds when ``when_busy`` is "snapshot", is opened from a snapshot copy, read-only:
+    questions and views work, writes are refused."""
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(os_advice(str(path), exc)) from exc
     check_folder(path)
-    if writable(path):
-        return Connection(Guarded(QdrantClient(path=str(path), force_disable_check_same_thread=True), str(path),
-                                  lock=True), str(path), is_server=False)
-    snapshot = tempfile.TemporaryDirectory(prefix="memsif-read-only-")
-    copy = Path(snapshot.name) / "qdrant"
+    if not writable(path):
+        return _snapshot(path, f"a snapshot of the read-only memory folder {path}",
+                         f"The memory folder {path} is read-only: it can be read, not changed. Make it writable, or "
+                         "copy it and set MEMSIF_DATA_DIR to the copy.")
     try:
-        shutil.copytree(path, copy, ignore=shutil.ignore_patterns(".lock"))
-    except OSError as exc:
-        raise StoreError(os_advice(str(path), exc)) from exc
-    log.warning("memory folder %s is read-only: opened from a snapshot; writes are refused", path)
-    return Connection(Guarded(QdrantClient(path=str(copy), force_disable_check_same_thread=True), str(path),
-                              lock=True, read_only=True), str(path), is_server=False, read_only=True,
-                      snapshot=snapshot)
+        client = QdrantClient(path=str(path), force_disable_check_same_thread=True)
+    except (RuntimeError, BlockingIOError) as exc:
+        if when_busy != "snapshot" or not ("already accessed" in str(exc) or isinstance(exc, BlockingIOError)):
+            raise
+        taken = time.strftime("%H:%M:%S")
+        return _snapshot(path, f"a snapshot of {path} taken at {taken}: another MemSIF process (the app?) holds the "
+                         "folder, so what it adds later is not seen and nothing is written",
+                         f"This command reads a snapshot of the memory folder {path} (another MemSIF process holds "
+                         "it): it can be read, not changed. Stop that process to change it, or use its app or API.")
+    return Connection(Guarded(client, str(path), lock=True), str(path), is_server=False)
+
+
+def _snapshot(path: Path, opened_from: str, refusal: str) -> Connection:
+    """``path`` copied into a temporary folder and opened there, refusing writes with ``refusal``."""
+    snapshot = tempfile.TemporaryDirectory(prefix="memsif-read-only-")
+    try:
+        copy_folder(path, Path(snapshot.name) / "qdrant")
+    except (OSError, sqlite3.Error) as exc:
+        snapshot.cleanup()
+        raise StoreError(os_advice(str(path), exc) if isinstance(exc, OSError) else
+                         f"The memory folder {path} could not be copied to read it: {exc}") from exc
+    log.warning("memory folder %s opened from %s; writes are refused", path, opened_from)
+    client = QdrantClient(path=str(Path(snapshot.name) / "qdrant"), force_disable_check_same_thread=True)
+    return Connection(Guarded(client, str(path), lock=True, read_only=refusal), str(path), is_server=False,
+                      read_only=True, snapshot=snapshot, opened_from=opened_from)
+
+
+def copy_folder(source: Path, target: Path) -> None:
+    """An embedded store folder copied whole, its SQLite files through SQLite's online backup (each a
+    consistent copy even while another process writes it), its lock file left out."""
+    for item in sorted(source.rglob("*")):
+        dest = target / item.relative_to(source)
+        if item.is_dir():
+            dest.mkdir(parents=True, exist_ok=True)
+        elif item.name != ".lock":
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if item.suffix == ".sqlite":
+                with contextlib.closing(sqlite3.connect(f"{item.as_uri()}?mode=ro", uri=True)) as src, \
+                        contextlib.closing(sqlite3.connect(dest)) as out:
+                    src.backup(out)
+            else:
+                shutil.copy2(item, dest)

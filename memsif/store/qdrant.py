@@ -45,7 +45,7 @@ from memsif.records import (
     record_number,
 )
 from memsif.store.base import RecordKind, SentenceHit, SentenceQuery, StoredMessage
-from memsif.store.connection import connect
+from memsif.store.connection import WhenBusy, connect
 
 _MESSAGES = "memsif_messages"
 _SEGMENTS = "memsif_segments"
@@ -224,20 +224,23 @@ class MemoryStore:
     """
 
     def __init__(self, *, path: str | Path | None = None, url: str | None = None,
-                 api_key: str | None = None, in_memory: bool = False) -> None:
-        connection = connect(path=path, url=url, api_key=api_key, in_memory=in_memory)
+                 api_key: str | None = None, in_memory: bool = False, when_busy: WhenBusy = "refuse") -> None:
+        connection = connect(path=path, url=url, api_key=api_key, in_memory=in_memory, when_busy=when_busy)
         self._client, self.location = connection.client, connection.location
         self._is_server, self.read_only = connection.is_server, connection.read_only
         self._snapshot = connection.snapshot
+        #: How a read-only store was opened, in words ("" when it was opened as it is).
+        self.opened_from = connection.opened_from
         self.dim: int | None = None
 
     @classmethod
-    def for_config(cls, config) -> MemoryStore:
+    def for_config(cls, config, when_busy: WhenBusy = "refuse") -> MemoryStore:
         """The store ``config`` names: a Qdrant server (``qdrant_url``) or the embedded folder
-        ``<data_dir>/qdrant``."""
+        ``<data_dir>/qdrant`` (read from a snapshot while another process holds it, with
+        ``when_busy="snapshot"``)."""
         if config.qdrant_url:
             return cls(url=config.qdrant_url, api_key=config.qdrant_api_key)
-        return cls(path=config.resolved_data_dir / "qdrant")
+        return cls(path=config.resolved_data_dir / "qdrant", when_busy=when_busy)
 
     # ------------------------------------------------------------------ setup
     def ensure_collections(self, embedder_name: str, dim: int) -> None:
