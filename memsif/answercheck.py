@@ -20,6 +20,14 @@ from memsif import lexical
 from memsif.facts.values import NUMBER_WORDS, values
 from memsif.timeparse import DATE_IN_TEXT, parse_time
 
+#: An answer that says the memory does not hold the answer ("I don't know", "It is not mentioned", "No
+#: information about …"): read as a refusal, not as an answer with support.
+_DECLINED = re.compile(
+    r"\b(?:i\s+(?:do\s*n[o']?t|don't|cannot|can't)\s+(?:know|tell|say|find)|not\s+(?:mentioned|stated|specified)\b|"
+    r"(?:does|do|did)\s*n[o']?t\s+(?:say|mention|state|"
+    r"specify|tell)|no\s+(?:information|mention|record|details?)\b|(?:cannot|can't)\s+be\s+determined|unknown\b)",
+    re.IGNORECASE)
+
 #: Days in each unit of time an answer may compute from two dates of its context.
 _UNIT_DAYS = {"day": 1.0, "week": 7.0, "month": 30.44, "year": 365.25}
 #: Context dates read for computed spans (a long context holds many; pairs grow with the square).
@@ -55,6 +63,12 @@ _STARTERS = {"yes", "no", "maybe", "the", "a", "an", "she", "he", "they", "it", 
              "we", "you", "in", "on", "at", "by", "for", "from", "about", "around", "after", "before", "during",
              "last", "next", "this", "that", "these", "those", "there", "because", "since", "not", "unknown",
              "none", "both", "some", "one", "two", "three", "several", "many"}
+
+
+def declined(answer: str) -> bool:
+    """Whether ``answer`` says the memory does not hold the answer (``_DECLINED``), e.g. "I don't know",
+    "Her age is not mentioned", "There is no information about that"."""
+    return bool(_DECLINED.search(answer.replace("’", "'")))
 
 
 def unsupported_mentions(answer: str, context: str) -> list[str]:

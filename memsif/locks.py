@@ -112,6 +112,12 @@ def current_class() -> int:
     return _current()[1]
 
 
+def current_kind() -> str:
+    """What this thread's model calls count as, in the words a progress display uses ("a chat answer",
+    "a memory build", "a CoreFact extraction")."""
+    return KIND_NAMES[_current()[1]]
+
+
 def _current() -> tuple[str, int]:
     named = _job.get()
     name = named[0] if named else f"thread-{threading.get_ident()}"

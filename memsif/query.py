@@ -35,7 +35,7 @@ from memsif.relevance import Said, judge
 from memsif.retrieval import EXCERPTS, EvidenceRetriever, named_speakers
 from memsif.store import Store
 from memsif.store.connection import CollectionMissing
-from memsif.timeparse import annotate_relative_dates, day_text
+from memsif.timeparse import annotate_relative_dates, dated, day_text
 
 #: The answer when nothing retrieved passes the relevance floor (``Answer.nothing_relevant``).
 NOTHING_RELEVANT = "I don't know: nothing in this memory is about that."
@@ -201,7 +201,8 @@ class QueryPipeline:
             facts = self.retriever.retrieve_facts(namespace, qv, named if result.aggregation else ())
         floor = round(self.config.flat_share * self.config.context_tokens)  # the facts never take its room
         fact_lines, used_facts, left = self._fit(
-            facts, lambda f: f"- {f.subject}: {f.statement} ({day_text(f.event_time)})",
+            facts, lambda f: f"- {f.subject}: {dated(f.statement, f.event_time) if f.event_time else f.statement}"
+                             + ("" if f.event_time else " (undated)"),
             self.config.context_tokens - floor - (self.llm.count_tokens("Facts:") + 1 if facts else 0))
         left += floor
         with _stage(result, "sufficiency"):

@@ -22,6 +22,14 @@ def day_text(when: datetime | None) -> str:
     return f"{when.day} {when:%B %Y}" if when else "undated"
 
 
+def dated(text: str, when: datetime | None) -> str:
+    """``text`` followed by its day in brackets ("… (8 May 2023)"), unless it already names that day or
+    has no date (a statement drawn from a dated message carries the day once, not twice)."""
+    if when is None or day_text(when) in text:
+        return text
+    return f"{text} ({day_text(when)})"
+
+
 def parse_time(text: str) -> datetime:
     """Parse a transcript date into a naive datetime.
 

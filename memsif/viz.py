@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 
+from memsif.answercheck import declined
 from memsif.io.dates import implausible
 from memsif.markdown import code_span, escape_html, escape_markdown
 from memsif.records import (
@@ -448,13 +449,23 @@ def best_evidence(evidence: Sequence[Evidence]) -> list[Evidence]:
 def answer_markdown(answer: Answer, supporting: int = 3, clip_chars: int = 200) -> str:
     """The chat's answer message for a ``memsif.query.Answer``: the answer, which model gave it (with
     the demo-model warning), mentions not in its context, and the best supporting messages (highest
-    evidence priority first). The answer and what the memory holds are shown as written (escaped)."""
+    evidence priority first). An answer that found nothing (no model asked: nothing passed the
+    relevance floor; or the model said the memory does not hold it, ``answercheck.declined``) lists no
+    supporting messages: what it was given is in the trace. The answer and what the memory holds are
+    shown as written (escaped)."""
     lines = ["\n".join(escape_markdown(line) for line in answer.answer.splitlines()) or "(empty answer)"]
     model = answer.model or ""
+    if answer.nothing_relevant:
+        lines.append("\n_No model was asked: nothing in this memory passed the relevance floor (the nearest "
+                     "excerpts are in the trace)._")
+        return "\n".join(lines)
     if answer.model_at_chance:
         lines.append("\n" + DEMO_MODEL_NOTE.format(model=model))
     elif model:
         lines.append(f"\n_Answered by {model}{f' on {answer.backend}' if answer.backend else ''}._")
+    if declined(answer.answer):
+        lines.append("\n_It found no answer in the memory it was given (the excerpts are in the trace)._")
+        return "\n".join(lines)
     if answer.backend_warning:
         lines.append("\n" + answer.backend_warning)
     if answer.unsupported_mentions:

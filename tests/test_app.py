@@ -585,3 +585,47 @@ def test_an_error_shown_in_the_page_is_escaped_and_an_agent_gets_it_as_it_is():
     with pytest.raises(gr.Error) as handed:
         tool_guard(failing)()
     assert handed.value.message == f"the model wrote {IMG}; try again"
+
+
+def test_a_chat_turn_written_into_memory_counts_as_the_chat_for_whoever_waits_behind_it(engine_factory, monkeypatch):
+    """The user's message written into memory is part of the chat a person waits for: its judge calls
+    are "a chat answer" in the line for the model, not "a memory build"."""
+    from memsif.inspector import chat
+    from memsif.locks import current_kind
+    from tests.conftest import make_messages
+
+    kinds = []
+
+    def judge(prompt):
+        kinds.append(current_kind())
+        return 0.5
+
+    engine = engine_factory(llm=FakeLLM({"segment_judge": judge, "trajectory_judge": 0.5}), tau_split=0.0,
+                            tau_merge=1.0)  # every message goes to the judge
+    engine.ingest(make_messages(["I planted tomatoes.", "They grow fast."], namespace="ui-chat"), namespace="ui-chat")
+    kinds.clear()
+    monkeypatch.setattr(chat, "engine_for", lambda settings: engine)
+    monkeypatch.setattr(chat, "clusters_view", lambda namespace, settings: (None, []))
+    list(chat.chat("I also planted basil yesterday.", [], True, "ui-chat", None))
+    assert len(engine.messages("ui-chat")) == 3 and kinds and set(kinds) == {"a chat answer"}, kinds
+
+
+def test_a_background_job_that_has_counted_nothing_shows_no_empty_bar():
+    """While models load or a memory is copied, nothing is counted: the progress shows words, never
+    "starting 0/0 - 0.0 %"; once counting, the fraction and the count."""
+    import time
+
+    from memsif.inspector.common import WAITING, in_background
+
+    calls = []
+
+    def work(report):
+        time.sleep(0.7)
+        report(1, 4, "segments")
+        time.sleep(0.7)
+        return "built"
+
+    out = list(in_background(work, lambda value, desc=None: calls.append((value, desc)), lambda now, s: "…"))
+    assert out[-1] == ("done", "built")
+    assert calls[0] == (None, WAITING) and (0.25, "segments 1/4") in calls, calls
+    assert not [c for c in calls if c[1] and "0/0" in c[1]]

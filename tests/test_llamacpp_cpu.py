@@ -191,7 +191,7 @@ def test_the_fallback_is_said_in_the_build_summary_the_chat_and_the_settings_lin
 def test_the_warning_shows_the_childs_stderr_as_written():
     said = 'It said: File "<string>", line 2, in <module> ValueError: Failed to load model q4_k_m.gguf'
     warning = Runtime("transformers", fallback_from="llama.cpp", reason=said, cost="more.", fix="pip x").warning()
-    assert "<module>" not in warning and "&lt;module&gt;" in warning and r"q4\_k\_m\.gguf" in warning
+    assert "<module>" not in warning and "&lt;module&gt;" in warning and r"q4\_k\_m.gguf" in warning
 
 
 def test_the_configured_back_end_runs_without_a_warning(engine_factory):
@@ -218,3 +218,20 @@ def llm_prompt():
     from memsif.prompts import Prompt
 
     return Prompt("x", "v", "Is Paris in France? Answer yes or no.")
+
+
+def test_a_space_installs_the_cpu_build_of_the_torch_that_requirements_pin():
+    """pre-requirements.txt (installed before requirements.txt on a Hugging Face Space) takes PyTorch's
+    CPU build of the very version requirements.txt pins, from PyTorch's CPU index, so requirements.txt's
+    pin is met and PyPI's CUDA build is never fetched."""
+    from packaging.requirements import Requirement
+
+    def pins(name: str) -> dict[str, str]:
+        lines = [line.strip() for line in (ROOT / name).read_text().splitlines()]
+        return {(r := Requirement(line.split()[0])).name: str(r.specifier) for line in lines
+                if line and not line.startswith(("#", "-"))}
+
+    pre_lines = (ROOT / "pre-requirements.txt").read_text().splitlines()
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in pre_lines
+    version = pins("requirements.txt")["torch"].removeprefix("==")
+    assert pins("pre-requirements.txt") == {"torch": f"=={version}+cpu"}

@@ -193,3 +193,36 @@ def test_what_a_transcript_brings_is_escaped_in_every_figure_and_markdown_view(e
     shown = [r[-1] for t in engine.trajectories("t")
              for r in trajectory_detail_rows(t.id, segments, engine.trajectories("t"), stored)]
     assert MARKUP[0] in shown and MARKUP[1] in shown
+
+
+@pytest.mark.parametrize("said", ["I don't know.", "Her age is not mentioned.", "There is no information about that.",
+                                  "The memory doesn’t say.", "It cannot be determined from this."])
+def test_an_answer_that_found_nothing_lists_no_supporting_messages(said):
+    """"I don't know" is not an answer with support: the nearest messages stay in the trace. A reply of
+    the relevance floor names no model (none was asked). An answer lists its supporting messages."""
+    from memsif.query import NOTHING_RELEVANT, Answer
+    from memsif.records import Evidence
+    from memsif.viz import answer_markdown
+
+    unrelated = Evidence(statement="I planted tomatoes.", subject="Ana", source_message_ids=["D1:1"],
+                         scores={"priority": 1.0})
+    base = {"question": "How old is Ana?", "sufficient": False, "sufficiency_prob": None, "traced_back": True,
+            "evidence_used": [unrelated], "model": "Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF, packaged)"}
+    declined = answer_markdown(Answer(answer=said, **base))
+    assert "Best supporting messages" not in declined and "D1:1" not in declined, declined
+    assert "found no answer in the memory it was given" in declined and "Answered by Qwen" in declined
+    floor = answer_markdown(Answer(answer=NOTHING_RELEVANT, nothing_relevant=True, **base))
+    assert "Answered by" not in floor and "No model was asked" in floor and "D1:1" not in floor, floor
+    answered = answer_markdown(Answer(answer="She is 30.", **base))
+    assert "Best supporting messages" in answered and "D1:1" in answered and "found no answer" not in answered
+
+
+def test_a_statement_drawn_from_a_dated_message_carries_its_day_once():
+    from datetime import datetime
+
+    from memsif.timeparse import dated
+
+    day = datetime(2023, 7, 21)
+    assert dated("Melanie ran a charity race (21 July 2023)", day) == "Melanie ran a charity race (21 July 2023)"
+    assert dated("Melanie ran a charity race", day) == "Melanie ran a charity race (21 July 2023)"
+    assert dated("Melanie ran a charity race", None) == "Melanie ran a charity race"

@@ -38,7 +38,7 @@ from memsif import lexical
 from memsif.facts.values import MONTHS, WEEKDAYS, values
 from memsif.matching import cosines
 from memsif.records import Message, spoken_text
-from memsif.timeparse import annotate_relative_dates, day_text
+from memsif.timeparse import annotate_relative_dates, dated, day_text
 
 #: Share of the statement's content words that must occur in the supporting sentences.
 MIN_OVERLAP = 0.5
@@ -149,7 +149,7 @@ def support_text(message: Message, subject_speaker: str | None = None, captions:
     if not sentences:
         return ""
     text = annotate_relative_dates(" ".join(sentences), message.time)[0]
-    return f"{text} ({day_text(message.time)})" if message.time else text
+    return dated(text, message.time)
 
 
 def check(subject: str, statement: str, cited: Sequence[Message], speakers: Sequence[str],

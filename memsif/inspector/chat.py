@@ -26,6 +26,7 @@ from memsif.inspector.common import (
     settings_in_force,
 )
 from memsif.inspector.corefacts import build_facts
+from memsif.locks import interactive
 from memsif.markdown import code_span, escape_html, escape_markdown
 from memsif.query import Answer
 from memsif.records import Message
@@ -82,7 +83,8 @@ def chat(question: str, history: list | None, write: bool, namespace: str | None
         turn = uuid.uuid4().hex[:8]
         turns = [Message(id=f"chat:{turn}:q", namespace=namespace, speaker="user", text=question.strip(), time=now,
                          session_id=f"chat {now.date().isoformat()}")]
-        eng.ingest(turns, namespace=namespace, core_facts=False)
+        with interactive():  # part of the chat a person waits for, and said so to whoever waits behind it
+            eng.ingest(turns, namespace=namespace, core_facts=False)
     sources = answer_sources(result)
     picker = gr.Dropdown(choices=sources, value=None, interactive=bool(sources))
     trace = result.to_dict() if result is not None else {}  # the raw-JSON trace view

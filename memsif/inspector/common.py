@@ -294,6 +294,10 @@ class JobProgress:
     stage: str = "starting"
 
 
+#: The progress text of a background job before it counts anything.
+WAITING = "getting ready…"
+
+
 def in_background(work: Callable[[ProgressFn], Any], progress: gr.Progress,
                   describe: Callable[[JobProgress, float], str]) -> Iterator[tuple[str, Any]]:
     """Run ``work(progress_callback)`` in a thread; yield ("status", text) every half second while it
@@ -317,7 +321,10 @@ def in_background(work: Callable[[ProgressFn], Any], progress: gr.Progress,
     while thread.is_alive():
         thread.join(0.5)
         now = state
-        progress(now.done / (now.total or 1), desc=f"{now.stage} {now.done}/{now.total}")
+        if now.total:
+            progress(now.done / now.total, desc=f"{now.stage} {now.done}/{now.total}")
+        else:  # nothing counted yet (models loading, a memory being copied): no "0/0 - 0.0 %" bar
+            progress(None, desc=WAITING)
         yield "status", describe(now, time.perf_counter() - start)
     if "error" in out:
         raise out["error"]
