@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 import time
 from collections import Counter
@@ -19,6 +20,7 @@ from memsif.config import default_data_dir
 from memsif.errors import JobCancelled, MemSIFError, SourceConflict
 from memsif.inspector import chat
 from memsif.inspector.common import (
+    PACE,
     BuiltSource,
     JobProgress,
     SessionSettings,
@@ -29,9 +31,11 @@ from memsif.inspector.common import (
     loading_engine,
     model_share,
     new_session,
+    served_config,
     session_engine,
     settings_in_force,
 )
+from memsif.inspector.pace import FACTS, STRUCTURE, left_text, span_text
 from memsif.io import as_memories, load_transcripts
 from memsif.io.transcripts import HISTORY_FORMATS
 from memsif.llm import runtime_of
@@ -46,7 +50,7 @@ log = logging.getLogger(__name__)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "assets" / "locomo-conv-26.json"
 #: ``EXAMPLE``'s memory prebuilt with the default models (``benchmarks/build_example.py``): the first
-#: visit imports it in seconds instead of building for a quarter of an hour.
+#: visit imports it in seconds instead of building it live.
 EXAMPLE_MEMORY = EXAMPLE.with_name("example-memory-conv-26.json.gz")
 #: How many of the example's own questions the prebuilt memory was asked at least (more until one
 #: ActiveFact is promoted: ``benchmarks/build_example.py``).
@@ -276,6 +280,28 @@ def prebuilt_summary(data: NamespaceExport, imported_s: float | None) -> str:
             f"(`{p.get('command', 'benchmarks/build_example.py')}` rebuilds this file).")
 
 
+def example_wait() -> str:
+    """"; built live it takes about 10–25 min to its timeline and …" for the bundled example, estimated
+    from the pace the page knows (``PACE``: this server's, else the prebuilt example's own build, whose
+    provenance sets the prior here); "" when neither is known."""
+    data = example_memory()
+    batch = served_config().fact_batch_messages
+    if data is not None:
+        PACE.set_prior(data.provenance, batch)
+    messages = len(data.messages) if data is not None else 0
+    parts = []
+    for kind, units, what in ((STRUCTURE, messages, "to its timeline"),
+                              (FACTS, math.ceil(messages / batch), "more for its CoreFacts")):
+        countdown = PACE.countdown(kind)
+        countdown.update(0, units)
+        if (span := countdown.left()) is not None:
+            parts.append(f"about {span_text(span)} {what}")
+    if not parts:
+        return ""
+    machine = data.provenance.get("machine", "?") if data is not None else "?"
+    return f"; built live it takes {' and '.join(parts)} ({countdown.basis()}, on {machine})"
+
+
 def load_prebuilt(eng, namespace: str, data: NamespaceExport, previous: BuiltSource | None, source: BuiltSource) -> str:
     """Import the prebuilt example into ``namespace`` (replacing another memory it holds); returns the
     build summary."""
@@ -377,11 +403,16 @@ def _build_live(eng, namespace: str, transcripts: list, source: BuiltSource, pre
                     reports.append(eng.ingest_transcript(t, namespace, report, core_facts=False, replace=True))
         return reports
 
+    countdown = PACE.countdown(STRUCTURE)
+    countdown.update(0, total)
+
     def describe(state: JobProgress, seconds: float) -> str:
         if state.stage == "starting":
-            return f"Loading models and reading {total} messages… {seconds:.0f} s{model_share(namespace)}"
+            return (f"Loading models and reading {total} messages… {seconds:.0f} s{left_text(countdown)}"
+                    f"{model_share(namespace)}")
+        countdown.update(state.done, state.total)
         return (f"Building Structured Interaction Memory: {state.stage} — {state.done} of "
-                f"{state.total} new messages placed · {seconds:.0f} s{model_share(namespace)}")
+                f"{state.total} new messages placed · {seconds:.0f} s{left_text(countdown)}{model_share(namespace)}")
 
     try:
         for kind, value in in_background(work, progress, describe):
@@ -389,6 +420,7 @@ def _build_live(eng, namespace: str, transcripts: list, source: BuiltSource, pre
                 yield namespace, source, value, gr.skip(), gr.skip()
             else:
                 reports = value
+                countdown.finish()
     except MemSIFError as exc:  # said in the summary, with the memory that exists; no stale progress
         source.failed = str(exc)
         fig, rows = timeline_view(namespace, settings, source)
@@ -465,17 +497,17 @@ def layout() -> SimpleNamespace:
         ui.sample = gr.Dropdown(label="Conversation (an export's are one history by default; LoCoMo's samples)",
                                 choices=[], elem_id="sample-pick",
                                 allow_custom_value=True)
+    live_wait = example_wait()
     gr.Markdown("Without a file, **Build memory** shows the bundled LoCoMo conversation conv-26 (419 messages) at "
-                "once, from its memory prebuilt with the default models; built live it takes about five minutes to "
-                "its timeline on 2 CPU cores with the default 1.5B model, and its CoreFacts about ten minutes more. "
-                "Uploads are always built live. Building another transcript replaces this session's memory; the same "
+                f"once, from its memory prebuilt with the default models{live_wait}. "
+                "Uploads are always built live; the build says how long it has left as it goes. Building another "
+                "transcript replaces this session's memory; the same "
                 "file grown (an export downloaded again) adds its new messages, and an edited one replaces what "
                 "changed.")
     ui.models = gr.Markdown(elem_id="models-status")
     with gr.Row():
         ui.build_btn = gr.Button("Build memory", variant="primary", elem_id="build-btn", scale=3)
-        ui.live = gr.Checkbox(label="Build the example live (no file: about a quarter of an hour)", value=False,
-                              elem_id="build-live", scale=1)
+        ui.live = gr.Checkbox(label="Build the example live (no file)", value=False, elem_id="build-live", scale=1)
     ui.summary = gr.Markdown(elem_id="build-summary")
     ui.timeline = gr.Plot(label="φ(u_t, S_i) per message against τ_split and τ_merge", elem_id="timeline")
     with gr.Accordion("What the timeline shows", open=False):

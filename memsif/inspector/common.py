@@ -20,6 +20,7 @@ from memsif.config import LLM_BACKENDS, MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.errors import MemSIFError
 from memsif.ingest import ProgressFn
+from memsif.inspector.pace import PaceBook
 from memsif.llm import runtime_of
 from memsif.llm.packaged import PACKAGED_MODELS
 from memsif.locks import cancel, queue_position, sharing
@@ -32,6 +33,9 @@ _loaded = False                 # whether its models are loaded
 _extra_models: tuple[str, ...] = ()
 _engine_lock = threading.Lock()
 _derived: dict[SessionSettings, MemSIF] = {}
+#: The pace of builds and extractions this process measured, and the prior it starts from
+#: (``pace.PaceBook``; the Build tab sets the prior from the prebuilt example's provenance).
+PACE = PaceBook()
 
 
 @dataclass(frozen=True)
@@ -186,14 +190,23 @@ def loading_engine(settings: SessionSettings | None) -> Iterator[tuple[str, Any]
     cfg = served_config()
 
     def describe(_state: JobProgress, seconds: float) -> str:
-        return (f"⏳ Loading the models (embedder `{cfg.embedder_model}`, entity recogniser, LLM `{cfg.llm_model}`): "
-                f"the first use after the server starts takes about 15 s on 2 CPU cores… {seconds:.0f} s")
+        return (f"⏳ Loading the models (embedder `{cfg.embedder_model}`, entity recogniser, LLM `{cfg.llm_model}`)"
+                f"{load_pace()}… {seconds:.0f} s")
 
     yield "status", describe(JobProgress(), 0.0)
     try:
         yield from in_background(lambda _report: engine_for(settings), lambda *_a, **_k: None, describe)
     except MemSIFError as exc:
         raise refusal(f"The models could not be loaded: {escape_html(str(exc))}") from exc
+
+
+def load_pace() -> str:
+    """How long loading the models took where it was measured: the prebuilt example's build (its
+    provenance; ``PACE.model_load_s``), or "" when nothing was measured."""
+    if PACE.model_load_s is None:
+        return ""
+    return (f": they loaded in {PACE.model_load_s:.0f} s when the example was built (a first start after an "
+            "install also assembles the model from its packages, once)")
 
 
 def engine_for(settings: SessionSettings | None) -> MemSIF:

@@ -11,6 +11,7 @@ import gradio as gr
 from memsif.errors import JobCancelled, NotFoundError
 from memsif.inspector.common import (
     MESSAGE_COLUMNS,
+    PACE,
     BuiltSource,
     JobProgress,
     SessionSettings,
@@ -19,6 +20,7 @@ from memsif.inspector.common import (
     model_share,
     session_engine,
 )
+from memsif.inspector.pace import FACTS, left_text
 from memsif.locks import job
 from memsif.records import record_number
 from memsif.viz import FACT_COLUMNS, OP_COLUMNS, fact_rows, message_rows, op_rows
@@ -40,15 +42,16 @@ def build_facts(namespace: str | None, settings: SessionSettings | None, progres
         with job(namespace, "facts"):  # cancellable from its start, also while it waits for the namespace
             return eng.build_core_facts(namespace, progress=report)
 
+    countdown = PACE.countdown(FACTS)
+
     def describe(state: JobProgress, seconds: float) -> str:
         if not state.total:
             return (f"Loading the model and reading the new messages for CoreFacts… {seconds:.0f} s"
                     f"{model_share(namespace)}")
-        left = (f" · about {seconds / state.done * (state.total - state.done):.0f} s left at this pace"
-                if state.done else "")
+        countdown.update(state.done, state.total)
         return (f"Extracting CoreFacts: batch {state.done} of {state.total} (up to "
-                f"{eng.config.fact_batch_messages} messages each) · {seconds:.0f} s{left}{model_share(namespace)}. "
-                "Facts appear below as each batch is written.")
+                f"{eng.config.fact_batch_messages} messages each) · {seconds:.0f} s{left_text(countdown)}"
+                f"{model_share(namespace)}. Facts appear below as each batch is written.")
 
     shown = -1
     try:
@@ -66,6 +69,7 @@ def build_facts(namespace: str | None, settings: SessionSettings | None, progres
                     yield value, gr.skip(), gr.skip()
             else:
                 report = value
+                countdown.finish()
     except (JobCancelled, NotFoundError) as exc:  # its memory was replaced or deleted: a reason, no error
         reason = str(exc) if isinstance(exc, JobCancelled) else "this session's memory was deleted or replaced"
         yield f"⏹️ CoreFact extraction stopped: {reason}.", *facts_view(namespace, None, None, settings)

@@ -14,7 +14,15 @@ from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.errors import MemSIFError
 from memsif.inspector import activefacts, build, chat, corefacts, evaluate, settings, tools, trajectories
-from memsif.inspector.common import engine, forget_session, model_in_use, models_loaded, new_session, serve
+from memsif.inspector.common import (
+    engine,
+    forget_session,
+    load_pace,
+    model_in_use,
+    models_loaded,
+    new_session,
+    serve,
+)
 
 
 def _preload():
@@ -26,7 +34,7 @@ def _preload():
         yield gr.skip(), model_in_use(engine())
         return
     start = time.perf_counter()
-    loading = "⏳ Loading the models (first visit after the server started: about 15 s on 2 CPU cores)"
+    loading = f"⏳ Loading the models (the first visit after the server started{load_pace()})"
     yield f"{loading}; **Build memory** can be pressed now and goes on as soon as they are ready.", f"{loading}."
     try:
         eng = engine()

@@ -1,0 +1,91 @@
+"""Waiting times the page states, from fake timings: a prior before anything is measured, the job's own
+pace (its start left out) once units finish, the range narrowing, the pace kept for the next job."""
+
+import random
+
+import pytest
+
+from memsif.inspector.pace import FACTS, STRUCTURE, PaceBook, duration, left_text, prior_from
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_prior_comes_from_the_prebuilt_examples_provenance():
+    made = {"messages": 419, "structure_seconds": 695, "core_facts_seconds": 2741, "model_load_seconds": 24.8}
+    assert prior_from(made, 8) == pytest.approx({STRUCTURE: 695 / 419, FACTS: 2741 / 53})
+    book = PaceBook()
+    book.set_prior(made, 8)
+    assert book.model_load_s == 24.8 and book.pace(FACTS) == (pytest.approx(2741 / 53), "prior")
+    assert prior_from({"messages": 0}, 8) == {} and PaceBook().pace(FACTS) is None
+
+
+def test_before_any_unit_finishes_the_range_is_the_priors_wide_one():
+    clock = Clock()
+    book = PaceBook(prior={FACTS: 2.0})
+    countdown = book.countdown(FACTS, clock)
+    countdown.update(0, 10)
+    assert countdown.left() == pytest.approx((10.0, 30.0))  # 20 s ± 50 %
+    assert left_text(countdown) == " · about 10–30 s left at the example build's pace"
+    assert left_text(PaceBook().countdown(FACTS, clock)) == "", "no pace known: no time stated"
+
+
+def test_the_jobs_own_pace_leaves_its_start_out_and_narrows():
+    clock = Clock()
+    countdown = PaceBook(prior={FACTS: 100.0}).countdown(FACTS, clock)
+    countdown.update(0, 20)
+    clock.now = 30.0  # models loading: the first unit finishes late
+    countdown.update(1, 20)
+    for done in range(2, 12):
+        clock.now += 5.0
+        countdown.update(done, 20)
+    low, high = countdown.left()
+    middle = 5.0 * 9  # 9 units left at 5 s each (startup excluded: 80 s / 11 done would say 65 s)
+    assert (low + high) / 2 == pytest.approx(middle) and high / middle - 1 == pytest.approx(1 / 10 ** 0.5)
+    assert countdown.basis() == "at this job's pace"
+    clock.now += 2.0  # the unit under way has run 2 s
+    assert countdown.left()[1] == pytest.approx((middle - 2.0) * (1 + 1 / 10 ** 0.5))
+
+
+def test_a_finished_jobs_pace_is_the_next_jobs_estimate():
+    clock = Clock()
+    book = PaceBook(prior={STRUCTURE: 1.0})
+    first = book.countdown(STRUCTURE, clock)
+    for done in range(0, 6):
+        first.update(done, 5)
+        clock.now += 3.0
+    first.finish()
+    second = book.countdown(STRUCTURE, clock)
+    second.update(0, 10)
+    assert book.pace(STRUCTURE) == (pytest.approx(3.0), "measured") and second.basis() == "at this server's last pace"
+    assert second.left() == pytest.approx((24.0, 36.0))
+
+
+def test_on_a_noisy_extraction_the_stated_time_is_within_30_percent_from_the_tenth_batch_on():
+    """75 batches, a slow start (models loading, first prefixes), then about 35 s a batch with noise
+    (batch sizes differ): from the tenth batch on, the middle of the stated range lies within ±30 % of
+    the time actually left."""
+    rng = random.Random(0)
+    times = [300.0]
+    for _ in range(74):
+        times.append(times[-1] + rng.uniform(20.0, 50.0))
+    clock = Clock()
+    countdown = PaceBook(prior={FACTS: 52.0}).countdown(FACTS, clock)
+    countdown.update(0, 75)
+    for done, at in enumerate(times[:-1], start=1):
+        clock.now = at
+        countdown.update(done, 75)
+        if done >= 10:
+            low, high = countdown.left()
+            actual = times[-1] - at
+            assert abs((low + high) / 2 - actual) <= 0.3 * actual, (done, low, high, actual)
+            assert low <= actual * 1.05 and high >= actual * 0.95
+
+
+def test_durations_read_as_a_person_reads_a_wait():
+    assert [duration(s) for s in (3, 42, 130, 1820, 4300)] == ["5 s", "40 s", "2 min", "30 min", "1 h 12 min"]
