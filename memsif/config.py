@@ -115,8 +115,9 @@ class MemSIFConfig:
     #: cost ~105 a second here. The paper's budget on a GPU is far larger; raise it with a faster model.
     context_tokens: int = 600
     #: The flat floor: this share of ``context_tokens`` holds the hybrid search's best sentences in
-    #: Hybrid RAG's own order before the facts and the structure's evidence fill the rest.
-    flat_share: float = 0.0
+    #: Hybrid RAG's own order before the facts and the structure's evidence fill the rest (chosen
+    #: held out per dev conversation; README, "Retrieval").
+    flat_share: float = 0.9
     #: Facts (CoreFacts + ActiveFacts) retrieved per question.
     fact_top_k: int = 8
     #: Sentences taken from the hybrid (dense + lexical) search as evidence candidates.

@@ -189,8 +189,15 @@ def test_a_first_visit_walks_every_view(walk_url, tmp_path):
         d.find_element(By.CSS_SELECTOR, "input[type='file']").send_keys(str(mini))
         time.sleep(2)
         d.find_element(By.ID, "build-btn").click()
-        WebDriverWait(d, 300).until(lambda d: "Topical Segments" in _text(d, "build-summary"))
+        stated_during_build = None  # the time left, as the page states it while building
+        deadline = time.time() + 300
+        while "Topical Segments" not in (summary := _text(d, "build-summary")) and time.time() < deadline:
+            if stated_during_build is None and " left at " in summary:
+                stated_during_build = summary
+                d.save_screenshot(str(shots / "walk-build-time-left.png"))
+            time.sleep(0.3)
         assert "35 messages" in _text(d, "build-summary")
+        assert stated_during_build, "the build never said how long it had left"
         WebDriverWait(d, 30).until(lambda d: _plot_drawn(d, "timeline"))
 
         # 5. notation where it appears
@@ -217,6 +224,7 @@ def test_a_first_visit_walks_every_view(walk_url, tmp_path):
             pytest.fail("CoreFact extraction did not finish in 10 minutes")
         assert first_rows_during and "Extracting CoreFacts: batch" in first_rows_during, \
             f"no operation was shown before the extraction finished: {seen[::4]}"
+        assert " left at " in first_rows_during, f"the extraction never said how long it had left: {first_rows_during}"
         assert len(d.find_elements(By.CSS_SELECTOR, ".progress-text, .eta-bar")) <= 1
 
         # 3. a bad upload: one message in the page; the views stay

@@ -1,0 +1,92 @@
+"""Stated against actual waiting times: a transcript built live with the default models, Structured
+Interaction Memory then CoreFacts, with the inspector's countdown (``memsif.inspector.pace``) fed the
+same progress the page gets. At every progress step it records the range the page would state and,
+once the stage has ended, the time that was actually left; prints per stage the share of steps whose
+range holds the actual time and the largest error of the range's middle from the tenth unit on
+(while at least a minute was left).
+
+    PYTHONPATH=. python benchmarks/waiting_times.py --sample conv-30 --messages 100 --out FILE.json
+    PYTHONPATH=. python benchmarks/waiting_times.py --sample conv-47 --messages 500 --out FILE.json
+
+The prior is the prebuilt example's provenance, as in the app; a fresh process (no measured pace).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import tempfile
+import time
+
+from memsif.config import MemSIFConfig
+from memsif.engine import MemSIF
+from memsif.eval.data import load_locomo
+from memsif.inspector.build import EXAMPLE_MEMORY
+from memsif.inspector.pace import FACTS, STRUCTURE, PaceBook
+from memsif.records import Message
+from memsif.transfer import read_export
+
+STAGES = {"segments": STRUCTURE, "core facts": FACTS}
+#: Steps with less time left than this are left out of the relative errors (a few seconds off on the
+#: last ten seconds is 100 %, and nobody plans around them).
+MIN_LEFT_S = 60.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default="../shared/data/locomo/locomo_dev.json")
+    parser.add_argument("--sample", default="conv-30")
+    parser.add_argument("--messages", type=int, default=100)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    [sample] = load_locomo(args.data, [args.sample])
+    messages: list[Message] = sample.messages[:args.messages]
+    eng = MemSIF(MemSIFConfig.from_env(data_dir=tempfile.mkdtemp(prefix="memsif-waits-")))
+    book = PaceBook()
+    book.set_prior(read_export(EXAMPLE_MEMORY).provenance, eng.config.fact_batch_messages)
+    load_s = eng.load_models()
+    countdowns = {kind: book.countdown(kind) for kind in (STRUCTURE, FACTS)}
+    steps: list[dict] = []
+
+    def progress(done: int, total: int, stage: str) -> None:
+        kind = STAGES[stage]
+        countdown = countdowns[kind]
+        countdown.update(done, total)
+        span = countdown.left()
+        steps.append({"kind": kind, "done": done, "total": total, "t": time.monotonic(),
+                      "low": span[0] if span else None, "high": span[1] if span else None,
+                      "basis": countdown.basis()})
+
+    start = time.monotonic()
+    report = eng.ingest(messages, namespace="waits", progress=progress, core_facts=True)
+    ends = {kind: max(s["t"] for s in steps if s["kind"] == kind) for kind in (STRUCTURE, FACTS)}
+    summary = {}
+    for kind in (STRUCTURE, FACTS):
+        rows = [s for s in steps if s["kind"] == kind and s["low"] is not None]
+        for s in rows:
+            s["actual"] = ends[kind] - s["t"]
+        late = [s for s in rows if s["done"] >= 10 and s["actual"] >= MIN_LEFT_S]
+        errors = [abs((s["low"] + s["high"]) / 2 - s["actual"]) / s["actual"] for s in late]
+        summary[kind] = {
+            "units": rows[-1]["total"] if rows else 0, "seconds": round(ends[kind] - min(s["t"] for s in rows), 1)
+            if rows else 0, "steps": len(rows),
+            "range_holds_actual": round(sum(s["low"] <= s["actual"] <= s["high"] for s in rows) / max(len(rows), 1), 3),
+            "max_middle_error_from_10th": round(max(errors), 3) if errors else None,
+            "median_middle_error_from_10th": round(sorted(errors)[len(errors) // 2], 3) if errors else None,
+            "first_stated": [rows[0]["low"], rows[0]["high"], rows[0]["basis"]] if rows else None}
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    out = {"sample": args.sample, "messages": len(messages), "model_load_s": round(load_s, 1),
+           "wall_s": round(time.monotonic() - start, 1), "segments": report.segments, "summary": summary,
+           "prior": book.prior, "steps": steps,
+           "cpu": [line for line in lscpu.splitlines() if line.startswith(("Model name", "CPU(s)"))],
+           "command": f"PYTHONPATH=. python benchmarks/waiting_times.py --sample {args.sample} "
+                      f"--messages {args.messages} --out {args.out}",
+           "date": time.strftime("%Y-%m-%d")}
+    with open(args.out, "w", encoding="utf-8") as fh:
+        json.dump(out, fh, indent=1)
+    print(json.dumps({k: v for k, v in out.items() if k != "steps"}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
