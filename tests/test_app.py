@@ -527,6 +527,7 @@ def test_markup_in_a_transcript_is_shown_as_written_by_every_endpoint(app_url, t
     client = gradio_client.Client(app_url, verbose=False)
     summary, timeline, _ = client.predict(gradio_client.handle_file(str(path)), None, api_name="/build")
     assert "6 messages" in summary and not _made_markup(summary), summary
+    assert "garden\\_\\[x\\])" in summary, summary  # the sample's name as written (the upload drops "<b>")
     hover = json.dumps([t.get("hovertext") for t in json.loads(timeline["plot"])["data"]])
     assert "&lt;img src=x onerror=" in hover and "&lt;b&gt;Bo&lt;/b&gt;" in hover and not _made_markup(hover, False)
 
@@ -585,6 +586,29 @@ def test_an_error_shown_in_the_page_is_escaped_and_an_agent_gets_it_as_it_is():
     with pytest.raises(gr.Error) as handed:
         tool_guard(failing)()
     assert handed.value.message == f"the model wrote {IMG}; try again"
+
+
+def test_a_refused_upload_and_a_failed_build_quote_what_they_name_as_written(tmp_path):
+    """What a refused upload or a failed build quotes (the file's name, its keys, an error that names
+    what a transcript held) is shown as written in the page's Markdown: no tag, link or emphasis."""
+    from memsif.errors import MemSIFError
+    from memsif.inspector.build import UploadRefused, load_upload, stopped_summary
+
+    path = tmp_path / "<b>notes_[x].json"
+    path.write_text('{"<img src=x onerror=1>": 1}')
+    with pytest.raises(UploadRefused) as refused:
+        load_upload(str(path))
+    said = str(refused.value)
+    assert said.startswith("⚠️ **&lt;b&gt;notes\\_\\[x\\].json** was not loaded: unknown JSON layout"), said
+    assert "the file's keys: &lt;img src=x onerror=1&gt;" in said and not _made_markup(said), said
+
+    class NoMemory:
+        def has_memory(self, namespace):
+            return False
+
+    failed = stopped_summary(NoMemory(), "ns", MemSIFError(f"the model wrote {IMG} and [link](javascript:x)"))
+    assert failed == ('⚠️ The build failed: the model wrote &lt;img src=x onerror="window.\\_\\_pwned=1"&gt; and '
+                      "\\[link\\](javascript:x) This session holds no memory now."), failed
 
 
 def test_a_chat_turn_written_into_memory_counts_as_the_chat_for_whoever_waits_behind_it(engine_factory, monkeypatch):

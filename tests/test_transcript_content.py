@@ -82,6 +82,13 @@ def test_a_history_of_several_files_and_a_later_session_keep_one_spelling(tmp_pa
     report = engine.ingest_transcript(load_transcripts(later)[0], namespace="m")
     assert [m.speaker for m in engine.messages("m")] == ["Ana", "Bo", "Ana", "Bo"]
     assert any("'ANA'" in w and "'bo'" in w for w in report.warnings)
+    first = write(tmp_path, "first.jsonl", "\n".join(json.dumps({"id": f"j{k}", "speaker": n, "text": f"said {k}"})
+                                                 for k, n in enumerate(["Ana", "Bo"])))
+    engine.ingest_transcript(load_transcripts(first)[0], namespace="j")
+    again = write(tmp_path, "again.jsonl", "\n".join(json.dumps({"id": f"j{k}", "speaker": n, "text": f"said {k}"})
+                                                  for k, n in enumerate(["ANA", f"b{ZWSP}o"])))
+    report = engine.ingest_transcript(load_transcripts(again)[0], namespace="j")  # the same messages, no conflict
+    assert [m.speaker for m in engine.messages("j")] == ["Ana", "Bo"] and report.messages == 0
 
 
 def test_the_python_api_stores_one_speaker_per_person(engine_factory):
@@ -141,8 +148,16 @@ LONGMEMEVAL_SYSTEM = [{"question_id": "q", "haystack_session_ids": ["s1"], "hays
                        "haystack_sessions": [[{"role": "system", "content": "You are helpful."},
                                               {"role": "user", "content": "Weather in Lyon?"},
                                               {"role": "assistant", "content": "Il fait 21 degrés."}]]}]
+LOCOMO_ROLES = [{"sample_id": "s", "conversation": {
+    "session_1_date_time": "1:56 pm on 8 May, 2023",
+    "session_1": [{"speaker": "System", "text": "You are helpful.", "dia_id": "D1:1"},
+                  {"speaker": "Ana", "text": "Weather in Lyon?", "dia_id": "D1:2"},
+                  {"speaker": "tool", "text": "21 degrees", "dia_id": "D1:3"},
+                  {"speaker": "Bo", "text": "Il fait 21 degrés.", "dia_id": "D1:4"}]}}]
 #: format → (file name, content, the warning)
 NOT_CONVERSATION = {
+    "locomo": ("c.json", json.dumps(LOCOMO_ROLES),
+               "left out 2 messages that were not conversation: 1 system prompt, 1 tool result"),
     "openai": ("c.json", json.dumps({"messages": ROLE_MESSAGES}), ROLES_LEFT_OUT),
     "jsonl": ("c.jsonl", "\n".join(json.dumps(m) for m in ROLE_MESSAGES), ROLES_LEFT_OUT),
     "chatgpt": ("c.json", _chatgpt(CHATGPT_TOOLS),

@@ -226,3 +226,24 @@ def test_a_statement_drawn_from_a_dated_message_carries_its_day_once():
     assert dated("Melanie ran a charity race (21 July 2023)", day) == "Melanie ran a charity race (21 July 2023)"
     assert dated("Melanie ran a charity race", day) == "Melanie ran a charity race (21 July 2023)"
     assert dated("Melanie ran a charity race", None) == "Melanie ran a charity race"
+
+
+def test_an_id_holding_backticks_or_markup_is_one_code_span():
+    """An id comes from the file (a JSONL ``id``, a fact's id): shown as one code span whatever it
+    holds, fenced by more backticks than it has in a row, so that its backticks and tags stay text."""
+    from memsif.markdown import code_span
+    from memsif.query import Answer
+    from memsif.records import Evidence, RetrievedFact
+    from memsif.viz import answer_markdown, trace_markdown
+
+    assert code_span("D`1") == "`` D`1 ``" and code_span("a``b") == "``` a``b ```" and code_span("D1:1") == "`D1:1`"
+    evidence = Evidence(statement="Tomatoes.", subject="Bo", source_message_ids=["D`1", "<b>D2</b>"],
+                        found_by=["dense"], scores={"dense": 0.5, "priority": 1.0})
+    fact = RetrievedFact(kind="core", id="F`1", subject="Bo", type="Event", statement="Tomatoes.",
+                         source_message_ids=["D`1"], score=0.5)
+    answer = Answer(question="q", answer="Tomatoes.", sufficient=False, sufficiency_prob=None, traced_back=True,
+                    facts_used=[fact], evidence_used=[evidence])
+    assert "- `` D`1, <b>D2</b> `` Bo: Tomatoes." in answer_markdown(answer).splitlines()
+    _, body = trace_markdown(answer)
+    assert "- `` F`1 `` (core, Event) Bo: Tomatoes. — sources D\\`1" in body, body
+    assert "— `` D`1, <b>D2</b> ``" in body, body
