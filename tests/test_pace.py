@@ -33,6 +33,8 @@ def test_before_any_unit_finishes_the_range_is_the_priors_wide_one():
     assert countdown.left() == pytest.approx((10.0, 30.0))  # 20 s ± 50 %
     assert left_text(countdown) == " · about 10–30 s left at the example build's pace"
     assert left_text(PaceBook().countdown(FACTS, clock)) == "", "no pace known: no time stated"
+    countdown.update(10, 10)
+    assert left_text(countdown) == " · finishing", "every unit counted: no time is stated"
 
 
 def test_the_jobs_own_pace_leaves_its_start_out_and_narrows():

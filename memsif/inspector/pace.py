@@ -152,4 +152,8 @@ def span_text(span: tuple[float, float]) -> str:
 def left_text(countdown: Countdown) -> str:
     """" · about 3–5 min left at this job's pace" for a running job; "" while no pace is known."""
     span = countdown.left()
-    return "" if span is None else f" · about {span_text(span)} left {countdown.basis()}"
+    if span is None:
+        return ""
+    if countdown.total and countdown.done >= countdown.total:
+        return " · finishing"  # every unit counted; what is left (writing, the last trajectory) is not one
+    return f" · about {span_text(span)} left {countdown.basis()}"
