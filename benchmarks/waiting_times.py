@@ -46,7 +46,7 @@ def main() -> None:
     book = PaceBook()
     book.set_prior(read_export(EXAMPLE_MEMORY).provenance, eng.config.fact_batch_messages)
     load_s = eng.load_models()
-    countdowns = {kind: book.countdown(kind) for kind in (STRUCTURE, FACTS)}
+    countdowns = {STRUCTURE: book.countdown(STRUCTURE), FACTS: book.countdown(FACTS, wave=eng.config.fact_parallel)}
     steps: list[dict] = []
 
     def progress(done: int, total: int, stage: str) -> None:

@@ -91,3 +91,25 @@ def test_on_a_noisy_extraction_the_stated_time_is_within_30_percent_from_the_ten
 
 def test_durations_read_as_a_person_reads_a_wait():
     assert [duration(s) for s in (3, 42, 130, 1820, 4300)] == ["5 s", "40 s", "2 min", "30 min", "1 h 12 min"]
+
+
+def test_batches_that_finish_a_wave_at_a_time_are_counted_by_waves():
+    """Extraction generates eight batches together: they finish within seconds of each other after a
+    long wait. The countdown reads waves: while a wave's batches arrive, only the rest of that wave and
+    the waves still to come are left; the first wave's time (start included) stands for the next."""
+    clock = Clock()
+    countdown = PaceBook(prior={FACTS: 50.0}).countdown(FACTS, clock, wave=8)
+    countdown.update(0, 20)
+    assert countdown.left() == pytest.approx((3 * 400 * 0.5, 3 * 400 * 1.5))  # three waves at the prior
+    times = {}
+    for wave, end in ((0, 600.0), (8, 1000.0)):  # two full waves: 600 s (with the start), then 400 s
+        for k in range(1, 9):
+            clock.now = end - (8 - k) * 5.0  # the wave's batches arrive 5 s apart
+            countdown.update(wave + k, 20)
+            times[wave + k] = countdown.left()
+    assert sum(times[3]) / 2 == pytest.approx(400 * 2), "a finishing first wave: two waves to come (no gap known)"
+    assert sum(times[11]) / 2 == pytest.approx(5 * 5.0 + 600), "the rest of this wave, then one as long as the first"
+    assert countdown.basis() == "at this job's pace" and sum(times[16]) / 2 == pytest.approx(400.0 - 0.0)
+    clock.now = 1100.0
+    countdown.update(17, 20)  # the last wave (four batches) is arriving
+    assert sum(countdown.left()) / 2 == pytest.approx(3 * 5.0)

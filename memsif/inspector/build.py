@@ -292,7 +292,7 @@ def example_wait() -> str:
     parts = []
     for kind, units, what in ((STRUCTURE, messages, "to its timeline"),
                               (FACTS, math.ceil(messages / batch), "more for its CoreFacts")):
-        countdown = PACE.countdown(kind)
+        countdown = PACE.countdown(kind, wave=served_config().fact_parallel if kind == FACTS else 1)
         countdown.update(0, units)
         if (span := countdown.left()) is not None:
             parts.append(f"about {span_text(span)} {what}")

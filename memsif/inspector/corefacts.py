@@ -42,7 +42,7 @@ def build_facts(namespace: str | None, settings: SessionSettings | None, progres
         with job(namespace, "facts"):  # cancellable from its start, also while it waits for the namespace
             return eng.build_core_facts(namespace, progress=report)
 
-    countdown = PACE.countdown(FACTS)
+    countdown = PACE.countdown(FACTS, wave=eng.config.fact_parallel)  # batches finish a wave at a time
 
     def describe(state: JobProgress, seconds: float) -> str:
         if not state.total:

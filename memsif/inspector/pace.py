@@ -6,9 +6,9 @@ of messages read for CoreFacts). Before a job has finished units of its own, its
 process's last measured pace for that work, and before that a **prior**: the prebuilt example's own
 build (its provenance records the seconds of each stage on the machine that built it, with the
 packaged model). Once the job has finished units, its own pace takes over, measured from its first
-finished unit (the start — models loading, the first prompt's prefix — is not a unit of work). The
-range narrows as units finish: ± max(``FLOOR``, 1 / √(units measured)) around the estimate, ± ``PRIOR``
-on a prior.
+finished wave of units (the start — models loading, the first prompt's prefix — is not work of a
+unit; see ``Countdown`` for waves). The range narrows as waves finish: ± max(``FLOOR``, 1 / √(waves
+measured)) around the estimate, ± ``PRIOR`` on a prior.
 """
 
 from __future__ import annotations
@@ -69,65 +69,89 @@ class PaceBook:
         with self._lock:
             self.measured[kind] = seconds_per_unit
 
-    def countdown(self, kind: str, clock: Callable[[], float] = time.monotonic) -> Countdown:
-        return Countdown(self, kind, clock)
+    def countdown(self, kind: str, clock: Callable[[], float] = time.monotonic, wave: int = 1) -> Countdown:
+        """A countdown of one job of ``kind`` whose units finish ``wave`` at a time."""
+        return Countdown(self, kind, clock, max(1, wave))
 
 
 @dataclass
 class Countdown:
-    """One running job of ``kind``: ``update`` with its progress, ``left`` for the time it has left."""
+    """One running job of ``kind``: ``update`` with its progress, ``left`` for the time it has left.
+
+    Units finish in **waves** of ``wave`` (CoreFact extraction generates ``fact_parallel`` batches
+    together, so they finish within seconds of each other after a long wait; messages finish one by
+    one, ``wave`` = 1). The pace is seconds per wave between wave ends, the first end left out (it
+    holds the start); with one wave ended it is that wave's time from the start, at the prior's width.
+    """
 
     book: PaceBook
     kind: str
     clock: Callable[[], float] = time.monotonic
+    wave: int = 1
     total: int = 0
     done: int = 0
-    _first: tuple[int, float] | None = None  # (units done, time) when the first unit finished
-    _last: float = 0.0
+    _start: float = 0.0
+    _ends: list[tuple[int, float]] = field(default_factory=list)  # (units done, time) at each wave's end
+    _arriving: float | None = None  # when the wave under way finished its first unit
+    _gaps: list[float] = field(default_factory=list)  # seconds between a finished wave's units
 
     def update(self, done: int, total: int) -> None:
         now = self.clock()
         if total != self.total:  # another stage or a fresh count: measure it afresh
-            self.total, self._first = total, None
-        if done > self.done or self._first is None:
-            if done > 0 and self._first is None:
-                self._first = (done, now)
-            self._last = now if done > self.done else self._last
+            self.total, self._start, self._ends, self._arriving, self._gaps = total, now, [], None, []
+        counted = self._ends[-1][0] if self._ends else 0
+        if done > counted and self._arriving is None:
+            self._arriving = now
+        while total and done >= (boundary := min((len(self._ends) + 1) * self.wave, total)) \
+                and (not self._ends or boundary > self._ends[-1][0]):
+            units = boundary - (self._ends[-1][0] if self._ends else 0)
+            if units > 1 and self._arriving is not None:
+                self._gaps.append((now - self._arriving) / (units - 1))
+            self._ends.append((boundary, now))
+            self._arriving = None
         self.done = done
 
-    def pace(self) -> tuple[float, float] | None:
-        """(seconds per unit, relative half-width of its range), or None when nothing gives one."""
-        if self._first is not None and self.done - self._first[0] >= 1:
-            units = self.done - self._first[0]
-            return (self._last - self._first[1]) / units, max(FLOOR, 1 / math.sqrt(units))
+    def pace(self) -> tuple[float, float, str] | None:
+        """(seconds per wave, relative half-width of its range, where it comes from), or None when
+        nothing gives one."""
+        if len(self._ends) >= 2:
+            waves = len(self._ends) - 1
+            per_wave = (self._ends[-1][1] - self._ends[0][1]) / waves
+            return per_wave, max(FLOOR, 1 / math.sqrt(waves)), "at this job's pace"
+        if len(self._ends) == 1 and self.wave > 1:
+            return self._ends[0][1] - self._start, PRIOR, "at this job's first wave"
         known = self.book.pace(self.kind)
         if known is None:
             return None
-        return known[0], PRIOR if known[1] == "prior" else 2 * FLOOR
+        if known[1] == "prior":
+            return known[0] * self.wave, PRIOR, "at the example build's pace"
+        return known[0] * self.wave, 2 * FLOOR, "at this server's last pace"
 
     def basis(self) -> str:
-        """Where ``pace`` comes from, in words."""
-        if self._first is not None and self.done - self._first[0] >= 1:
-            return "at this job's pace"
-        known = self.book.pace(self.kind)
-        if known is None:
-            return ""
-        return "at this server's last pace" if known[1] == "measured" else "at the example build's pace"
+        """Where ``pace`` comes from, in words ("" when nothing gives one)."""
+        pace = self.pace()
+        return pace[2] if pace else ""
 
     def left(self) -> tuple[float, float] | None:
         """(low, high) seconds this job has left, or None when no pace is known yet."""
         pace = self.pace()
         if pace is None or not self.total:
             return None
-        rate, width = pace
-        since = self.clock() - self._last if self._last else 0.0  # the unit under way has run this long
-        middle = max(rate * (self.total - self.done) - since, 0.0)
+        per_wave, width, _ = pace
+        counted, since = self._ends[-1] if self._ends else (0, self._start)
+        waves_left = math.ceil((self.total - counted) / self.wave)
+        if self.done > counted:  # the wave under way is finishing: its units arrive one after another
+            gap = sum(self._gaps) / len(self._gaps) if self._gaps else 0.0
+            current = (min(counted + self.wave, self.total) - self.done) * gap
+        else:  # the wave under way has run this long
+            current = max(per_wave - (self.clock() - since), 0.0)
+        middle = current + per_wave * (waves_left - 1)
         return middle * (1 - width), middle * (1 + width)
 
     def finish(self) -> None:
-        """Record this job's pace for the next jobs of its kind (when it measured one)."""
-        if self._first is not None and self.done - self._first[0] >= 1:
-            self.book.record(self.kind, (self._last - self._first[1]) / (self.done - self._first[0]))
+        """Record this job's pace per unit for the next jobs of its kind (when it measured one)."""
+        if len(self._ends) >= 2:
+            self.book.record(self.kind, (self._ends[-1][1] - self._ends[0][1]) / (len(self._ends) - 1) / self.wave)
 
 
 def duration(seconds: float) -> str:
