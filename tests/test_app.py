@@ -14,8 +14,7 @@ import pytest
 
 from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
-from memsif.store import MemoryStore
-from tests.fakes import FakeLLM, HashEmbedder, TableEntities, grounded_extraction
+from tests.fakes import FakeLLM, grounded_extraction
 
 gradio_client = pytest.importorskip("gradio_client")
 
@@ -26,18 +25,11 @@ FACTS = grounded_extraction({"counseling and mental health as a career": {
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
-    from memsif.inspector import build_demo, common
+    from tests.conftest import serve_on_fakes
 
     llm = FakeLLM({"segment_judge": 0.3, "trajectory_judge": 0.6, "core_extract": FACTS,
                    "core_operation": "A", "sufficiency": 0.2, "answer": "She researched adoption agencies."})
-    cfg = MemSIFConfig(data_dir=str(tmp_path_factory.mktemp("app")))
-    demo = build_demo(MemSIF(cfg, llm=llm, embedder=HashEmbedder(), entities=TableEntities(),
-                             store=MemoryStore(in_memory=True)))
-    demo.queue(default_concurrency_limit=4)
-    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True)
-    yield url
-    demo.close()
-    common.serve(None)
+    yield from serve_on_fakes(llm, tmp_path_factory.mktemp("app"))
 
 
 def test_a_client_builds_the_example_asks_and_reads_every_view(app_url):

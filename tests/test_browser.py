@@ -75,16 +75,21 @@ def _plot_drawn(driver, elem_id: str) -> bool:
                                                       f"#{elem_id} .js-plotly-plot .gl-container canvas"))
 
 
+def upload_and_build(driver, url: str, path: Path) -> None:
+    """Open the page at ``url``, upload ``path`` and press Build memory."""
+    driver.get(url)
+    WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.ID, "build-btn"))
+    driver.find_element(By.CSS_SELECTOR, "input[type='file']").send_keys(str(path))
+    time.sleep(2)  # the upload lists the file's samples
+    driver.find_element(By.ID, "build-btn").click()
+
+
 def test_upload_build_plots_chat_and_a_second_session_sees_nothing(app_url, tmp_path):
     shots = Path(os.environ.get("MEMSIF_SCREENSHOT_DIR", tmp_path))
     shots.mkdir(parents=True, exist_ok=True)
     first = _browser()
     try:
-        first.get(app_url)
-        WebDriverWait(first, 30).until(lambda d: d.find_elements(By.ID, "build-btn"))
-        first.find_element(By.CSS_SELECTOR, "input[type='file']").send_keys(str(TRANSCRIPT))
-        time.sleep(2)  # the upload lists the file's samples
-        first.find_element(By.ID, "build-btn").click()
+        upload_and_build(first, app_url, TRANSCRIPT)
         WebDriverWait(first, 300).until(
             lambda d: "Topical Segments" in d.find_element(By.ID, "build-summary").text)
         assert "14 messages" in first.find_element(By.ID, "build-summary").text

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests.test_app import IMG, MARKUP_TRANSCRIPT
-from tests.test_browser import CHROMEDRIVER, CHROMIUM, _browser, _plot_drawn, _tab
+from tests.test_browser import CHROMEDRIVER, CHROMIUM, _browser, _plot_drawn, _tab, upload_and_build
 from tests.test_browser_walk import _pick_first, _text
 
 webdriver = pytest.importorskip("selenium.webdriver")
@@ -23,26 +23,17 @@ pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
 
 @pytest.fixture(scope="module")
 def markup_url(tmp_path_factory):
-    from memsif.config import MemSIFConfig
-    from memsif.engine import MemSIF
     from memsif.entities import RegexEntityExtractor
-    from memsif.inspector import build_demo, common
-    from memsif.store import MemoryStore
-    from tests.fakes import FakeLLM, HashEmbedder, grounded_extraction
+    from tests.conftest import serve_on_fakes
+    from tests.fakes import FakeLLM, grounded_extraction
 
     facts = grounded_extraction({"San Marzano tomatoes": {
         "subject": "<b>Ana</b>", "type": "Preference",
         "statement": f"Ana planted San Marzano tomatoes {IMG} in the garden."}})
     llm = FakeLLM({"segment_judge": 0.7, "trajectory_judge": 0.6, "core_extract": facts, "core_operation": "A",
                    "sufficiency": 0.2, "answer": f"San Marzano <b>bold</b> {IMG}"})
-    cfg = MemSIFConfig(data_dir=str(tmp_path_factory.mktemp("markup")), fact_operation="model")
-    demo = build_demo(MemSIF(cfg, llm=llm, embedder=HashEmbedder(), entities=RegexEntityExtractor(),
-                             store=MemoryStore(in_memory=True)))
-    demo.queue(default_concurrency_limit=4)
-    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True)
-    yield url
-    demo.close()
-    common.serve(None)
+    yield from serve_on_fakes(llm, tmp_path_factory.mktemp("markup"), entities=RegexEntityExtractor(),
+                              fact_operation="model")
 
 
 def _markup_made(driver) -> list[str]:
@@ -68,11 +59,7 @@ def test_markup_in_a_transcript_is_shown_as_written_in_every_view(markup_url, tm
     path.write_text(MARKUP_TRANSCRIPT)
     d = _browser()
     try:
-        d.get(markup_url)
-        WebDriverWait(d, 30).until(lambda d: d.find_elements(By.ID, "build-btn"))
-        d.find_element(By.CSS_SELECTOR, "input[type='file']").send_keys(str(path))
-        time.sleep(2)  # the upload lists the file's samples
-        d.find_element(By.ID, "build-btn").click()
+        upload_and_build(d, markup_url, path)
         WebDriverWait(d, 120).until(lambda d: "Topical Segments" in _text(d, "build-summary")
                                     and _plot_drawn(d, "timeline"))
         assert not _markup_made(d), _markup_made(d)
