@@ -157,13 +157,13 @@ class MemSIFConfig:
     #: ``segment_weight`` for an aggregation question (its answer is spread over many events, and a
     #: segment's relevance favours the one best topic). The same 0.25 by measurement: 0 held less of the
     #: gold evidence of conv-26's 20 aggregation questions (82.5 % against 84.2 %; without CoreFacts
-    #: 0 was better; benchmarks/results/dev/designs-conv26-s13.md).
+    #: 0 was better; benchmarks/results/dev/designs-conv26-1500.md).
     aggregation_segment_weight: float = 0.25
     #: ``segment_decay`` for an aggregation question: each further sentence of one Topical Segment
     #: keeps this share of its priority, so the context spreads over the many events the answer needs.
     #: 1 (off) by measurement: 0.7 raised conv-26's NCE provenance recall 0.756 → 0.794 but lowered its
     #: aggregation questions' strict recall 0.575 → 0.521, and changed nothing on conv-30
-    #: (benchmarks/results/dev/designs-s14.md).
+    #: (benchmarks/results/dev/designs-aggregation-decay.md).
     aggregation_segment_decay: float = 1.0
     #: The aggregation path's evidence: only sentences of the speakers the question names.
     aggregation_speaker_only: bool = False
