@@ -73,7 +73,7 @@ def main() -> None:
         if len(asked) >= args.questions and eng.active_facts(ns):
             break
         t0 = time.perf_counter()
-        answer = eng.ask(question, ns)
+        answer = eng.ask(question, namespace=ns)
         asked.append({"question": question, "answer": answer.answer, "seconds": round(time.perf_counter() - t0, 1)})
         print(f"asked {question!r}: {answer.answer!r} ({asked[-1]['seconds']} s)")
     provenance["active_facts"] = len(eng.active_facts(ns))

@@ -41,7 +41,7 @@ def one_mode() -> dict:
         eng.ingest_transcript(load_transcripts(TRANSCRIPT)[0], "g", core_facts=False)
 
         def ask(question: str) -> dict:
-            a = eng.ask(question, "g")
+            a = eng.ask(question, namespace="g")
             return {"question": question, "seconds": round(a.seconds, 1), "answer": a.answer}
 
         alone = [ask(q) for q in QUESTIONS]

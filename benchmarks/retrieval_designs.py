@@ -57,7 +57,7 @@ def question_rows(engine: MemSIF, samples, namespace_of, overrides: dict, budget
             if not q.evidence_ids:
                 continue
             t = time.perf_counter()
-            ans = eng.ask(q.question, namespace_of(sample), generate=False)
+            ans = eng.ask(q.question, namespace=namespace_of(sample), generate=False)
             seconds = time.perf_counter() - t
             text, ids = evidence_recall(q.evidence_ids, texts, ans.context, ans.context_source_ids)
             strict = strict_recall(q.evidence_ids, texts, q.gold, ans.context)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import resource
 import sys
 import time
@@ -27,17 +26,24 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def config_for(args: argparse.Namespace, **overrides: Any) -> MemSIFConfig:
+    """The configuration a command runs with: ``MEMSIF_*`` variables, then the command's own options
+    (``--model`` for every step, ``--data-dir``), then ``overrides``. The environment is only read."""
+    return MemSIFConfig.from_env(data_dir=getattr(args, "data_dir", None), llm_model=getattr(args, "model", None),
+                                 **overrides)
+
+
 def _engine(args: argparse.Namespace, reader: bool = False, **overrides: Any):
     """The engine a command runs on. A ``reader`` (show, ask, facts, export, namespaces, calibrate)
     whose memory folder another MemSIF process holds (the app, an ingest) reads a snapshot of it,
     read-only, and says so on stderr; a writer is refused with what to do."""
     from memsif.engine import MemSIF
-    from memsif.store import MemoryStore
+    from memsif.store import open_store
 
-    config = MemSIFConfig.from_env(data_dir=getattr(args, "data_dir", None), **overrides)
+    config = config_for(args, **overrides)
     if not reader or config.qdrant_url:
         return MemSIF(config)
-    store = MemoryStore.for_config(config, when_busy="snapshot")
+    store = open_store(config, when_busy="snapshot")
     print(f"reading {store.opened_from or f'the memory folder {store.location}'}", file=sys.stderr)
     return MemSIF(config, store=store)
 
@@ -438,9 +444,6 @@ def _reading_parsers(sub: argparse._SubParsersAction) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    before = os.environ.get("MEMSIF_LLM_MODEL")
-    if args.model:  # one place every subcommand's configuration reads it from (MemSIFConfig.from_env)
-        os.environ["MEMSIF_LLM_MODEL"] = args.model
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     start = time.perf_counter()
@@ -453,9 +456,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     finally:
-        if args.model:  # an in-process caller (tests, a notebook) gets its environment back
-            if before is None:
-                os.environ.pop("MEMSIF_LLM_MODEL", None)
-            else:
-                os.environ["MEMSIF_LLM_MODEL"] = before
         logging.getLogger(__name__).info("done in %.1f s", time.perf_counter() - start)

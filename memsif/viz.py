@@ -434,7 +434,7 @@ def evidence_how(evidence: Evidence) -> str:
     return " · ".join(parts)
 
 
-#: What the chat says under an answer from a model measured at chance (query.AT_CHANCE_MODELS).
+#: What the chat says under an answer from a model measured at chance (its model profile: ``memsif.llm.profiles``).
 DEMO_MODEL_NOTE = ("⚠️ Answered by **{model}**, the packaged smoke-test model: it judges at chance and its answers "
                    "are unreliable. Pick `auto:packaged:qwen2.5-coder-1.5b-instruct` (the default) in Settings, or "
                    "plug in a bigger one: `MEMSIF_LLM_MODEL=Qwen/Qwen3-4B` (transformers, with a GPU) or "

@@ -61,17 +61,16 @@ def engine_factory(tmp_path):
 
 def serve_on_fakes(llm: FakeLLM, data_dir: Path, entities=None, **config):
     """The inspector on fakes (the given LLM, a hashing embedder, in-memory Qdrant; ``config`` keyword
-    overrides go into MemSIFConfig): yields its URL,
-    then closes it and serves no engine (a fixture's body: ``yield from serve_on_fakes(...)``)."""
-    from memsif.inspector import build_demo, common
+    overrides go into MemSIFConfig): yields (its URL, its ``Inspector``), then closes it (a fixture's
+    body: ``yield from serve_on_fakes(...)``)."""
+    from memsif.inspector import build_demo
 
     demo = build_demo(MemSIF(MemSIFConfig(data_dir=str(data_dir), **config), llm=llm, embedder=HashEmbedder(),
                              entities=entities or TableEntities(), store=MemoryStore(in_memory=True)))
     demo.queue(default_concurrency_limit=4)
     _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True)
-    yield url
+    yield url, demo.inspector
     demo.close()
-    common.serve(None)
 
 
 def free_port() -> int:

@@ -154,3 +154,12 @@ class KeywordEmbedder(HashEmbedder):
                     out[i, axis] += 2.0
             out[i] /= np.linalg.norm(out[i]) or 1.0
         return out
+
+
+def trust_sufficiency(monkeypatch, name: str = "fake-llm") -> None:
+    """Profile the model called ``name`` as measured on the sufficiency check (``memsif.llm.profiles``),
+    so ``sufficiency_gate="auto"`` asks it."""
+    from memsif.llm import profiles
+
+    monkeypatch.setattr(profiles, "PROFILES",
+                        (*profiles.PROFILES, profiles.ModelProfile(name, judges_sufficiency=True)))

@@ -24,12 +24,23 @@ FACTS = grounded_extraction({"counseling and mental health as a career": {
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
+def served(tmp_path_factory):
+    """The inspector on fakes: (its URL, its ``Inspector``)."""
     from tests.conftest import serve_on_fakes
 
     llm = FakeLLM({"segment_judge": 0.3, "trajectory_judge": 0.6, "core_extract": FACTS,
                    "core_operation": "A", "sufficiency": 0.2, "answer": "She researched adoption agencies."})
     yield from serve_on_fakes(llm, tmp_path_factory.mktemp("app"))
+
+
+@pytest.fixture(scope="module")
+def app_url(served):
+    return served[0]
+
+
+@pytest.fixture(scope="module")
+def inspector(served):
+    return served[1]
 
 
 def test_a_client_builds_the_example_asks_and_reads_every_view(app_url):
@@ -53,7 +64,7 @@ def test_a_client_builds_the_example_asks_and_reads_every_view(app_url):
     assert answer.startswith("She researched adoption agencies.") and "Answered by fake-llm" in answer
     assert "**Best supporting messages**" in answer and "`D" in answer  # shown above the trace
     assert "⚠️ Not in the memory it was given" not in answer  # every mention is in its context
-    # under sufficiency_gate=auto only models measured on the check are asked (query.SUFFICIENCY_MEASURED_MODELS)
+    # under sufficiency_gate=auto only models measured on the check are asked (its model profile)
     assert history[-1]["metadata"]["title"].startswith("Trace · sufficiency not asked · traced back")
     assert trace["traced_back"] and trace["evidence_used"], "an answer the gate did not clear must trace back"
     assert cluster_plot is not None and clusters["data"], "the question fed no ActiveFact cluster"
@@ -105,17 +116,15 @@ def test_sessions_see_nothing_of_each_other(app_url):
     assert not segments["data"], "the owner's memory is still there after /forget"
 
 
-def test_settings_rebuild_with_new_thresholds_and_reject_bad_ones(app_url):
-    from memsif.inspector import common
-
+def test_settings_rebuild_with_new_thresholds_and_reject_bad_ones(app_url, inspector):
     client = gradio_client.Client(app_url, verbose=False)
     _, _, default_rows = client.predict(None, None, api_name="/build")
-    model = common.model_choices()[0]
+    model = inspector.model_choices()[0]
     status = client.predict(0.8, 0.05, 0.1, 3, 0.45, 0.45, model, api_name="/settings")
     assert "τ_split=0.05" in status
     summary, _, rows = client.predict(api_name="/rebuild")
     assert "419 messages" in summary
-    base = common.engine().config
+    base = inspector.engine().config
     assert (f"Settings in force that differ from the defaults: τ_split 0.05 (default {base.tau_split:g}), "
             f"τ_merge 0.1 (default {base.tau_merge:g})") in summary, summary
     assert "θ_s" not in summary.split("Settings in force")[1], "a setting at its default is not named"
@@ -225,11 +234,8 @@ def test_a_bad_upload_gets_one_message_in_the_page_and_the_memory_stays(app_url,
     assert trace["evidence_used"], "the session's memory must survive a bad upload"
 
 
-def test_the_chat_has_a_send_button_and_a_placeholder_from_the_loaded_transcript(tmp_path, monkeypatch):
-    from memsif.inspector import build, build_demo, common
-
-    for name, value in (("_served", None), ("_loaded", False), ("_derived", {})):  # restored after the test
-        monkeypatch.setattr(common, name, value)
+def test_the_chat_has_a_send_button_and_a_placeholder_from_the_loaded_transcript(tmp_path):
+    from memsif.inspector import build, build_demo
 
     example = build.load_transcripts(build.EXAMPLE)
     assert build.question_hint(example) == "When did Caroline go to the LGBTQ support group?"
@@ -240,7 +246,7 @@ def test_the_chat_has_a_send_button_and_a_placeholder_from_the_loaded_transcript
     assert any(getattr(b, "elem_id", None) == "send-btn" for b in demo.blocks.values())
 
 
-def test_the_evaluate_lens_compares_memsif_with_flat_baselines_on_the_files_own_questions(app_url):
+def test_the_evaluate_lens_compares_memsif_with_flat_baselines_on_the_files_own_questions(app_url, inspector):
     client = gradio_client.Client(app_url, verbose=False)
     summary, _, _ = client.predict(api_name="/evaluate")
     assert summary.startswith("No memory yet")
@@ -255,9 +261,7 @@ def test_the_evaluate_lens_compares_memsif_with_flat_baselines_on_the_files_own_
     strict = summary.split("**Strict evidence recall**")[1]
     assert re.search(r"\| Hybrid RAG \| \d+\.\d % \[", strict), "strict recall is given for every system"
     assert re.search(r"\| MemSIF − Hybrid RAG \| [+-]\d+\.\d points", strict)
-    from memsif.inspector import common
-
-    assert not [ns for ns in common.engine().namespaces() if ns.endswith("-eval")], "the evaluation copy stayed"
+    assert not [ns for ns in inspector.engine().namespaces() if ns.endswith("-eval")], "the evaluation copy stayed"
     rows = table["data"]
     assert len(rows) > 100, "the bundled conv-26 carries more than a hundred scored questions"
     first = rows[0]  # most spread-out evidence first
@@ -322,23 +326,24 @@ def test_evaluation_copies_a_crashed_process_left_are_removed_on_start(engine_fa
     assert sorted(engine.namespaces()) == ["alice-eval", "ui-0123456789ab"], "only a session's evaluation copy goes"
 
 
-def test_without_a_file_the_example_is_its_prebuilt_memory_and_live_builds_it_again(app_url, monkeypatch):
+def test_without_a_file_the_example_is_its_prebuilt_memory_and_live_builds_it_again(app_url, inspector,
+                                                                                     monkeypatch):
     """The page's first visit: the example's memory made by this engine's models is imported in seconds,
     says how it was built, and keeps its clusters; ticking "live" builds it for real instead."""
-    from memsif.inspector import build, common
+    from memsif.inspector import build
     from memsif.transfer import content_fingerprint
 
-    eng = common.engine()
+    eng = inspector.engine()
     [conv] = build.as_memories(build.load_upload(str(build.EXAMPLE)))
     eng.ingest_transcript(conv, "prebuild", core_facts=True)
-    eng.ask("What did Caroline research?", "prebuild")
+    eng.ask("What did Caroline research?", namespace="prebuild")
     made = eng.export_namespace("prebuild", decimals=4, provenance={
         "model": "fake-llm", "content": content_fingerprint(eng.config), "built": "2026-12-01",
         "machine": "2 CPU cores", "structure_seconds": 266,
         "core_facts_seconds": 537, "questions": [{"question": "What did Caroline research?"}],
         "command": "PYTHONPATH=. python benchmarks/build_example.py"})
     eng.delete_namespace("prebuild")
-    monkeypatch.setattr(build, "example_memory", lambda: made)
+    monkeypatch.setattr(inspector, "example", lambda: made)
 
     client = gradio_client.Client(app_url, verbose=False)
     summary, timeline, segments = client.predict(None, None, False, api_name="/build")
@@ -365,7 +370,8 @@ def test_the_prebuilt_example_is_matched_on_its_content_fingerprint_not_on_the_m
     match; another model file, embedder or content setting does not, and neither does an export that
     records no fingerprint."""
     from memsif.config import MemSIFConfig
-    from memsif.inspector import build
+    from memsif.inspector.build import BuildTab
+    from memsif.inspector.common import Inspector
     from memsif.transfer import content_fingerprint
 
     config = MemSIFConfig()
@@ -374,31 +380,32 @@ def test_the_prebuilt_example_is_matched_on_its_content_fingerprint_not_on_the_m
     made = SimpleNamespace(embedder="all-MiniLM-L6-v2", provenance={
         "model": "Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF, packaged, llama.cpp)",
         "content": content_fingerprint(config.replace(llm_backend="llamacpp", llm_threads=2))})
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(build, "example_memory", lambda: made)
-        assert build.prebuilt_for(eng, None) is made, "another back-end's display name refused the same weights"
-        for other in (config.replace(llm_model="packaged:smollm2-135m-instruct"), config.replace(tau_split=0.3),
-                      config.replace(trajectory_link="model"), config.replace(embedder_model="all-mpnet-base-v2")):
-            made.provenance["content"] = content_fingerprint(other)
-            assert build.prebuilt_for(eng, None) is None, other
-        del made.provenance["content"]
-        assert build.prebuilt_for(eng, None) is None, "an export without a fingerprint was taken for this engine's"
+    app = Inspector(eng)
+    app.example = lambda: made  # the prebuilt example this page would offer
+    tab = BuildTab(app)
+    assert tab.prebuilt_for(eng, None) is made, "another back-end's display name refused the same weights"
+    for other in (config.replace(llm_model="packaged:smollm2-135m-instruct"), config.replace(tau_split=0.3),
+                  config.replace(trajectory_link="model"), config.replace(embedder_model="all-mpnet-base-v2")):
+        made.provenance["content"] = content_fingerprint(other)
+        assert tab.prebuilt_for(eng, None) is None, other
+    del made.provenance["content"]
+    assert tab.prebuilt_for(eng, None) is None, "an export without a fingerprint was taken for this engine's"
 
 
-def test_the_example_is_built_live_when_the_prebuilt_memory_is_not_this_engines(app_url, monkeypatch):
-    from memsif.inspector import build
-
+def test_the_example_is_built_live_when_the_prebuilt_memory_is_not_this_engines(app_url, inspector,
+                                                                                 monkeypatch):
     other = SimpleNamespace(embedder="hash-embedder", provenance={"model": "another-model"})  # not this engine's
-    monkeypatch.setattr(build, "example_memory", lambda: other)
+    monkeypatch.setattr(inspector, "example", lambda: other)
     client = gradio_client.Client(app_url, verbose=False)
     summary, _, _ = client.predict(None, None, False, api_name="/build")
     assert "419 messages" in summary and "prebuilt" not in summary
 
 
-def test_a_corefact_job_whose_memory_is_replaced_ends_with_its_reason_and_no_error(engine_factory, monkeypatch):
+def test_a_corefact_job_whose_memory_is_replaced_ends_with_its_reason_and_no_error(engine_factory):
     import json
 
-    from memsif.inspector import corefacts
+    from memsif.inspector.common import Inspector
+    from memsif.inspector.corefacts import CoreFactsTab
     from memsif.locks import cancel
     from tests.conftest import make_messages
 
@@ -409,8 +416,8 @@ def test_a_corefact_job_whose_memory_is_replaced_ends_with_its_reason_and_no_err
     engine = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5, "core_extract": extract,
                                          "core_operation": "A"}))
     engine.ingest(make_messages(["I planted tomatoes.", "They grow fast."], namespace="ui-job"), namespace="ui-job")
-    monkeypatch.setattr(corefacts, "session_engine", lambda ns, settings=None: engine)
-    *_, (status, facts, ops) = list(corefacts.build_facts("ui-job", None, progress=lambda *a, **k: None))
+    tab = CoreFactsTab(Inspector(engine))
+    *_, (status, facts, ops) = list(tab.build_facts("ui-job", None, progress=lambda *a, **k: None))
     assert status == "⏹️ CoreFact extraction stopped: the memory was replaced by a build of `b.txt`."
     assert facts == [] and ops == []
 
@@ -418,11 +425,12 @@ def test_a_corefact_job_whose_memory_is_replaced_ends_with_its_reason_and_no_err
 def test_a_failed_build_says_why_shows_the_memory_that_exists_and_starts_no_corefacts(engine_factory, monkeypatch,
                                                                                        tmp_path):
     from memsif.errors import StoreError
-    from memsif.inspector import build, corefacts
+    from memsif.inspector.build import BuildTab
+    from memsif.inspector.common import Inspector
+    from memsif.inspector.corefacts import CoreFactsTab
 
     engine = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}))
-    monkeypatch.setattr(build, "loading_engine", lambda settings: iter([("done", engine)]))
-    monkeypatch.setattr(build, "session_engine", lambda ns, settings=None: engine if engine.has_memory(ns) else None)
+    app = Inspector(engine)
 
     def broken(*args, **kwargs):
         raise StoreError("the memory folder is full; free disk space")
@@ -430,11 +438,11 @@ def test_a_failed_build_says_why_shows_the_memory_that_exists_and_starts_no_core
     monkeypatch.setattr(engine, "ingest_transcript", broken)
     chat = tmp_path / "bike.txt"
     chat.write_text("## 1 June 2024\nMia: My bike is red.\nTom: Nice bike!\n")
-    *_, (ns, source, summary, fig, rows) = list(build.build(str(chat), None, "ui-fail", None, None,
-                                                            progress=lambda *a, **k: None))
+    *_, (ns, source, summary, fig, rows) = list(BuildTab(app).build(str(chat), None, "ui-fail", None, None,
+                                                                    progress=lambda *a, **k: None))
     assert summary == "⚠️ The build failed: the memory folder is full; free disk space This session holds no memory now."
     assert fig is None and rows == [] and source.failed
-    [(status, *_)] = list(corefacts.facts_after_build(source, ns, None))
+    [(status, *_)] = list(CoreFactsTab(app).facts_after_build(source, ns, None))
     assert status.startswith("CoreFacts were not extracted: the build did not finish")
 
 
@@ -474,16 +482,15 @@ def test_a_build_that_replaces_a_memory_empties_the_chat_about_the_old_one():
 def test_a_click_while_the_models_load_says_so_until_they_are_loaded(monkeypatch):
     import time
 
-    from memsif.inspector import common
+    from memsif.inspector.common import Inspector
 
     def slow(settings):
         time.sleep(1.2)
         return "engine"
 
-    monkeypatch.setattr(common, "_served", MemSIF(MemSIFConfig(data_dir="unused")))  # its models not loaded
-    monkeypatch.setattr(common, "_loaded", False)
-    monkeypatch.setattr(common, "engine_for", slow)
-    said = list(common.loading_engine(None))
+    app = Inspector(MemSIF(MemSIFConfig(data_dir="unused")))  # its models not loaded
+    monkeypatch.setattr(app, "engine_for", slow)
+    said = list(app.loading_engine(None))
     assert said[0][0] == "status" and said[0][1].startswith("⏳ Loading the models") and len(said) >= 3
     assert said[-1] == ("done", "engine")
 
@@ -547,16 +554,14 @@ def test_markup_in_a_transcript_is_shown_as_written_by_every_endpoint(app_url, t
     assert f"I planted San Marzano tomatoes {IMG} in the garden." in [r[6] for r in rows]
 
 
-def test_every_table_shows_its_cells_as_text(monkeypatch):
+def test_every_table_shows_its_cells_as_text():
     """Gradio renders a Dataframe cell as Markdown or HTML only for those datatypes: every table of the
     page keeps "str", so the rows it is given (messages, facts, clusters, questions) are shown as written."""
     import gradio as gr
 
-    from memsif.inspector import common, demo
+    from memsif.inspector import build_demo
 
-    monkeypatch.setattr(common, "_served", MemSIF(MemSIFConfig(data_dir="unused")))  # Settings reads its config
-    with gr.Blocks() as page:
-        demo._layout(common.served_config(), False)
+    page = build_demo(MemSIF(MemSIFConfig(data_dir="unused")))  # its models load on a first visit only
     tables = [b for b in page.blocks.values() if isinstance(b, gr.Dataframe)]
     assert len(tables) >= 8 and all(t.datatype == "str" for t in tables), [t.datatype for t in tables]
 
@@ -603,10 +608,12 @@ def test_a_refused_upload_and_a_failed_build_quote_what_they_name_as_written(tmp
                       "\\[link\\](javascript:x) This session holds no memory now."), failed
 
 
-def test_a_chat_turn_written_into_memory_counts_as_the_chat_for_whoever_waits_behind_it(engine_factory, monkeypatch):
+def test_a_chat_turn_written_into_memory_counts_as_the_chat_for_whoever_waits_behind_it(engine_factory):
     """The user's message written into memory is part of the chat a person waits for: its judge calls
     are "a chat answer" in the line for the model, not "a memory build"."""
-    from memsif.inspector import chat
+    from memsif.inspector.chat import ChatTab
+    from memsif.inspector.common import Inspector
+    from memsif.inspector.corefacts import CoreFactsTab
     from memsif.locks import current_kind
     from tests.conftest import make_messages
 
@@ -620,9 +627,10 @@ def test_a_chat_turn_written_into_memory_counts_as_the_chat_for_whoever_waits_be
                             tau_merge=1.0)  # every message goes to the judge
     engine.ingest(make_messages(["I planted tomatoes.", "They grow fast."], namespace="ui-chat"), namespace="ui-chat")
     kinds.clear()
-    monkeypatch.setattr(chat, "engine_for", lambda settings: engine)
-    monkeypatch.setattr(chat, "clusters_view", lambda namespace, settings: (None, []))
-    list(chat.chat("I also planted basil yesterday.", [], True, "ui-chat", None))
+    app = Inspector(engine)
+    clusters = SimpleNamespace(clusters_view=lambda namespace, settings: (None, []))
+    list(ChatTab(app, facts=CoreFactsTab(app), clusters=clusters).chat("I also planted basil yesterday.", [], True,
+                                                                       "ui-chat", None))
     assert len(engine.messages("ui-chat")) == 3 and kinds and set(kinds) == {"a chat answer"}, kinds
 
 

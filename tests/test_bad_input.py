@@ -41,7 +41,7 @@ def test_a_30000_token_pasted_log_is_stored_whole_warned_about_and_clipped_for_t
     for name, prompts in llm.calls.items():
         for prompt in prompts:
             assert len(prompt.text) < 8_000, f"{name} prompt carries the whole log"
-    answer = engine.ask("Which tomatoes did Ana plant?", "t")
+    answer = engine.ask("Which tomatoes did Ana plant?", namespace="t")
     assert EVIDENCE_CHARS <= 1_000 and answer.evidence_used
     assert all(len(e.statement) <= 1_040 for e in answer.evidence_used), "evidence must be clipped"
     assert answer.answer == "San Marzano." and answer.errors == []
@@ -53,7 +53,7 @@ def test_non_english_emoji_rtl_and_control_characters_survive_every_step(engine_
     engine = engine_factory(llm=_llm(), core_facts=True)
     engine.ingest(_msgs(texts))
     assert [m.text for m in engine.messages("t")] == texts, "text must be stored as written"
-    assert engine.ask("Wer ist Zoë? 🍅", "t").answer == "San Marzano."
+    assert engine.ask("Wer ist Zoë? 🍅", namespace="t").answer == "San Marzano."
     exported = json.loads(engine.export_namespace("t").model_dump_json())
     assert [m["message"]["text"] for m in exported["messages"]] == texts
 
@@ -70,7 +70,7 @@ def test_transcript_text_that_looks_like_instructions_is_only_quoted_data(engine
     for prompt in llm.calls["core_extract"]:
         body = prompt.text.rsplit(core_extract.CONVERSATION, 1)[1]
         assert "Ignore all previous instructions" in body, "the message is quoted inside the conversation block"
-    engine.ask("What did Ana plant?", "t")
+    engine.ask("What did Ana plant?", namespace="t")
     [answer_prompt] = llm.calls["answer"]
     _memory, question = answer_prompt.text.split("\nQuestion: ", 1)
     assert question == "What did Ana plant?\nAnswer:", "transcript text never reaches the question slot"
@@ -126,7 +126,7 @@ def test_mixed_aware_and_naive_times_follow_one_rule_on_every_entry_path(engine_
     (loaded,) = load_transcripts(path)
     assert [m.time for m in loaded.messages] == stored[:3]
     engine.ingest(loaded.messages, namespace="file")
-    assert engine.ask("What did Ana plant?", "file", question_date="2024-03-05T08:00:00+01:00").answer
+    assert engine.ask("What did Ana plant?", namespace="file", question_date="2024-03-05T08:00:00+01:00").answer
 
 
 # ------------------------------------------------------- class: a question with no relevant memory
@@ -138,18 +138,18 @@ def test_a_question_about_nothing_in_memory_is_answered_i_dont_know_without_the_
     engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"tomato": 0, "slug": 1, "tokyo": 2}),
                             relevance_floor=0.3)
     engine.ingest(_msgs(texts))
-    far = engine.ask("When did Ana fly to tokyo?", "t")  # no capital: the cosine floor decides, not the name
+    far = engine.ask("When did Ana fly to tokyo?", namespace="t")  # no capital: the cosine floor decides, not the name
     assert far.nothing_relevant and far.answer == NOTHING_RELEVANT and far.relevance < 0.3
     assert "below the relevance floor 0.30" in far.relevance_rule and "without the model" in far.relevance_rule
-    named = engine.ask("When did Ana fly to Tokyo?", "t")
+    named = engine.ask("When did Ana fly to Tokyo?", namespace="t")
     assert named.nothing_relevant and "the question names Tokyo, which no message of this memory mentions" in \
         named.relevance_rule
     assert not llm.calls["answer"], "the model is not asked to answer from unrelated excerpts"
     assert far.evidence_used, "the nearest excerpts stay in the trace for the inspector"
     assert not far.clusters_touched, "unrelated evidence does not feed the ActiveFact clusters"
-    planted = engine.ask("When did Ana plant San Marzano?", "t")  # a name some message holds is not refused
+    planted = engine.ask("When did Ana plant San Marzano?", namespace="t")  # a name some message holds is not refused
     assert "the question names" not in planted.relevance_rule
-    near = engine.ask("Which tomatoes did Ana plant?", "t")
+    near = engine.ask("Which tomatoes did Ana plant?", namespace="t")
     assert not near.nothing_relevant and near.answer == "Tomatoes." and near.relevance >= 0.3
     assert "≥ relevance floor" in near.relevance_rule
 
@@ -160,5 +160,5 @@ def test_an_answer_that_repeats_the_questions_premise_without_support_is_flagged
                    "answer": "Ana flew to Tokyo on 10 March 2024."})
     engine = engine_factory(llm=llm)
     engine.ingest(_msgs(texts))
-    answer = engine.ask("When did Ana fly to tokyo?", "t")  # the name rule would answer it without the model
+    answer = engine.ask("When did Ana fly to tokyo?", namespace="t")  # the name rule would answer it without the model
     assert "Tokyo" in answer.unsupported_mentions, "the premise comes from the question, not from the memory"

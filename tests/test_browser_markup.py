@@ -32,8 +32,9 @@ def markup_url(tmp_path_factory):
         "statement": f"Ana planted San Marzano tomatoes {IMG} in the garden."}})
     llm = FakeLLM({"segment_judge": 0.7, "trajectory_judge": 0.6, "core_extract": facts, "core_operation": "A",
                    "sufficiency": 0.2, "answer": f"San Marzano <b>bold</b> {IMG}"})
-    yield from serve_on_fakes(llm, tmp_path_factory.mktemp("markup"), entities=RegexEntityExtractor(),
-                              fact_operation="model")
+    for url, _inspector in serve_on_fakes(llm, tmp_path_factory.mktemp("markup"), entities=RegexEntityExtractor(),
+                                          fact_operation="model"):
+        yield url
 
 
 def _markup_made(driver) -> list[str]:

@@ -44,7 +44,7 @@ def test_a_chat_answers_while_another_namespace_is_being_built(engine_factory):
     try:
         assert entered.wait(10), "the build never reached its LLM call"
         result = []
-        asker = threading.Thread(target=lambda: result.append(engine.ask("What does Melanie love?", "a")))
+        asker = threading.Thread(target=lambda: result.append(engine.ask("What does Melanie love?", namespace="a")))
         asker.start()
         asker.join(5)
         assert result and result[0].answer == "Pottery.", "ask waited for another namespace's build"
@@ -76,7 +76,7 @@ def test_a_chat_in_the_same_namespace_does_not_wait_for_its_core_facts(engine_fa
     try:
         assert entered.wait(10)
         result = []
-        asker = threading.Thread(target=lambda: result.append(engine.ask("What does Melanie love?", "a")))
+        asker = threading.Thread(target=lambda: result.append(engine.ask("What does Melanie love?", namespace="a")))
         asker.start()
         asker.join(5)
         assert result, "ask waited for the namespace's CoreFact extraction"

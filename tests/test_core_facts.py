@@ -238,7 +238,7 @@ def test_extraction_batches_never_cross_a_session():
 @pytest.mark.parametrize("mode", ["auto", "rules"])
 def test_an_untrusted_model_is_not_asked_the_operation_and_the_candidate_is_added(engine_factory, mode):
     """The 1.5B and the 135M put about the same probability on every letter (benchmarks/
-    fact_operations.py): under "auto" a model not in OPERATION_MEASURED_MODELS is not asked, and a
+    fact_operations.py): under "auto" a model not profiled to choose it is not asked, and a
     candidate that no rule decides is added beside the similar fact, the log saying why."""
     llm = FakeLLM({"core_extract": extraction(SUSHI), "core_operation": "D"})
     engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"sushi": 0}), **CFG, fact_operation=mode)

@@ -168,24 +168,23 @@ def test_load_llm_falls_back_to_transformers_and_says_why(monkeypatch, tmp_path)
 
 def test_the_fallback_is_said_in_the_build_summary_the_chat_and_the_settings_line(engine_factory, monkeypatch,
                                                                                   tmp_path):
-    from memsif.inspector import build, common
+    from memsif.inspector.build import BuildTab
+    from memsif.inspector.common import Inspector, model_in_use
     from memsif.viz import answer_markdown
 
     llm = FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5, "sufficiency": 0.9, "answer": "Red."})
     llm.runtime = FALLBACK
     engine = engine_factory(llm=llm)
-    monkeypatch.setattr(build, "loading_engine", lambda settings: iter([("done", engine)]))
-    monkeypatch.setattr(build, "session_engine", lambda ns, settings=None: engine)
     chat = tmp_path / "bike.txt"
     chat.write_text("## 1 June 2024\nMia: My bike is red.\nTom: Nice bike!\n")
-    *_, (ns, _source, summary, _fig, _rows) = list(build.build(str(chat), None, "ui-fallback", None, None,
-                                                               progress=lambda *a, **k: None))
+    *_, (ns, _source, summary, _fig, _rows) = list(BuildTab(Inspector(engine)).build(
+        str(chat), None, "ui-fallback", None, None, progress=lambda *a, **k: None))
     assert "⚠️ **The model runs on transformers, not llama.cpp**" in summary and rebuild_command() in summary
-    answer = engine.ask("What colour is Mia's bike?", ns)
+    answer = engine.ask("What colour is Mia's bike?", namespace=ns)
     assert answer.backend == FALLBACK.line() and answer.backend_warning == FALLBACK.warning()
     shown = answer_markdown(answer)
     assert "(fallback: llama.cpp cannot run here)" in shown and "killed by SIGSEGV" in shown
-    assert "Fix: `pip install" in common.model_in_use(engine)
+    assert "Fix: `pip install" in model_in_use(engine)
 
 
 def test_the_warning_shows_the_childs_stderr_as_written():

@@ -26,7 +26,7 @@ LLM = FakeLLM()
 
 @pytest.fixture(scope="module")
 def mcp_url(tmp_path_factory):
-    from memsif.inspector import build_demo, common
+    from memsif.inspector import build_demo
 
     facts = grounded_extraction({"cello": {"subject": "Alice", "type": "Event",
                                            "statement": "Alice started learning the cello."}})
@@ -40,7 +40,6 @@ def mcp_url(tmp_path_factory):
     _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, mcp_server=True)
     yield url + "gradio_api/mcp/"
     demo.close()
-    common.serve(None)
 
 
 async def _session(url, work):

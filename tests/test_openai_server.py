@@ -69,6 +69,6 @@ def test_an_ingest_and_an_ask_run_through_a_real_openai_compatible_server(server
     assert not [op.error for op in ops if op.error], "CoreFact extraction failed through the server"
     assert engine.llm.json_format == "json_object", "the server's JSON mode with a schema was not used"
     assert any("Max" in f.statement for f in engine.facts("dog")), [f.statement for f in engine.facts("dog")]
-    answer = engine.ask("What is the name of Alice's puppy?", "dog")
+    answer = engine.ask("What is the name of Alice's puppy?", namespace="dog")
     assert "Max" in answer.answer and answer.tokens_in > 0, answer.answer
     engine.close()

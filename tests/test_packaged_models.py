@@ -102,7 +102,7 @@ def test_the_command_line_chooses_the_model_for_every_subcommand(monkeypatch, tm
 
     seen = {}
     monkeypatch.setenv("MEMSIF_LLM_MODEL", QWEN_CODER)  # restored after the test; --model wins over it
-    monkeypatch.setattr(cli, "cmd_show", lambda args: seen.setdefault("model", MemSIFConfig.from_env().llm_model) and 0)
+    monkeypatch.setattr(cli, "cmd_show", lambda args: seen.setdefault("model", cli.config_for(args).llm_model) and 0)
     assert cli.main(["--model", SMOLLM2, "show", "--namespace", "x", "--data-dir", str(tmp_path)]) == 0
     assert seen["model"] == SMOLLM2
     assert os.environ["MEMSIF_LLM_MODEL"] == QWEN_CODER, "an in-process caller gets its environment back"

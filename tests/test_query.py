@@ -6,7 +6,7 @@ from datetime import datetime
 import pytest
 
 from memsif.records import Message
-from tests.fakes import FakeLLM, KeywordEmbedder
+from tests.fakes import FakeLLM, KeywordEmbedder, trust_sufficiency
 
 MAY = datetime(2023, 5, 8)
 # the gate's relevance floor is off here (the fake embedder's cosines mean nothing); it has its own test
@@ -32,9 +32,7 @@ def _engine(engine_factory, sufficient: float):
 
 
 def test_fact_level_sufficient_question_never_touches_structured_interaction_memory(engine_factory, monkeypatch):
-    from memsif import query
-
-    monkeypatch.setattr(query, "SUFFICIENCY_MEASURED_MODELS", ("fake-llm",))  # a model measured on the check
+    trust_sufficiency(monkeypatch)  # a model measured on the check
     engine, llm = _engine(engine_factory, sufficient=0.9)
     searched = []
     for read in ("segments", "trajectories", "hybrid_search"):  # Structured Interaction Memory's reads

@@ -15,7 +15,7 @@ from memsif.interaction.sentences import build_sentences
 from memsif.query import QueryPipeline
 from memsif.records import EventTrajectory, Message, TopicalSegment
 from memsif.store import MemoryStore, SentenceQuery, StoredMessage
-from tests.fakes import FakeLLM, HashEmbedder, KeywordEmbedder
+from tests.fakes import FakeLLM, HashEmbedder, KeywordEmbedder, trust_sufficiency
 
 DAY = datetime(2023, 5, 8)
 
@@ -151,7 +151,7 @@ def test_the_budget_is_filled_and_never_exceeded():
     llm = FakeLLM()  # counts words as tokens
     for budget in (60, 200, 400):
         pipeline = _pipeline(store, emb, llm, context_tokens=budget)
-        answer = pipeline.ask("t", "What did we plant in the garden?", generate=False)
+        answer = pipeline.ask("What did we plant in the garden?", namespace="t", generate=False)
         # full up to about one more item (a turn here costs about 20 tokens with its date line)
         assert budget - 25 <= answer.context_tokens <= budget, (budget, answer.context_tokens)
     days = [e.time for e in answer.evidence_used]
@@ -240,9 +240,7 @@ def test_a_model_not_measured_on_the_check_is_not_asked_under_auto(engine_factor
 
 
 def test_a_trusted_model_decides_and_the_setting_overrides_auto(engine_factory, monkeypatch):
-    from memsif import query
-
-    monkeypatch.setattr(query, "SUFFICIENCY_MEASURED_MODELS", ("fake-llm",))
+    trust_sufficiency(monkeypatch)
     llm = FakeLLM({"sufficiency": 0.99})
     engine = _facts_engine(engine_factory, llm)
     engine = engine.with_config(engine.config.replace(gate_fact_floor=0.0))  # the floor: its own test
@@ -260,9 +258,7 @@ def test_the_gate_asks_only_when_the_facts_the_answer_would_see_are_about_the_qu
                                                                                       monkeypatch):
     """Below the gate's relevance floor (the best fact's cosine to the question) the model is not asked
     and evidence is added, however sure it would be; the rule names the best fact's score and the floor."""
-    from memsif import query
-
-    monkeypatch.setattr(query, "SUFFICIENCY_MEASURED_MODELS", ("fake-llm",))
+    trust_sufficiency(monkeypatch)
     llm = FakeLLM({"sufficiency": 0.99})
     engine = _facts_engine(engine_factory, llm)
     best = engine.ask("What does Ana love?", namespace="t", generate=False).facts_used[0].score
@@ -478,7 +474,7 @@ def test_an_aggregation_question_gathers_the_named_speakers_facts_and_their_sour
                        fact_sources=True)
     pipeline = QueryPipeline(cfg, FakeLLM(), emb, store, TableEntities())
     question = "What activities does Ann do?"
-    answer = pipeline.ask("t", question, generate=False)
+    answer = pipeline.ask(question, namespace="t", generate=False)
     assert answer.aggregation and "Ann" in answer.aggregation_rule
     by_id = {f.id: f for f in answer.facts_used}
     assert {"F1", "F3", "F4"} <= set(by_id), "every fact of Ann's, across segments"
@@ -488,11 +484,11 @@ def test_an_aggregation_question_gathers_the_named_speakers_facts_and_their_sour
     assert {"D1:1", "D3:1", "D4:1"} <= set(from_facts), "each fact's source turn is in the evidence"
     # one for one: the same question without the aggregation path has one fact
     off = QueryPipeline(cfg.replace(aggregation_fact_top_k=0, fact_sources=False), FakeLLM(), emb, store,
-                        TableEntities()).ask("t", question, generate=False)
+                        TableEntities()).ask(question, namespace="t", generate=False)
     assert off.aggregation and "aggregation_fact_top_k = 0" in off.aggregation_rule and len(off.facts_used) == 1
     assert not any("fact" in e.found_by for e in off.evidence_used)
     # a question for one thing takes the nearest facts only
-    one = pipeline.ask("t", "Where did Ann go camping?", generate=False)
+    one = pipeline.ask("Where did Ann go camping?", namespace="t", generate=False)
     assert not one.aggregation and one.aggregation_rule.startswith("asks for one thing")
     assert len(one.facts_used) == 1
 
@@ -509,10 +505,10 @@ def test_an_aggregation_question_ranks_its_evidence_with_its_own_segment_weight(
     cfg = MemSIFConfig(use_core_facts=False, use_active_facts=False, context_tokens=1500,
                        segment_weight=0.25, aggregation_segment_weight=0.0)
     pipeline = QueryPipeline(cfg, FakeLLM(), emb, store, TableEntities())
-    several = pipeline.ask("t", "What activities does Ann do at the lake?", generate=False)
+    several = pipeline.ask("What activities does Ann do at the lake?", namespace="t", generate=False)
     assert several.aggregation and several.evidence_used
     assert not any("segment" in e.found_by for e in several.evidence_used)
-    one = pipeline.ask("t", "Where did Ann go camping?", generate=False)
+    one = pipeline.ask("Where did Ann go camping?", namespace="t", generate=False)
     assert not one.aggregation and any("segment" in e.found_by for e in one.evidence_used)
 
 
@@ -533,7 +529,7 @@ def test_the_flat_floor_holds_hybrid_rags_best_sentences_whatever_the_facts_and_
     flat_cfg = MemSIFConfig(use_segments=False, use_trajectories=False, use_core_facts=False, use_active_facts=False)
 
     def ids(cfg: MemSIFConfig) -> tuple[list[str], object]:
-        answer = QueryPipeline(cfg, FakeLLM(), emb, store).ask("t", question, generate=False)
+        answer = QueryPipeline(cfg, FakeLLM(), emb, store).ask(question, namespace="t", generate=False)
         return [e.source_message_ids[0] for e in answer.evidence_used], answer
 
     def memsif(share: float, facts: int = 2) -> MemSIFConfig:

@@ -238,7 +238,7 @@ def test_a_read_only_folder_can_be_read_and_refuses_writes_by_name(engine_factor
     monkeypatch.setattr(connection, "writable", lambda folder: False)  # a read-only mount, as root sees one
     engine = _engine(engine_factory, path)
     assert engine.store.read_only and [m.text for m in engine.messages("t")] == TEXTS
-    assert engine.ask("What is Max?", "t").evidence_used, "questions work on a read-only memory"
+    assert engine.ask("What is Max?", namespace="t").evidence_used, "questions work on a read-only memory"
     with pytest.raises(StoreError, match=f"The memory folder {path} is read-only: it can be read, not changed"):
         engine.ingest(make_messages(["A new message."], namespace="other"))
     engine.close()
@@ -257,5 +257,5 @@ def test_a_question_that_loses_the_race_with_a_delete_is_told_the_memory_was_del
 
     store.hybrid_search = deleted_meanwhile
     with pytest.raises(NotFoundError, match="was deleted while this question was being answered") as info:
-        engine.ask("What is Max?", "t")
+        engine.ask("What is Max?", namespace="t")
     assert "upgrade" not in str(info.value)

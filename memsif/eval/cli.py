@@ -44,7 +44,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise ConfigError(str(exc)) from exc
     loader = load_locomo if args.dataset == "locomo" else load_longmemeval
     samples = loader(args.data, _csv(args.samples))
-    config = MemSIFConfig.from_env(data_dir=args.data_dir)
+    config = MemSIFConfig.from_env(data_dir=args.data_dir, llm_model=args.model)
     counting = CountingLLM(load_llm(config))
     engine = MemSIF(config, llm=counting)
 
@@ -123,7 +123,7 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
     if args.n < 1:
         raise SystemExit(f"--n must be at least 1, not {args.n}")
     rows = [QuestionResult.model_validate(r) for r in _read_rows(Path(args.results))]
-    llm = load_llm(MemSIFConfig.from_env())
+    llm = load_llm(MemSIFConfig.from_env(llm_model=args.model))
     try:
         result = judge_check(llm, rows, n=args.n, seed=args.seed)
     except ValueError as exc:
@@ -184,10 +184,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         paths = args.scale_data or [str(DEFAULT_BENCH)]
         if args.scale_one:
-            print(json.dumps(scale.measure_one(args.scale_one, paths, args.fact_batches, args.questions)))
+            print(json.dumps(scale.measure_one(args.scale_one, paths, args.fact_batches, args.questions, args.model)))
         else:
             sizes = [int(x) for x in args.sizes.split(",")]
-            print(scale.run(sizes, paths, args.fact_batches, args.questions))
+            print(scale.run(sizes, paths, args.fact_batches, args.questions, args.model))
         return 0
     from memsif.engine import MemSIF
     from memsif.eval.systems import CountingLLM
@@ -197,7 +197,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     tr = load_transcripts(args.data, sample=args.sample)[0]
     data_dir = args.data_dir or tempfile.mkdtemp(prefix="memsif-bench-")
     try:
-        config = MemSIFConfig.from_env(data_dir=data_dir)
+        config = MemSIFConfig.from_env(data_dir=data_dir, llm_model=args.model)
         start = time.perf_counter()
         counting = CountingLLM(load_llm(config))
         engine = MemSIF(config, llm=counting)
@@ -241,11 +241,11 @@ def _time_questions(engine, counting, namespace: str, questions: list[str]) -> d
     for q in questions:
         _, used = counting.snapshot()
         t = time.perf_counter()
-        engine.ask(q, namespace)
+        engine.ask(q, namespace=namespace)
         seconds.append(time.perf_counter() - t)
         tokens.append(counting.snapshot()[1] - used)
         t = time.perf_counter()
-        engine.ask(q, namespace, generate=False)
+        engine.ask(q, namespace=namespace, generate=False)
         retrieval.append(time.perf_counter() - t)
 
     def pct(values: list[float], q: int) -> float | None:

@@ -173,4 +173,4 @@ def score(llm: LLM, task: str, prompts: Sequence[LabelledPrompt], calibration: s
     verdicts = [judge.score([p.prompt])[0] for p in prompts]
     seconds = time.perf_counter() - start
     tokens = sum(llm.count_tokens(p.prompt.text) for p in prompts)
-    return JudgeReport(task, getattr(llm, "name", ""), [v.prob for v in verdicts], list(prompts), seconds, tokens)
+    return JudgeReport(task, llm.name, [v.prob for v in verdicts], list(prompts), seconds, tokens)

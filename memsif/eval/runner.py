@@ -119,7 +119,7 @@ def judge_check(llm: LLM, rows: Sequence[QuestionResult], n: int = 100, seed: in
         same.append(judge_answer(llm, r.question, gold, gold)[1])
         other.append(judge_answer(llm, r.question, gold, wrong)[1])
     pairs = [(a > b) + 0.5 * (a == b) for a in same for b in other]
-    return {"questions": len(picked), "model": getattr(llm, "name", ""),
+    return {"questions": len(picked), "model": llm.name,
             "gold_labelled_correct": round(float(np.mean([p >= 0.5 for p in same])), 4),
             "mismatched_labelled_correct": round(float(np.mean([p >= 0.5 for p in other])), 4),
             "gold_p_correct_mean": round(float(np.mean(same)), 4),
@@ -210,7 +210,7 @@ def run_eval(samples: Sequence[EvalSample], options: EvalOptions, *, engine, cou
     summary = summarise(rows, builds, options)
     summary.wall_seconds = round(time.perf_counter() - started, 1)
     summary.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    summary.model = f"{getattr(llm, 'name', '')} on {runtime_of(llm).line()}"
+    summary.model = f"{llm.name} on {runtime_of(llm).line()}"
     summary.diagnostics = diagnostics(samples, embedder.embed_documents)
     write_file(out / "summary.json", summary.model_dump_json(indent=2), "the run's summary")
     write_file(out / "report.md", report(summary), "the report")

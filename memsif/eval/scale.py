@@ -62,15 +62,15 @@ def _disk_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
 
 
-def measure_one(n: int, paths: list[str], fact_batches: int, questions: int) -> dict:
-    """Build one size in this process and return its figures."""
+def measure_one(n: int, paths: list[str], fact_batches: int, questions: int, model: str | None = None) -> dict:
+    """Build one size in this process (with ``model``, else the configured LLM) and return its figures."""
     from memsif.engine import MemSIF
     from memsif.llm import described
 
     messages, qs = synthetic_history(n, paths)
     data_dir = Path(tempfile.mkdtemp(prefix="memsif-scale-"))
     try:
-        engine = MemSIF(MemSIFConfig.from_env(data_dir=str(data_dir)))
+        engine = MemSIF(MemSIFConfig.from_env(data_dir=str(data_dir), llm_model=model))
         batch_messages = engine.config.fact_batch_messages
         engine.load_models()
         start = time.perf_counter()
@@ -89,10 +89,10 @@ def measure_one(n: int, paths: list[str], fact_batches: int, questions: int) -> 
         retrieval, answer = [], []
         for q in qs[:questions]:
             t = time.perf_counter()
-            engine.ask(q, "scale", generate=False)
+            engine.ask(q, namespace="scale", generate=False)
             retrieval.append(time.perf_counter() - t)
             t = time.perf_counter()
-            engine.ask(q, "scale")
+            engine.ask(q, namespace="scale")
             answer.append(time.perf_counter() - t)
         engine.close()
         return {"llm": described(engine.llm), "messages": len(messages), "segments": report.segments,
@@ -140,11 +140,12 @@ def growth(rows: list[dict], key: str) -> list[str]:
     return out
 
 
-def run(sizes: list[int], paths: list[str], fact_batches: int, questions: int) -> str:
-    """Every size in its own process; returns the markdown report."""
+def run(sizes: list[int], paths: list[str], fact_batches: int, questions: int, model: str | None = None) -> str:
+    """Every size in its own process (with ``model``, else the configured LLM); returns the markdown report."""
     rows = []
     for n in sizes:
-        cmd = [sys.executable, "-m", "memsif", "bench", "--scale-one", str(n), "--fact-batches", str(fact_batches),
+        cmd = [sys.executable, "-m", "memsif", *(["--model", model] if model else []), "bench", "--scale-one", str(n),
+               "--fact-batches", str(fact_batches),
                "--questions", str(questions), "--json", *[a for p in paths for a in ("--scale-data", p)]]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:

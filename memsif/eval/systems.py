@@ -270,8 +270,8 @@ class HybridRAGSystem:
         return BuildCost(seconds=time.perf_counter() - start, messages=len(messages))
 
     def answer(self, question: EvalQuestion, generate: bool = True) -> SystemAnswer:
-        return _counted(self.llm, lambda: self.pipeline.ask(self.namespace, question.question,
-                                                            question.question_date, generate=generate),
+        return _counted(self.llm, lambda: self.pipeline.ask(question.question, namespace=self.namespace,
+                                                            question_date=question.question_date, generate=generate),
                         lambda r: {"evidence_items": len(r.evidence_used)})
 
 
@@ -311,8 +311,8 @@ class MemSIFSystem:
         return cost
 
     def answer(self, question: EvalQuestion, generate: bool = True) -> SystemAnswer:
-        return _counted(self.llm, lambda: self.engine.ask(question.question, self.namespace, question.question_date,
-                                                          generate=generate),
+        return _counted(self.llm, lambda: self.engine.ask(question.question, namespace=self.namespace,
+                                                          question_date=question.question_date, generate=generate),
                         lambda r: {"sufficient": r.sufficient, "sufficiency_prob": r.sufficiency_prob,
                                    "traced_back": r.traced_back, "gate_rule": r.gate_rule, "errors": r.errors,
                                    "aggregation": r.aggregation, "paths": context_paths(r),

@@ -6,7 +6,7 @@ type (ranked by statement similarity, facts of the same Event Trajectory first: 
 cross-time evidence that reconciles facts spanning segments); then one operation is applied and
 logged. Before anything is written, a candidate's dates are settled against its sources
 (:mod:`memsif.facts.dates`), it must pass the grounding gate (:mod:`memsif.facts.grounding`) and, where the
-model is measured to verify (``MEASURED_VERIFIERS``), the model's check that the subject's cited messages
+model is measured to verify (``memsif.llm.profiles``), the model's check that the subject's cited messages
 state it (P(yes), with the gate's word overlap); a candidate that fails is logged as REJECT with its
 reasons and measures, and every stored fact carries its ``Verification``.
 Deterministic shortcuts are logged as ``rule``: nothing comparable → Add; a near-identical statement
@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Literal, Protocol, get_args
 
 import numpy as np
 
@@ -38,9 +38,10 @@ from memsif.facts.dates import settle_dates
 from memsif.facts.values import Values, mask, values
 from memsif.facts.verify import verify
 from memsif.llm import LLM, Generation, generate_many
+from memsif.llm.profiles import profile_of
 from memsif.llm.structured import parse_json_reply, salvage_items
 from memsif.matching import cosine, cosines
-from memsif.prompts import core_extract, core_operation
+from memsif.prompts import Prompt, core_extract, core_operation
 from memsif.records import (
     CoreFact,
     FactOp,
@@ -73,20 +74,15 @@ OCCURRENCE_TYPES = ("event",)
 #: Existing facts shown to the operation chooser.
 MAX_KNOWN = 2
 EXTRACT_MAX_TOKENS = 320
-#: Models whose Add / Update / Merge / Supersede choice was measured better than always choosing Add
-#: on the labelled pairs of ``benchmarks/data/fact-operations.jsonl`` (``benchmarks/fact_operations.py``).
-#: Under ``fact_operation="auto"`` only these are asked; for any other model a candidate that no rule
-#: decides is added beside the similar facts (the log says so). None yet: SmolLM2-135M and
-#: Qwen2.5-Coder-1.5B put about the same probability on every letter whatever the facts say.
-OPERATION_MEASURED_MODELS: tuple[str, ...] = ()
 
 
 def operation_trusted(mode: str, llm: LLM | None) -> bool:
     """Whether ``llm`` chooses the operation when no rule decides (``fact_operation``: "model" always,
-    "rules" never, "auto" for ``OPERATION_MEASURED_MODELS`` only)."""
+    "rules" never, "auto" only for a model whose profile says it chooses better than always-Add on the
+    labelled pairs of ``benchmarks/data/fact-operations.jsonl``: ``ModelProfile.chooses_operation``, none
+    yet). Otherwise a candidate that no rule decides is added beside the similar facts (the log says so)."""
     if mode == "auto":
-        name = (getattr(llm, "name", "") or "").lower()
-        return any(m.lower() in name for m in OPERATION_MEASURED_MODELS)
+        return llm is not None and profile_of(llm.name).chooses_operation
     return mode == "model"
 
 
@@ -219,7 +215,16 @@ def select_operations(log: Sequence[FactOperation], op: str | None = None,
     return rows
 
 
-def _provenance(item, vector: np.ndarray, messages: Sequence[Message], message_vectors: np.ndarray,
+class ExtractedFact(Protocol):
+    """One fact of the extraction's reply (``core_extract.response_schema``)."""
+
+    subject: str
+    type: str
+    statement: str
+    sources: list[int]
+
+
+def _provenance(item: ExtractedFact, vector: np.ndarray, messages: Sequence[Message], message_vectors: np.ndarray,
                 speakers: Sequence[str], note: str) -> tuple[list[int], str]:
     """The 1-based numbers of the batch's messages a candidate comes from, and the note of what was
     changed: numbers outside the batch dropped, the sources repaired model-free
@@ -283,7 +288,7 @@ class CoreFactBuilder:
         return [self._read(namespace, batch, prompt, reply, segment_of, trajectory_of, vecs)
                 for batch, prompt, reply, vecs in zip(batches, prompts, replies, vectors, strict=True)]
 
-    def _read(self, namespace: str, messages: Sequence[Message], prompt, reply: Generation | Exception,
+    def _read(self, namespace: str, messages: Sequence[Message], prompt: Prompt, reply: Generation | Exception,
               segment_of: dict[str, str], trajectory_of: dict[str, str | None],
               message_vectors: np.ndarray | None) -> tuple[list[Candidate], list[FactOperation]]:
         """Candidates from one batch's reply (see ``extract``)."""
@@ -295,7 +300,7 @@ class CoreFactBuilder:
             try:
                 items = parse_json_reply(reply.text, self.response_model).facts
             except LLMOutputError as exc:
-                item_model = self.response_model.model_fields["facts"].annotation.__args__[0]
+                item_model = get_args(self.response_model.model_fields["facts"].annotation)[0]
                 items = salvage_items(reply.text, item_model)
                 if not items:
                     raise
@@ -454,8 +459,8 @@ class CoreFactBuilder:
                 return self._apply(state, cand, FactOp.SUPERSEDE, best, "rule",
                                    f"same claim as {best.id}, {value_note}, newer evidence", terms), value_note
         if not self.ask_operation:
-            reason = (f"operation choice not asked ({getattr(self.llm, 'name', None) or 'the model'} is not "
-                      f"trusted with it: fact_operation, OPERATION_MEASURED_MODELS); added beside {best.id} "
+            reason = (f"operation choice not asked ({self.llm.name or 'the model'} is not "
+                      f"trusted with it: fact_operation, its model profile); added beside {best.id} "
                       f"(cos {best_cos:.2f})")
             if value_note:
                 reason += f"; {value_note} vs {best.id}"
@@ -473,9 +478,9 @@ class CoreFactBuilder:
             self.llm_calls += 1
             probs = self.llm.choice_probabilities(prompt, [o[0] for o in options])
         except LLMError as exc:
-            op = self._apply(state, cand, FactOp.ADD, None, "rule", "operation choice failed; added", terms)
-            op.error, op.prompt_version = f"{type(exc).__name__}: {exc}", prompt.version
-            return op
+            failed = self._apply(state, cand, FactOp.ADD, None, "rule", "operation choice failed; added", terms)
+            failed.error, failed.prompt_version = f"{type(exc).__name__}: {exc}", prompt.version
+            return failed
         if len(probs) != len(options):
             raise LLMError(f"{len(probs)} scores for {len(options)} options")
         k = int(np.argmax(probs))
@@ -487,7 +492,7 @@ class CoreFactBuilder:
             reason += f"; {value_note}, so Merge with it was not offered"
         record = self._apply(state, cand, op, target, "llm", reason, terms)
         record.prompt_version = prompt.version
-        record.model = getattr(self.llm, "name", None)
+        record.model = self.llm.name if self.llm is not None else None
         return record
 
     def _apply(self, state: FactState, cand: Candidate, op: FactOp, target: CoreFact | None,
@@ -530,10 +535,11 @@ class CoreFactBuilder:
 
     def _log(self, namespace: str, op: FactOp, fact_ids: list[str], *, reason: str, decided_by: Literal["rule", "llm"],
              before: Sequence[CoreFact] = (), after: Sequence[CoreFact] = (), scores: OperationScores | None = None,
-             event_time: datetime | None = None, prompt=None, error: str | None = None) -> FactOperation:
+             event_time: datetime | None = None, prompt: Prompt | None = None,
+             error: str | None = None) -> FactOperation:
         return FactOperation(
             namespace=namespace, op=op, fact_ids=fact_ids, before=[f.model_copy(deep=True) for f in before],
             after=[f.model_copy(deep=True) for f in after], reason=reason, decided_by=decided_by,
             scores=scores.model_copy(deep=True) if scores is not None else OperationScores(),
             event_time=event_time, recorded_at=self.now(), prompt_version=prompt.version if prompt else None,
-            model=getattr(self.llm, "name", None) if prompt else None, error=error)
+            model=self.llm.name if prompt and self.llm is not None else None, error=error)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from memsif import lexical
 
@@ -101,7 +102,7 @@ def _classify(word: lexical.Word) -> tuple[str, float | str] | None:
 def values(text: str, words: list[lexical.Word] | None = None) -> Values:
     """The :class:`Values` of ``text`` (or of its ``words`` when the caller has tokenised it already).
     "may" counts as a month only when written "May"."""
-    found: dict[str, set] = {"numbers": set(), "calendar": set(), "times": set(), "units": set()}
+    found: dict[str, set[Any]] = {"numbers": set(), "calendar": set(), "times": set(), "units": set()}
     negated = False
     for word in lexical.words(text) if words is None else words:
         kind = _classify(word)

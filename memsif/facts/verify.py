@@ -14,14 +14,10 @@ from collections.abc import Sequence
 
 from memsif.errors import LLMError
 from memsif.llm import LLM
+from memsif.llm.profiles import profile_of
 from memsif.prompts import fact_verify
 from memsif.records import Message, Verification
 
-#: Per model (a substring of its name): the P(yes) of the fact_verify prompt at or above which a
-#: candidate is verified, fitted on the labelled stored facts of dev conv-26 and conv-30
-#: (``benchmarks/fact_verifier.py``; README, "What a CoreFact is checked against"). Under
-#: ``fact_verification="auto"`` only these models verify; "model" asks any model, at 0.5 when unmeasured.
-MEASURED_VERIFIERS: dict[str, float] = {"Qwen2.5-Coder-1.5B-Instruct": 0.65}
 #: The threshold of a model not measured, under ``fact_verification="model"``.
 UNMEASURED_VERIFIER_MIN_P = 0.5
 #: A verified fact also has at least this share of its content words in its supporting sentences (the
@@ -31,13 +27,14 @@ VERIFIED_MIN_OVERLAP = 0.7
 
 def verifier_threshold(mode: str, llm: LLM | None) -> float | None:
     """The P(yes) at or above which ``llm`` verifies a candidate under ``fact_verification`` ``mode``
-    ("auto": ``MEASURED_VERIFIERS`` only; "model": any model; "off": none), or None when it is not asked."""
+    ("auto": a model whose profile holds a measured threshold, ``ModelProfile.verify_min_p``, fitted on
+    the labelled stored facts of dev conv-26 and conv-30: ``benchmarks/fact_verifier.py``; "model": any
+    model, at ``UNMEASURED_VERIFIER_MIN_P`` when unmeasured; "off": none), or None when it is not asked."""
     if mode == "off" or llm is None:
         return None
-    name = (getattr(llm, "name", "") or "").lower()
-    measured = [p for key, p in MEASURED_VERIFIERS.items() if key.lower() in name]
-    if measured:
-        return measured[0]
+    measured = profile_of(llm.name).verify_min_p
+    if measured is not None:
+        return measured
     return UNMEASURED_VERIFIER_MIN_P if mode == "model" else None
 
 
@@ -49,11 +46,11 @@ def verify(llm: LLM | None, min_p: float | None, subject: str, statement: str, c
     rule ("not verified: the model failed …"), never raised."""
     words = (f"{overlap:.0%} of its words in its sources {'≥' if overlap >= VERIFIED_MIN_OVERLAP else '<'} "
              f"{VERIFIED_MIN_OVERLAP:.0%}")
-    model = getattr(llm, "name", None)
+    model = llm.name if llm is not None else None
     if llm is None or min_p is None or not cited:
         return Verification(verified=False, word_overlap=overlap, min_word_overlap=VERIFIED_MIN_OVERLAP,
                             rule=f"not verified: {model or 'the model'} is not measured to verify facts "
-                                 f"(fact_verification, MEASURED_VERIFIERS); {words}")
+                                 f"(fact_verification; its model profile); {words}")
     prompt = fact_verify.build(subject, statement, cited)
     try:
         [p] = llm.yes_probability([prompt])

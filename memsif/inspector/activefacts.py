@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.inspector.common import MESSAGE_COLUMNS, SessionSettings, engine_for, guard, session_engine
+from memsif.inspector.common import MESSAGE_COLUMNS, Inspector, SessionSettings, guard
 from memsif.viz import cluster_scatter, message_rows
 
 CLUSTER_COLUMNS = ["cluster", "subject (speaker: topic)", "statement", "Score_src", "Score_qry", "|R|", "queries",
@@ -22,30 +22,6 @@ NOTATION_ACTIVE = """
 - A cluster past **θ_s** (vertical line) and **θ_q** (horizontal line) is promoted to an **ActiveFact** (a star);
   its statement is the most central of X_k and stays until another is clearly more central.
 """
-
-
-@guard
-def clusters_view(namespace: str | None, settings: SessionSettings | None = None):
-    """ActiveFact candidate clusters as points (Score_src, Score_qry) against θ_s / θ_q, and their table."""
-    eng = session_engine(namespace, settings)
-    clusters = eng.clusters(namespace) if eng else []
-    eng = eng or engine_for(settings)
-    rows = []
-    for c in clusters:
-        statement = c.statement or c.central_statement or ""
-        rows.append([c.id, c.label or c.subject, statement, round(c.score_src, 3), round(c.score_qry, 3),
-                     len(c.sources), " | ".join(c.queries), c.active_fact_id or "not promoted", ", ".join(c.sources)])
-    return cluster_scatter(clusters, eng.config.theta_src, eng.config.theta_qry), rows
-
-
-def cluster_sources(namespace: str | None, settings: SessionSettings | None, evt: gr.SelectData):
-    """The source messages R_k of the selected candidate cluster."""
-    eng = session_engine(namespace, settings)
-    row = evt.row_value if getattr(evt, "row_value", None) else None
-    if eng is None or not row:
-        return []
-    ids = [i.strip() for i in str(row[CLUSTER_COLUMNS.index("sources")]).split(",") if i.strip()]
-    return message_rows(ids, eng.messages(namespace))
 
 
 def layout() -> SimpleNamespace:
@@ -71,9 +47,38 @@ def views(ui: SimpleNamespace) -> list:
     return [ui.plot, ui.table, ui.sources]
 
 
-def wire(page: SimpleNamespace) -> None:
-    """The tab's own events."""
-    a, per_session = page.activefacts, [page.namespace, page.settings]
-    a.refresh_btn.click(clusters_view, inputs=per_session, outputs=[a.plot, a.table], api_name="clusters")
-    a.tab.select(clusters_view, inputs=per_session, outputs=[a.plot, a.table], api_name=False)
-    a.table.select(cluster_sources, inputs=per_session, outputs=a.sources, api_name=False)
+class ActiveFactsTab:
+    """The ActiveFacts tab's handlers, bound to the page's ``Inspector`` (``app``)."""
+
+    def __init__(self, app: Inspector) -> None:
+        self.app = app
+
+    @guard
+    def clusters_view(self, namespace: str | None, settings: SessionSettings | None = None):
+        """ActiveFact candidate clusters as points (Score_src, Score_qry) against θ_s / θ_q, and their table."""
+        eng = self.app.session_engine(namespace, settings)
+        clusters = eng.clusters(namespace) if eng else []
+        eng = eng or self.app.engine_for(settings)
+        rows = []
+        for c in clusters:
+            statement = c.statement or c.central_statement or ""
+            rows.append([c.id, c.label or c.subject, statement, round(c.score_src, 3), round(c.score_qry, 3),
+                         len(c.sources), " | ".join(c.queries), c.active_fact_id or "not promoted",
+                         ", ".join(c.sources)])
+        return cluster_scatter(clusters, eng.config.theta_src, eng.config.theta_qry), rows
+
+    def cluster_sources(self, namespace: str | None, settings: SessionSettings | None, evt: gr.SelectData):
+        """The source messages R_k of the selected candidate cluster."""
+        eng = self.app.session_engine(namespace, settings)
+        row = evt.row_value if getattr(evt, "row_value", None) else None
+        if eng is None or not row:
+            return []
+        ids = [i.strip() for i in str(row[CLUSTER_COLUMNS.index("sources")]).split(",") if i.strip()]
+        return message_rows(ids, eng.messages(namespace))
+
+    def wire(self, page: SimpleNamespace) -> None:
+        """The tab's own events."""
+        a, per_session = page.activefacts, [page.namespace, page.settings]
+        a.refresh_btn.click(self.clusters_view, inputs=per_session, outputs=[a.plot, a.table], api_name="clusters")
+        a.tab.select(self.clusters_view, inputs=per_session, outputs=[a.plot, a.table], api_name=False)
+        a.table.select(self.cluster_sources, inputs=per_session, outputs=a.sources, api_name=False)

@@ -4,7 +4,6 @@ table (§3.2); delete the session's memory."""
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import os
@@ -20,20 +19,17 @@ from memsif.config import default_data_dir
 from memsif.errors import JobCancelled, MemSIFError, SourceConflict
 from memsif.inspector import chat
 from memsif.inspector.common import (
-    PACE,
+    EXAMPLE,
+    EXAMPLE_MEMORY,
     BuiltSource,
+    Inspector,
     JobProgress,
     SessionSettings,
     delete_memory,
-    engine,
     guard,
     in_background,
-    loading_engine,
     model_share,
     new_session,
-    served_config,
-    session_engine,
-    settings_in_force,
 )
 from memsif.inspector.pace import FACTS, STRUCTURE, left_text, span_text
 from memsif.io import as_memories, load_transcripts
@@ -43,15 +39,14 @@ from memsif.locks import job
 from memsif.markdown import code_span, escape_markdown
 from memsif.records import BoundaryRule, SegmentDecision, TrajectoryDecision
 from memsif.timeparse import day_text
-from memsif.transfer import NamespaceExport, read_export, same_content
+from memsif.transfer import NamespaceExport, same_content
 from memsif.viz import SEGMENT_COLUMNS, phi_timeline, segment_rows
 
 log = logging.getLogger(__name__)
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "assets" / "locomo-conv-26.json"
-#: ``EXAMPLE``'s memory prebuilt with the default models (``benchmarks/build_example.py``): the first
-#: visit imports it in seconds instead of building it live.
-EXAMPLE_MEMORY = EXAMPLE.with_name("example-memory-conv-26.json.gz")
+#: ``EXAMPLE_MEMORY`` (``common``) is ``EXAMPLE``'s memory prebuilt with the default models
+#: (``benchmarks/build_example.py``): the first visit imports it in seconds instead of building it live.
+__all__ = ["EXAMPLE", "EXAMPLE_MEMORY", "BuildTab"]
 #: How many of the example's own questions the prebuilt memory was asked at least (more until one
 #: ActiveFact is promoted: ``benchmarks/build_example.py``).
 EXAMPLE_QUESTIONS = 6
@@ -135,18 +130,6 @@ def list_samples(file):
     return gr.Dropdown(choices=choices, value=value), gr.skip()
 
 
-def timeline_view(namespace: str | None, settings: SessionSettings | None = None, source: BuiltSource | None = None):
-    """φ timeline figure and the Topical Segment table of this session's memory (sessions named by
-    the conversation titles of the build's ``source``, where an export gave them)."""
-    eng = session_engine(namespace, settings)
-    if eng is None:
-        return None, []
-    decisions = eng.decisions(namespace, "segment")
-    messages = eng.messages(namespace)
-    fig = phi_timeline(decisions, messages, eng.config.tau_split, eng.config.tau_merge)
-    return fig, segment_rows(eng.segments(namespace), decisions, source.session_titles if source else None)
-
-
 def question_hint(transcripts: list) -> str:
     """An example question about the loaded transcript for the chat box: its own first question when
     the file carries questions (LoCoMo, LongMemEval), else one about its most talkative speaker."""
@@ -158,16 +141,6 @@ def question_hint(transcripts: list) -> str:
             return str(t.extra["question"])
     speakers = Counter(m.speaker for t in transcripts for m in t.messages)
     return f"What did {speakers.most_common(1)[0][0]} talk about?" if speakers else "Ask this memory a question"
-
-
-def _kept(namespace: str, previous: BuiltSource | None, settings: SessionSettings | None) -> str:
-    """What the session's memory still holds after a refused upload (the refusal replaces the build
-    summary on the page, so it says what stayed)."""
-    eng = session_engine(namespace, settings)
-    if eng is None or not previous:
-        return ""
-    return (f" It holds {len(eng.messages(namespace))} messages in {len(eng.segments(namespace))} Topical "
-            f"Segments, from {code_span(previous.name)}.")
 
 
 def _contents(transcripts: list) -> str:
@@ -232,35 +205,11 @@ def structure_health(eng, namespace: str) -> str:
         reasons.append(f"{one_way:.0%} of the judge's verdicts were {way} (warned at {JUDGE_ONE_WAY_WARN:.0%})")
     if reasons:
         line += (f"\n\n⚠️ The structure looks degenerate: {'; '.join(reasons)}. The judge "
-                 f"({getattr(eng.llm, 'name', 'the configured model')}) may not tell topics apart, or the "
+                 f"({eng.llm.name or 'the configured model'}) may not tell topics apart, or the "
                  "thresholds do not suit this conversation: the packaged 135M model is near chance (segment-judge AUC "
-                 "0.55); the default 1.5B separates topics at AUC 0.86 (README, Models). Try the default model, "
+                 "0.55); the default 1.5B separates topics at AUC 0.86 (docs/results.md). Try the default model, "
                  "or τ_split and τ_merge in Settings.")
     return line
-
-
-@functools.lru_cache(maxsize=1)
-def example_memory() -> NamespaceExport | None:
-    """The prebuilt example memory (``EXAMPLE_MEMORY``, an export with its provenance), read once;
-    None when the file is absent or unreadable (the example is then built live)."""
-    if not EXAMPLE_MEMORY.exists():
-        return None
-    try:
-        return read_export(EXAMPLE_MEMORY)
-    except MemSIFError as exc:
-        log.warning("the prebuilt example memory is not used: %s", exc)
-        return None
-
-
-def prebuilt_for(eng, settings: SessionSettings | None) -> NamespaceExport | None:
-    """The prebuilt example memory when it shows what this engine would build: its provenance records
-    this engine's content fingerprint (the LLM's weights, the embedder, the settings that decide what is
-    stored; ``memsif.transfer.content_fingerprint``, whatever the back-end or display name) and no
-    session setting differs from the defaults; else None (built live)."""
-    data = example_memory()
-    if data is None or settings_in_force(settings):
-        return None
-    return data if data.embedder == eng.embedder.name and same_content(data.provenance, eng.config) else None
 
 
 def prebuilt_summary(data: NamespaceExport, imported_s: float | None) -> str:
@@ -278,28 +227,6 @@ def prebuilt_summary(data: NamespaceExport, imported_s: float | None) -> str:
             f"and {len(data.active_facts)} promoted ActiveFact{'s' * (len(data.active_facts) != 1)} "
             f"(ActiveFacts tab). {loaded}Tick **Build the example live** to watch it being built instead "
             f"(`{p.get('command', 'benchmarks/build_example.py')}` rebuilds this file).")
-
-
-def example_wait() -> str:
-    """"; built live it takes about 10–25 min to its timeline and …" for the bundled example, estimated
-    from the pace the page knows (``PACE``: this server's, else the prebuilt example's own build, whose
-    provenance sets the prior here); "" when neither is known."""
-    data = example_memory()
-    batch = served_config().fact_batch_messages
-    if data is not None:
-        PACE.set_prior(data.provenance, batch)
-    messages = len(data.messages) if data is not None else 0
-    parts = []
-    for kind, units, what in ((STRUCTURE, messages, "to its timeline"),
-                              (FACTS, math.ceil(messages / batch), "more for its CoreFacts")):
-        countdown = PACE.countdown(kind, wave=served_config().fact_parallel if kind == FACTS else 1)
-        countdown.update(0, units)
-        if (span := countdown.left()) is not None:
-            parts.append(f"about {span_text(span)} {what}")
-    if not parts:
-        return ""
-    machine = data.provenance.get("machine", "?") if data is not None else "?"
-    return f"; built live it takes {' and '.join(parts)} ({countdown.basis()}, on {machine})"
 
 
 def load_prebuilt(eng, namespace: str, data: NamespaceExport, previous: BuiltSource | None, source: BuiltSource) -> str:
@@ -347,135 +274,12 @@ def read_source(file, sample: str | None) -> tuple[list, BuiltSource]:
         session_titles={c["sample_id"]: c["title"] for t in transcripts for c in t.extra.get("sessions", [])})
 
 
-@guard
-def build(file, sample: str | None, namespace: str | None, settings: SessionSettings | None,
-          previous: BuiltSource | None = None, live: bool = False, progress=gr.Progress()):  # noqa: B008
-    """Build Structured Interaction Memory (Topical Segments, Event Trajectories) from the uploaded
-    transcript, streaming counts as it goes. Without a file the bundled LoCoMo example is loaded from
-    its prebuilt memory in seconds (``EXAMPLE_MEMORY``; built live with ``live``, with session settings
-    or another model). Building another transcript than the session's last one replaces the session's
-    memory; the same one again adds nothing. CoreFacts follow in ``build_facts`` (the UI chains it).
-    API clients without a browser session get a fresh namespace.
-    Yields (namespace, source, summary, timeline figure, segment rows)."""
-    namespace = namespace or new_session()
-    try:
-        transcripts, source = read_source(file, None if sample == ALL_CONVERSATIONS else sample)
-    except (UploadRefused, gr.Error) as exc:  # one message in the page; the views and memory stay
-        yield namespace, previous, str(exc) + _kept(namespace, previous, settings), gr.skip(), gr.skip()
-        return
-    eng = None
-    for kind, value in loading_engine(settings):  # the first click after a start waits for the models
-        if kind == "status":
-            yield namespace, previous, value, gr.skip(), gr.skip()
-        else:
-            eng = value
-    prebuilt = prebuilt_for(eng, settings) if file is None and not live else None
-    if prebuilt is not None:
-        source.prebuilt = True
-        summary = load_prebuilt(eng, namespace, prebuilt, previous, source)
-        fig, rows = timeline_view(namespace, settings)
-        summary += structure_health(eng, namespace) + where_it_lies(eng, namespace)
-        yield namespace, source, summary, fig, rows
-        return
-    yield from _build_live(eng, namespace, transcripts, source, previous, settings, progress)
-
-
-def _build_live(eng, namespace: str, transcripts: list, source: BuiltSource, previous: BuiltSource | None,
-                settings: SessionSettings | None, progress: gr.Progress):
-    """``build`` of a transcript, live: replaces a memory of another transcript, runs the ingest in
-    the background with its progress in the summary, then the summary of what was built (or why it
-    stopped). Yields as ``build`` does."""
-    replaced = ""
-    if previous and (previous.name, previous.samples, previous.prebuilt) != (source.name, source.samples, False) \
-            and eng.has_memory(namespace):
-        delete_memory(eng, namespace, f"the memory was replaced by a build of {code_span(source.name)}")
-        source.replaced = True
-        replaced = f" (replaced the memory of {code_span(previous.name)})"
-    total = sum(len(t.messages) for t in transcripts)
-
-    def work(report):
-        reports = []
-        with job(namespace, "structure"):  # cancellable from its start (a Delete meanwhile stops it)
-            for t in transcripts:
-                try:
-                    reports.append(eng.ingest_transcript(t, namespace, report, core_facts=False))
-                except SourceConflict:  # the same file edited: the page replaces the memory, saying what changed
-                    reports.append(eng.ingest_transcript(t, namespace, report, core_facts=False, replace=True))
-        return reports
-
-    countdown = PACE.countdown(STRUCTURE)
-    countdown.update(0, total)
-
-    def describe(state: JobProgress, seconds: float) -> str:
-        if state.stage == "starting":
-            return (f"Loading models and reading {total} messages… {seconds:.0f} s{left_text(countdown)}"
-                    f"{model_share(namespace)}")
-        countdown.update(state.done, state.total)
-        return (f"Building Structured Interaction Memory: {state.stage} — {state.done} of "
-                f"{state.total} new messages placed · {seconds:.0f} s{left_text(countdown)}{model_share(namespace)}")
-
-    try:
-        for kind, value in in_background(work, progress, describe):
-            if kind == "status":
-                yield namespace, source, value, gr.skip(), gr.skip()
-            else:
-                reports = value
-                countdown.finish()
-    except MemSIFError as exc:  # said in the summary, with the memory that exists; no stale progress
-        source.failed = str(exc)
-        fig, rows = timeline_view(namespace, settings, source)
-        yield namespace, source, stopped_summary(eng, namespace, exc), fig, rows
-        return
-    fig, rows = timeline_view(namespace, settings, source)
-    yield namespace, source, built_summary(eng, namespace, transcripts, reports, source, replaced, settings), fig, rows
-
-
-def built_summary(eng, namespace: str, transcripts: list, reports: list, source: BuiltSource, replaced: str,
-                  settings: SessionSettings | None) -> str:
-    """What a live build made (counts, judge calls, seconds), the structure's health, the settings in
-    force and the first warnings of the files and the ingest."""
-    report = reports[-1]
-    summary = (f"**{report.total_messages} messages** → **{report.segments} Topical Segments**, "
-               f"**{report.trajectories} Event Trajectories** from {code_span(source.name)} "
-               f"({_contents(transcripts)}){replaced}. Segment judge on "
-               f"{sum(r.judge_calls_segment for r in reports)} of {sum(r.messages for r in reports)} new messages; "
-               f"trajectory judge {sum(r.judge_calls_trajectory for r in reports)} calls; "
-               f"{sum(r.seconds for r in reports):.1f} s. CoreFacts are filled in next (CoreFacts tab).")
-    summary += structure_health(eng, namespace) + where_it_lies(eng, namespace)
-    if warning := runtime_of(eng.llm).warning():
-        summary += f"\n\n{warning}"
-    if in_force := settings_in_force(settings):
-        summary += f"\n\n{in_force}"
-    warnings = [w for t in transcripts for w in t.warnings] + [w for r in reports for w in r.warnings]
-    if warnings:
-        summary += "\n\n" + "\n".join(f"⚠️ {escape_markdown(w)}" for w in warnings[:5]) + (
-            f"\n\n…and {len(warnings) - 5} more." if len(warnings) > 5 else "")
-    return summary
-
-
 def chat_after_build(source: BuiltSource | None):
     """The Chat tab after a build: emptied when the build replaced another memory (its answers were
     about that one), else left as it is. Returns (chat, trace, message picker, message context, plot)."""
     if not (source and source.replaced):
         return (gr.skip(),) * len(chat.EMPTY)
     return chat.EMPTY
-
-
-def forget_handler(cleared: dict):
-    """The Delete button's handler; ``cleared`` maps every view of the page to its empty value (each
-    tab's ``EMPTY``), so a delete empties all of them."""
-    def forget(namespace: str | None, confirmed: bool = False) -> dict:
-        """Delete this session's whole memory (messages, segments, trajectories, facts, clusters, logs)
-        from the store, only with ``confirmed``; every view empties and the confirmation resets.
-        Returns the build summary, every view's empty value, the confirmation box and the delete button."""
-        summary, confirm, button = cleared["summary"], cleared["confirm"], cleared["button"]
-        if not confirmed:
-            return {summary: "Nothing was deleted: tick the confirmation first."}
-        if namespace:
-            delete_memory(engine(), namespace)
-        return {summary: "This session's memory was deleted.", **cleared["views"],
-                confirm: gr.Checkbox(value=False), button: gr.Button(interactive=False)}
-    return forget
 
 
 #: What the Build tab's views show after a delete: the timeline and the segment table.
@@ -487,50 +291,230 @@ def views(ui: SimpleNamespace) -> list:
     return [ui.timeline, ui.table]
 
 
-def layout() -> SimpleNamespace:
-    """The Build tab's components (inside the caller's ``gr.Tab``)."""
-    ui = SimpleNamespace()
-    with gr.Row():
-        ui.upload = gr.File(label="Transcript (LoCoMo, LongMemEval, a ChatGPT or Claude export's conversations.json, "
-                            "OpenAI messages, JSONL or text; ≤ 20 MB)",
-                            file_types=[".json", ".jsonl", ".txt", ".md", ".log", ".text"])
-        ui.sample = gr.Dropdown(label="Conversation (an export's are one history by default; LoCoMo's samples)",
-                                choices=[], elem_id="sample-pick",
-                                allow_custom_value=True)
-    live_wait = example_wait()
-    gr.Markdown("Without a file, **Build memory** shows the bundled LoCoMo conversation conv-26 (419 messages) at "
-                f"once, from its memory prebuilt with the default models{live_wait}. "
-                "Uploads are always built live; the build says how long it has left as it goes. Building another "
-                "transcript replaces this session's memory; the same "
-                "file grown (an export downloaded again) adds its new messages, and an edited one replaces what "
-                "changed.")
-    ui.models = gr.Markdown(elem_id="models-status")
-    with gr.Row():
-        ui.build_btn = gr.Button("Build memory", variant="primary", elem_id="build-btn", scale=3)
-        ui.live = gr.Checkbox(label="Build the example live (no file)", value=False, elem_id="build-live", scale=1)
-    ui.summary = gr.Markdown(elem_id="build-summary")
-    ui.timeline = gr.Plot(label="φ(u_t, S_i) per message against τ_split and τ_merge", elem_id="timeline")
-    with gr.Accordion("What the timeline shows", open=False):
-        gr.Markdown(NOTATION_TIMELINE)
-    ui.table = gr.Dataframe(headers=SEGMENT_COLUMNS, label="Topical Segments", wrap=True, max_height=400,
-                            elem_id="segments",
-                            column_widths=["8%", "9%", "9%", "7%", "7%", "12%", "18%", "30%"])
-    with gr.Accordion("Delete this session's memory", open=False):
-        gr.Markdown("Deletes every message, segment, trajectory, fact, cluster and log of this session. "
-                    "It cannot be undone.")
+class BuildTab:
+    """The Build tab's handlers, bound to the page's ``Inspector`` (``app``)."""
+
+    def __init__(self, app: Inspector) -> None:
+        self.app = app
+
+    def timeline_view(self, namespace: str | None, settings: SessionSettings | None = None,
+                      source: BuiltSource | None = None):
+        """φ timeline figure and the Topical Segment table of this session's memory (sessions named by
+        the conversation titles of the build's ``source``, where an export gave them)."""
+        eng = self.app.session_engine(namespace, settings)
+        if eng is None:
+            return None, []
+        decisions = eng.decisions(namespace, "segment")
+        messages = eng.messages(namespace)
+        fig = phi_timeline(decisions, messages, eng.config.tau_split, eng.config.tau_merge)
+        return fig, segment_rows(eng.segments(namespace), decisions, source.session_titles if source else None)
+
+    def _kept(self, namespace: str, previous: BuiltSource | None, settings: SessionSettings | None) -> str:
+        """What the session's memory still holds after a refused upload (the refusal replaces the build
+        summary on the page, so it says what stayed)."""
+        eng = self.app.session_engine(namespace, settings)
+        if eng is None or not previous:
+            return ""
+        return (f" It holds {len(eng.messages(namespace))} messages in {len(eng.segments(namespace))} Topical "
+                f"Segments, from {code_span(previous.name)}.")
+
+    def prebuilt_for(self, eng, settings: SessionSettings | None) -> NamespaceExport | None:
+        """The prebuilt example memory when it shows what this engine would build: its provenance records
+        this engine's content fingerprint (the LLM's weights, the embedder, the settings that decide what is
+        stored; ``memsif.transfer.content_fingerprint``, whatever the back-end or display name) and no
+        session setting differs from the defaults; else None (built live)."""
+        data = self.app.example()
+        if data is None or self.app.settings_in_force(settings):
+            return None
+        return data if data.embedder == eng.embedder.name and same_content(data.provenance, eng.config) else None
+
+    def example_wait(self) -> str:
+        """"; built live it takes about 10–25 min to its timeline and …" for the bundled example, estimated
+        from the pace the page knows (``PACE``: this server's, else the prebuilt example's own build, whose
+        provenance sets the prior here); "" when neither is known."""
+        data = self.app.example()
+        batch = self.app.config.fact_batch_messages
+        if data is not None:
+            self.app.pace.set_prior(data.provenance, batch)
+        messages = len(data.messages) if data is not None else 0
+        parts = []
+        for kind, units, what in ((STRUCTURE, messages, "to its timeline"),
+                                  (FACTS, math.ceil(messages / batch), "more for its CoreFacts")):
+            countdown = self.app.pace.countdown(kind, wave=self.app.config.fact_parallel if kind == FACTS else 1)
+            countdown.update(0, units)
+            if (span := countdown.left()) is not None:
+                parts.append(f"about {span_text(span)} {what}")
+        if not parts:
+            return ""
+        machine = data.provenance.get("machine", "?") if data is not None else "?"
+        return f"; built live it takes {' and '.join(parts)} ({countdown.basis()}, on {machine})"
+
+    @guard
+    def build(self, file, sample: str | None, namespace: str | None, settings: SessionSettings | None,
+              previous: BuiltSource | None = None, live: bool = False, progress=gr.Progress()):  # noqa: B008
+        """Build Structured Interaction Memory (Topical Segments, Event Trajectories) from the uploaded
+        transcript, streaming counts as it goes. Without a file the bundled LoCoMo example is loaded from
+        its prebuilt memory in seconds (``EXAMPLE_MEMORY``; built live with ``live``, with session settings
+        or another model). Building another transcript than the session's last one replaces the session's
+        memory; the same one again adds nothing. CoreFacts follow in ``build_facts`` (the UI chains it).
+        API clients without a browser session get a fresh namespace.
+        Yields (namespace, source, summary, timeline figure, segment rows)."""
+        namespace = namespace or new_session()
+        try:
+            transcripts, source = read_source(file, None if sample == ALL_CONVERSATIONS else sample)
+        except (UploadRefused, gr.Error) as exc:  # one message in the page; the views and memory stay
+            yield namespace, previous, str(exc) + self._kept(namespace, previous, settings), gr.skip(), gr.skip()
+            return
+        eng = None
+        for kind, value in self.app.loading_engine(settings):  # the first click after a start waits for the models
+            if kind == "status":
+                yield namespace, previous, value, gr.skip(), gr.skip()
+            else:
+                eng = value
+        prebuilt = self.prebuilt_for(eng, settings) if file is None and not live else None
+        if prebuilt is not None:
+            source.prebuilt = True
+            summary = load_prebuilt(eng, namespace, prebuilt, previous, source)
+            fig, rows = self.timeline_view(namespace, settings)
+            summary += structure_health(eng, namespace) + where_it_lies(eng, namespace)
+            yield namespace, source, summary, fig, rows
+            return
+        yield from self._build_live(eng, namespace, transcripts, source, previous, settings, progress)
+
+    def _build_live(self, eng, namespace: str, transcripts: list, source: BuiltSource, previous: BuiltSource | None,
+                    settings: SessionSettings | None, progress: gr.Progress):
+        """``build`` of a transcript, live: replaces a memory of another transcript, runs the ingest in
+        the background with its progress in the summary, then the summary of what was built (or why it
+        stopped). Yields as ``build`` does."""
+        replaced = ""
+        if previous and (previous.name, previous.samples, previous.prebuilt) != (source.name, source.samples, False) \
+                and eng.has_memory(namespace):
+            delete_memory(eng, namespace, f"the memory was replaced by a build of {code_span(source.name)}")
+            source.replaced = True
+            replaced = f" (replaced the memory of {code_span(previous.name)})"
+        total = sum(len(t.messages) for t in transcripts)
+
+        def work(report):
+            reports = []
+            with job(namespace, "structure"):  # cancellable from its start (a Delete meanwhile stops it)
+                for t in transcripts:
+                    try:
+                        reports.append(eng.ingest_transcript(t, namespace, report, core_facts=False))
+                    except SourceConflict:  # the same file edited: the page replaces the memory, saying what changed
+                        reports.append(eng.ingest_transcript(t, namespace, report, core_facts=False, replace=True))
+            return reports
+
+        countdown = self.app.pace.countdown(STRUCTURE)
+        countdown.update(0, total)
+
+        def describe(state: JobProgress, seconds: float) -> str:
+            if state.stage == "starting":
+                return (f"Loading models and reading {total} messages… {seconds:.0f} s{left_text(countdown)}"
+                        f"{model_share(namespace)}")
+            countdown.update(state.done, state.total)
+            return (f"Building Structured Interaction Memory: {state.stage} — {state.done} of "
+                    f"{state.total} new messages placed · {seconds:.0f} s{left_text(countdown)}"
+                    f"{model_share(namespace)}")
+
+        try:
+            for kind, value in in_background(work, progress, describe):
+                if kind == "status":
+                    yield namespace, source, value, gr.skip(), gr.skip()
+                else:
+                    reports = value
+                    countdown.finish()
+        except MemSIFError as exc:  # said in the summary, with the memory that exists; no stale progress
+            source.failed = str(exc)
+            fig, rows = self.timeline_view(namespace, settings, source)
+            yield namespace, source, stopped_summary(eng, namespace, exc), fig, rows
+            return
+        fig, rows = self.timeline_view(namespace, settings, source)
+        summary = self.built_summary(eng, namespace, transcripts, reports, source, replaced, settings)
+        yield namespace, source, summary, fig, rows
+
+    def built_summary(self, eng, namespace: str, transcripts: list, reports: list, source: BuiltSource, replaced: str,
+                      settings: SessionSettings | None) -> str:
+        """What a live build made (counts, judge calls, seconds), the structure's health, the settings in
+        force and the first warnings of the files and the ingest."""
+        report = reports[-1]
+        summary = (f"**{report.total_messages} messages** → **{report.segments} Topical Segments**, "
+                   f"**{report.trajectories} Event Trajectories** from {code_span(source.name)} "
+                   f"({_contents(transcripts)}){replaced}. Segment judge on "
+                   f"{sum(r.judge_calls_segment for r in reports)} of {sum(r.messages for r in reports)} new messages; "
+                   f"trajectory judge {sum(r.judge_calls_trajectory for r in reports)} calls; "
+                   f"{sum(r.seconds for r in reports):.1f} s. CoreFacts are filled in next (CoreFacts tab).")
+        summary += structure_health(eng, namespace) + where_it_lies(eng, namespace)
+        if warning := runtime_of(eng.llm).warning():
+            summary += f"\n\n{warning}"
+        if in_force := self.app.settings_in_force(settings):
+            summary += f"\n\n{in_force}"
+        warnings = [w for t in transcripts for w in t.warnings] + [w for r in reports for w in r.warnings]
+        if warnings:
+            summary += "\n\n" + "\n".join(f"⚠️ {escape_markdown(w)}" for w in warnings[:5]) + (
+                f"\n\n…and {len(warnings) - 5} more." if len(warnings) > 5 else "")
+        return summary
+
+    def forget_handler(self, cleared: dict):
+        """The Delete button's handler; ``cleared`` maps every view of the page to its empty value (each
+        tab's ``EMPTY``), so a delete empties all of them."""
+        def forget(namespace: str | None, confirmed: bool = False) -> dict:
+            """Delete this session's whole memory (messages, segments, trajectories, facts, clusters, logs)
+            from the store, only with ``confirmed``; every view empties and the confirmation resets.
+            Returns the build summary, every view's empty value, the confirmation box and the delete button."""
+            summary, confirm, button = cleared["summary"], cleared["confirm"], cleared["button"]
+            if not confirmed:
+                return {summary: "Nothing was deleted: tick the confirmation first."}
+            if namespace:
+                delete_memory(self.app.engine(), namespace)
+            return {summary: "This session's memory was deleted.", **cleared["views"],
+                    confirm: gr.Checkbox(value=False), button: gr.Button(interactive=False)}
+        return forget
+
+    def layout(self) -> SimpleNamespace:
+        """The Build tab's components (inside the caller's ``gr.Tab``)."""
+        ui = SimpleNamespace()
         with gr.Row():
-            ui.forget_confirm = gr.Checkbox(label="Yes, delete all of this session's memory", value=False)
-            ui.forget_btn = gr.Button("Delete", size="sm", variant="stop", interactive=False, elem_id="forget-btn")
-    return ui
+            ui.upload = gr.File(label="Transcript (LoCoMo, LongMemEval, a ChatGPT or Claude export's "
+                                "conversations.json, "
+                                "OpenAI messages, JSONL or text; ≤ 20 MB)",
+                                file_types=[".json", ".jsonl", ".txt", ".md", ".log", ".text"])
+            ui.sample = gr.Dropdown(label="Conversation (an export's are one history by default; LoCoMo's samples)",
+                                    choices=[], elem_id="sample-pick",
+                                    allow_custom_value=True)
+        live_wait = self.example_wait()
+        gr.Markdown("Without a file, **Build memory** shows the bundled LoCoMo conversation conv-26 (419 messages) at "
+                    f"once, from its memory prebuilt with the default models{live_wait}. "
+                    "Uploads are always built live; the build says how long it has left as it goes. Building another "
+                    "transcript replaces this session's memory; the same "
+                    "file grown (an export downloaded again) adds its new messages, and an edited one replaces what "
+                    "changed.")
+        ui.models = gr.Markdown(elem_id="models-status")
+        with gr.Row():
+            ui.build_btn = gr.Button("Build memory", variant="primary", elem_id="build-btn", scale=3)
+            ui.live = gr.Checkbox(label="Build the example live (no file)", value=False, elem_id="build-live", scale=1)
+        ui.summary = gr.Markdown(elem_id="build-summary")
+        ui.timeline = gr.Plot(label="φ(u_t, S_i) per message against τ_split and τ_merge", elem_id="timeline")
+        with gr.Accordion("What the timeline shows", open=False):
+            gr.Markdown(NOTATION_TIMELINE)
+        ui.table = gr.Dataframe(headers=SEGMENT_COLUMNS, label="Topical Segments", wrap=True, max_height=400,
+                                elem_id="segments",
+                                column_widths=["8%", "9%", "9%", "7%", "7%", "12%", "18%", "30%"])
+        with gr.Accordion("Delete this session's memory", open=False):
+            gr.Markdown("Deletes every message, segment, trajectory, fact, cluster and log of this session. "
+                        "It cannot be undone.")
+            with gr.Row():
+                ui.forget_confirm = gr.Checkbox(label="Yes, delete all of this session's memory", value=False)
+                ui.forget_btn = gr.Button("Delete", size="sm", variant="stop", interactive=False, elem_id="forget-btn")
+        return ui
 
-
-def wire(page: SimpleNamespace) -> None:
-    """The Build tab's own events: the sample list of an upload, the timeline when the tab is shown,
-    and the delete's confirmation (the build and the delete, which reach every tab: ``demo``)."""
-    b, per_session = page.build, [page.namespace, page.settings]
-    b.forget_confirm.change(lambda ok: gr.Button(interactive=bool(ok)), inputs=b.forget_confirm,
-                            outputs=b.forget_btn, api_name=False)
-    b.upload.change(list_samples, inputs=b.upload, outputs=[b.sample, b.summary], api_name="samples")
-    b.tab.select(timeline_view, inputs=[*per_session, page.source], outputs=views(b), api_name=False)
-    timeline_btn = gr.Button(visible=False)
-    timeline_btn.click(timeline_view, inputs=[*per_session, page.source], outputs=views(b), api_name="timeline")
+    def wire(self, page: SimpleNamespace) -> None:
+        """The Build tab's own events: the sample list of an upload, the timeline when the tab is shown,
+        and the delete's confirmation (the build and the delete, which reach every tab: ``demo``)."""
+        b, per_session = page.build, [page.namespace, page.settings]
+        b.forget_confirm.change(lambda ok: gr.Button(interactive=bool(ok)), inputs=b.forget_confirm,
+                                outputs=b.forget_btn, api_name=False)
+        b.upload.change(list_samples, inputs=b.upload, outputs=[b.sample, b.summary], api_name="samples")
+        b.tab.select(self.timeline_view, inputs=[*per_session, page.source], outputs=views(b), api_name=False)
+        timeline_btn = gr.Button(visible=False)
+        timeline_btn.click(self.timeline_view, inputs=[*per_session, page.source], outputs=views(b),
+                           api_name="timeline")

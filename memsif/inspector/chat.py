@@ -16,16 +16,9 @@ from types import SimpleNamespace
 import gradio as gr
 
 from memsif.inspector import corefacts
-from memsif.inspector.activefacts import clusters_view
-from memsif.inspector.common import (
-    SessionSettings,
-    engine_for,
-    guard,
-    new_session,
-    session_engine,
-    settings_in_force,
-)
-from memsif.inspector.corefacts import build_facts
+from memsif.inspector.activefacts import ActiveFactsTab
+from memsif.inspector.common import Inspector, SessionSettings, guard, new_session
+from memsif.inspector.corefacts import CoreFactsTab
 from memsif.locks import interactive
 from memsif.markdown import code_span, escape_html, escape_markdown
 from memsif.query import Answer
@@ -46,49 +39,6 @@ def answer_sources(answer: Answer | None) -> list[str]:
     ids = [i for e in best_evidence(answer.evidence_used) for i in e.source_message_ids]
     ids += [i for f in answer.facts_used for i in f.source_message_ids]
     return list(dict.fromkeys(ids))
-
-
-@guard
-def chat(question: str, history: list | None, write: bool, namespace: str | None, settings: SessionSettings | None):
-    """Ask this session's memory. The answer streams into the chat as the model writes it, then comes
-    with a collapsible trace (facts and evidence with source ids, sufficiency probability, traced back
-    or not, tokens, seconds). With ``write`` the user's message is then written into memory as a new
-    turn (CoreFacts follow in ``build_facts``); the model's answers are not, so a wrong answer never
-    becomes memory. Yields (namespace, chat history, cleared question box, the trace as JSON, cluster
-    figure, cluster rows, the picker of the answer's source messages); while the answer streams, the
-    last four are left as they are."""
-    if not question or not question.strip():
-        gr.Warning("Type a question first.")
-        yield (gr.skip(),) * 7
-        return
-    namespace = namespace or new_session()
-    eng = engine_for(settings)
-    history = [*(history or []), {"role": "user", "content": escape_markdown(question)}]  # shown as typed
-    result: Answer | None = None
-    if eng.has_memory(namespace):
-        for partial, result in _streamed_answer(eng, question, namespace):
-            if result is None:
-                yield (namespace, [*history, {"role": "assistant", "content": escape_markdown(partial) + " ▌"}], "",
-                       gr.skip(), gr.skip(), gr.skip(), gr.skip())
-        title, body = trace_markdown(result)
-        if in_force := settings_in_force(settings):
-            body += f"\n\n{in_force}"
-        history += [{"role": "assistant", "content": answer_markdown(result)},
-                    {"role": "assistant", "content": body, "metadata": {"title": title, "status": "done"}}]
-    else:
-        history.append({"role": "assistant", "content": "No memory yet (or it is still being built): build it in "
-                        "the Build tab, or tick “write my messages into memory” and tell me something."})
-    if write:
-        now = datetime.now().replace(microsecond=0)
-        turn = uuid.uuid4().hex[:8]
-        turns = [Message(id=f"chat:{turn}:q", namespace=namespace, speaker="user", text=question.strip(), time=now,
-                         session_id=f"chat {now.date().isoformat()}")]
-        with interactive():  # part of the chat a person waits for, and said so to whoever waits behind it
-            eng.ingest(turns, namespace=namespace, core_facts=False)
-    sources = answer_sources(result)
-    picker = gr.Dropdown(choices=sources, value=None, interactive=bool(sources))
-    trace = result.to_dict() if result is not None else {}  # the raw-JSON trace view
-    yield (namespace, history, "", trace, *clusters_view(namespace, settings), picker)
 
 
 def _streamed_answer(eng, question: str, namespace: str) -> Iterator[tuple[str, Answer | None]]:
@@ -115,59 +65,6 @@ def _streamed_answer(eng, question: str, namespace: str) -> Iterator[tuple[str, 
     if "error" in box:
         raise box["error"]
     yield "", box["answer"]
-
-
-def facts_after_chat(write: bool, namespace: str | None, settings: SessionSettings | None,
-                     progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
-    """After a chat turn written into memory, read it for CoreFacts too."""
-    if not write:
-        yield gr.skip(), gr.skip(), gr.skip()
-        return
-    yield from build_facts(namespace, settings, progress)
-
-
-@guard
-def message_context(message_id: str | None, namespace: str | None, settings: SessionSettings | None = None):
-    """One message in context: its Topical Segment (up to four messages on each side, the message in
-    bold), the segment's Event Trajectory and its other segments, and the φ timeline with the message
-    marked; what the messages say, who said it and their ids are shown as written. Returns (markdown,
-    timeline figure); ("", None) without a message or memory."""
-    eng = session_engine(namespace, settings)
-    if not message_id or eng is None:
-        return "", None
-    messages = eng.messages(namespace)
-    by_id = {m.id: m for m in messages}
-    target = by_id.get(message_id)
-    if target is None:
-        return f"Message {code_span(message_id)} is not in this session's memory.", None
-    segments = eng.segments(namespace)
-    segment = next((s for s in segments if message_id in s.message_ids), None)
-    lines = [f"**{code_span(message_id)}** — {escape_markdown(target.speaker)}, {day_text(target.time)}, message "
-             f"{target.index + 1} of {len(messages)}"]
-    if segment is not None:
-        k = segment.message_ids.index(message_id)
-        window = segment.message_ids[max(0, k - CONTEXT_MESSAGES):k + CONTEXT_MESSAGES + 1]
-        size = len(segment.message_ids)
-        entities = escape_markdown(", ".join(sorted(segment.entities)[:8])) or "–"
-        lines.append(f"\nTopical Segment **{segment.id}** ({size} message{'s' if size != 1 else ''}, key entities: "
-                     f"{entities}):\n")
-        if window[0] != segment.message_ids[0]:
-            lines.append("- …")
-        for mid in window:
-            m = by_id[mid]
-            text = f"{code_span(mid)} {escape_markdown(m.speaker)}: {escape_markdown(m.text)}"
-            lines.append(f"- **→ {text}**" if mid == message_id else f"- {text}")
-        if window[-1] != segment.message_ids[-1]:
-            lines.append("- …")
-        if segment.trajectory_id:
-            others = [s for s in segments if s.trajectory_id == segment.trajectory_id and s.id != segment.id]
-            spans = ", ".join(f"{s.id} ({day_text(s.start_time)})" for s in others[:12]) or "none: it stands alone"
-            lines.append(f"\nEvent Trajectory **{segment.trajectory_id}**; its other segments: {spans}"
-                         f"{' …' if len(others) > 12 else ''}")
-    fig = phi_timeline(eng.decisions(namespace, "segment"), messages, eng.config.tau_split, eng.config.tau_merge)
-    fig.add_vline(x=target.index, line_color="#d62728", line_width=2, annotation_text=escape_html(message_id),
-                  annotation_position="top")
-    return "\n".join(lines), fig
 
 
 def layout() -> SimpleNamespace:
@@ -200,14 +97,117 @@ def views(ui: SimpleNamespace) -> list:
     return [ui.chatbot, ui.trace, ui.pick, ui.context, ui.context_plot]
 
 
-def wire(page: SimpleNamespace) -> None:
-    """The tab's events: an answer also redraws the ActiveFacts tab (its question joined a cluster) and,
-    for a turn written into memory, extracts its CoreFacts."""
-    c, a, per_session = page.chat, page.activefacts, [page.namespace, page.settings]
-    asked = gr.on([c.question.submit, c.send_btn.click], chat, inputs=[c.question, c.chatbot, c.write, *per_session],
-                  outputs=[page.namespace, c.chatbot, c.question, c.trace, a.plot, a.table, c.pick], api_name="ask")
-    asked.success(facts_after_chat, inputs=[c.write, *per_session],
-                  outputs=corefacts.progress_views(page.corefacts), show_progress_on=page.corefacts.status,
-                  api_name=False)
-    c.pick.change(message_context, inputs=[c.pick, *per_session], outputs=[c.context, c.context_plot],
-                  api_name="message")
+class ChatTab:
+    """The Chat tab's handlers, bound to the page's ``Inspector`` (``app``); an answer redraws the
+    ActiveFacts tab's clusters (``clusters``) and a turn written into memory is read for CoreFacts
+    (``facts``)."""
+
+    def __init__(self, app: Inspector, facts: CoreFactsTab, clusters: ActiveFactsTab) -> None:
+        self.app, self.facts, self.clusters = app, facts, clusters
+
+    @guard
+    def chat(self, question: str, history: list | None, write: bool, namespace: str | None,
+             settings: SessionSettings | None):
+        """Ask this session's memory. The answer streams into the chat as the model writes it, then comes
+        with a collapsible trace (facts and evidence with source ids, sufficiency probability, traced back
+        or not, tokens, seconds). With ``write`` the user's message is then written into memory as a new
+        turn (CoreFacts follow in ``build_facts``); the model's answers are not, so a wrong answer never
+        becomes memory. Yields (namespace, chat history, cleared question box, the trace as JSON, cluster
+        figure, cluster rows, the picker of the answer's source messages); while the answer streams, the
+        last four are left as they are."""
+        if not question or not question.strip():
+            gr.Warning("Type a question first.")
+            yield (gr.skip(),) * 7
+            return
+        namespace = namespace or new_session()
+        eng = self.app.engine_for(settings)
+        history = [*(history or []), {"role": "user", "content": escape_markdown(question)}]  # shown as typed
+        result: Answer | None = None
+        if eng.has_memory(namespace):
+            for partial, result in _streamed_answer(eng, question, namespace):
+                if result is None:
+                    yield (namespace, [*history, {"role": "assistant", "content": escape_markdown(partial) + " ▌"}], "",
+                           gr.skip(), gr.skip(), gr.skip(), gr.skip())
+            title, body = trace_markdown(result)
+            if in_force := self.app.settings_in_force(settings):
+                body += f"\n\n{in_force}"
+            history += [{"role": "assistant", "content": answer_markdown(result)},
+                        {"role": "assistant", "content": body, "metadata": {"title": title, "status": "done"}}]
+        else:
+            history.append({"role": "assistant", "content": "No memory yet (or it is still being built): build it in "
+                            "the Build tab, or tick “write my messages into memory” and tell me something."})
+        if write:
+            now = datetime.now().replace(microsecond=0)
+            turn = uuid.uuid4().hex[:8]
+            turns = [Message(id=f"chat:{turn}:q", namespace=namespace, speaker="user", text=question.strip(), time=now,
+                             session_id=f"chat {now.date().isoformat()}")]
+            with interactive():  # part of the chat a person waits for, and said so to whoever waits behind it
+                eng.ingest(turns, namespace=namespace, core_facts=False)
+        sources = answer_sources(result)
+        picker = gr.Dropdown(choices=sources, value=None, interactive=bool(sources))
+        trace = result.to_dict() if result is not None else {}  # the raw-JSON trace view
+        yield (namespace, history, "", trace, *self.clusters.clusters_view(namespace, settings), picker)
+
+    def facts_after_chat(self, write: bool, namespace: str | None, settings: SessionSettings | None,
+                         progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+        """After a chat turn written into memory, read it for CoreFacts too."""
+        if not write:
+            yield gr.skip(), gr.skip(), gr.skip()
+            return
+        yield from self.facts.build_facts(namespace, settings, progress)
+
+    @guard
+    def message_context(self, message_id: str | None, namespace: str | None, settings: SessionSettings | None = None):
+        """One message in context: its Topical Segment (up to four messages on each side, the message in
+        bold), the segment's Event Trajectory and its other segments, and the φ timeline with the message
+        marked; what the messages say, who said it and their ids are shown as written. Returns (markdown,
+        timeline figure); ("", None) without a message or memory."""
+        eng = self.app.session_engine(namespace, settings)
+        if not message_id or eng is None:
+            return "", None
+        messages = eng.messages(namespace)
+        by_id = {m.id: m for m in messages}
+        target = by_id.get(message_id)
+        if target is None:
+            return f"Message {code_span(message_id)} is not in this session's memory.", None
+        segments = eng.segments(namespace)
+        segment = next((s for s in segments if message_id in s.message_ids), None)
+        lines = [f"**{code_span(message_id)}** — {escape_markdown(target.speaker)}, {day_text(target.time)}, message "
+                 f"{target.index + 1} of {len(messages)}"]
+        if segment is not None:
+            k = segment.message_ids.index(message_id)
+            window = segment.message_ids[max(0, k - CONTEXT_MESSAGES):k + CONTEXT_MESSAGES + 1]
+            size = len(segment.message_ids)
+            entities = escape_markdown(", ".join(sorted(segment.entities)[:8])) or "–"
+            lines.append(f"\nTopical Segment **{segment.id}** ({size} message{'s' if size != 1 else ''}, key entities: "
+                         f"{entities}):\n")
+            if window[0] != segment.message_ids[0]:
+                lines.append("- …")
+            for mid in window:
+                m = by_id[mid]
+                text = f"{code_span(mid)} {escape_markdown(m.speaker)}: {escape_markdown(m.text)}"
+                lines.append(f"- **→ {text}**" if mid == message_id else f"- {text}")
+            if window[-1] != segment.message_ids[-1]:
+                lines.append("- …")
+            if segment.trajectory_id:
+                others = [s for s in segments if s.trajectory_id == segment.trajectory_id and s.id != segment.id]
+                spans = ", ".join(f"{s.id} ({day_text(s.start_time)})" for s in others[:12]) or "none: it stands alone"
+                lines.append(f"\nEvent Trajectory **{segment.trajectory_id}**; its other segments: {spans}"
+                             f"{' …' if len(others) > 12 else ''}")
+        fig = phi_timeline(eng.decisions(namespace, "segment"), messages, eng.config.tau_split, eng.config.tau_merge)
+        fig.add_vline(x=target.index, line_color="#d62728", line_width=2, annotation_text=escape_html(message_id),
+                      annotation_position="top")
+        return "\n".join(lines), fig
+
+    def wire(self, page: SimpleNamespace) -> None:
+        """The tab's events: an answer also redraws the ActiveFacts tab (its question joined a cluster) and,
+        for a turn written into memory, extracts its CoreFacts."""
+        c, a, per_session = page.chat, page.activefacts, [page.namespace, page.settings]
+        asked = gr.on([c.question.submit, c.send_btn.click], self.chat,
+                      inputs=[c.question, c.chatbot, c.write, *per_session],
+                      outputs=[page.namespace, c.chatbot, c.question, c.trace, a.plot, a.table, c.pick], api_name="ask")
+        asked.success(self.facts_after_chat, inputs=[c.write, *per_session],
+                      outputs=corefacts.progress_views(page.corefacts), show_progress_on=page.corefacts.status,
+                      api_name=False)
+        c.pick.change(self.message_context, inputs=[c.pick, *per_session], outputs=[c.context, c.context_plot],
+                      api_name="message")

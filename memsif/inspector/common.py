@@ -1,6 +1,7 @@
-"""What every tab of the inspector shares: the engine the page was handed (``serve``), typed
-per-session state (``SessionSettings``, ``BuiltSource``), namespaces, error handling, and background
-work with progress that says where the job stands on the shared model (``memsif.locks``)."""
+"""What every tab of the inspector shares: the ``Inspector`` (the engine the page was handed and what
+the page derives from it), typed per-session state (``SessionSettings``, ``BuiltSource``), namespaces,
+error handling, and background work with progress that says where the job stands on the shared model
+(``memsif.locks``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import gradio as gr
@@ -25,17 +28,13 @@ from memsif.llm import runtime_of
 from memsif.llm.packaged import PACKAGED_MODELS
 from memsif.locks import cancel, queue_position, sharing
 from memsif.markdown import code_span, escape_html
+from memsif.transfer import NamespaceExport, read_export
 
 log = logging.getLogger(__name__)
 
-_served: MemSIF | None = None   # the engine the page was handed (``serve``)
-_loaded = False                 # whether its models are loaded
-_extra_models: tuple[str, ...] = ()
-_engine_lock = threading.Lock()
-_derived: dict[SessionSettings, MemSIF] = {}
-#: The pace of builds and extractions this process measured, and the prior it starts from
-#: (``pace.PaceBook``; the Build tab sets the prior from the prebuilt example's provenance).
-PACE = PaceBook()
+#: The bundled example transcript (LoCoMo conv-26) and its memory prebuilt by the default models.
+EXAMPLE = Path(__file__).resolve().parents[2] / "assets" / "locomo-conv-26.json"
+EXAMPLE_MEMORY = EXAMPLE.with_name("example-memory-conv-26.json.gz")
 
 
 @dataclass(frozen=True)
@@ -90,46 +89,6 @@ class BuiltSource:
     failed: str | None = None
 
 
-def serve(eng: MemSIF | None, extra_models: Sequence[str] = ()) -> None:
-    """Make ``eng`` the engine every view and tool uses (``build_demo`` calls it; tests hand in one
-    with fakes); its models load on first use (``engine``). ``extra_models`` ("backend:model") are
-    offered in Settings beside the configured and packaged ones. None stops serving."""
-    global _served, _loaded, _extra_models
-    with _engine_lock:
-        _served, _loaded, _extra_models = eng, False, tuple(extra_models)
-        _derived.clear()
-
-
-def served_config() -> MemSIFConfig:
-    """The served engine's configuration (its models need not be loaded).
-
-    Raises:
-        RuntimeError: no engine is served (``build_demo`` was not called).
-    """
-    if _served is None:
-        raise RuntimeError("no engine is served: build the page with build_demo(engine)")
-    return _served.config
-
-
-def engine() -> MemSIF:
-    """The served engine (embedded Qdrant locks its folder: one per process), its models loaded on
-    first use, when the Evaluate tab's copies a stopped process left are removed too.
-
-    Raises:
-        RuntimeError: no engine is served (``build_demo`` was not called).
-        MemSIFError: the models cannot be loaded.
-    """
-    global _loaded
-    with _engine_lock:
-        if _served is None:
-            raise RuntimeError("no engine is served: build the page with build_demo(engine)")
-        if not _loaded:  # set only once loaded: ``models_loaded`` tells a loading engine apart
-            _served.load_models()
-            remove_evaluation_copies(_served)
-            _loaded = True
-        return _served
-
-
 def remove_evaluation_copies(eng: MemSIF) -> list[str]:
     """Delete the Evaluate tab's copies a crashed process left in the store (``eval_namespace``);
     returns their names."""
@@ -140,87 +99,11 @@ def remove_evaluation_copies(eng: MemSIF) -> list[str]:
     return left
 
 
-def model_choices() -> list[str]:
-    """"backend:model" entries the Settings tab offers: the configured model, the packaged models, and
-    the ``extra_models`` given to ``serve``."""
-    cfg = served_config()
-    packaged = [f"auto:{model_id}" for model_id in PACKAGED_MODELS]
-    return list(dict.fromkeys([f"{cfg.llm_backend}:{cfg.llm_model}", *packaged, *_extra_models]))
-
-
 #: The Settings sliders: ``SessionSettings`` field → (label, config field).
-SETTING_FIELDS = {"alpha": ("α", "alpha_segment"), "tau_split": ("τ_split", "tau_split"),
-                  "tau_merge": ("τ_merge", "tau_merge"), "construction_top_k": ("Top-K", "construction_top_k"),
-                  "theta_src": ("θ_s", "theta_src"), "theta_qry": ("θ_q", "theta_qry")}
-
-
-def settings_in_force(settings: SessionSettings | None) -> str:
-    """One sentence naming every session setting that differs from the app's defaults ("" when none):
-    the build summary and the chat trace carry it, so a changed setting never acts unnoticed."""
-    if not settings:
-        return ""
-    base = served_config()
-    changed = []
-    for key, (label, name) in SETTING_FIELDS.items():
-        value = getattr(settings, key)
-        if abs(float(value) - float(getattr(base, name))) > 1e-9:
-            changed.append(f"{label} {value:g} (default {getattr(base, name):g})")
-    if settings.model and settings.model != f"{base.llm_backend}:{base.llm_model}":
-        default = f"{base.llm_backend}:{base.llm_model}"
-        changed.append(f"model {code_span(settings.model)} (default {code_span(default)})")
-    return ("⚙️ Settings in force that differ from the defaults: " + ", ".join(changed) +
-            " (Settings tab; “Reset to defaults” restores them).") if changed else ""
-
-
-def models_loaded() -> bool:
-    """Whether the served engine has loaded its models (the first use after a start waits for them)."""
-    return _loaded
-
-
-def loading_engine(settings: SessionSettings | None) -> Iterator[tuple[str, Any]]:
-    """``engine_for(settings)``, saying so while the models load: yields ("status", text) every half
-    second until they are loaded (only on the first use after the server starts), then ("done", engine).
-
-    Raises:
-        gr.Error: the models cannot be loaded, or a bad model setting.
-    """
-    if models_loaded():
-        yield "done", engine_for(settings)
-        return
-    cfg = served_config()
-
-    def describe(_state: JobProgress, seconds: float) -> str:
-        return (f"⏳ Loading the models (embedder `{cfg.embedder_model}`, entity recogniser, LLM `{cfg.llm_model}`)"
-                f"{load_pace()}… {seconds:.0f} s")
-
-    yield "status", describe(JobProgress(), 0.0)
-    try:
-        yield from in_background(lambda _report: engine_for(settings), lambda *_a, **_k: None, describe)
-    except MemSIFError as exc:
-        raise refusal(f"The models could not be loaded: {escape_html(str(exc))}") from exc
-
-
-def load_pace() -> str:
-    """How long loading the models took where it was measured: the prebuilt example's build (its
-    provenance; ``PACE.model_load_s``), or "" when nothing was measured."""
-    if PACE.model_load_s is None:
-        return ""
-    return (f": they loaded in {PACE.model_load_s:.0f} s when the example was built (a first start after an "
-            "install also assembles the model from its packages, once)")
-
-
-def engine_for(settings: SessionSettings | None) -> MemSIF:
-    """The engine with this session's settings: the served one, or a derived one over the same store."""
-    base = engine()
-    if not settings:
-        return base
-    with _engine_lock:
-        if settings not in _derived:
-            try:
-                _derived[settings] = base.with_config(settings.over(base.config))
-            except MemSIFError as exc:
-                raise gr.Error(escape_html(str(exc))) from exc
-        return _derived[settings]
+SETTING_FIELDS = MappingProxyType({
+    "alpha": ("α", "alpha_segment"), "tau_split": ("τ_split", "tau_split"), "tau_merge": ("τ_merge", "tau_merge"),
+    "construction_top_k": ("Top-K", "construction_top_k"), "theta_src": ("θ_s", "theta_src"),
+    "theta_qry": ("θ_q", "theta_qry")})
 
 
 def new_session() -> str:
@@ -241,21 +124,6 @@ def delete_memory(eng: MemSIF, namespace: str, reason: str = "this session's mem
         cancel(ns, reason)
     eng.delete_namespace(namespace)
     eng.delete_namespace(eval_namespace(namespace))
-
-
-def forget_session(namespace: str | None) -> None:
-    """Delete a closed browser session's memory (``MEMSIF_APP_FORGET_SESSIONS=1``)."""
-    if namespace and _served is not None:
-        delete_memory(_served, namespace)
-
-
-def session_engine(namespace: str | None, settings: SessionSettings | None = None) -> MemSIF | None:
-    """The engine with this session's settings when the session holds a memory, else None (the
-    views then show nothing)."""
-    if not namespace:
-        return None
-    eng = engine_for(settings)
-    return eng if eng.has_memory(namespace) else None
 
 
 def refusal(message: str) -> gr.Error:
@@ -349,7 +217,7 @@ def model_in_use(eng: MemSIF) -> str:
     the fallback warning when the configured back-end could not run (``Runtime.warning``)."""
     llm = eng.llm
     runtime = runtime_of(llm)
-    line = f"Model: **{getattr(llm, 'name', '') or '?'}** on {runtime.line()}."
+    line = f"Model: **{llm.name or '?'}** on {runtime.line()}."
     return f"{line}\n\n{runtime.warning()}" if runtime.fallback_from else line
 
 
@@ -364,3 +232,153 @@ def model_share(namespace: str) -> str:
 
 #: Columns of the message tables (sources of a fact or a cluster).
 MESSAGE_COLUMNS = ["message", "session", "time", "speaker", "text"]
+
+
+class Inspector:
+    """The inspector's one engine and what the page derives from it (``build_demo`` makes one; tests
+    make one over an engine of fakes): the engine it was handed, whether its models are loaded, the
+    engines derived for sessions with other settings (over the same store), the extra models the
+    Settings tab offers, the pace of builds and extractions this process measured
+    (``pace.PaceBook``), and the prebuilt example memory. Every tab's handlers are bound to it.
+
+    Args:
+        engine: the served engine (embedded Qdrant locks its folder: one per process); its models load
+            on first use.
+        extra_models: "backend:model" entries offered in Settings beside the configured and packaged ones.
+        example_memory: the prebuilt example's export file (``EXAMPLE_MEMORY``), read once on first use.
+    """
+
+    def __init__(self, engine: MemSIF, extra_models: Sequence[str] = (),
+                 example_memory: Path = EXAMPLE_MEMORY) -> None:
+        self.served = engine
+        self.extra_models = tuple(extra_models)
+        self.pace = PaceBook()
+        self.example_memory_path = example_memory
+        self._loaded = False
+        self._lock = threading.Lock()
+        self._derived: dict[SessionSettings, MemSIF] = {}
+        self._example: tuple[NamespaceExport | None] | None = None  # (read,) once read
+
+    @property
+    def config(self) -> MemSIFConfig:
+        """The served engine's configuration (its models need not be loaded)."""
+        return self.served.config
+
+    def engine(self) -> MemSIF:
+        """The served engine, its models loaded on first use, when the Evaluate tab's copies a stopped
+        process left are removed too.
+
+        Raises:
+            MemSIFError: the models cannot be loaded.
+        """
+        with self._lock:
+            if not self._loaded:  # set only once loaded: ``models_loaded`` tells a loading engine apart
+                self.served.load_models()
+                remove_evaluation_copies(self.served)
+                self._loaded = True
+            return self.served
+
+    def models_loaded(self) -> bool:
+        """Whether the served engine has loaded its models (the first use after a start waits for them)."""
+        return self._loaded
+
+    def engine_for(self, settings: SessionSettings | None) -> MemSIF:
+        """The engine with this session's settings: the served one, or a derived one over the same store.
+
+        Raises:
+            gr.Error: a setting out of range, or a model choice that is not "backend:model".
+        """
+        base = self.engine()
+        if not settings:
+            return base
+        with self._lock:
+            if settings not in self._derived:
+                try:
+                    self._derived[settings] = base.with_config(settings.over(base.config))
+                except MemSIFError as exc:
+                    raise gr.Error(escape_html(str(exc))) from exc
+            return self._derived[settings]
+
+    def session_engine(self, namespace: str | None, settings: SessionSettings | None = None) -> MemSIF | None:
+        """The engine with this session's settings when the session holds a memory, else None (the
+        views then show nothing)."""
+        if not namespace:
+            return None
+        eng = self.engine_for(settings)
+        return eng if eng.has_memory(namespace) else None
+
+    def loading_engine(self, settings: SessionSettings | None) -> Iterator[tuple[str, Any]]:
+        """``engine_for(settings)``, saying so while the models load: yields ("status", text) every half
+        second until they are loaded (only on the first use after the server starts), then ("done", engine).
+
+        Raises:
+            gr.Error: the models cannot be loaded, or a bad model setting.
+        """
+        if self.models_loaded():
+            yield "done", self.engine_for(settings)
+            return
+        cfg = self.config
+
+        def describe(_state: JobProgress, seconds: float) -> str:
+            return (f"⏳ Loading the models (embedder `{cfg.embedder_model}`, entity recogniser, LLM "
+                    f"`{cfg.llm_model}`){self.load_pace()}… {seconds:.0f} s")
+
+        yield "status", describe(JobProgress(), 0.0)
+        try:
+            yield from in_background(lambda _report: self.engine_for(settings), lambda *_a, **_k: None, describe)
+        except MemSIFError as exc:
+            raise refusal(f"The models could not be loaded: {escape_html(str(exc))}") from exc
+
+    def load_pace(self) -> str:
+        """How long loading the models took where it was measured: the prebuilt example's build (its
+        provenance; ``PaceBook.model_load_s``), or "" when nothing was measured."""
+        if self.pace.model_load_s is None:
+            return ""
+        return (f": they loaded in {self.pace.model_load_s:.0f} s when the example was built (a first start after "
+                "an install also assembles the model from its packages, once)")
+
+    def example(self) -> NamespaceExport | None:
+        """The prebuilt example memory (an export with its provenance), read once; None when the file is
+        absent or unreadable (the example is then built live)."""
+        with self._lock:
+            if self._example is None:
+                self._example = (self._read_example(),)
+            return self._example[0]
+
+    def _read_example(self) -> NamespaceExport | None:
+        if not self.example_memory_path.exists():
+            return None
+        try:
+            return read_export(self.example_memory_path)
+        except MemSIFError as exc:
+            log.warning("the prebuilt example memory is not used: %s", exc)
+            return None
+
+    def model_choices(self) -> list[str]:
+        """"backend:model" entries the Settings tab offers: the configured model, the packaged models, and
+        ``extra_models``."""
+        cfg = self.config
+        packaged = [f"auto:{model_id}" for model_id in PACKAGED_MODELS]
+        return list(dict.fromkeys([f"{cfg.llm_backend}:{cfg.llm_model}", *packaged, *self.extra_models]))
+
+    def settings_in_force(self, settings: SessionSettings | None) -> str:
+        """One sentence naming every session setting that differs from the app's defaults ("" when none):
+        the build summary and the chat trace carry it, so a changed setting never acts unnoticed."""
+        if not settings:
+            return ""
+        base = self.config
+        changed = []
+        for key, (label, name) in SETTING_FIELDS.items():
+            value = getattr(settings, key)
+            if abs(float(value) - float(getattr(base, name))) > 1e-9:
+                changed.append(f"{label} {value:g} (default {getattr(base, name):g})")
+        default = f"{base.llm_backend}:{base.llm_model}"
+        if settings.model and settings.model != default:
+            changed.append(f"model {code_span(settings.model)} (default {code_span(default)})")
+        return ("⚙️ Settings in force that differ from the defaults: " + ", ".join(changed) +
+                " (Settings tab; “Reset to defaults” restores them).") if changed else ""
+
+    def forget_session(self, namespace: str | None) -> None:
+        """Delete a closed browser session's memory (``MEMSIF_APP_FORGET_SESSIONS=1``)."""
+        if namespace:
+            delete_memory(self.served, namespace)

@@ -11,14 +11,13 @@ import gradio as gr
 from memsif.errors import JobCancelled, NotFoundError
 from memsif.inspector.common import (
     MESSAGE_COLUMNS,
-    PACE,
     BuiltSource,
+    Inspector,
     JobProgress,
     SessionSettings,
     guard,
     in_background,
     model_share,
-    session_engine,
 )
 from memsif.inspector.pace import FACTS, left_text
 from memsif.locks import job
@@ -26,97 +25,6 @@ from memsif.records import record_number
 from memsif.viz import FACT_COLUMNS, OP_COLUMNS, fact_rows, message_rows, op_rows
 
 EMPTY_STATUS = "CoreFacts are extracted after Structured Interaction Memory is built."
-
-
-@guard
-def build_facts(namespace: str | None, settings: SessionSettings | None, progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
-    """CoreFact extraction and consolidation over every message no extraction has read yet (§3.3);
-    minutes on the 135M model. Yields (status, fact rows, operation rows), the rows again after
-    every written batch."""
-    eng = session_engine(namespace, settings)
-    if eng is None:
-        yield "No memory yet: build it first.", [], []
-        return
-
-    def work(report):
-        with job(namespace, "facts"):  # cancellable from its start, also while it waits for the namespace
-            return eng.build_core_facts(namespace, progress=report)
-
-    countdown = PACE.countdown(FACTS, wave=eng.config.fact_parallel)  # batches finish a wave at a time
-
-    def describe(state: JobProgress, seconds: float) -> str:
-        if not state.total:
-            return (f"Loading the model and reading the new messages for CoreFacts… {seconds:.0f} s"
-                    f"{model_share(namespace)}")
-        countdown.update(state.done, state.total)
-        return (f"Extracting CoreFacts: batch {state.done} of {state.total} (up to "
-                f"{eng.config.fact_batch_messages} messages each) · {seconds:.0f} s{left_text(countdown)}"
-                f"{model_share(namespace)}. Facts appear below as each batch is written.")
-
-    shown = -1
-    try:
-        for kind, value in in_background(work, progress, describe):
-            if kind == "status":
-                try:
-                    written = len(eng.fact_log(namespace))
-                except NotFoundError:  # deleted meanwhile: the job's own end (JobCancelled) says why
-                    yield value, gr.skip(), gr.skip()
-                    continue
-                if written != shown:  # a batch was written: show its facts and operations now
-                    shown = written
-                    yield (value, *facts_view(namespace, None, None, settings))
-                else:
-                    yield value, gr.skip(), gr.skip()
-            else:
-                report = value
-                countdown.finish()
-    except (JobCancelled, NotFoundError) as exc:  # its memory was replaced or deleted: a reason, no error
-        reason = str(exc) if isinstance(exc, JobCancelled) else "this session's memory was deleted or replaced"
-        yield f"⏹️ CoreFact extraction stopped: {reason}.", *facts_view(namespace, None, None, settings)
-        return
-    facts, ops = facts_view(namespace, None, None, settings)
-    counts = ", ".join(f"{k} {v}" for k, v in sorted(report.fact_ops.items())) or "no new operations"
-    if report.fact_ops.get("REJECT"):
-        counts += (" (REJECT: candidates the grounding gate or the model's verification turned away, as not "
-                   "said by the messages they cite; filter the log by REJECT for the reasons)")
-    yield (f"**{report.core_facts} current CoreFacts**; this pass: {counts}; {report.fact_llm_calls} LLM calls, "
-           f"{report.fact_errors} errors (see the log)."), facts, ops
-
-
-def facts_after_build(source: BuiltSource | None, namespace: str | None, settings: SessionSettings | None,
-                      progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
-    """``build_facts`` chained after a build: not started when the build failed (the status says
-    why and how to start it). Yields as ``build_facts``."""
-    if source and source.failed:
-        yield ("CoreFacts were not extracted: the build did not finish. **Extract CoreFacts** extracts them for "
-               "the messages that were built."), gr.skip(), gr.skip()
-        return
-    yield from build_facts(namespace, settings, progress)
-
-
-@guard
-def facts_view(namespace: str | None, op: str | None, subject: str | None, settings: SessionSettings | None = None):
-    """CoreFacts by type and subject (with superseded history) and the operation log, filtered by
-    operation and subject. Returns (fact rows, operation rows)."""
-    eng = session_engine(namespace, settings)
-    if eng is None:
-        return [], []
-    facts = sorted(eng.facts(namespace, history=True), key=lambda f: (f.type, f.subject.lower(), record_number(f.id)))
-    if subject:
-        facts = [f for f in facts if f.subject.lower() == subject.strip().lower()]
-    return fact_rows(facts), op_rows(eng.fact_log(namespace, op=op or None, subject=subject or None))
-
-
-def fact_sources(namespace: str | None, settings: SessionSettings | None, evt: gr.SelectData):
-    """The source messages of the CoreFact in the selected row (provenance)."""
-    eng = session_engine(namespace, settings)
-    if eng is None or evt.index is None:
-        return []
-    row = evt.row_value if getattr(evt, "row_value", None) else None
-    if not row:
-        return []
-    ids = [i.strip() for i in str(row[FACT_COLUMNS.index("sources")]).split(",") if i.strip()]
-    return message_rows(ids, eng.messages(namespace))
 
 
 def layout() -> SimpleNamespace:
@@ -153,13 +61,108 @@ def progress_views(ui: SimpleNamespace) -> list:
     return [ui.status, ui.facts, ui.ops]
 
 
-def wire(page: SimpleNamespace) -> None:
-    """The tab's own events."""
-    f, namespace, settings = page.corefacts, page.namespace, page.settings
-    f.extract_btn.click(build_facts, inputs=[namespace, settings], outputs=progress_views(f),
-                        show_progress_on=f.status, api_name="build_facts")
-    filtered = [namespace, f.op_filter, f.subject_filter, settings]
-    f.refresh_btn.click(facts_view, inputs=filtered, outputs=[f.facts, f.ops], api_name="facts")
-    for trigger in (f.op_filter.change, f.subject_filter.submit):
-        trigger(facts_view, inputs=filtered, outputs=[f.facts, f.ops], api_name=False)
-    f.facts.select(fact_sources, inputs=[namespace, settings], outputs=f.sources, api_name=False)
+class CoreFactsTab:
+    """The CoreFacts tab's handlers, bound to the page's ``Inspector`` (``app``)."""
+
+    def __init__(self, app: Inspector) -> None:
+        self.app = app
+
+    @guard
+    def build_facts(self, namespace: str | None, settings: SessionSettings | None, progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+        """CoreFact extraction and consolidation over every message no extraction has read yet (§3.3);
+        minutes on the 135M model. Yields (status, fact rows, operation rows), the rows again after
+        every written batch."""
+        eng = self.app.session_engine(namespace, settings)
+        if eng is None:
+            yield "No memory yet: build it first.", [], []
+            return
+
+        def work(report):
+            with job(namespace, "facts"):  # cancellable from its start, also while it waits for the namespace
+                return eng.build_core_facts(namespace, progress=report)
+
+        countdown = self.app.pace.countdown(FACTS, wave=eng.config.fact_parallel)  # batches finish a wave at a time
+
+        def describe(state: JobProgress, seconds: float) -> str:
+            if not state.total:
+                return (f"Loading the model and reading the new messages for CoreFacts… {seconds:.0f} s"
+                        f"{model_share(namespace)}")
+            countdown.update(state.done, state.total)
+            return (f"Extracting CoreFacts: batch {state.done} of {state.total} (up to "
+                    f"{eng.config.fact_batch_messages} messages each) · {seconds:.0f} s{left_text(countdown)}"
+                    f"{model_share(namespace)}. Facts appear below as each batch is written.")
+
+        shown = -1
+        try:
+            for kind, value in in_background(work, progress, describe):
+                if kind == "status":
+                    try:
+                        written = len(eng.fact_log(namespace))
+                    except NotFoundError:  # deleted meanwhile: the job's own end (JobCancelled) says why
+                        yield value, gr.skip(), gr.skip()
+                        continue
+                    if written != shown:  # a batch was written: show its facts and operations now
+                        shown = written
+                        yield (value, *self.facts_view(namespace, None, None, settings))
+                    else:
+                        yield value, gr.skip(), gr.skip()
+                else:
+                    report = value
+                    countdown.finish()
+        except (JobCancelled, NotFoundError) as exc:  # its memory was replaced or deleted: a reason, no error
+            reason = str(exc) if isinstance(exc, JobCancelled) else "this session's memory was deleted or replaced"
+            yield f"⏹️ CoreFact extraction stopped: {reason}.", *self.facts_view(namespace, None, None, settings)
+            return
+        facts, ops = self.facts_view(namespace, None, None, settings)
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(report.fact_ops.items())) or "no new operations"
+        if report.fact_ops.get("REJECT"):
+            counts += (" (REJECT: candidates the grounding gate or the model's verification turned away, as not "
+                       "said by the messages they cite; filter the log by REJECT for the reasons)")
+        yield (f"**{report.core_facts} current CoreFacts**; this pass: {counts}; {report.fact_llm_calls} LLM calls, "
+               f"{report.fact_errors} errors (see the log)."), facts, ops
+
+    def facts_after_build(self, source: BuiltSource | None, namespace: str | None, settings: SessionSettings | None,
+                          progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+        """``build_facts`` chained after a build: not started when the build failed (the status says
+        why and how to start it). Yields as ``build_facts``."""
+        if source and source.failed:
+            yield ("CoreFacts were not extracted: the build did not finish. **Extract CoreFacts** extracts them for "
+                   "the messages that were built."), gr.skip(), gr.skip()
+            return
+        yield from self.build_facts(namespace, settings, progress)
+
+    @guard
+    def facts_view(self, namespace: str | None, op: str | None, subject: str | None,
+                   settings: SessionSettings | None = None):
+        """CoreFacts by type and subject (with superseded history) and the operation log, filtered by
+        operation and subject. Returns (fact rows, operation rows)."""
+        eng = self.app.session_engine(namespace, settings)
+        if eng is None:
+            return [], []
+        facts = sorted(eng.facts(namespace, history=True),
+                       key=lambda f: (f.type, f.subject.lower(), record_number(f.id)))
+        if subject:
+            facts = [f for f in facts if f.subject.lower() == subject.strip().lower()]
+        return fact_rows(facts), op_rows(eng.fact_log(namespace, op=op or None, subject=subject or None))
+
+    def fact_sources(self, namespace: str | None, settings: SessionSettings | None, evt: gr.SelectData):
+        """The source messages of the CoreFact in the selected row (provenance)."""
+        eng = self.app.session_engine(namespace, settings)
+        if eng is None or evt.index is None:
+            return []
+        row = evt.row_value if getattr(evt, "row_value", None) else None
+        if not row:
+            return []
+        ids = [i.strip() for i in str(row[FACT_COLUMNS.index("sources")]).split(",") if i.strip()]
+        return message_rows(ids, eng.messages(namespace))
+
+    def wire(self, page: SimpleNamespace) -> None:
+        """The tab's own events."""
+        f, namespace, settings = page.corefacts, page.namespace, page.settings
+        f.extract_btn.click(self.build_facts, inputs=[namespace, settings], outputs=progress_views(f),
+                            show_progress_on=f.status, api_name="build_facts")
+        filtered = [namespace, f.op_filter, f.subject_filter, settings]
+        f.refresh_btn.click(self.facts_view, inputs=filtered, outputs=[f.facts, f.ops], api_name="facts")
+        for trigger in (f.op_filter.change, f.subject_filter.submit):
+            trigger(self.facts_view, inputs=filtered, outputs=[f.facts, f.ops], api_name=False)
+        f.facts.select(self.fact_sources, inputs=[namespace, settings], outputs=f.sources, api_name=False)

@@ -10,41 +10,42 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.errors import MemSIFError
-from memsif.inspector import activefacts, build, chat, corefacts, evaluate, settings, tools, trajectories
-from memsif.inspector.common import (
-    engine,
-    forget_session,
-    load_pace,
-    model_in_use,
-    models_loaded,
-    new_session,
-    serve,
-)
+from memsif.inspector import activefacts, build, chat, corefacts, evaluate, trajectories
+from memsif.inspector.activefacts import ActiveFactsTab
+from memsif.inspector.build import BuildTab
+from memsif.inspector.chat import ChatTab
+from memsif.inspector.common import Inspector, model_in_use, new_session
+from memsif.inspector.corefacts import CoreFactsTab
+from memsif.inspector.evaluate import EvaluateTab
+from memsif.inspector.settings import SettingsTab
+from memsif.inspector.tools import AgentTools
+from memsif.inspector.trajectories import TrajectoriesTab
 
 
-def _preload():
-    """Load the models while the page is already usable, saying so in the Build tab's models line the
-    first time after a start (a click meanwhile shows the same state in the build summary,
-    ``common.loading_engine``). Yields the models line and the Settings tab's model line, which name
-    the model, what runs it and, on a fallback, why and the fix (``common.model_in_use``)."""
-    if models_loaded():
-        yield gr.skip(), model_in_use(engine())
-        return
-    start = time.perf_counter()
-    loading = f"⏳ Loading the models (the first visit after the server started{load_pace()})"
-    yield f"{loading}; **Build memory** can be pressed now and goes on as soon as they are ready.", f"{loading}."
-    try:
-        eng = engine()
-        build.example_memory()  # read once now: the first "Build memory" only imports it
-    except MemSIFError as exc:  # shown again, as a gr.Error, on first use
-        print(f"MemSIF: could not load the models: {exc}")
-        yield f"⚠️ The models could not be loaded: {exc}", f"⚠️ The models could not be loaded: {exc}"
-        return
-    yield (f"✅ Models loaded in {time.perf_counter() - start:.0f} s. **Build memory** without a file shows the "
-           f"bundled example at once. {model_in_use(eng)}", model_in_use(eng))
+def _preloader(app: Inspector):
+    """The page's first event: load the models while the page is already usable, saying so in the Build
+    tab's models line the first time after a start (a click meanwhile shows the same state in the build
+    summary, ``Inspector.loading_engine``). Yields the models line and the Settings tab's model line,
+    which name the model, what runs it and, on a fallback, why and the fix (``common.model_in_use``)."""
+    def preload():
+        if app.models_loaded():
+            yield gr.skip(), model_in_use(app.engine())
+            return
+        start = time.perf_counter()
+        loading = f"⏳ Loading the models (the first visit after the server started{app.load_pace()})"
+        yield f"{loading}; **Build memory** can be pressed now and goes on as soon as they are ready.", f"{loading}."
+        try:
+            eng = app.engine()
+            app.example()  # read once now: the first "Build memory" only imports it
+        except MemSIFError as exc:  # shown again, as a gr.Error, on first use
+            print(f"MemSIF: could not load the models: {exc}")
+            yield f"⚠️ The models could not be loaded: {exc}", f"⚠️ The models could not be loaded: {exc}"
+            return
+        yield (f"✅ Models loaded in {time.perf_counter() - start:.0f} s. **Build memory** without a file shows the "
+               f"bundled example at once. {model_in_use(eng)}", model_in_use(eng))
+    return preload
 
 
 #: The MCP type of the page's own endpoints (Gradio lists a function with a ``_mcp_type`` other than
@@ -65,42 +66,53 @@ def build_demo(engine: MemSIF, *, forget_sessions: bool = False, mcp: bool = Fal
     """The inspector over ``engine`` (made once by the caller: ``app.main`` from the environment,
     tests with fakes; its models load on the first visit) as a ``gr.Blocks``: every view is a named
     API endpoint, and the agent tools of ``memsif.inspector.tools`` (``/memory_ingest``,
-    ``/memory_ask``, ``/memory_facts``) sit beside them. The Settings tab starts from ``engine``'s
-    configuration and also offers ``extra_models`` ("backend:model"). ``forget_sessions`` deletes a
-    session's memory when its browser tab closes (public Spaces); with ``mcp`` (launch with
-    ``mcp_server=True``) the page's per-session endpoints stay callable and documented
-    (``view_api``) but are left out of MCP's tool list, so an agent sees only the tools that take a
-    namespace."""
-    serve(engine, extra_models)
+    ``/memory_ask``, ``/memory_facts``) sit beside them. One ``Inspector`` holds the engine and what
+    the page derives from it (``demo.inspector``); every tab's handlers are bound to it. The Settings
+    tab starts from ``engine``'s configuration and also offers ``extra_models`` ("backend:model").
+    ``forget_sessions`` deletes a session's memory when its browser tab closes (public Spaces); with
+    ``mcp`` (launch with ``mcp_server=True``) the page's per-session endpoints stay callable and
+    documented (``view_api``) but are left out of MCP's tool list, so an agent sees only the tools
+    that take a namespace."""
+    app = Inspector(engine, extra_models)
+    tabs = _tabs(app)
     with gr.Blocks(title="MemSIF inspector") as demo:
-        page = _layout(engine.config, forget_sessions)
+        page = _layout(tabs, app, forget_sessions)
         demo.load(new_session, outputs=page.namespace, api_name=False).then(
-            _preload, outputs=[page.build.models, page.settings_tab.running], api_name=False,
+            _preloader(app), outputs=[page.build.models, page.settings_tab.running], api_name=False,
             show_progress="hidden")
-        for tab in (build, chat, trajectories, corefacts, activefacts, evaluate):
+        for tab in (tabs.build, tabs.chat, tabs.trajectories, tabs.corefacts, tabs.activefacts, tabs.evaluate):
             tab.wire(page)
-        _wire_across_tabs(page)
+        _wire_across_tabs(page, tabs)
         if mcp:  # per-session page endpoints mean nothing to an agent: out of MCP's tool list, still in the API docs
             for fn in demo.fns.values():
                 if fn.api_visibility == "public" and fn.fn is not None:
                     fn.fn._mcp_type = PAGE_ENDPOINT  # Gradio's MCP server lists only fns without a type, or "tool"
-        tools.register()
+        AgentTools(app).register()
+    demo.inspector = app  # type: ignore[attr-defined]  # for scripts and tests: the page's engine and state
     return demo
 
 
-def _layout(config: MemSIFConfig, forget_sessions: bool) -> SimpleNamespace:
+def _tabs(app: Inspector) -> SimpleNamespace:
+    """Every tab's handlers, bound to ``app``; the tabs a tab's handlers call into are handed to it here."""
+    facts, clusters, built = CoreFactsTab(app), ActiveFactsTab(app), BuildTab(app)
+    return SimpleNamespace(build=built, chat=ChatTab(app, facts=facts, clusters=clusters),
+                           trajectories=TrajectoriesTab(app), corefacts=facts, activefacts=clusters,
+                           evaluate=EvaluateTab(app), settings=SettingsTab(app, build=built))
+
+
+def _layout(tabs: SimpleNamespace, app: Inspector, forget_sessions: bool) -> SimpleNamespace:
     """The page's per-session state (namespace, ``SessionSettings``, ``BuiltSource``) and each tab's
     components, under the tab module's name."""
-    page = SimpleNamespace(namespace=gr.State(delete_callback=forget_session if forget_sessions else None),
+    page = SimpleNamespace(namespace=gr.State(delete_callback=app.forget_session if forget_sessions else None),
                            settings=gr.State(), source=gr.State())
     gr.Markdown("# MemSIF inspector\nLong-term memory for LLM agents, built in the open: Topical Segments and "
                 "Event Trajectories (Structured Interaction Memory), CoreFacts and ActiveFacts (Dual-Track Fact "
                 "Memory). Build from a transcript, then chat with it and see why each answer came out.")
-    tabs = [("Build", "build", build.layout), ("Chat", "chat", chat.layout),
-            ("Trajectories", "trajectories", trajectories.layout), ("CoreFacts", "corefacts", corefacts.layout),
-            ("ActiveFacts", "activefacts", activefacts.layout), ("Evaluate", "evaluate", evaluate.layout),
-            ("Settings", "settings_tab", lambda: settings.layout(config))]
-    for title, name, layout in tabs:
+    layouts = [("Build", "build", tabs.build.layout), ("Chat", "chat", chat.layout),
+               ("Trajectories", "trajectories", trajectories.layout), ("CoreFacts", "corefacts", corefacts.layout),
+               ("ActiveFacts", "activefacts", activefacts.layout), ("Evaluate", "evaluate", evaluate.layout),
+               ("Settings", "settings_tab", tabs.settings.layout)]
+    for title, name, layout in layouts:
         with gr.Tab(title) as tab:
             ui = layout()
         ui.tab = tab
@@ -108,30 +120,30 @@ def _layout(config: MemSIFConfig, forget_sessions: bool) -> SimpleNamespace:
     return page
 
 
-def _wire_across_tabs(page: SimpleNamespace) -> None:
+def _wire_across_tabs(page: SimpleNamespace, tabs: SimpleNamespace) -> None:
     """The events that reach every tab: a build (or a rebuild with new settings) redraws the
     trajectories, empties a chat about a replaced memory, sets the chat's example question and
     extracts CoreFacts; a delete empties every tab's views (each tab's ``EMPTY``)."""
     b, c, f, t = page.build, page.chat, page.corefacts, page.trajectories
     per_session = [page.namespace, page.settings]
-    built = b.build_btn.click(build.build, inputs=[b.upload, b.sample, *per_session, page.source, b.live],
+    built = b.build_btn.click(tabs.build.build, inputs=[b.upload, b.sample, *per_session, page.source, b.live],
                               outputs=[page.namespace, page.source, b.summary, b.timeline, b.table],
                               api_name="build", show_progress_on=b.summary)
-    rebuilt = settings.wire(page)
+    rebuilt = tabs.settings.wire(page)
     for done in (built, rebuilt):
-        done.success(trajectories.trajectories_view, inputs=per_session, outputs=trajectories.views(t)[:3],
+        done.success(tabs.trajectories.trajectories_view, inputs=per_session, outputs=trajectories.views(t)[:3],
                      api_name=False)
         done.then(build.chat_after_build, inputs=page.source, outputs=chat.views(c), api_name=False)
         done.success(lambda src: gr.Textbox(placeholder=src.hint if src else "Ask this memory a question"),
                      inputs=page.source, outputs=c.question, api_name=False)
-        done.success(corefacts.facts_after_build, inputs=[page.source, *per_session],
+        done.success(tabs.corefacts.facts_after_build, inputs=[page.source, *per_session],
                      outputs=corefacts.progress_views(f), show_progress_on=f.status, api_name=False)
-    tabs = [(build, b), (chat, c), (trajectories, t), (corefacts, f), (activefacts, page.activefacts),
-            (evaluate, page.evaluate)]
-    views = {view: empty for tab, ui in tabs for view, empty in zip(tab.views(ui), tab.EMPTY, strict=True)}
+    ui_tabs = [(build, b), (chat, c), (trajectories, t), (corefacts, f), (activefacts, page.activefacts),
+               (evaluate, page.evaluate)]
+    views = {view: empty for tab, ui in ui_tabs for view, empty in zip(tab.views(ui), tab.EMPTY, strict=True)}
     views[page.source] = None
-    forget = build.forget_handler({"summary": b.summary, "confirm": b.forget_confirm, "button": b.forget_btn,
-                                   "views": views})
+    forget = tabs.build.forget_handler({"summary": b.summary, "confirm": b.forget_confirm, "button": b.forget_btn,
+                                        "views": views})
     outputs = [b.summary, *build.views(b), page.source, *[v for v in views if v not in build.views(b)
                                                           and v is not page.source], b.forget_confirm, b.forget_btn]
     b.forget_btn.click(forget, inputs=[page.namespace, b.forget_confirm], outputs=outputs, api_name="forget")

@@ -26,13 +26,13 @@ from memsif.eval.runner import NCE_TED
 from memsif.eval.systems import CountingLLM, HybridRAGSystem, NaiveRAGSystem, context_paths
 from memsif.inspector.common import (
     BuiltSource,
+    Inspector,
     JobProgress,
     SessionSettings,
     eval_namespace,
     guard,
     in_background,
     model_share,
-    session_engine,
 )
 from memsif.locks import check_cancelled, job
 from memsif.markdown import code_span, escape_markdown
@@ -91,52 +91,6 @@ def _difference(rows: list[LensRow], a: str, b: str, measure: str = "recall") ->
     return f"{100 * ci['diff']:+.1f} points [{100 * ci['ci_low']:+.1f}, {100 * ci['ci_high']:+.1f}]"
 
 
-@guard
-def evaluate(namespace: str | None, source: BuiltSource | None, settings: SessionSettings | None,
-             progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
-    """Ask every scored question of the built file retrieval-only of MemSIF, Hybrid RAG and Naive
-    RAG at MemSIF's token budget (a few minutes for a LoCoMo conversation). Yields (summary markdown,
-    evidence figure, rows of ``EVAL_COLUMNS``, the ``LensRow`` list kept for redrawing)."""
-    eng = session_engine(namespace, settings)
-    if eng is None or not source:
-        yield "No memory yet: build it first (Build tab).", None, [], []
-        return
-    samples = _samples(source)
-    if not samples:
-        yield (f"{code_span(source.name)} carries no questions with gold evidence turns (LoCoMo and LongMemEval files "
-               "do): nothing to evaluate."), None, [], []
-        return
-    target = eval_namespace(namespace)
-    budget = eng.config.context_tokens
-
-    def work(report):
-        eng.delete_namespace(target)
-        try:
-            with job(target, "structure"):  # a rebuild or delete of the session's memory cancels it (locks.cancel)
-                rows = _ask_all(eng, namespace, target, samples, budget, report)
-            return rows, summary_markdown(rows, budget, eng, target)
-        finally:  # the copy never outlives its evaluation (a crash leaves it to the next start: common.engine)
-            eng.delete_namespace(target)
-
-    def describe(state: JobProgress, seconds: float) -> str:
-        if state.stage == "starting":
-            return f"Copying this memory for the evaluation… {seconds:.0f} s{model_share(namespace)}"
-        return (f"Evaluating: {state.stage} — {state.done} of {state.total} questions · {seconds:.0f} s"
-                f"{model_share(namespace)}")
-
-    try:
-        for kind, value in in_background(work, progress, describe):
-            if kind == "status":
-                yield value, gr.skip(), gr.skip(), gr.skip()
-            else:
-                rows, summary = value
-    except (JobCancelled, NotFoundError) as exc:  # the memory it copied was replaced or deleted meanwhile
-        reason = str(exc) if isinstance(exc, JobCancelled) else "this session's memory was deleted or replaced"
-        yield f"⏹️ The evaluation stopped: {reason}. Run it again on the memory that exists now.", None, [], []
-        return
-    yield summary, evidence_lens(rows, nce_only=True), table_rows(rows), rows
-
-
 def _ask_all(eng: MemSIF, namespace: str, target: str, samples: list, budget: int,
              report: Callable[[int, int, str], None]) -> list[LensRow]:
     """Copy ``namespace``'s memory without its ActiveFact state into ``target`` and ask it every
@@ -155,7 +109,7 @@ def _ask_all(eng: MemSIF, namespace: str, target: str, samples: list, budget: in
         texts = {m.id: m.text for m in sample.messages}
         for q in sample.questions:
             check_cancelled()
-            answer = eng.ask(q.question, target, q.question_date, generate=False)
+            answer = eng.ask(q.question, namespace=target, question_date=q.question_date, generate=False)
             theirs = {name: system.answer(q, generate=False) for name, system in flat.items()}
             got = {"MemSIF": answer.context_source_ids, **{name: a.context_ids for name, a in theirs.items()}}
             contexts = {"MemSIF": answer.context, **{name: a.context for name, a in theirs.items()}}
@@ -254,9 +208,61 @@ def views(ui: SimpleNamespace) -> list:
     return [ui.summary, ui.plot, ui.table, ui.rows]
 
 
-def wire(page: SimpleNamespace) -> None:
-    """The tab's own events."""
-    e = page.evaluate
-    e.run_btn.click(evaluate, inputs=[page.namespace, page.source, page.settings], outputs=views(e),
-                    show_progress_on=e.summary, api_name="evaluate")
-    e.which.change(redraw, inputs=[e.rows, e.which], outputs=e.plot, api_name=False)
+class EvaluateTab:
+    """The Evaluate tab's handlers, bound to the page's ``Inspector`` (``app``)."""
+
+    def __init__(self, app: Inspector) -> None:
+        self.app = app
+
+    @guard
+    def evaluate(self, namespace: str | None, source: BuiltSource | None, settings: SessionSettings | None,
+                 progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+        """Ask every scored question of the built file retrieval-only of MemSIF, Hybrid RAG and Naive
+        RAG at MemSIF's token budget (a few minutes for a LoCoMo conversation). Yields (summary markdown,
+        evidence figure, rows of ``EVAL_COLUMNS``, the ``LensRow`` list kept for redrawing)."""
+        eng = self.app.session_engine(namespace, settings)
+        if eng is None or not source:
+            yield "No memory yet: build it first (Build tab).", None, [], []
+            return
+        samples = _samples(source)
+        if not samples:
+            yield (f"{code_span(source.name)} carries no questions with gold evidence turns (LoCoMo and "
+                   "LongMemEval files "
+                   "do): nothing to evaluate."), None, [], []
+            return
+        target = eval_namespace(namespace)
+        budget = eng.config.context_tokens
+
+        def work(report):
+            eng.delete_namespace(target)
+            try:
+                with job(target, "structure"):  # a rebuild or delete of the session's memory cancels it (locks.cancel)
+                    rows = _ask_all(eng, namespace, target, samples, budget, report)
+                return rows, summary_markdown(rows, budget, eng, target)
+            finally:  # the copy never outlives its evaluation (a crash leaves it to the next start: common.engine)
+                eng.delete_namespace(target)
+
+        def describe(state: JobProgress, seconds: float) -> str:
+            if state.stage == "starting":
+                return f"Copying this memory for the evaluation… {seconds:.0f} s{model_share(namespace)}"
+            return (f"Evaluating: {state.stage} — {state.done} of {state.total} questions · {seconds:.0f} s"
+                    f"{model_share(namespace)}")
+
+        try:
+            for kind, value in in_background(work, progress, describe):
+                if kind == "status":
+                    yield value, gr.skip(), gr.skip(), gr.skip()
+                else:
+                    rows, summary = value
+        except (JobCancelled, NotFoundError) as exc:  # the memory it copied was replaced or deleted meanwhile
+            reason = str(exc) if isinstance(exc, JobCancelled) else "this session's memory was deleted or replaced"
+            yield f"⏹️ The evaluation stopped: {reason}. Run it again on the memory that exists now.", None, [], []
+            return
+        yield summary, evidence_lens(rows, nce_only=True), table_rows(rows), rows
+
+    def wire(self, page: SimpleNamespace) -> None:
+        """The tab's own events."""
+        e = page.evaluate
+        e.run_btn.click(self.evaluate, inputs=[page.namespace, page.source, page.settings], outputs=views(e),
+                        show_progress_on=e.summary, api_name="evaluate")
+        e.which.change(redraw, inputs=[e.rows, e.which], outputs=e.plot, api_name=False)

@@ -7,8 +7,11 @@ process's last measured pace for that work, and before that a **prior**: the pre
 build (its provenance records the seconds of each stage on the machine that built it, with the
 packaged model). Once the job has finished units, its own pace takes over, measured from its first
 finished wave of units (the start — models loading, the first prompt's prefix — is not work of a
-unit; see ``Countdown`` for waves). The range narrows as waves finish: ± max(``FLOOR``, 1 / √(waves
-measured)) around the estimate, ± ``PRIOR`` on a prior.
+unit; see ``Countdown`` for waves). The range narrows as waves finish: ± max(``FLOOR``, ``SPREAD`` /
+√(waves measured)) around the estimate, ± ``PRIOR`` on a prior.
+
+Checked against real builds with ``benchmarks/waiting_times.py`` (stated against actual at every
+progress step; ``docs/results.md``, "Waiting times the inspector states").
 """
 
 from __future__ import annotations
@@ -22,8 +25,15 @@ from typing import Any
 
 #: Relative half-width of a range estimated from a prior (another machine, another load).
 PRIOR = 0.5
-#: The narrowest relative half-width a job's own pace gives.
-FLOOR = 0.1
+#: The narrowest relative half-width a job's own pace gives: builds of Structured Interaction Memory
+#: place messages at a pace that drifts by this much over a conversation (the judge is asked more in
+#: some sessions than in others).
+FLOOR = 0.2
+#: Relative half-width with one measured wave; it narrows as 1 / √(waves measured) down to ``FLOOR``.
+SPREAD = 0.3
+#: CoreFact extraction's pace is taken over the last this many waves: the model's pace on these cores
+#: moves with the load and the prompt cache, and a job's first waves are slower than its later ones.
+RECENT_WAVES = 3
 #: Kinds of work with a pace: messages placed (Structured Interaction Memory), extraction batches.
 STRUCTURE, FACTS = "structure", "facts"
 
@@ -80,8 +90,11 @@ class Countdown:
 
     Units finish in **waves** of ``wave`` (CoreFact extraction generates ``fact_parallel`` batches
     together, so they finish within seconds of each other after a long wait; messages finish one by
-    one, ``wave`` = 1). The pace is seconds per wave between wave ends, the first end left out (it
-    holds the start); with one wave ended it is that wave's time from the start, at the prior's width.
+    one, ``wave`` = 1). The pace is seconds per unit between wave ends, the first end left out (it holds
+    the start), over the last ``RECENT_WAVES`` waves when units come in waves; with one wave ended it is
+    that wave's time from the start, at the prior's width. A wave's time grows with its units (a last
+    wave of one batch takes about an eighth of a full one), so what is left is counted in units: the
+    rest of the wave under way, then every unit after it.
     """
 
     book: PaceBook
@@ -112,20 +125,33 @@ class Countdown:
         self.done = done
 
     def pace(self) -> tuple[float, float, str] | None:
-        """(seconds per wave, relative half-width of its range, where it comes from), or None when
+        """(seconds per unit, relative half-width of its range, where it comes from), or None when
         nothing gives one."""
         if len(self._ends) >= 2:
             waves = len(self._ends) - 1
-            per_wave = (self._ends[-1][1] - self._ends[0][1]) / waves
-            return per_wave, max(FLOOR, 1 / math.sqrt(waves)), "at this job's pace"
+            first, last = self._ends[0 if self.wave == 1 else max(0, waves - RECENT_WAVES)], self._ends[-1]
+            per_unit = (last[1] - first[1]) / (last[0] - first[0])
+            return per_unit, max(FLOOR, min(PRIOR, SPREAD / math.sqrt(waves))), "at this job's pace"
         if len(self._ends) == 1 and self.wave > 1:
-            return self._ends[0][1] - self._start, PRIOR, "at this job's first wave"
+            if (second := self._second_wave_pace()) is not None:
+                return second, SPREAD, "at this job's pace"
+            return (self._ends[0][1] - self._start) / self._ends[0][0], PRIOR, "at this job's first wave"
         known = self.book.pace(self.kind)
         if known is None:
             return None
         if known[1] == "prior":
-            return known[0] * self.wave, PRIOR, "at the example build's pace"
-        return known[0] * self.wave, 2 * FLOOR, "at this server's last pace"
+            return known[0], PRIOR, "at the example build's pace"
+        return known[0], max(FLOOR, SPREAD), "at this server's last pace"
+
+    def _second_wave_pace(self) -> float | None:
+        """Seconds per unit of the second wave while its units arrive: its wait for the first of them
+        after the first wave ended, and the gaps of the rest (the first wave's time holds the start)."""
+        if self._arriving is None or not self._gaps:
+            return None
+        counted, since = self._ends[0]
+        in_wave = min(counted + self.wave, self.total) - counted
+        gap = sum(self._gaps) / len(self._gaps)
+        return ((self._arriving - since) + (in_wave - 1) * gap) / in_wave
 
     def basis(self) -> str:
         """Where ``pace`` comes from, in words ("" when nothing gives one)."""
@@ -137,21 +163,22 @@ class Countdown:
         pace = self.pace()
         if pace is None or not self.total:
             return None
-        per_wave, width, _ = pace
+        per_unit, width, _ = pace
         counted, since = self._ends[-1] if self._ends else (0, self._start)
-        waves_left = math.ceil((self.total - counted) / self.wave)
+        in_wave = min(counted + self.wave, self.total) - counted  # units of the wave under way
         if self.done > counted:  # the wave under way is finishing: its units arrive one after another
             gap = sum(self._gaps) / len(self._gaps) if self._gaps else 0.0
-            current = (min(counted + self.wave, self.total) - self.done) * gap
+            current = (counted + in_wave - self.done) * gap
         else:  # the wave under way has run this long
-            current = max(per_wave - (self.clock() - since), 0.0)
-        middle = current + per_wave * (waves_left - 1)
+            current = max(in_wave * per_unit - (self.clock() - since), 0.0)
+        middle = current + per_unit * (self.total - counted - in_wave)
         return middle * (1 - width), middle * (1 + width)
 
     def finish(self) -> None:
         """Record this job's pace per unit for the next jobs of its kind (when it measured one)."""
         if len(self._ends) >= 2:
-            self.book.record(self.kind, (self._ends[-1][1] - self._ends[0][1]) / (len(self._ends) - 1) / self.wave)
+            first, last = self._ends[0], self._ends[-1]
+            self.book.record(self.kind, (last[1] - first[1]) / (last[0] - first[0]))
 
 
 def duration(seconds: float) -> str:

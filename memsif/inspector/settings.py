@@ -7,89 +7,84 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.config import MemSIFConfig
 from memsif.errors import MemSIFError
-from memsif.inspector.build import build
-from memsif.inspector.common import (
-    BuiltSource,
-    SessionSettings,
-    delete_memory,
-    engine,
-    guard,
-    model_choices,
-    served_config,
-)
+from memsif.inspector.build import BuildTab
+from memsif.inspector.common import BuiltSource, Inspector, SessionSettings, delete_memory, guard
 from memsif.markdown import code_span, escape_html
 
 
-def apply_settings(alpha: float, tau_split: float, tau_merge: float, top_k: float, theta_src: float,
-                   theta_qry: float, model: str):
-    """Validate and keep this session's method settings. Returns (settings, status)."""
-    settings = SessionSettings(float(alpha), float(tau_split), float(tau_merge), int(top_k), float(theta_src),
-                               float(theta_qry), model or "")
-    try:
-        settings.over(served_config())
-    except MemSIFError as exc:
-        raise gr.Error(escape_html(str(exc))) from exc
-    return settings, (f"Settings applied: α={alpha}, τ_split={tau_split}, τ_merge={tau_merge}, Top-K={int(top_k)}, "
-                      f"θ_s={theta_src}, θ_q={theta_qry}, model {code_span(model or '')}. Rebuilding…")
+class SettingsTab:
+    """The Settings tab's handlers, bound to the page's ``Inspector`` (``app``); a rebuild builds again
+    through the Build tab's handler (``build``)."""
 
+    def __init__(self, app: Inspector, build: BuildTab) -> None:
+        self.app, self.build = app, build
 
-def reset_settings():
-    """The sliders and the model back at the app's defaults (the paper's Table 13 unless the
-    environment set others); Apply rebuilds with them."""
-    cfg = served_config()
-    return (cfg.alpha_segment, cfg.tau_split, cfg.tau_merge, cfg.construction_top_k, cfg.theta_src, cfg.theta_qry,
-            model_choices()[0], "Defaults restored in the sliders: press Apply and rebuild to use them.")
+    def apply_settings(self, alpha: float, tau_split: float, tau_merge: float, top_k: float, theta_src: float,
+                       theta_qry: float, model: str):
+        """Validate and keep this session's method settings. Returns (settings, status)."""
+        settings = SessionSettings(float(alpha), float(tau_split), float(tau_merge), int(top_k), float(theta_src),
+                                   float(theta_qry), model or "")
+        try:
+            settings.over(self.app.config)
+        except MemSIFError as exc:
+            raise gr.Error(escape_html(str(exc))) from exc
+        return settings, (f"Settings applied: α={alpha}, τ_split={tau_split}, τ_merge={tau_merge}, Top-K={int(top_k)}, "
+                          f"θ_s={theta_src}, θ_q={theta_qry}, model {code_span(model or '')}. Rebuilding…")
 
+    def reset_settings(self):
+        """The sliders and the model back at the app's defaults (the paper's Table 13 unless the
+        environment set others); Apply rebuilds with them."""
+        cfg = self.app.config
+        return (cfg.alpha_segment, cfg.tau_split, cfg.tau_merge, cfg.construction_top_k, cfg.theta_src, cfg.theta_qry,
+                self.app.model_choices()[0], "Defaults restored in the sliders: press Apply and rebuild to use them.")
 
-@guard
-def rebuild(namespace: str | None, source: BuiltSource | None, settings: SessionSettings | None,
-            progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
-    """Delete this session's memory and build it again from the last transcript with the new settings."""
-    if not source:
-        yield namespace, source, "Nothing to rebuild yet: build memory in the Build tab.", gr.skip(), gr.skip()
-        return
-    if namespace:
-        delete_memory(engine(), namespace, "the memory is being rebuilt with new settings")
-    yield from build(source.path, source.sample, namespace, settings, None, live=True, progress=progress)
+    @guard
+    def rebuild(self, namespace: str | None, source: BuiltSource | None, settings: SessionSettings | None,
+                progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+        """Delete this session's memory and build it again from the last transcript with the new settings."""
+        if not source:
+            yield namespace, source, "Nothing to rebuild yet: build memory in the Build tab.", gr.skip(), gr.skip()
+            return
+        if namespace:
+            delete_memory(self.app.engine(), namespace, "the memory is being rebuilt with new settings")
+        yield from self.build.build(source.path, source.sample, namespace, settings, None, live=True, progress=progress)
 
+    def layout(self) -> SimpleNamespace:
+        """The Settings tab's components, starting from the served engine's configuration."""
+        config = self.app.config
+        ui = SimpleNamespace()
+        gr.Markdown("Method settings for this session (defaults: the paper's Table 13). Applying them rebuilds "
+                    "this session's memory from the last transcript.")
+        with gr.Row():
+            ui.alpha = gr.Slider(0, 1, value=config.alpha_segment, step=0.05, label="α (semantic weight in φ, Eq. 1)")
+            ui.tau_split = gr.Slider(0, 1, value=config.tau_split, step=0.005, label="τ_split", elem_id="tau-split")
+            ui.tau_merge = gr.Slider(0, 1, value=config.tau_merge, step=0.005, label="τ_merge", elem_id="tau-merge")
+            ui.top_k = gr.Slider(1, 10, value=config.construction_top_k, step=1, label="Top-K trajectories")
+        with gr.Row():
+            ui.theta_src = gr.Slider(0, 1, value=config.theta_src, step=0.05, label="θ_s")
+            ui.theta_qry = gr.Slider(0, 1, value=config.theta_qry, step=0.05, label="θ_q")
+            choices = self.app.model_choices()
+            ui.model = gr.Dropdown(choices, value=choices[0], label="LLM (backend:model)")
+        with gr.Row():
+            ui.apply_btn = gr.Button("Apply and rebuild", variant="primary", elem_id="apply-settings")
+            ui.reset_btn = gr.Button("Reset to defaults", elem_id="reset-settings")
+        ui.status = gr.Markdown(elem_id="settings-status")
+        ui.running = gr.Markdown(elem_id="model-running")  # the model in use and what runs it (demo._preload)
+        return ui
 
-def layout(config: MemSIFConfig) -> SimpleNamespace:
-    """The Settings tab's components, starting from ``config``'s values."""
-    ui = SimpleNamespace()
-    gr.Markdown("Method settings for this session (defaults: the paper's Table 13). Applying them rebuilds "
-                "this session's memory from the last transcript.")
-    with gr.Row():
-        ui.alpha = gr.Slider(0, 1, value=config.alpha_segment, step=0.05, label="α (semantic weight in φ, Eq. 1)")
-        ui.tau_split = gr.Slider(0, 1, value=config.tau_split, step=0.005, label="τ_split", elem_id="tau-split")
-        ui.tau_merge = gr.Slider(0, 1, value=config.tau_merge, step=0.005, label="τ_merge", elem_id="tau-merge")
-        ui.top_k = gr.Slider(1, 10, value=config.construction_top_k, step=1, label="Top-K trajectories")
-    with gr.Row():
-        ui.theta_src = gr.Slider(0, 1, value=config.theta_src, step=0.05, label="θ_s")
-        ui.theta_qry = gr.Slider(0, 1, value=config.theta_qry, step=0.05, label="θ_q")
-        choices = model_choices()
-        ui.model = gr.Dropdown(choices, value=choices[0], label="LLM (backend:model)")
-    with gr.Row():
-        ui.apply_btn = gr.Button("Apply and rebuild", variant="primary", elem_id="apply-settings")
-        ui.reset_btn = gr.Button("Reset to defaults", elem_id="reset-settings")
-    ui.status = gr.Markdown(elem_id="settings-status")
-    ui.running = gr.Markdown(elem_id="model-running")  # the model in use and what runs it (demo._preload)
-    return ui
-
-
-def wire(page: SimpleNamespace) -> gr.events.Dependency:
-    """The Settings tab's events: Apply validates and keeps the settings, then rebuilds the session's
-    memory with them (returned: the rebuild, which the page chains the other tabs after); Reset
-    restores the sliders."""
-    s, b = page.settings_tab, page.build
-    sliders = [s.alpha, s.tau_split, s.tau_merge, s.top_k, s.theta_src, s.theta_qry, s.model]
-    applied = s.apply_btn.click(apply_settings, inputs=sliders, outputs=[page.settings, s.status],
-                                api_name="settings")
-    s.reset_btn.click(reset_settings, outputs=[*sliders, s.status], api_name=False)
-    rebuilt = applied.success(rebuild, inputs=[page.namespace, page.source, page.settings],
-                              outputs=[page.namespace, page.source, b.summary, b.timeline, b.table],
-                              api_name="rebuild", show_progress_on=b.summary)
-    rebuilt.success(lambda: "Rebuilt with these settings (messages written from Chat are not part of the "
-                    "transcript and were not rebuilt).", outputs=s.status, api_name=False)
-    return rebuilt
+    def wire(self, page: SimpleNamespace) -> gr.events.Dependency:
+        """The Settings tab's events: Apply validates and keeps the settings, then rebuilds the session's
+        memory with them (returned: the rebuild, which the page chains the other tabs after); Reset
+        restores the sliders."""
+        s, b = page.settings_tab, page.build
+        sliders = [s.alpha, s.tau_split, s.tau_merge, s.top_k, s.theta_src, s.theta_qry, s.model]
+        applied = s.apply_btn.click(self.apply_settings, inputs=sliders, outputs=[page.settings, s.status],
+                                    api_name="settings")
+        s.reset_btn.click(self.reset_settings, outputs=[*sliders, s.status], api_name=False)
+        rebuilt = applied.success(self.rebuild, inputs=[page.namespace, page.source, page.settings],
+                                  outputs=[page.namespace, page.source, b.summary, b.timeline, b.table],
+                                  api_name="rebuild", show_progress_on=b.summary)
+        rebuilt.success(lambda: "Rebuilt with these settings (messages written from Chat are not part of the "
+                        "transcript and were not rebuilt).", outputs=s.status, api_name=False)
+        return rebuilt

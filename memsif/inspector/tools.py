@@ -18,7 +18,7 @@ from typing import Any
 
 import gradio as gr
 
-from memsif.inspector.common import engine, refusal, tool_guard
+from memsif.inspector.common import Inspector, refusal, tool_guard
 from memsif.io import as_memories, load_transcripts
 from memsif.records import Evidence
 
@@ -49,116 +49,6 @@ def _namespace(namespace: str) -> str:
     return name
 
 
-@tool_guard
-def memory_ingest(namespace: str, transcript: str, format: str = "auto", sample: str = "",
-                  core_facts: bool = False, replace: bool = False) -> str:
-    """Add a conversation to a named memory and build its Structured Interaction Memory (Topical
-    Segments, Event Trajectories); optionally extract CoreFacts too (minutes on the default model).
-    Each call appends: a new session whose lines restart the numbering is stored after the sessions
-    the memory holds; ingesting the same messages again adds nothing. The conversations of a ChatGPT
-    or Claude export are one history.
-
-    Args:
-        namespace: the memory to write to (created on first use); not starting with 'ui-'.
-        transcript: the conversation's text: 'Speaker: text' lines with '## <date>' session headers,
-            JSONL ({"speaker", "text", "time"} per line), or a LoCoMo / LongMemEval / ChatGPT / Claude /
-            OpenAI-messages JSON document.
-        format: 'auto' (detect) or one of locomo, longmemeval, chatgpt, claude, openai, jsonl, text.
-        sample: which conversation of a file that holds several (LoCoMo, LongMemEval, an export); empty for all.
-        core_facts: also extract and consolidate CoreFacts now.
-        replace: the transcript is a corrected version of messages the memory holds (same ids, another
-            text, speaker or date): they take its version and the memory is rebuilt. Without it such a
-            call is refused with the differences listed.
-
-    Returns:
-        JSON: namespace, messages added, messages in memory, Topical Segments, Event Trajectories, CoreFact
-        operations by kind, load warnings, seconds.
-    """
-    ns = _namespace(namespace)
-    if not transcript or not transcript.strip():
-        raise refusal("transcript is empty: pass the conversation's text.")
-    suffix = ".json" if transcript.lstrip()[:1] in "{[" else ".txt"
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"transcript{suffix}"
-        path.write_text(transcript, encoding="utf-8")
-        transcripts = as_memories(load_transcripts(path, sample=sample or None, format=format))
-    eng = engine()
-    reports = [eng.ingest_transcript(t, namespace=ns, core_facts=core_facts, replace=replace) for t in transcripts]
-    ops: dict[str, int] = {}
-    for r in reports:
-        for k, v in r.fact_ops.items():
-            ops[k] = ops.get(k, 0) + v
-    last = reports[-1]
-    return _json({"namespace": ns, "messages_added": sum(r.messages for r in reports),
-            "messages_in_memory": last.total_messages, "topical_segments": last.segments,
-            "event_trajectories": last.trajectories, "core_fact_operations": ops,
-            "warnings": [w for t in transcripts for w in t.warnings] + [w for r in reports for w in r.warnings],
-            "seconds": round(sum(r.seconds for r in reports), 2)})
-
-
-@tool_guard
-def memory_ask(namespace: str, question: str, question_date: str = "") -> str:
-    """Answer a question from a named memory, with the evidence it rests on.
-
-    Args:
-        namespace: the memory to read (as given to memory_ingest).
-        question: the question.
-        question_date: when the question is asked (e.g. '2023-06-01'), for relative dates; empty for none.
-
-    Returns:
-        JSON: answer; the facts and evidence used, each with the message ids it comes from; whether the
-        facts alone were judged sufficient; unsupported mentions (names, numbers, dates of the answer
-        not in its context); nothing_relevant (nothing in the memory is about the question: the answer
-        says so) with the best match's relevance; the model, whether it is the packaged demo model,
-        what ran it (backend) and, when the configured back-end could not run, why (backend_warning).
-    """
-    ns = _namespace(namespace)
-    if not question or not question.strip():
-        raise refusal("question is empty.")
-    eng = engine()
-    if not eng.has_memory(ns):
-        raise refusal(f"namespace {ns!r} holds no memory yet: call memory_ingest first.")
-    a = eng.ask(question, namespace=ns, question_date=question_date or None)
-    return _json({
-            "answer": a.answer, "sufficient": a.sufficient, "model": a.model, "model_at_chance": a.model_at_chance,
-            "backend": a.backend, "backend_warning": a.backend_warning,
-            "unsupported_mentions": a.unsupported_mentions, "nothing_relevant": a.nothing_relevant,
-            "relevance": a.relevance,
-            "facts": [f.model_dump(mode="json", include=ASK_FACT_FIELDS) for f in a.facts_used],
-            "evidence": [_evidence(e) for e in a.evidence_used],
-            "seconds": round(a.seconds, 2)})
-
-
-@tool_guard
-def memory_facts(namespace: str, subject: str = "") -> str:
-    """The current CoreFacts (schema-guided, consolidated, verified against their sources) and promoted
-    ActiveFacts (query-driven) of a named memory, each with the message ids it comes from.
-
-    Args:
-        namespace: the memory to read.
-        subject: only facts about this subject (case-insensitive); empty for all.
-
-    Returns:
-        JSON: core_facts (verified only, each with its verification) and active_facts, each with id,
-        subject, statement and source_message_ids; held_back counts the CoreFacts not verified (a model
-        not measured to verify, a failed check, a memory built before facts were verified) and says why.
-    """
-    ns = _namespace(namespace)
-    eng = engine()
-    if not eng.has_memory(ns):
-        raise refusal(f"namespace {ns!r} holds no memory yet: call memory_ingest first.")
-    wanted = subject.strip().lower()
-    facts = [f for f in eng.facts(ns) if not wanted or f.subject.lower() == wanted]
-    core = [f.model_dump(mode="json", include=CORE_FACT_FIELDS) for f in facts if f.verified]
-    unverified = [f for f in facts if not f.verified]
-    reasons = sorted({f.verification.rule.split(";")[0] if f.verification else
-                      "stored before facts were verified: build the memory again" for f in unverified})
-    active = [a.model_dump(mode="json", include=ACTIVE_FACT_FIELDS)
-              for a in eng.active_facts(ns) if not wanted or wanted in a.subject.lower()]
-    return _json({"namespace": ns, "core_facts": core, "active_facts": active,
-                  "held_back": {"core_facts": len(unverified), "why": reasons}})
-
-
 def one_line_items(doc: str) -> str:
     """``doc`` with each ``Args:`` item and the ``Returns:`` text on one line: Gradio reads a
     parameter's description from its first line only and joins Returns lines with commas, so a
@@ -182,12 +72,126 @@ def one_line_items(doc: str) -> str:
     return "\n".join(out)
 
 
-def register() -> None:
-    """Register the tools as API endpoints (and MCP tools) of the Blocks being built, with their
-    docstrings as Gradio reads them (``one_line_items``)."""
-    for fn in (memory_ingest, memory_ask, memory_facts):
-        @functools.wraps(fn)
-        def tool(*args, _fn=fn, **kwargs):
-            return _fn(*args, **kwargs)
-        tool.__doc__ = one_line_items(fn.__doc__ or "")
-        gr.api(tool, api_name=fn.__name__)
+class AgentTools:
+    """The agent tools, bound to the page's ``Inspector`` (``app``): each takes a namespace the caller
+    names."""
+
+    def __init__(self, app: Inspector) -> None:
+        self.app = app
+
+    @tool_guard
+    def memory_ingest(self, namespace: str, transcript: str, format: str = "auto", sample: str = "",
+                      core_facts: bool = False, replace: bool = False) -> str:
+        """Add a conversation to a named memory and build its Structured Interaction Memory (Topical
+        Segments, Event Trajectories); optionally extract CoreFacts too (minutes on the default model).
+        Each call appends: a new session whose lines restart the numbering is stored after the sessions
+        the memory holds; ingesting the same messages again adds nothing. The conversations of a ChatGPT
+        or Claude export are one history.
+
+        Args:
+            namespace: the memory to write to (created on first use); not starting with 'ui-'.
+            transcript: the conversation's text: 'Speaker: text' lines with '## <date>' session headers,
+                JSONL ({"speaker", "text", "time"} per line), or a LoCoMo / LongMemEval / ChatGPT / Claude /
+                OpenAI-messages JSON document.
+            format: 'auto' (detect) or one of locomo, longmemeval, chatgpt, claude, openai, jsonl, text.
+            sample: which conversation of a file that holds several (LoCoMo, LongMemEval, an export); empty for all.
+            core_facts: also extract and consolidate CoreFacts now.
+            replace: the transcript is a corrected version of messages the memory holds (same ids, another
+                text, speaker or date): they take its version and the memory is rebuilt. Without it such a
+                call is refused with the differences listed.
+
+        Returns:
+            JSON: namespace, messages added, messages in memory, Topical Segments, Event Trajectories, CoreFact
+            operations by kind, load warnings, seconds.
+        """
+        ns = _namespace(namespace)
+        if not transcript or not transcript.strip():
+            raise refusal("transcript is empty: pass the conversation's text.")
+        suffix = ".json" if transcript.lstrip()[:1] in "{[" else ".txt"
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / f"transcript{suffix}"
+            path.write_text(transcript, encoding="utf-8")
+            transcripts = as_memories(load_transcripts(path, sample=sample or None, format=format))
+        eng = self.app.engine()
+        reports = [eng.ingest_transcript(t, namespace=ns, core_facts=core_facts, replace=replace) for t in transcripts]
+        ops: dict[str, int] = {}
+        for r in reports:
+            for k, v in r.fact_ops.items():
+                ops[k] = ops.get(k, 0) + v
+        last = reports[-1]
+        return _json({"namespace": ns, "messages_added": sum(r.messages for r in reports),
+                "messages_in_memory": last.total_messages, "topical_segments": last.segments,
+                "event_trajectories": last.trajectories, "core_fact_operations": ops,
+                "warnings": [w for t in transcripts for w in t.warnings] + [w for r in reports for w in r.warnings],
+                "seconds": round(sum(r.seconds for r in reports), 2)})
+
+    @tool_guard
+    def memory_ask(self, namespace: str, question: str, question_date: str = "") -> str:
+        """Answer a question from a named memory, with the evidence it rests on.
+
+        Args:
+            namespace: the memory to read (as given to memory_ingest).
+            question: the question.
+            question_date: when the question is asked (e.g. '2023-06-01'), for relative dates; empty for none.
+
+        Returns:
+            JSON: answer; the facts and evidence used, each with the message ids it comes from; whether the
+            facts alone were judged sufficient; unsupported mentions (names, numbers, dates of the answer
+            not in its context); nothing_relevant (nothing in the memory is about the question: the answer
+            says so) with the best match's relevance; the model, whether it is the packaged demo model,
+            what ran it (backend) and, when the configured back-end could not run, why (backend_warning).
+        """
+        ns = _namespace(namespace)
+        if not question or not question.strip():
+            raise refusal("question is empty.")
+        eng = self.app.engine()
+        if not eng.has_memory(ns):
+            raise refusal(f"namespace {ns!r} holds no memory yet: call memory_ingest first.")
+        a = eng.ask(question, namespace=ns, question_date=question_date or None)
+        return _json({
+                "answer": a.answer, "sufficient": a.sufficient, "model": a.model, "model_at_chance": a.model_at_chance,
+                "backend": a.backend, "backend_warning": a.backend_warning,
+                "unsupported_mentions": a.unsupported_mentions, "nothing_relevant": a.nothing_relevant,
+                "relevance": a.relevance,
+                "facts": [f.model_dump(mode="json", include=ASK_FACT_FIELDS) for f in a.facts_used],
+                "evidence": [_evidence(e) for e in a.evidence_used],
+                "seconds": round(a.seconds, 2)})
+
+    @tool_guard
+    def memory_facts(self, namespace: str, subject: str = "") -> str:
+        """The current CoreFacts (schema-guided, consolidated, verified against their sources) and promoted
+        ActiveFacts (query-driven) of a named memory, each with the message ids it comes from.
+
+        Args:
+            namespace: the memory to read.
+            subject: only facts about this subject (case-insensitive); empty for all.
+
+        Returns:
+            JSON: core_facts (verified only, each with its verification) and active_facts, each with id,
+            subject, statement and source_message_ids; held_back counts the CoreFacts not verified (a model
+            not measured to verify, a failed check, a memory built before facts were verified) and says why.
+        """
+        ns = _namespace(namespace)
+        eng = self.app.engine()
+        if not eng.has_memory(ns):
+            raise refusal(f"namespace {ns!r} holds no memory yet: call memory_ingest first.")
+        wanted = subject.strip().lower()
+        facts = [f for f in eng.facts(ns) if not wanted or f.subject.lower() == wanted]
+        core = [f.model_dump(mode="json", include=CORE_FACT_FIELDS) for f in facts if f.verified]
+        unverified = [f for f in facts if not f.verified]
+        reasons = sorted({f.verification.rule.split(";")[0] if f.verification else
+                          "stored before facts were verified: build the memory again" for f in unverified})
+        active = [a.model_dump(mode="json", include=ACTIVE_FACT_FIELDS)
+                  for a in eng.active_facts(ns) if not wanted or wanted in a.subject.lower()]
+        return _json({"namespace": ns, "core_facts": core, "active_facts": active,
+                      "held_back": {"core_facts": len(unverified), "why": reasons}})
+
+    def register(self) -> None:
+        """Register the tools as API endpoints (and MCP tools) of the Blocks being built, with their
+        docstrings as Gradio reads them (``one_line_items``)."""
+        for fn in (self.memory_ingest, self.memory_ask, self.memory_facts):
+            @functools.wraps(fn)
+            def tool(*args, _fn=fn, **kwargs):
+                return _fn(*args, **kwargs)
+            tool.__doc__ = one_line_items(fn.__doc__ or "")
+            gr.api(tool, api_name=fn.__name__)

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.inspector.common import SessionSettings, guard, session_engine
+from memsif.inspector.common import Inspector, SessionSettings, guard
 from memsif.interaction import link
 from memsif.interaction.trajectories import trajectory_terms
 from memsif.records import record_number
@@ -19,21 +19,6 @@ from memsif.viz import (
     trajectory_detail_rows,
     trajectory_graph,
 )
-
-
-@guard
-def trajectories_view(namespace: str | None, settings: SessionSettings | None = None):
-    """Trajectory graph, the trajectory decisions plot and the trajectory picker of this session's memory."""
-    eng = session_engine(namespace, settings)
-    if eng is None:
-        return None, None, gr.Dropdown(choices=[], value=None)
-    segments, trajectories = eng.segments(namespace), eng.trajectories(namespace)
-    messages = eng.messages(namespace)
-    index = {m.id: m.index for m in messages}
-    return (trajectory_graph(segments, trajectories, index),
-            trajectory_decisions_plot(eng.decisions(namespace, "trajectory"), segments, index,
-                                      link.model_for(eng.config.trajectory_link, eng.llm).threshold),
-            gr.Dropdown(choices=trajectory_choices(segments, trajectories, messages), value=None))
 
 
 def trajectory_choices(segments, trajectories, messages) -> list[tuple[str, str]]:
@@ -60,16 +45,6 @@ def trajectory_choices(segments, trajectories, messages) -> list[tuple[str, str]
     return [(label, tid) for _, label, tid in sorted(rows, key=lambda r: (-r[0], record_number(r[2])))]
 
 
-@guard
-def trajectory_detail(trajectory_id: str | None, namespace: str | None, settings: SessionSettings | None = None):
-    """The segments and messages of one Event Trajectory, in time order."""
-    eng = session_engine(namespace, settings)
-    if not trajectory_id or eng is None:
-        return []
-    return trajectory_detail_rows(trajectory_id, eng.segments(namespace), eng.trajectories(namespace),
-                                  eng.messages(namespace), eng.decisions(namespace, "trajectory"))
-
-
 def layout() -> SimpleNamespace:
     """The Trajectories tab's components."""
     ui = SimpleNamespace()
@@ -93,10 +68,40 @@ def views(ui: SimpleNamespace) -> list:
     return [ui.graph, ui.lanes, ui.pick, ui.table]
 
 
-def wire(page: SimpleNamespace) -> None:
-    """The tab's own events (plotly sizes a figure drawn in a hidden tab at half width: drawn again
-    when the tab is shown)."""
-    t, per_session = page.trajectories, [page.namespace, page.settings]
-    t.refresh_btn.click(trajectories_view, inputs=per_session, outputs=views(t)[:3], api_name="trajectories")
-    t.tab.select(trajectories_view, inputs=per_session, outputs=views(t)[:3], api_name=False)
-    t.pick.change(trajectory_detail, inputs=[t.pick, *per_session], outputs=t.table, api_name="trajectory")
+class TrajectoriesTab:
+    """The Trajectories tab's handlers, bound to the page's ``Inspector`` (``app``)."""
+
+    def __init__(self, app: Inspector) -> None:
+        self.app = app
+
+    @guard
+    def trajectories_view(self, namespace: str | None, settings: SessionSettings | None = None):
+        """Trajectory graph, the trajectory decisions plot and the trajectory picker of this session's memory."""
+        eng = self.app.session_engine(namespace, settings)
+        if eng is None:
+            return None, None, gr.Dropdown(choices=[], value=None)
+        segments, trajectories = eng.segments(namespace), eng.trajectories(namespace)
+        messages = eng.messages(namespace)
+        index = {m.id: m.index for m in messages}
+        return (trajectory_graph(segments, trajectories, index),
+                trajectory_decisions_plot(eng.decisions(namespace, "trajectory"), segments, index,
+                                          link.model_for(eng.config.trajectory_link, eng.llm).threshold),
+                gr.Dropdown(choices=trajectory_choices(segments, trajectories, messages), value=None))
+
+    @guard
+    def trajectory_detail(self, trajectory_id: str | None, namespace: str | None,
+                          settings: SessionSettings | None = None):
+        """The segments and messages of one Event Trajectory, in time order."""
+        eng = self.app.session_engine(namespace, settings)
+        if not trajectory_id or eng is None:
+            return []
+        return trajectory_detail_rows(trajectory_id, eng.segments(namespace), eng.trajectories(namespace),
+                                      eng.messages(namespace), eng.decisions(namespace, "trajectory"))
+
+    def wire(self, page: SimpleNamespace) -> None:
+        """The tab's own events (plotly sizes a figure drawn in a hidden tab at half width: drawn again
+        when the tab is shown)."""
+        t, per_session = page.trajectories, [page.namespace, page.settings]
+        t.refresh_btn.click(self.trajectories_view, inputs=per_session, outputs=views(t)[:3], api_name="trajectories")
+        t.tab.select(self.trajectories_view, inputs=per_session, outputs=views(t)[:3], api_name=False)
+        t.pick.change(self.trajectory_detail, inputs=[t.pick, *per_session], outputs=t.table, api_name="trajectory")

@@ -9,7 +9,7 @@ probability is calibrated against a reference point p0 of that model on that tas
 
 p_cal = 0.5 exactly when p = p0, so the verdict threshold (0.5) falls at p0. ``judge_calibration``:
 
-- "auto" (default): p0 = the model's *measured decision point* for the task (``MEASURED_DECISION_POINTS``:
+- "auto" (default): p0 = the model's *measured decision point* for the task (``ModelProfile.decision_points``:
   the P(yes) that separates labelled continue / other-topic pairs best), raw p for models not measured;
 - "content-free": p0 = the model's P(yes) on the same template with "N/A" content (Zhao et al.);
 - "off": raw p.
@@ -26,14 +26,9 @@ from dataclasses import dataclass
 
 from memsif.errors import LLMError
 from memsif.llm import LLM
+from memsif.llm.profiles import profile_of
 from memsif.prompts import Prompt
 
-#: Per model (a substring of its name) and judge prompt: the raw P(yes) at which its verdicts are
-#: measured to separate labelled pairs best (the balanced-accuracy optimum on the dev conversations'
-#: own-session / other-conversation pairs; README, "Models"; ``benchmarks/model_steps.py``).
-MEASURED_DECISION_POINTS: dict[str, dict[str, float]] = {
-    "Qwen2.5-Coder-1.5B-Instruct": {"segment_judge": 0.83, "trajectory_judge": 0.63},
-}
 CALIBRATIONS = ("auto", "content-free", "off")
 
 _PRIORS: dict[tuple[int, str, str], float] = {}
@@ -58,11 +53,10 @@ def calibrate(p: float, p0: float) -> float:
 
 
 def measured_decision_point(model_name: str, task: str) -> float | None:
-    """``MEASURED_DECISION_POINTS`` of the model whose name contains a listed key, or None."""
-    for key, points in MEASURED_DECISION_POINTS.items():
-        if key.lower() in model_name.lower() and task in points:
-            return points[task]
-    return None
+    """The raw P(yes) at which the verdicts of the model called ``model_name`` on judge prompt ``task``
+    separate labelled pairs best (the balanced-accuracy optimum on the dev conversations' own-session /
+    other-conversation pairs; ``benchmarks/model_steps.py``), from its profile; None when not measured."""
+    return profile_of(model_name).decision_point(task)
 
 
 class YesNoJudge:
@@ -81,13 +75,13 @@ class YesNoJudge:
         if self.calibration == "off":
             return None
         if self.calibration == "auto":
-            return measured_decision_point(getattr(self.llm, "name", "") or "", self.content_free().name)
+            return measured_decision_point(self.llm.name if self.llm is not None else "", self.content_free().name)
         return self.prior()
 
     def prior(self) -> float:
         """The model's P(yes) on the content-free prompt, computed once per model and prompt version."""
         probe = self.content_free()
-        key = (id(self.llm), getattr(self.llm, "name", ""), probe.version)
+        key = (id(self.llm), self.llm.name if self.llm is not None else "", probe.version)
         with _PRIORS_LOCK:
             if key not in _PRIORS:
                 _PRIORS[key] = float(self._raw([probe])[0])

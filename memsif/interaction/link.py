@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from memsif import lexical
+from memsif.llm import LLM
+from memsif.llm.profiles import profile_of
 from memsif.records import Message
 
 #: Stems shorter than this are not content (``'s``, ``go``).
@@ -133,12 +135,6 @@ class LinkModel:
         return 1.0 / (1.0 + math.exp(-z))
 
 
-#: Models whose link model with the judge was fitted and measured on the labelled threads
-#: (``benchmarks/trajectory_decision.py``): under ``trajectory_link="auto"`` only these ask the judge.
-#: None yet: with its earlier prompt (each side's last two messages) the 1.5B's joins were 8 %, 9 % and
-#: 22 % precise on conv-26, conv-30 and conv-47.
-JUDGE_MEASURED_MODELS: tuple[str, ...] = ()
-
 #: The measures only, no LLM call: a logistic regression fitted on the 1,080 Top-5 cross-session pairs
 #: of the three dev conversations (122 in one labelled thread; ROC AUC 0.62), the threshold the one
 #: that links the most gold-evidence pairs while link precision stays ≥ 0.75 — which, on dev, joins
@@ -151,12 +147,13 @@ JUDGE_ALONE = LinkModel(name="trajectory_link/judge-alone", features=("logit_p_y
                         intercept=0.0, threshold=0.5, fitted="not fitted: P(same thread) = the judge's P(yes)")
 
 
-def model_for(mode: str, llm: object | None, judge_threshold: float = JUDGE_ALONE.threshold) -> LinkModel:
+def model_for(mode: str, llm: LLM | None, judge_threshold: float = JUDGE_ALONE.threshold) -> LinkModel:
     """The link model for ``trajectory_link`` ``mode`` and ``llm``: "model" asks the judge
-    (``JUDGE_ALONE`` at ``judge_threshold``), "rule" never (``RULE``), "auto" only for
-    ``JUDGE_MEASURED_MODELS``; always ``RULE`` without an LLM."""
-    name = (getattr(llm, "name", "") or "").lower()
-    judged = mode == "model" or (mode == "auto" and any(m.lower() in name for m in JUDGE_MEASURED_MODELS))
+    (``JUDGE_ALONE`` at ``judge_threshold``), "rule" never (``RULE``), "auto" only for a model whose
+    link model with the judge was fitted and measured on the labelled threads
+    (``ModelProfile.links_trajectories``, ``benchmarks/trajectory_decision.py``; none yet: the 1.5B's joins
+    were 8 %, 9 % and 22 % precise on conv-26, conv-30 and conv-47); always ``RULE`` without an LLM."""
+    judged = mode == "model" or (mode == "auto" and llm is not None and profile_of(llm.name).links_trajectories)
     if llm is None or not judged:
         return RULE
     return JUDGE_ALONE if judge_threshold == JUDGE_ALONE.threshold else replace(JUDGE_ALONE, threshold=judge_threshold)

@@ -114,9 +114,10 @@ def plan_repair(state: InteractionState, segments: Sequence[TopicalSegment],
         return repair
     repair.stale_decisions = [
         d.seq for d in decisions
-        if (isinstance(d, SegmentDecision) and d.message_id not in stored)
-        or (not isinstance(d, SegmentDecision) and (d.segment_id in dropped | unassigned
-                                                    or d.trajectory_id in repair.gone_trajectories))]
+        if d.seq is not None and ((isinstance(d, SegmentDecision) and d.message_id not in stored)
+                                  or (not isinstance(d, SegmentDecision)
+                                      and (d.segment_id in dropped | unassigned
+                                           or d.trajectory_id in repair.gone_trajectories)))]
     return repair
 
 
@@ -139,4 +140,5 @@ def restore(state: InteractionState, segments: Sequence[TopicalSegment],
 
 def mean_vector(state: InteractionState, message_ids: Sequence[str]) -> np.ndarray:
     """(d,) mean of the messages' embeddings: a unit's stored vector."""
-    return np.mean([state.vectors[m] for m in message_ids], axis=0)
+    mean: np.ndarray = np.mean([state.vectors[m] for m in message_ids], axis=0)
+    return mean

@@ -7,6 +7,7 @@ For each message u_t in order: φ(u_t, S_i) ≥ τ_merge appends to the current 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError
@@ -25,7 +26,7 @@ class SegmentBuilder:
         self.config = config
         self.mapping = mapping
         self.judge = YesNoJudge(llm, segment_judge.content_free, config.judge_calibration)
-        self.model_name = getattr(llm, "name", None)
+        self.model_name = llm.name if llm is not None else None
         self.judge_calls = 0  # messages that reached the judge
 
     def place(self, state: InteractionState, message: Message) -> SegmentDecision:
@@ -49,7 +50,7 @@ class SegmentBuilder:
         score = phi(state.vectors[message.id], state.entities[message.id], current.profile.mean,
                     current.profile.entities, cfg.alpha_segment, self.mapping)
         base.update(compared_segment_id=current.record.id, score=score)
-        judged: dict = {}
+        judged: dict[str, Any] = {}
         if score.phi >= cfg.tau_merge:
             rule, continued = BoundaryRule.MERGE, True
         elif score.phi <= cfg.tau_split:
@@ -64,10 +65,10 @@ class SegmentBuilder:
         return SegmentDecision(**base, segment_id=segment_id, rule=rule, continued=continued, **judged)
 
     def _judge(self, state: InteractionState, current: SegmentState, message: Message,
-               phi_value: float) -> tuple[BoundaryRule, bool, dict]:
+               phi_value: float) -> tuple[BoundaryRule, bool, dict[str, Any]]:
         cfg = self.config
         prompt = segment_judge.build(state.segment_messages(current, cfg.judge_context_messages), message)
-        info: dict = {"prompt_version": prompt.version, "model": self.model_name}
+        info: dict[str, Any] = {"prompt_version": prompt.version, "model": self.model_name}
         start = time.perf_counter()
         self.judge_calls += 1
         try:

@@ -43,4 +43,11 @@ def build_sentences(messages: Sequence[Message], vectors: Mapping[str, np.ndarra
         for i, vec in zip(to_embed, embedded, strict=True):
             rows[i] = (rows[i][0], vec)
     sparse = lexical.encode_documents([s.text for s, _ in rows], [s.speaker for s, _ in rows])
-    return [(s, v, sp) for (s, v), sp in zip(rows, sparse, strict=True)]
+    return [(s, _embedded(v), sp) for (s, v), sp in zip(rows, sparse, strict=True)]
+
+
+def _embedded(vector: np.ndarray | None) -> np.ndarray:
+    """A sentence's vector once every sentence is embedded (each was given one above)."""
+    if vector is None:
+        raise ValueError("a sentence was left without a vector")
+    return vector

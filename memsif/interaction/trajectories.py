@@ -60,7 +60,7 @@ class TrajectoryBuilder:
         self.link = link_model or link.model_for(config.trajectory_link, llm, config.judge_threshold)
         self.judge = YesNoJudge(llm, trajectory_judge.content_free, config.judge_calibration) \
             if self.link.uses_judge else None
-        self.model_name = getattr(llm, "name", None)
+        self.model_name = llm.name if llm is not None else None
         self.vocabulary = link.Vocabulary()
         self.judge_calls = 0  # candidate pairs that reached the judge
 

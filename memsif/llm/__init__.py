@@ -61,7 +61,7 @@ def _reason_and_fix(exc: LLMError) -> dict[str, str]:
 
 def described(llm: LLM) -> dict[str, str]:
     """The model's name and what runs it (``Runtime.as_dict``), for ``--json`` outputs."""
-    return {"name": getattr(llm, "name", ""), **runtime_of(llm).as_dict()}
+    return {"name": llm.name, **runtime_of(llm).as_dict()}
 
 
 def load_llm(config: MemSIFConfig) -> LLM:

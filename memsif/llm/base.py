@@ -6,9 +6,9 @@ forward pass and compares the probabilities of the answer tokens (DESIGN.md, "St
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from memsif.errors import LLMError, LLMOutputError
 from memsif.markdown import escape_markdown
@@ -64,12 +64,10 @@ class Runtime:
 
 def runtime_of(llm: object) -> Runtime:
     """``llm.runtime``; for an LLM without one (a fake, a wrapper without ``runtime``), its class name."""
-    runtime = getattr(llm, "runtime", None)
-    if isinstance(runtime, Runtime):
-        return runtime
-    inner = getattr(llm, "inner", None)  # wrappers that count or record calls
-    if inner is not None and inner is not llm:
-        return runtime_of(inner)
+    if isinstance(llm, RunsOn) and isinstance(llm.runtime, Runtime):
+        return llm.runtime
+    if isinstance(llm, Wraps) and llm.inner is not llm:  # wrappers that count or record calls
+        return runtime_of(llm.inner)
     return Runtime(type(llm).__name__)
 
 
@@ -108,17 +106,54 @@ class LLM(Protocol):
         ...
 
 
+# Optional capabilities: a back-end has them or not; the engine checks with isinstance.
+@runtime_checkable
+class RunsOn(Protocol):
+    """A back-end that says what runs it (``Runtime``: library, device, a fallback and why)."""
+
+    runtime: Runtime
+
+
+@runtime_checkable
+class Wraps(Protocol):
+    """A wrapper that counts or records the calls of the LLM it holds (``inner``)."""
+
+    inner: object
+
+
+@runtime_checkable
+class BatchGenerator(Protocol):
+    """A back-end that generates for several prompts as one padded batch."""
+
+    def generate_batch(self, prompts: Sequence[Prompt], max_new_tokens: int = 512, temperature: float = 0.1,
+                       json_schema: dict[str, Any] | None = None) -> Sequence[Generation | Exception]: ...
+
+
+@runtime_checkable
+class StreamGenerator(Protocol):
+    """A back-end that yields the text as it is generated, then the whole ``Generation``."""
+
+    def generate_stream(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
+                        stop: Sequence[str] = ()) -> Iterator[str | Generation]: ...
+
+
+@runtime_checkable
+class HasContextWindow(Protocol):
+    """A back-end that knows how many tokens it attends to (prompt + answer)."""
+
+    context_window: int
+
+
 def generate_many(llm: LLM, prompts: Sequence[Prompt], max_new_tokens: int = 512, temperature: float = 0.1,
                   json_schema: dict[str, Any] | None = None) -> list[Generation | Exception]:
     """``llm.generate`` for several independent prompts: one padded batch where the back-end offers
     ``generate_batch`` (transformers: on CPU a batch of 4 costs about 1.4× one prompt's per-token
     time), else one after the other. One result per prompt, in order: a ``Generation``, or the
     ``LLMError`` that prompt raised (the others still count)."""
-    batch = getattr(llm, "generate_batch", None)
-    if batch is not None and len(prompts) > 1:
+    if isinstance(llm, BatchGenerator) and len(prompts) > 1:
         try:
-            return list(batch(prompts, max_new_tokens=max_new_tokens, temperature=temperature,
-                              json_schema=json_schema))
+            return list(llm.generate_batch(prompts, max_new_tokens=max_new_tokens, temperature=temperature,
+                                           json_schema=json_schema))
         except LLMError:
             pass  # the batch failed as a whole: each prompt alone says which one fails
     out: list[Generation | Exception] = []
@@ -140,15 +175,14 @@ def generate_streamed(llm: LLM, prompt: Prompt, on_text: Callable[[str], None] |
     Raises:
         LLMError: as ``generate``.
     """
-    stream = getattr(llm, "generate_stream", None)
-    if on_text is None or stream is None:
+    if on_text is None or not isinstance(llm, StreamGenerator):
         gen = llm.generate(prompt, max_new_tokens=max_new_tokens, temperature=temperature, stop=stop)
         if on_text is not None and gen.text:
             on_text(gen.text)
         return gen
     pieces: list[str] = []
     result = None
-    for item in stream(prompt, max_new_tokens=max_new_tokens, temperature=temperature, stop=stop):
+    for item in llm.generate_stream(prompt, max_new_tokens=max_new_tokens, temperature=temperature, stop=stop):
         if isinstance(item, Generation):  # the last item: the whole text with its token counts
             result = item
             break
@@ -159,7 +193,7 @@ def generate_streamed(llm: LLM, prompt: Prompt, on_text: Callable[[str], None] |
 
 def context_window(llm: LLM) -> int:
     """Tokens ``llm`` attends to (prompt + answer); 4096 when the back-end does not say."""
-    return int(getattr(llm, "context_window", 0) or 4096)
+    return int(llm.context_window or 4096) if isinstance(llm, HasContextWindow) else 4096
 
 
 def label_shares(masses: Sequence[float], labels: Sequence[str], model: str, seen: str = "") -> list[float]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
@@ -54,7 +54,14 @@ _EXAMPLE = _EXAMPLE_MESSAGES + "Answer: " + json.dumps(
 EXAMPLE_GENERIC_WORDS = frozenset({"love", "start", "job", "home"})
 
 
-def response_schema(schema: Sequence[FactType]) -> type[BaseModel]:
+class ExtractedFacts(BaseModel):
+    """The extraction's reply: ``facts``, each with subject, type, statement and sources (the model
+    ``response_schema`` makes types them)."""
+
+    facts: list[Any]
+
+
+def response_schema(schema: Sequence[FactType]) -> type[ExtractedFacts]:
     """Pydantic response model whose ``type`` is an enum of the configured fact types."""
     type_enum = Literal[tuple(t.name for t in schema)]  # type: ignore[valid-type]
     fact = create_model("ExtractedFact",
@@ -62,7 +69,7 @@ def response_schema(schema: Sequence[FactType]) -> type[BaseModel]:
                         type=(type_enum, ...),
                         statement=(str, Field(min_length=3, max_length=STATEMENT_MAX_CHARS)),
                         sources=(list[int], Field(max_length=3)))
-    return create_model("ExtractedFacts", facts=(list[fact], Field(max_length=MAX_FACTS)))
+    return create_model("ExtractedFacts", __base__=ExtractedFacts, facts=(list[fact], Field(max_length=MAX_FACTS)))
 
 
 def build(lines: Sequence[tuple[str, str, str]], schema: Sequence[FactType]) -> Prompt:

@@ -82,6 +82,8 @@ class Store(Protocol):
 
     location: str
     read_only: bool
+    #: How a read-only store was opened, in words ("" when it was opened as it is).
+    opened_from: str
     dim: int | None
 
     def ensure_collections(self, embedder_name: str, dim: int) -> None: ...

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from qdrant_client import QdrantClient
 
-from memsif.errors import EmbedderError, StoreError
+from memsif.errors import CollectionMissing, EmbedderError, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -69,10 +69,6 @@ class Guarded:
                                                 f"({exc}).") from exc
                     raise
         return call
-
-
-class CollectionMissing(StoreError):
-    """A collection the store expected is gone (deleted by another session, or by hand)."""
 
 
 def os_advice(location: str, exc: OSError) -> str:

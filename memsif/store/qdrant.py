@@ -24,7 +24,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from qdrant_client import models
@@ -46,6 +46,9 @@ from memsif.records import (
 )
 from memsif.store.base import RecordKind, SentenceHit, SentenceQuery, StoredMessage
 from memsif.store.connection import WhenBusy, connect
+
+if TYPE_CHECKING:
+    from memsif.config import MemSIFConfig
 
 _MESSAGES = "memsif_messages"
 _SEGMENTS = "memsif_segments"
@@ -202,6 +205,12 @@ def _upsert(client: Any, location: str, collection: str, points: list[models.Poi
             raise StoreError(f"Writing to {collection} at {location} failed: {exc}") from exc
 
 
+def _named_vector(rec: models.Record, name: str) -> Any:
+    """The vector called ``name`` of a point read with named vectors (None when it has none)."""
+    vectors = rec.vector
+    return vectors.get(name) if isinstance(vectors, dict) else None
+
+
 def _scroll(client: Any, collection: str, flt: models.Filter | None,
             with_vectors: bool | list[str] = False) -> Iterator[models.Record]:
     """Every record of ``collection`` that ``flt`` keeps, with payload, 512 at a time."""
@@ -234,7 +243,7 @@ class MemoryStore:
         self.dim: int | None = None
 
     @classmethod
-    def for_config(cls, config, when_busy: WhenBusy = "refuse") -> MemoryStore:
+    def for_config(cls, config: MemSIFConfig, when_busy: WhenBusy = "refuse") -> MemoryStore:
         """The store ``config`` names: a Qdrant server (``qdrant_url``) or the embedded folder
         ``<data_dir>/qdrant`` (read from a snapshot while another process holds it, with
         ``when_busy="snapshot"``)."""
@@ -280,12 +289,19 @@ class MemoryStore:
         _create_sentence_collection(self._client, self._is_server, name, self.dim)
         return name
 
+    def _sentences_created(self, namespace: str) -> str:
+        """The namespace's sentence collection, made when it has none."""
+        name = self._sentences(namespace, create=True)
+        if name is None:  # ``create`` makes it: never None
+            raise StoreError(f"The sentence collection of {namespace!r} could not be made in {self.location}.")
+        return name
+
     def put_sentences(self, namespace: str, rows: Iterable[tuple[Sentence, np.ndarray, SparseVector]]) -> None:
         """Upsert sentences with their (d,) dense vector and sparse lexical vector."""
         rows = list(rows)
         if not rows:
             return
-        _upsert(self._client, self.location, self._sentences(namespace, create=True), [
+        _upsert(self._client, self.location, self._sentences_created(namespace), [
             models.PointStruct(id=point_id(namespace, "sentence", s.id), payload=s.model_dump(mode="json"),
                                vector={DENSE: v.astype(float).tolist(),
                                        **({LEXICAL: _sparse(sp)} if sp else {})})
@@ -356,7 +372,7 @@ class MemoryStore:
         rows = []
         for rec in _scroll(self._client, _FACTS, _ns_filter(namespace), with_vectors=with_vectors):
             vector = np.asarray(rec.vector, dtype=np.float32) if with_vectors else None
-            rows.append((CoreFact(**rec.payload), vector))
+            rows.append((CoreFact(**(rec.payload or {})), vector))
         return sorted(rows, key=lambda r: record_number(r[0].id))
 
     def search_facts(self, namespace: str, vector: np.ndarray, limit: int,
@@ -418,8 +434,8 @@ class MemoryStore:
         if collection is None:
             return []
         for rec in _scroll(self._client, collection, None, with_vectors=[DENSE] if with_vectors else False):
-            vector = np.asarray(rec.vector[DENSE], dtype=np.float32) if with_vectors else None
-            rows.append((Sentence(**rec.payload), vector))
+            vector = np.asarray(_named_vector(rec, DENSE), dtype=np.float32) if with_vectors else None
+            rows.append((Sentence(**(rec.payload or {})), vector))
         return sorted(rows, key=lambda r: (r[0].message_index, r[0].position))
 
     def sentence_lexical(self, namespace: str) -> dict[str, SparseVector]:
@@ -429,15 +445,15 @@ class MemoryStore:
             return {}
         out = {}
         for rec in _scroll(self._client, collection, None, with_vectors=[LEXICAL]):
-            sparse = (rec.vector or {}).get(LEXICAL)
-            out[rec.payload["id"]] = SparseVector(tuple(sparse.indices), tuple(sparse.values)) if sparse else \
-                SparseVector((), ())
+            sparse = _named_vector(rec, LEXICAL)
+            out[str((rec.payload or {})["id"])] = SparseVector(tuple(sparse.indices), tuple(sparse.values)) \
+                if isinstance(sparse, models.SparseVector) else SparseVector((), ())
         return out
 
     def fact_ops(self, namespace: str) -> list[FactOperation]:
         """The CoreFact operation log in order."""
         rows = [FactOperation(**p) for p in self._payloads(_FACT_OPS, namespace)]
-        return sorted(rows, key=lambda op: op.seq)
+        return sorted(rows, key=lambda op: -1 if op.seq is None else op.seq)
 
     def clusters(self, namespace: str) -> list[CandidateCluster]:
         """Candidate clusters C_k in id order."""
@@ -473,14 +489,14 @@ class MemoryStore:
         """Structured Interaction Memory decisions in the order they were made (one kind, or all)."""
         flt = _ns_filter(namespace, kind=kind) if kind else _ns_filter(namespace)
         rows = [DECISION.validate_python(rec.payload or {}) for rec in _scroll(self._client, _DECISIONS, flt)]
-        return sorted(rows, key=lambda d: d.seq)
+        return sorted(rows, key=lambda d: -1 if d.seq is None else d.seq)
 
     def count(self, kind: RecordKind, namespace: str) -> int:
         """How many records of ``kind`` ``namespace`` holds."""
         if kind == "sentence":
             name = self._sentences(namespace)
-            return self._client.count(name, exact=True).count if name else 0
-        return self._client.count(_COLLECTION_OF[kind], count_filter=_ns_filter(namespace), exact=True).count
+            return int(self._client.count(name, exact=True).count) if name else 0
+        return int(self._client.count(_COLLECTION_OF[kind], count_filter=_ns_filter(namespace), exact=True).count)
 
     def namespaces(self) -> list[str]:
         """Every namespace that has at least one message."""
