@@ -79,7 +79,7 @@ def main() -> None:
     out = {"sample": args.sample, "messages": len(messages), "model_load_s": round(load_s, 1),
            "wall_s": round(time.monotonic() - start, 1), "segments": report.segments, "summary": summary,
            "prior": book.prior, "steps": steps,
-           "cpu": [line for line in lscpu.splitlines() if line.startswith(("Model name", "CPU(s)"))],
+           "cpu": [line for line in lscpu.splitlines() if line.startswith(("Model name", "CPU(s)", "Flags"))],
            "command": f"PYTHONPATH=. python benchmarks/waiting_times.py --sample {args.sample} "
                       f"--messages {args.messages} --out {args.out}",
            "date": time.strftime("%Y-%m-%d")}
