@@ -86,7 +86,9 @@ def build_demo(engine: MemSIF, *, forget_sessions: bool = False, mcp: bool = Fal
         if mcp:  # per-session page endpoints mean nothing to an agent: out of MCP's tool list, still in the API docs
             for fn in demo.fns.values():
                 if fn.api_visibility == "public" and fn.fn is not None:
-                    fn.fn._mcp_type = PAGE_ENDPOINT  # Gradio's MCP server lists only fns without a type, or "tool"
+                    # Gradio's MCP server lists only fns without a type, or "tool"; a handler is a bound method,
+                    # whose function carries the mark
+                    getattr(fn.fn, "__func__", fn.fn)._mcp_type = PAGE_ENDPOINT
         AgentTools(app).register()
     demo.inspector = app  # type: ignore[attr-defined]  # for scripts and tests: the page's engine and state
     return demo

@@ -205,6 +205,13 @@ def _upsert(client: Any, location: str, collection: str, points: list[models.Poi
             raise StoreError(f"Writing to {collection} at {location} failed: {exc}") from exc
 
 
+def _made(collection: str | None, namespace: str, location: str) -> str:
+    """A sentence collection that ``create=True`` made (never None)."""
+    if collection is None:
+        raise StoreError(f"The sentence collection of {namespace!r} could not be made in {location}.")
+    return collection
+
+
 def _named_vector(rec: models.Record, name: str) -> Any:
     """The vector called ``name`` of a point read with named vectors (None when it has none)."""
     vectors = rec.vector
@@ -289,19 +296,12 @@ class MemoryStore:
         _create_sentence_collection(self._client, self._is_server, name, self.dim)
         return name
 
-    def _sentences_created(self, namespace: str) -> str:
-        """The namespace's sentence collection, made when it has none."""
-        name = self._sentences(namespace, create=True)
-        if name is None:  # ``create`` makes it: never None
-            raise StoreError(f"The sentence collection of {namespace!r} could not be made in {self.location}.")
-        return name
-
     def put_sentences(self, namespace: str, rows: Iterable[tuple[Sentence, np.ndarray, SparseVector]]) -> None:
         """Upsert sentences with their (d,) dense vector and sparse lexical vector."""
         rows = list(rows)
         if not rows:
             return
-        _upsert(self._client, self.location, self._sentences_created(namespace), [
+        _upsert(self._client, self.location, _made(self._sentences(namespace, create=True), namespace, self.location), [
             models.PointStruct(id=point_id(namespace, "sentence", s.id), payload=s.model_dump(mode="json"),
                                vector={DENSE: v.astype(float).tolist(),
                                        **({LEXICAL: _sparse(sp)} if sp else {})})
