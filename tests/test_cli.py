@@ -28,7 +28,7 @@ def _run(*args: str, data_dir) -> subprocess.CompletedProcess:
 def test_ingest_json_then_show(tmp_path):
     path = tmp_path / "chat.txt"
     path.write_text(TRANSCRIPT)
-    out = _run("ingest", str(path), "--json", "--no-progress", data_dir=tmp_path / "d")
+    out = _run("ingest", str(path), "--json", "--no-progress", "--no-facts", data_dir=tmp_path / "d")
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout.strip().splitlines()[-1])
     for key in ("namespace", "messages", "segments", "trajectories", "judge_calls_segment",
@@ -43,7 +43,7 @@ def test_ingest_json_then_show(tmp_path):
     assert [m for s in memory["segments"] for m in s["message_ids"]] == [
         "D1:1", "D1:2", "D1:3", "D1:4", "D1:5", "D1:6", "D2:1", "D2:2"]
     assert memory["segments"][0]["boundary"]["rule"] == "first"
-    again = _run("ingest", str(path), "--json", "--no-progress", data_dir=tmp_path / "d")
+    again = _run("ingest", str(path), "--json", "--no-progress", "--no-facts", data_dir=tmp_path / "d")
     assert json.loads(again.stdout.strip().splitlines()[-1])["messages"] == 0
 
     exported = _run("export", str(tmp_path / "chat.json.gz"), "--namespace", "chat", "--decimals", "4",
