@@ -3,6 +3,7 @@ Score_qry) against θ_s / θ_q, their table, and the source messages R_k of a se
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import gradio as gr
@@ -47,11 +48,11 @@ def views(ui: SimpleNamespace) -> list:
     return [ui.plot, ui.table, ui.sources]
 
 
+@dataclass(frozen=True)
 class ActiveFactsTab:
     """The ActiveFacts tab's handlers, bound to the page's ``Inspector`` (``app``)."""
 
-    def __init__(self, app: Inspector) -> None:
-        self.app = app
+    app: Inspector
 
     @guard
     def clusters_view(self, namespace: str | None, settings: SessionSettings | None = None):

@@ -9,6 +9,7 @@ import math
 import os
 import time
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -291,11 +292,11 @@ def views(ui: SimpleNamespace) -> list:
     return [ui.timeline, ui.table]
 
 
+@dataclass(frozen=True)
 class BuildTab:
     """The Build tab's handlers, bound to the page's ``Inspector`` (``app``)."""
 
-    def __init__(self, app: Inspector) -> None:
-        self.app = app
+    app: Inspector
 
     def timeline_view(self, namespace: str | None, settings: SessionSettings | None = None,
                       source: BuiltSource | None = None):

@@ -10,6 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from types import SimpleNamespace
 
@@ -97,13 +98,15 @@ def views(ui: SimpleNamespace) -> list:
     return [ui.chatbot, ui.trace, ui.pick, ui.context, ui.context_plot]
 
 
+@dataclass(frozen=True)
 class ChatTab:
     """The Chat tab's handlers, bound to the page's ``Inspector`` (``app``); an answer redraws the
     ActiveFacts tab's clusters (``clusters``) and a turn written into memory is read for CoreFacts
     (``facts``)."""
 
-    def __init__(self, app: Inspector, facts: CoreFactsTab, clusters: ActiveFactsTab) -> None:
-        self.app, self.facts, self.clusters = app, facts, clusters
+    app: Inspector
+    facts: CoreFactsTab
+    clusters: ActiveFactsTab
 
     @guard
     def chat(self, question: str, history: list | None, write: bool, namespace: str | None,

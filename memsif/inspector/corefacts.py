@@ -4,6 +4,7 @@ messages of a selected fact (§3.3). Facts appear batch by batch while they are 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import gradio as gr
@@ -61,11 +62,11 @@ def progress_views(ui: SimpleNamespace) -> list:
     return [ui.status, ui.facts, ui.ops]
 
 
+@dataclass(frozen=True)
 class CoreFactsTab:
     """The CoreFacts tab's handlers, bound to the page's ``Inspector`` (``app``)."""
 
-    def __init__(self, app: Inspector) -> None:
-        self.app = app
+    app: Inspector
 
     @guard
     def build_facts(self, namespace: str | None, settings: SessionSettings | None, progress=gr.Progress()):  # noqa: B008 (Gradio idiom)

@@ -14,6 +14,7 @@ recovered them (§3.4).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import gradio as gr
@@ -208,11 +209,11 @@ def views(ui: SimpleNamespace) -> list:
     return [ui.summary, ui.plot, ui.table, ui.rows]
 
 
+@dataclass(frozen=True)
 class EvaluateTab:
     """The Evaluate tab's handlers, bound to the page's ``Inspector`` (``app``)."""
 
-    def __init__(self, app: Inspector) -> None:
-        self.app = app
+    app: Inspector
 
     @guard
     def evaluate(self, namespace: str | None, source: BuiltSource | None, settings: SessionSettings | None,

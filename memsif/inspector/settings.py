@@ -3,6 +3,7 @@ defaults from the paper's Table 13); applying them rebuilds the session's memory
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import gradio as gr
@@ -13,12 +14,13 @@ from memsif.inspector.common import BuiltSource, Inspector, SessionSettings, del
 from memsif.markdown import code_span, escape_html
 
 
+@dataclass(frozen=True)
 class SettingsTab:
     """The Settings tab's handlers, bound to the page's ``Inspector`` (``app``); a rebuild builds again
     through the Build tab's handler (``build``)."""
 
-    def __init__(self, app: Inspector, build: BuildTab) -> None:
-        self.app, self.build = app, build
+    app: Inspector
+    build: BuildTab
 
     def apply_settings(self, alpha: float, tau_split: float, tau_merge: float, top_k: float, theta_src: float,
                        theta_qry: float, model: str):

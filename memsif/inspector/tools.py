@@ -13,6 +13,7 @@ import functools
 import inspect
 import json
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,12 +73,12 @@ def one_line_items(doc: str) -> str:
     return "\n".join(out)
 
 
+@dataclass(frozen=True)
 class AgentTools:
     """The agent tools, bound to the page's ``Inspector`` (``app``): each takes a namespace the caller
     names."""
 
-    def __init__(self, app: Inspector) -> None:
-        self.app = app
+    app: Inspector
 
     @tool_guard
     def memory_ingest(self, namespace: str, transcript: str, format: str = "auto", sample: str = "",

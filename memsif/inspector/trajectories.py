@@ -4,6 +4,7 @@ one trajectory's segments and messages (§3.2)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import gradio as gr
@@ -68,11 +69,11 @@ def views(ui: SimpleNamespace) -> list:
     return [ui.graph, ui.lanes, ui.pick, ui.table]
 
 
+@dataclass(frozen=True)
 class TrajectoriesTab:
     """The Trajectories tab's handlers, bound to the page's ``Inspector`` (``app``)."""
 
-    def __init__(self, app: Inspector) -> None:
-        self.app = app
+    app: Inspector
 
     @guard
     def trajectories_view(self, namespace: str | None, settings: SessionSettings | None = None):
