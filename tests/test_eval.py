@@ -1,6 +1,7 @@
 """The evaluation protocol's pieces on small fixtures with hand-computed answers (§4.1, App. A, D)."""
 
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from memsif.eval.metrics import (
     evidence_recall,
     fixed_segments,
     locomo_f1,
+    mean_interval,
     normalize_answer,
     paired_bootstrap,
     random_sntd,
@@ -164,6 +166,18 @@ def test_paired_bootstrap_known_answers():
     assert mixed["diff"] == pytest.approx(1 / 3) and mixed["ci_low"] == 0.0 and mixed["ci_high"] >= 2 / 3 - 1e-9
     with pytest.raises(ValueError):
         paired_bootstrap([1], [1, 2], ["a"])
+
+
+def test_a_means_interval_holds_its_known_answers():
+    assert mean_interval([1.0] * 20, ["a"] * 20, resamples=200) == (1.0, 1.0, 1.0)
+    mean, low, high = mean_interval([1, 0] * 50, ["a"] * 50 + ["b"] * 50, resamples=4000)
+    # 100 fair coin flips: the mean's standard error is 0.05, so the 95 % interval is about 0.4 .. 0.6
+    assert mean == 0.5 and 0.38 < low < 0.44 and 0.56 < high < 0.62
+    # resampled within each group: one group all right, one all wrong, each half the questions -> no spread
+    assert mean_interval([1] * 10 + [0] * 10, ["a"] * 10 + ["b"] * 10, resamples=500) == (0.5, 0.5, 0.5)
+    for values, groups in (([], []), ([1.0], ["a", "b"])):
+        with pytest.raises(ValueError, match="same length"):
+            mean_interval(values, groups)
 
 
 # ------------------------------------------------------------------ baselines and the run
@@ -498,3 +512,54 @@ def test_only_the_listed_questions_are_asked(engine_factory, tmp_path):
     assert json.loads((tmp_path / "one" / "summary.json").read_text())["only"] == [every[1]]
     args = ["eval", "locomo", "--data", "x.json", "--questions", f"{every[0]}, {every[1]}", "--out", "o"]
     assert build_parser().parse_args(args).questions == f"{every[0]}, {every[1]}"
+
+
+def test_a_run_scored_by_f1_only_is_judged_afterwards_with_intervals_and_resumes(engine_factory, tmp_path,
+                                                                                 monkeypatch, capsys):
+    """``eval judge RUN``: the answers of a ``--judge f1`` run (rows gzipped, as committed runs are) get
+    the LLM judge's verdicts; summary and report gain LLM-judge ACC with its interval, the F1 kept; a
+    second call judges nothing again unless ``--again``; a retrieval-only run is refused."""
+    import gzip
+
+    import memsif.llm
+    from memsif.cli import main
+
+    counting = CountingLLM(FakeLLM({"answer": "Miso"}))
+    options = EvalOptions("locomo", systems=["full-context"], judge="f1")
+    run_eval([_sample(sample_id="s1"), _sample(sample_id="s2")], options, engine=engine_factory(llm=counting),
+             counting=counting, out=tmp_path / "a", log=lambda _: None)
+    rows = tmp_path / "a" / "questions.jsonl"
+    (tmp_path / "a" / "questions.jsonl.gz").write_bytes(gzip.compress(rows.read_bytes()))
+    rows.unlink()
+    before = json.loads((tmp_path / "a" / "summary.json").read_text())["systems"]["full-context"]["total"]
+    assert before["acc"] is None and before["f1_ci"] is not None
+
+    def verdict(prompt):  # CORRECT only for the question whose gold the fake's answer matches
+        return "CORRECT" if prompt.text.split("Gold answer: ")[1].startswith("Miso\n") else "WRONG"
+
+    judge = FakeLLM({"eval_judge": verdict})
+    monkeypatch.setattr(memsif.llm, "load_llm", lambda config: judge)
+    assert main(["eval", "judge", str(tmp_path / "a")]) == 0
+    assert len(judge.calls["eval_judge"]) == 4
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    total = summary["systems"]["full-context"]["total"]
+    assert summary["judge"] == "both" and summary["judge_model"]["name"] == "fake-llm"
+    assert total["acc"] == 0.5 and total["f1"] == before["f1"] and 0 <= total["acc_ci"][0] < 0.5 < total["acc_ci"][1]
+    assert summary["systems"]["full-context"]["categories"]["S-hop"]["acc"] == 1.0
+    written = [json.loads(line) for line in gzip.decompress((tmp_path / "a" / "questions.jsonl.gz").read_bytes())
+               .decode().splitlines()]
+    assert sorted(r["llm_correct"] for r in written) == [False, False, True, True]
+    report = (tmp_path / "a" / "report.md").read_text()
+    assert "## LLM-judge ACC (%)" in report and "| full-context | 100.0 | 0.0 | – | – | 50.0 | 0.0 |" in report
+    spans = r"\| full-context \| \d+\.\d \[\d+\.\d, \d+\.\d\] \| 50\.0 \[\d+\.\d, \d+\.\d\] \|"
+    assert re.search(spans, report), report
+    assert main(["eval", "judge", str(tmp_path / "a")]) == 0 and len(judge.calls["eval_judge"]) == 4
+    assert main(["eval", "judge", str(tmp_path / "a"), "--again"]) == 0 and len(judge.calls["eval_judge"]) == 8
+
+    run_eval([_sample()], EvalOptions("locomo", systems=["full-context"], generate=False),
+             engine=engine_factory(llm=counting), counting=counting, out=tmp_path / "r", log=lambda _: None)
+    capsys.readouterr()
+    with pytest.raises(SystemExit, match="retrieval-only run"):
+        main(["eval", "judge", str(tmp_path / "r")])
+    with pytest.raises(SystemExit, match="finished run"):
+        main(["eval", "judge", str(tmp_path / "nothing")])

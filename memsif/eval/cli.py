@@ -58,12 +58,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_rows(path: Path) -> list[dict]:
-    """Rows of a ``questions.jsonl``, or of its gzipped copy (``questions.jsonl.gz``)."""
+def _rows_path(path: Path) -> Path:
+    """``path`` (a ``questions.jsonl``), or its gzipped copy when only that exists."""
     if not path.exists() and Path(f"{path}.gz").exists():
-        path = Path(f"{path}.gz")
+        return Path(f"{path}.gz")
     if not path.exists():
         raise SystemExit(f"{path} does not exist")
+    return path
+
+
+def _read_rows(path: Path) -> list[dict]:
+    """Rows of a ``questions.jsonl``, or of its gzipped copy (``questions.jsonl.gz``)."""
+    path = _rows_path(path)
     text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
@@ -131,6 +137,47 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
     result["llm"] = described(llm)
     print(json.dumps(result, indent=2))
     return 0
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    """Score a finished run's answers with the LLM judge (those not judged yet, or all with ``--again``)
+    and write its questions, summary and report again; progress is saved every ``SAVE_EVERY`` answers."""
+    from memsif.eval.runner import judge_rows, report, rescored, write_figures
+    from memsif.llm import described, load_llm
+
+    folder = Path(args.run)
+    if not (folder / "summary.json").exists():
+        raise SystemExit(f"{folder / 'summary.json'} does not exist (is {folder} a finished run's folder?)")
+    summary = EvalSummary.model_validate_json((folder / "summary.json").read_text())
+    if not summary.generate:
+        raise SystemExit(f"{folder} is a retrieval-only run: it holds no answers to judge")
+    path = _rows_path(folder / "questions.jsonl")
+    rows = [QuestionResult.model_validate(r) for r in _read_rows(path)]
+    llm = load_llm(MemSIFConfig.from_env(llm_model=args.model))
+
+    def save() -> None:
+        text = "".join(r.json_line() + "\n" for r in rows)
+        write_file(path, gzip.compress(text.encode()) if path.suffix == ".gz" else text, "the question rows")
+
+    def done(k: int, n: int) -> None:
+        if k % SAVE_EVERY == 0 or k == n:
+            save()
+            print(f"judged {k}/{n}", file=sys.stderr, flush=True)
+
+    judged = judge_rows(rows, llm, again=args.again, done=done)
+    summary = rescored(summary, rows)
+    if judged:
+        summary = summary.model_copy(update={"judge_model": described(llm)})
+    write_file(folder / "summary.json", summary.model_dump_json(indent=2), "the run's summary")
+    write_file(folder / "report.md", report(summary), "the report")
+    if (folder / "scores.html").exists():
+        write_figures(summary, rows, folder)
+    print(report(summary))
+    return 0
+
+
+#: ``eval judge`` saves the question rows after this many judged answers (an interrupted run resumes).
+SAVE_EVERY = 25
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -293,7 +340,7 @@ def _run_parsers(esub) -> None:
 
 
 def _reading_parsers(esub) -> None:
-    """``eval compare``, ``eval judge-check`` and ``eval report``: what reads runs' results."""
+    """``eval compare``, ``eval judge-check``, ``eval judge`` and ``eval report``: what reads runs' results."""
     c = esub.add_parser("compare", help="paired bootstrap between two result files (App. D.2)")
     c.add_argument("a", help="questions.jsonl[:LABEL] of system A")
     c.add_argument("b", help="questions.jsonl[:LABEL] of system B")
@@ -310,6 +357,11 @@ def _reading_parsers(esub) -> None:
     j.add_argument("--n", type=int, default=100, help="questions to draw")
     j.add_argument("--seed", type=int, default=0)
     j.set_defaults(func=cmd_judge_check)
+
+    g = esub.add_parser("judge", help="score a finished run's answers with the LLM judge (e.g. a --judge f1 run)")
+    g.add_argument("run", help="the run's folder (summary.json and questions.jsonl[.gz]); rewritten in place")
+    g.add_argument("--again", action="store_true", help="judge every answer again, not only those not judged yet")
+    g.set_defaults(func=cmd_judge)
 
     r = esub.add_parser("report", help="one Markdown report from several runs' summary.json")
     r.add_argument("runs", nargs="+", help="run folders (each with summary.json)")

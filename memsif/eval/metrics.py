@@ -1,5 +1,5 @@
 """Scores that need no LLM: token F1, evidence recall (text, provenance, strict), TED (Eq. 5), ASV (Eqs. 7–8), SNTD@k
-(Eqs. 10–11) and the paired bootstrap (App. D.2)."""
+(Eqs. 10–11), the paired bootstrap (App. D.2) and a mean's bootstrap interval."""
 
 from __future__ import annotations
 
@@ -180,3 +180,25 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], groups: Sequence[st
     low, high = np.percentile(stats, [2.5, 97.5])
     return {"diff": float(diff.mean()), "ci_low": float(low), "ci_high": float(high),
             "p_le_zero": float(np.mean(stats <= 0)), "resamples": resamples}
+
+
+def mean_interval(values: Sequence[float], groups: Sequence[str], *, resamples: int = 10_000,
+                  seed: int = 0) -> tuple[float, float, float]:
+    """Mean of ``values`` (one per question) with its 95 % percentile bootstrap interval: questions
+    resampled with replacement within each group (LoCoMo: conversation), as ``paired_bootstrap`` with
+    ``stratified=True`` against zeros. Returns (mean, low, high) in the unit of ``values``.
+
+    Raises:
+        ValueError: ``values`` is empty or its length differs from ``groups``'.
+    """
+    x = np.asarray(values, dtype=float)
+    if not len(x) or len(x) != len(groups):
+        raise ValueError("values and groups must be non-empty and of the same length (one per question)")
+    rng = np.random.default_rng(seed)
+    labels = np.asarray(groups)
+    totals = np.zeros(resamples)
+    for g in dict.fromkeys(groups):
+        members = x[labels == g]
+        totals += members[rng.integers(0, len(members), size=(resamples, len(members)))].sum(axis=1)
+    low, high = np.percentile(totals / len(x), [2.5, 97.5])
+    return float(x.mean()), float(low), float(high)

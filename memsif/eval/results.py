@@ -61,13 +61,17 @@ class QuestionResult(BaseModel):
 
 
 class Scores(BaseModel):
-    """The mean scores of ``n`` questions (shares in [0, 1]; None where no question had that score)."""
+    """The mean scores of ``n`` questions (shares in [0, 1]; None where no question had that score);
+    ``f1_ci``/``acc_ci``: the 95 % percentile bootstrap interval of the mean, questions resampled within
+    each conversation or sample (``metrics.mean_interval``)."""
 
     model_config = ConfigDict(extra="allow")
 
     n: int
     f1: float | None = None
     acc: float | None = Field(None, description="LLM-judge accuracy")
+    f1_ci: tuple[float, float] | None = Field(None, description="token F1's 95 % bootstrap interval")
+    acc_ci: tuple[float, float] | None = Field(None, description="LLM-judge accuracy's 95 % bootstrap interval")
     recall_text: float | None = None
     recall_ids: float | None = None
     recall_strict: float | None = None

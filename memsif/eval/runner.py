@@ -24,7 +24,17 @@ import numpy as np
 
 from memsif.errors import MemSIFError
 from memsif.eval.data import CATEGORIES, EvalQuestion, EvalSample, seeded_order
-from memsif.eval.metrics import asv, evidence_recall, fixed_segments, locomo_f1, random_sntd, sntd, strict_recall, ted
+from memsif.eval.metrics import (
+    asv,
+    evidence_recall,
+    fixed_segments,
+    locomo_f1,
+    mean_interval,
+    random_sntd,
+    sntd,
+    strict_recall,
+    ted,
+)
 from memsif.eval.results import Cost, EvalSummary, QuestionResult, Scores, SystemSummary
 from memsif.eval.systems import (
     ABLATIONS,
@@ -89,6 +99,30 @@ def judge_answer(llm: LLM, question: str, gold: str, answer: str) -> tuple[bool,
     """The LLM judge (App. I criterion): (CORRECT?, P(CORRECT)) from one scored forward pass."""
     p_correct, _ = llm.choice_probabilities(eval_judge.build(question, gold, answer), eval_judge.LABELS)
     return p_correct >= 0.5, p_correct
+
+
+def judge_rows(rows: Sequence[QuestionResult], llm: LLM, *, again: bool = False,
+               done: Callable[[int, int], None] | None = None) -> int:
+    """Score the answers of a finished run with the LLM judge, in place: every row not judged yet (all
+    rows with ``again``); ``done(k, n)`` after each. Returns how many rows were judged. A failed judge
+    call is recorded in the row (``judge_error``), as in a run."""
+    todo = [r for r in rows if again or (r.llm_correct is None and r.judge_error is None)]
+    for k, row in enumerate(todo, 1):
+        row.judge_error = None
+        _judge(row, "llm", llm)
+        if done:
+            done(k, len(todo))
+    return len(todo)
+
+
+def rescored(summary: EvalSummary, rows: Sequence[QuestionResult]) -> EvalSummary:
+    """``summary`` with every system's score blocks computed again from ``rows`` (costs kept)."""
+    systems = {label: figures.model_copy(update=score_blocks([r for r in rows if r.label == label]))
+               for label, figures in summary.systems.items()}
+    judged = any(r.llm_correct is not None for r in rows)
+    scored = any(r.f1 is not None for r in rows)
+    judge = "both" if judged and scored else "llm" if judged else summary.judge
+    return summary.model_copy(update={"systems": systems, "judge": judge})
 
 
 def judge_check(llm: LLM, rows: Sequence[QuestionResult], n: int = 100, seed: int = 0) -> dict[str, Any]:
@@ -276,8 +310,23 @@ def _mean(values) -> float | None:
     return round(float(np.mean(values)), 4) if values else None
 
 
+#: Bootstrap resamples behind each score's interval.
+INTERVAL_RESAMPLES = 10_000
+
+
+def _interval(rows: Sequence[QuestionResult], value: Callable[[QuestionResult], Any]) -> tuple[float, float] | None:
+    """The 95 % interval of the mean of ``value`` over ``rows`` (None values left out; questions
+    resampled within each sample), rounded as the means are; None without values."""
+    kept = [(float(v), r.sample_id) for r in rows if (v := value(r)) is not None]
+    if not kept:
+        return None
+    _, low, high = mean_interval([v for v, _ in kept], [g for _, g in kept], resamples=INTERVAL_RESAMPLES)
+    return round(low, 4), round(high, 4)
+
+
 def _scores(rows: Sequence[QuestionResult]) -> Scores:
     return Scores(n=len(rows), f1=_mean(r.f1 for r in rows), acc=_mean(r.llm_correct for r in rows),
+                  f1_ci=_interval(rows, lambda r: r.f1), acc_ci=_interval(rows, lambda r: r.llm_correct),
                   recall_text=_mean(r.recall_text for r in rows), recall_ids=_mean(r.recall_ids for r in rows),
                   recall_strict=_mean(r.recall_strict for r in rows))
 
@@ -342,6 +391,21 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
 
+def _intervals(systems: dict[str, SystemSummary]) -> list[str]:
+    """The answer scores' Totals with their 95 % intervals, one row per system ([] without answers)."""
+    def cell(mean: float | None, ci: tuple[float, float] | None) -> str:
+        return "–" if mean is None else _pct(mean) + ("" if ci is None else f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]")
+
+    if all(s.total.f1 is None and s.total.acc is None for s in systems.values()):
+        return []
+    lines = ["## Answer scores with their 95 % intervals (Total, %)", "", "| system | token F1 | LLM-judge ACC |",
+             "|---|---|---|"]
+    lines += [f"| {label} | {cell(s.total.f1, s.total.f1_ci)} | {cell(s.total.acc, s.total.acc_ci)} |"
+              for label, s in systems.items()]
+    return [*lines, "", f"Percentile bootstrap: {INTERVAL_RESAMPLES:,} resamples of the questions within each "
+            "conversation (LoCoMo) or sample.", ""]
+
+
 def report(summary: EvalSummary) -> str:
     """The Markdown report: the paper-style table (F1 and LLM-judge ACC kept apart), evidence recall
     overall and on NCE, cost, and the TSM diagnostics."""
@@ -369,6 +433,7 @@ def report(summary: EvalSummary) -> str:
             lines.append(f"| {label} | " + " | ".join(cells) + f" | {_pct(getattr(s.total, metric))} | "
                          f"{_pct(getattr(s.nce, metric))} |")
         lines.append("")
+    lines += _intervals(systems)
     lines += ["Questions per category: " + ", ".join(
         f"{c} {next(iter(systems.values())).categories[c].n}" for c in CATEGORIES) +
         f"; NCE (TED ≥ {NCE_TED}) {next(iter(systems.values())).nce.n}." if systems else "", ""]
