@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def built():
     [conv] = load_transcripts(EXAMPLE, sample="conv-26")
-    sessions = {"session_1", "session_2", "session_3"}
+    sessions = {"session_1", "session_2"}
     messages = [m for m in conv.messages if m.session_id in sessions]
     engine = MemSIF(MemSIFConfig.from_env(), store=MemoryStore(in_memory=True))
     engine.load_models()
