@@ -93,3 +93,76 @@ def test_the_context_keeps_the_best_memories_that_fit_the_budget(peer, recorded)
     context, used = peer.fit_context(hits, words, budget)
     assert used == [hits[0]] and context == f"8 May 2023: {hits[0].memory}"
     assert peer.fit_context(hits, words, 0) == ("", [])
+
+
+def _conversation_folder(peer, folder, sample_id, slice_, adds, stored, mem0_seconds, memsif_seconds, answers):
+    """A conversation run's folder as ``compare_one`` leaves it, from hand-made rows: ``answers`` is
+    [(qid, category, memsif right?, mem0 right?)]."""
+    from memsif.eval.results import QuestionResult
+
+    (folder / "memsif").mkdir(parents=True)
+    peer.write_slice_file(EXAMPLE_OR_DEV[sample_id], [slice_], folder / "slice-locomo.json")
+    mine = [QuestionResult(dataset="locomo", system="memsif", label="memsif@600", sample_id=sample_id, qid=q,
+                           category=c, question=q, gold="x", answer="x" if ok else "y", f1=float(ok),
+                           llm_correct=ok) for q, c, ok, _ in answers]
+    (folder / "memsif" / "questions.jsonl").write_text("".join(r.json_line() + "\n" for r in mine))
+    theirs = [peer.AnswerRow("mem0", sample_id, q, c, q, "x", answer="x" if ok else "y", f1=float(ok),
+                             llm_correct=ok) for q, c, _, ok in answers]
+    (folder / "mem0-questions.jsonl").write_text("".join(json.dumps(asdict(r)) + "\n" for r in theirs))
+    (folder / "mem0-adds.jsonl").write_text("".join(json.dumps(asdict(a)) + "\n" for a in adds))
+    (folder / "mem0-raw.json").write_text(json.dumps({"stored": {sample_id: stored}}))
+    n = len(slice_.messages)
+    memsif = {"messages": n, "seconds_total": memsif_seconds, "llm_calls_per_message": 0.5,
+              "tokens_per_message": 100.0, "memories_stored": {sample_id: 2}, "memories_stored_total": 2,
+              "fact_operations": 5, "failed_or_dropped": []}
+    results = {"what": "", "command": f"run {sample_id}", "date": f"2026-12-0{len(sample_id) % 9}",
+               "host": {"model_name": "AMD EPYC", "cpus_usable": 2, "lscpu": ""},
+               "data": {"samples": {sample_id: {"messages": n, "questions": len(answers)}}}, "settings": {},
+               "systems": {"memsif": {"command": "harness", "model": "qwen", "construction": memsif},
+                           "mem0": {"version": "2.2.1", "model": "qwen", "spacy_pipeline": "x"}},
+               "ratio_seconds_per_message_mem0_over_memsif": round(mem0_seconds / len(adds) / (memsif_seconds / n), 2)}
+    (folder / "results.json").write_text(json.dumps(results))
+
+
+EXAMPLE_OR_DEV = {"conv-26": ROOT / "assets" / "locomo-conv-26.json",
+                  "conv-30": ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"}
+
+
+@pytest.mark.skipif(not EXAMPLE_OR_DEV["conv-30"].exists(), reason="needs ../shared/data/locomo/locomo_dev.json")
+def test_conversations_run_one_at_a_time_pool_into_one_table(peer, recorded, tmp_path):
+    """Each conversation is a run of its own (its seconds ratio measured within it); ``pool`` adds their
+    rows up: answers and paired differences over all questions, Mem0's adds and stored memories
+    together, MemSIF's construction summed, the memory sample drawn from every conversation."""
+    raw, _ = recorded
+    out = tmp_path / "side-by-side"
+    slices = {sid: peer.load_slices(EXAMPLE_OR_DEV[sid], [sid], 0, 6, None)[0] for sid in EXAMPLE_OR_DEV}
+    adds26 = [peer.parse_add(a) for a in raw["adds"]]  # six recorded adds, three memories stored
+    adds30 = [peer.AddRow("conv-30", m.id, 30.0, 1, 8000, 50, {}, [], 0, "nothing", "")
+              for m in slices["conv-30"].messages]
+    _conversation_folder(peer, out / "conv-26", "conv-26", slices["conv-26"], adds26, raw["stored"]["conv-26"],
+                         sum(a.seconds for a in adds26), 12.0,
+                         [("q1", "S-hop", True, False), ("q2", "Temp", True, True)])
+    _conversation_folder(peer, out / "conv-30", "conv-30", slices["conv-30"], adds30, {"results": []}, 180.0, 6.0,
+                         [("q3", "S-hop", False, False)])
+    results = peer.pool(out, seed=0, memory_sample_n=30)
+    memsif, mem0 = results["systems"]["memsif"], results["systems"]["mem0"]
+    assert memsif["answers"]["questions"] == mem0["answers"]["questions"] == 3
+    assert memsif["answers"]["llm_judge"]["mean"] == pytest.approx(2 / 3, abs=1e-4)
+    assert mem0["answers"]["llm_judge"]["mean"] == pytest.approx(1 / 3, abs=1e-4)
+    assert results["paired_mem0_minus_memsif"]["llm_correct"]["diff"] == pytest.approx(-1 / 3, abs=1e-4)
+    assert memsif["construction"]["messages"] == 12 and memsif["construction"]["seconds_per_message"] == 1.5
+    assert mem0["construction"]["messages"] == 12
+    stored26 = len(raw["stored"]["conv-26"]["results"])
+    assert mem0["construction"]["memories_stored"] == {"conv-26": stored26, "conv-30": 0}
+    pooled = (sum(a.seconds for a in adds26) + 180.0) / 12 / 1.5
+    assert results["ratio_seconds_per_message_mem0_over_memsif"] == pytest.approx(pooled, abs=0.01)
+    assert set(results["conversations"]) == {"conv-26", "conv-30"}
+    assert results["conversations"]["conv-30"]["ratio_seconds_per_message_mem0_over_memsif"] == 30.0
+    sample = [json.loads(line) for line in (out / "mem0-memories-sample.jsonl").read_text().splitlines()]
+    assert len(sample) == mem0["construction"]["memories_stored_total"] and all(x["source"] for x in sample)
+    text = (out / "results.md").read_text()
+    assert "conv-30: 6 messages, 1 questions; seconds per added message Mem0 / MemSIF 30.0" in text
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(SystemExit, match="holds no conversation run"):
+        peer.pool(empty, seed=0, memory_sample_n=30)

@@ -40,17 +40,23 @@ How each side runs.
 Commands, from the repository root, in a virtual environment holding ``requirements-peers.txt``:
 
     python3 -m venv .venv-peers && . .venv-peers/bin/activate && pip install -r requirements-peers.txt
-    # the comparison (1.5-2 hours on 2 cores, Mem0's adds about one of them)
-    PYTHONPATH=. python benchmarks/peers/mem0_side_by_side.py --out runs/mem0-side-by-side
+    # the comparison, one conversation per invocation (each about 80 minutes on 2 cores: Mem0's adds take
+    # 20-60 s each); every invocation writes runs/mem0-side-by-side/<sample id>/ and pools all of them
+    PYTHONPATH=. python benchmarks/peers/mem0_side_by_side.py --out runs/mem0-side-by-side --samples conv-26
+    PYTHONPATH=. python benchmarks/peers/mem0_side_by_side.py --out runs/mem0-side-by-side --samples conv-30
+    # the pooled tables again from the folders there
+    PYTHONPATH=. python benchmarks/peers/mem0_side_by_side.py --out runs/mem0-side-by-side --pool
     # a small recording of Mem0's raw outputs, for the parser's unit test (Mem0 only, no answers; ~3 minutes)
     PYTHONPATH=. python benchmarks/peers/mem0_side_by_side.py --record tests/data/mem0-raw \\
         --samples conv-26 --messages 6 --questions 2
 
-Output in ``--out``: ``results.json`` (every figure, the command, the host's lscpu), ``results.md`` (the
-tables), ``mem0-memories-sample.jsonl`` (``--memory-sample`` stored memories drawn with ``--seed``, with
-the message each came from, to label supported / not by hand), ``mem0-raw.json`` (Mem0's add, search and
-get_all outputs, the usage of every LLM call, the log lines), ``mem0-adds.jsonl`` and
-``mem0-questions.jsonl`` (the parsed rows), ``memsif/`` (the harness's own output), ``server.log``.
+Output in ``--out``: ``results.json`` and ``results.md`` (every figure pooled over the conversation
+folders there, with each conversation's own seconds ratio, date and host), ``mem0-memories-sample.jsonl``
+(``--memory-sample`` stored memories drawn with ``--seed`` from all of them, with the message each came
+from, to label supported / not by hand); per conversation, ``<sample id>/``: its own ``results.json``/
+``.md`` (with the host's lscpu), ``mem0-raw.json`` (Mem0's add, search and get_all outputs, the usage of
+every LLM call, the log lines), ``mem0-adds.jsonl`` and ``mem0-questions.jsonl`` (the parsed rows),
+``memsif/`` (the harness's own output), ``server.log``.
 """
 
 from __future__ import annotations
@@ -933,6 +939,10 @@ def markdown(results: dict[str, Any]) -> str:
                          f"questions (P(diff ≤ 0) = {block['p_le_zero']:.3f}).")
     if ratio := results.get("ratio_seconds_per_message_mem0_over_memsif"):
         lines.append(f"\nSeconds per added message, Mem0 / MemSIF: {ratio}.")
+    for name, run in (results.get("conversations") or {}).items():
+        lines.append(f"\n{name}: {run['data'][name]['messages']} messages, {run['data'][name]['questions']} questions; "
+                     f"seconds per added message Mem0 / MemSIF {run['ratio_seconds_per_message_mem0_over_memsif']} "
+                     f"(measured in its own run, {run['date']}, {run['host']}, {run['cpus_usable']} CPUs).")
     lines += ["", f"Host: {results['host']['model_name']}, {results['host']['cpus_usable']} CPUs; "
               f"{results['date']}.", "", "```", results["command"], "```"]
     return "\n".join(lines) + "\n"
@@ -962,6 +972,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    "(…/v1) instead of starting llama_cpp.server")
     p.add_argument("--memory-sample", type=int, default=30, help="stored Mem0 memories drawn for hand labels")
     p.add_argument("--seed", type=int, default=0, help="question order of the harness, bootstrap, memory draw")
+    p.add_argument("--pool", action="store_true", help="run nothing: pool the conversation folders --out holds")
     args = p.parse_args(argv)
     if (args.out is None) == (args.record is None):
         p.error("give --out DIR (the comparison) or --record DIR (a small recording of Mem0's outputs)")
@@ -989,19 +1000,27 @@ def record(args: argparse.Namespace, slices: Sequence[Slice]) -> None:
 
 
 def compare(args: argparse.Namespace, slices: Sequence[Slice], command: str) -> dict[str, Any]:
-    """The comparison: MemSIF's harness, then Mem0 (construction on the server, answers in process);
-    returns the results (also written as results.json and results.md)."""
-    out = args.out
+    """The comparison, one conversation at a time into ``--out/<sample id>/`` (each a run of its own:
+    MemSIF's harness, then Mem0; the seconds ratio measured within it), then the figures pooled over
+    every conversation folder ``--out`` holds, also those of earlier invocations (written as
+    ``results.json`` and ``results.md`` in ``--out``). Returns the pooled results."""
+    for s in slices:
+        compare_one(args, s, args.out / s.sample_id, command)
+    return pool(args.out, args.seed, args.memory_sample)
+
+
+def compare_one(args: argparse.Namespace, s: Slice, out: Path, command: str) -> dict[str, Any]:
+    """One conversation's run into ``out``: results.json/.md, the question rows of both systems, Mem0's
+    adds and raw record, MemSIF's harness output; returns its results."""
     out.mkdir(parents=True, exist_ok=True)
     slice_file = out / "slice-locomo.json"
-    write_slice_file(args.data, slices, slice_file)
+    write_slice_file(args.data, [s], slice_file)
     results: dict[str, Any] = {
-        "what": "Mem0 and MemSIF on the same LoCoMo slices, model, embedder, answer prompt, context budget and judges",
+        "what": "Mem0 and MemSIF on the same LoCoMo slice, model, embedder, answer prompt, context budget and judges",
         "command": command, "date": datetime.now(UTC).isoformat(timespec="seconds"), "host": host_info(),
         "data": {"file": str(args.data), "slice_file": str(slice_file),
                  "samples": {s.sample_id: {"messages": len(s.messages), "questions": len(s.questions),
-                                           "sessions": list(dict.fromkeys(m.session_id for m in s.messages))}
-                             for s in slices}},
+                                           "sessions": list(dict.fromkeys(m.session_id for m in s.messages))}}},
         "settings": {"context_budget": args.context_budget, "mem0_top_k": args.mem0_top_k,
                      "mem0_max_tokens": args.mem0_max_tokens, "mem0_temperature": MEM0_TEMPERATURE,
                      "n_ctx": args.n_ctx, "seed": args.seed,
@@ -1009,19 +1028,104 @@ def compare(args: argparse.Namespace, slices: Sequence[Slice], command: str) -> 
         "systems": {}}
     rows: dict[str, list[AnswerRow]] = {}
     if "memsif" in args.systems:
-        found = run_memsif(slices, slice_file, args.context_budget, args.seed, out)
+        found = run_memsif([s], slice_file, args.context_budget, args.seed, out)
         rows["memsif"] = memsif_rows(found["rows"])
         results["systems"]["memsif"] = {"command": found["command"], "model": found["summary"].model,
                                         "construction": memsif_construction(found),
                                         "answers": answer_figures(rows["memsif"], args.seed)}
     if "mem0" in args.systems:
-        raw = run_mem0(args, slices, out)
-        rows["mem0"], model = answer_mem0(slices, raw, args.context_budget, out)
-        results["systems"]["mem0"] = _mem0_results(args, slices, raw, rows["mem0"], model)
+        raw = run_mem0(args, [s], out)
+        rows["mem0"], model = answer_mem0([s], raw, args.context_budget, out)
+        results["systems"]["mem0"] = _mem0_results(args, [s], raw, rows["mem0"], model)
     _comparison(results, rows, args.seed)
     (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
     (out / "results.md").write_text(markdown(results))
     (out / "lscpu.txt").write_text(results["host"]["lscpu"])
+    return results
+
+
+def _folder_rows(folder: Path) -> dict[str, list[AnswerRow]]:
+    """The question rows a conversation folder holds, per system."""
+    from memsif.eval.results import QuestionResult
+
+    rows: dict[str, list[AnswerRow]] = {}
+    harness = folder / "memsif" / "questions.jsonl"
+    if harness.exists():
+        rows["memsif"] = memsif_rows([QuestionResult.model_validate_json(line)
+                                      for line in harness.read_text().splitlines() if line.strip()])
+    if (folder / "mem0-questions.jsonl").exists():
+        rows["mem0"] = [AnswerRow(**json.loads(line)) for line in
+                        (folder / "mem0-questions.jsonl").read_text().splitlines() if line.strip()]
+    return rows
+
+
+def pooled_memsif_construction(blocks: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """MemSIF's construction figures of several conversation runs as one: seconds, calls and tokens per
+    message weighted by messages, memories and failures together."""
+    n = max(sum(b["messages"] for b in blocks), 1)
+    seconds = sum(b["seconds_total"] for b in blocks)
+    return {"messages": n, "seconds_total": round(seconds, 1), "seconds_per_message": round(seconds / n, 3),
+            "llm_calls_per_message": round(sum(b["llm_calls_per_message"] * b["messages"] for b in blocks) / n, 3),
+            "prompt_tokens_per_message": None,
+            "tokens_per_message": round(sum(b["tokens_per_message"] * b["messages"] for b in blocks) / n, 1),
+            "memories_stored": {k: v for b in blocks for k, v in b["memories_stored"].items()},
+            "memories_stored_total": sum(b["memories_stored_total"] for b in blocks),
+            "fact_operations": sum(b["fact_operations"] for b in blocks),
+            "failed_or_dropped": [x for b in blocks for x in b["failed_or_dropped"]]}
+
+
+def pool(out: Path, seed: int, memory_sample_n: int) -> dict[str, Any]:
+    """Every conversation folder in ``out`` (one with results.json) pooled: answers, paired differences
+    and Mem0's construction recomputed from the rows, MemSIF's construction summed, the seconds ratio
+    pooled and per conversation (each measured within its own run), the memory sample drawn from all of
+    Mem0's stored memories. Written as ``out/results.json`` and ``out/results.md``.
+
+    Raises:
+        SystemExit: ``out`` holds no conversation run.
+    """
+    folders = sorted(d for d in out.iterdir() if (d / "results.json").exists())
+    if not folders:
+        raise SystemExit(f"{out} holds no conversation run (a folder with results.json)")
+    runs = {d.name: json.loads((d / "results.json").read_text()) for d in folders}
+    rows: dict[str, list[AnswerRow]] = {}
+    for d in folders:
+        for system, mine in _folder_rows(d).items():
+            rows.setdefault(system, []).extend(mine)
+    first = runs[folders[0].name]
+    results: dict[str, Any] = {
+        "what": "Mem0 and MemSIF on the same LoCoMo slices, model, embedder, answer prompt, context budget and "
+                "judges, pooled over conversations each run on its own", "settings": first["settings"],
+        "conversations": {name: {"date": r["date"], "command": r["command"], "host": r["host"]["model_name"],
+                                 "cpus_usable": r["host"]["cpus_usable"], "data": r["data"]["samples"],
+                                 "ratio_seconds_per_message_mem0_over_memsif":
+                                     r.get("ratio_seconds_per_message_mem0_over_memsif")}
+                          for name, r in runs.items()},
+        "command": first["command"], "date": max(r["date"] for r in runs.values()), "host": first["host"],
+        "systems": {}}
+    blocks = [r["systems"]["memsif"] for r in runs.values() if "memsif" in r["systems"]]
+    if blocks and "memsif" in rows:
+        results["systems"]["memsif"] = {"command": blocks[0]["command"], "model": blocks[0]["model"],
+                                        "construction": pooled_memsif_construction([b["construction"] for b in blocks]),
+                                        "answers": answer_figures(rows["memsif"], seed)}
+    theirs = {d.name: d for d in folders if "mem0" in runs[d.name]["systems"] and (d / "mem0-raw.json").exists()}
+    if theirs and "mem0" in rows:
+        adds = [AddRow(**json.loads(line)) for d in theirs.values()
+                for line in (d / "mem0-adds.jsonl").read_text().splitlines() if line.strip()]
+        stored: dict[str, list[Hit]] = {}
+        slices: list[Slice] = []
+        for d in theirs.values():
+            raw = json.loads((d / "mem0-raw.json").read_text())
+            stored.update({sid: parse_hits(v) for sid, v in raw["stored"].items()})
+            slices += load_slices(d / "slice-locomo.json", [d.name], 10**9, None, None)
+        sample = memory_sample(stored, slices, memory_sample_n, seed)
+        (out / "mem0-memories-sample.jsonl").write_text("".join(json.dumps(x) + "\n" for x in sample))
+        one = runs[next(iter(theirs))]["systems"]["mem0"]
+        results["systems"]["mem0"] = {**{k: one[k] for k in ("version", "model", "spacy_pipeline")},
+                                      "construction": mem0_construction(adds, stored),
+                                      "answers": answer_figures(rows["mem0"], seed)}
+    _comparison(results, rows, seed)
+    (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    (out / "results.md").write_text(markdown(results))
     return results
 
 
@@ -1085,7 +1189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.record is not None:
             record(args, slices)
             return 0
-        results = compare(args, slices, command)
+        results = pool(args.out, args.seed, args.memory_sample) if args.pool else compare(args, slices, command)
     except MemSIFError as exc:
         raise SystemExit(f"{type(exc).__name__}: {exc}") from exc
     print((args.out / "results.md").read_text())
