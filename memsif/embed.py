@@ -49,6 +49,12 @@ def packaged_minilm_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
+def embedder_name(model: str) -> str:
+    """The name a store records for vectors of ``model`` (``MemSIFConfig.embedder_model``), known
+    without loading it."""
+    return "all-MiniLM-L6-v2" if model == PACKAGED_EMBEDDER else model
+
+
 class SentenceTransformerEmbedder:
     """sentence-transformers model from a local path or hub id (the hub only if reachable).
 
@@ -66,7 +72,7 @@ class SentenceTransformerEmbedder:
         except Exception as exc:
             raise EmbedderError(f"Could not load embedder {model!r} ({exc}); give a local folder or a "
                                 "hub id reachable from here (MEMSIF_EMBEDDER_MODEL).") from exc
-        self.name = "all-MiniLM-L6-v2" if model == PACKAGED_EMBEDDER else model
+        self.name = embedder_name(model)
         dim = self._model.get_embedding_dimension()
         if dim is None:
             raise EmbedderError(f"Embedder {model!r} does not report its dimension.")

@@ -109,7 +109,10 @@ class MemSIF:
             if self._embedder is None:
                 from memsif.embed import SentenceTransformerEmbedder
 
-                self._embedder = SentenceTransformerEmbedder(self.config.embedder_model)
+                embedder = SentenceTransformerEmbedder(self.config.embedder_model)
+                if self._store is not None and self._store.dim is not None:  # opened by its record: check it
+                    self._store.ensure_collections(embedder.name, embedder.dim)
+                self._embedder = embedder
             return self._embedder
 
     @property
@@ -123,12 +126,28 @@ class MemSIF:
 
     @property
     def store(self) -> Store:
+        """The store, opened once. A store already built with the configured embedder opens by its
+        record, without loading the embedder (reads need none); the embedder is checked against it
+        when it loads. Otherwise the embedder loads first and the store is made (or checked) for it.
+
+        Raises:
+            EmbedderError: the store holds vectors of another embedder or dimension.
+        """
         if self._store is not None and self._store.dim is not None:  # every read and write comes through here
             return self._store
-        embedder = self.embedder  # outside the store lock: loading it may take seconds
         with self._load_locks["store"]:
             if self._store is None:
                 self._store = open_store(self.config)
+            if self._store.dim is None and self._embedder is None:
+                from memsif.embed import embedder_name
+
+                recorded = self._store.recorded_embedder()
+                if recorded is not None and recorded[0] == embedder_name(self.config.embedder_model):
+                    self._store.ensure_collections(*recorded)
+            if self._store.dim is not None:
+                return self._store
+        embedder = self.embedder  # outside the store lock: loading it may take seconds
+        with self._load_locks["store"]:
             if self._store.dim is None:
                 self._store.ensure_collections(embedder.name, embedder.dim)
             return self._store
@@ -318,7 +337,8 @@ class MemSIF:
         from memsif.transfer import export_namespace
 
         self._require(namespace)  # no lock: a copy for Evaluate must not wait for a CoreFact extraction
-        return export_namespace(self.store, self.embedder, namespace, decimals, provenance)
+        embedded_with = self.store.recorded_embedder() or (self.embedder.name, self.embedder.dim)
+        return export_namespace(self.store, embedded_with, namespace, decimals, provenance)
 
     def import_namespace(self, data: NamespaceExport | dict[str, Any], namespace: str | None = None) -> str:
         """Write an export (a ``NamespaceExport``, or its decoded JSON) into the store (under ``namespace``

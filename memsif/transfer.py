@@ -197,9 +197,10 @@ def _drop(doc: Any, loc: tuple[str | int, ...]) -> bool:
     return False
 
 
-def export_namespace(store: Store, embedder: Embedder, namespace: str, decimals: int | None = None,
+def export_namespace(store: Store, embedded_with: tuple[str, int], namespace: str, decimals: int | None = None,
                      provenance: dict[str, Any] | None = None) -> NamespaceExport:
-    """Everything of ``namespace`` as one ``NamespaceExport`` (vectors included). ``decimals`` rounds
+    """Everything of ``namespace`` as one ``NamespaceExport`` (vectors included), its vectors made by
+    ``embedded_with`` (the embedder's name and dimension, as the store records them). ``decimals`` rounds
     the vector components (4 keeps cosine similarities within ~1e-4 and makes a file a third of the
     size; ``None`` keeps float32 exactly); ``provenance`` (how the memory was built: model, date,
     seconds) is kept under that key and shown by whoever imports it."""
@@ -211,7 +212,7 @@ def export_namespace(store: Store, embedder: Embedder, namespace: str, decimals:
 
     sparse = store.sentence_lexical(namespace)
     return NamespaceExport(
-        format=EXPORT_FORMAT, namespace=namespace, embedder=embedder.name, dim=embedder.dim,
+        format=EXPORT_FORMAT, namespace=namespace, embedder=embedded_with[0], dim=embedded_with[1],
         provenance=dict(provenance or {}), lexical_version=lexical.VERSION,
         messages=[ExportedMessage(message=r.message, vector=_vector(r.vector), entities=sorted(r.entities),
                                   segment_id=r.segment_id) for r in store.messages(namespace)],

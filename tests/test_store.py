@@ -259,3 +259,48 @@ def test_a_question_that_loses_the_race_with_a_delete_is_told_the_memory_was_del
     with pytest.raises(NotFoundError, match="was deleted while this question was being answered") as info:
         engine.ask("What is Max?", namespace="t")
     assert "upgrade" not in str(info.value)
+
+
+def test_a_store_built_with_the_configured_embedder_is_read_without_loading_it(tmp_path, monkeypatch):
+    """Reads (segments, an export) of a folder built with the configured embedder open the store by its
+    record and never load the embedder; the first step that embeds loads it and checks it against the
+    record; a folder recorded with another embedder is refused as before."""
+    import memsif.embed
+    from memsif.config import MemSIFConfig
+    from memsif.engine import MemSIF
+    from tests.fakes import TableEntities
+
+    path = tmp_path / "q"
+    built = MemSIF(MemSIFConfig(data_dir=str(tmp_path), core_facts=False, embedder_model="hash-test"),
+                   llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}),
+                   embedder=HashEmbedder(name="hash-test"), entities=TableEntities(), store=MemoryStore(path=path))
+    built.ingest(make_messages(TEXTS), namespace="alice")
+    segments = built.segments("alice")
+    built.close()
+    loaded = []
+
+    class Loader:  # stands in for the sentence-transformers model the configuration names
+        def __init__(self, model, dim=32):
+            loaded.append(model)
+            self.name, self.dim = model, dim
+
+    monkeypatch.setattr(memsif.embed, "SentenceTransformerEmbedder", Loader)
+
+    def reopen(model):
+        return MemSIF(MemSIFConfig(data_dir=str(tmp_path), core_facts=False, embedder_model=model),
+                      llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}), entities=TableEntities(),
+                      store=MemoryStore(path=path))
+
+    reader = reopen("hash-test")
+    assert reader.segments("alice") == segments
+    export = reader.export_namespace("alice")
+    assert (export.embedder, export.dim) == ("hash-test", HashEmbedder().dim) and loaded == []
+    with pytest.raises(EmbedderError, match="re-embed"):  # embedding loads it: 32 dimensions, not the record's
+        reader.ingest(make_messages(["One more message."]), namespace="bob")
+    assert loaded == ["hash-test"] and reader.segments("alice") == segments
+    reader.close()
+    other = reopen("another-model")
+    with pytest.raises(EmbedderError, match="re-embed"):
+        other.segments("alice")
+    assert loaded == ["hash-test", "another-model"]
+    other.close()

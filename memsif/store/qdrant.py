@@ -268,6 +268,16 @@ class MemoryStore:
         _ensure_collections(self._client, self._is_server, self.location, embedder_name, dim)
         self.dim = dim
 
+    def recorded_embedder(self) -> tuple[str, int] | None:
+        """The embedder name and vector dimension this store was built with; None for a new store."""
+        if not self._client.collection_exists(_META):
+            return None
+        found = self._client.retrieve(_META, ids=[point_id("", "meta", "embedder")], with_payload=True)
+        if not found:
+            return None
+        meta = found[0].payload or {}
+        return str(meta.get("embedder")), int(meta.get("dim", -1))
+
     def close(self) -> None:
         self._client.close()
         if self._snapshot is not None:
