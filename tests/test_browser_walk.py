@@ -29,9 +29,9 @@ pytestmark = [pytest.mark.integration,
 
 @pytest.fixture(scope="module")
 def walk_url(tmp_path_factory):
-    """The app extracting one CoreFact batch at a time (the small file has three batches; by default
-    they would be generated together and written within a second of each other)."""
-    yield from start_app(tmp_path_factory, MEMSIF_FACT_PARALLEL="1")
+    """The app extracting two CoreFact batches at a time: the small file's three batches are written in
+    two waves (by default they would be generated together and written within a second of each other)."""
+    yield from start_app(tmp_path_factory, MEMSIF_FACT_PARALLEL="2")
 
 
 def _mini_locomo(path: Path) -> Path:
@@ -74,6 +74,19 @@ def _clipped_headers(driver) -> list[str]:
             const text = th.innerText.trim();
             return text && box.scrollWidth > box.clientWidth + 1 ? [text] : [];
         });""")
+
+
+def _forget(d) -> None:
+    """Delete this session's memory from the Build tab: the button works only once confirmed."""
+    _tab(d, "Build")
+    next(b for b in d.find_elements(By.CSS_SELECTOR, "button") if "Delete this session's memory" in b.text).click()
+    button = WebDriverWait(d, 10).until(lambda d: d.find_element(By.ID, "forget-btn"))
+    assert not button.is_enabled(), "Delete works without the confirmation"
+    next(x for x in d.find_elements(By.CSS_SELECTOR, "label")
+         if "Yes, delete all of this session's memory" in x.text).click()
+    WebDriverWait(d, 10).until(lambda d: d.find_element(By.ID, "forget-btn").is_enabled())
+    d.find_element(By.ID, "forget-btn").click()
+    WebDriverWait(d, 30).until(lambda d: "memory was deleted" in _text(d, "build-summary"))
 
 
 def _set_number(driver, elem_id: str, value: float) -> None:
@@ -169,6 +182,7 @@ def test_a_first_visit_sees_the_prebuilt_example_at_once_then_warnings_and_a_sto
         assert not _errors_shown(d), _errors_shown(d)
         _tab(d, "Settings")
         d.find_element(By.ID, "reset-settings").click()
+        _forget(d)  # stops the replacing build's extraction, which would otherwise run on into the next walk
     except BaseException:
         d.save_screenshot(str(shots / "walk-first-visit-failed.png"))
         raise
@@ -274,15 +288,7 @@ def test_a_first_visit_walks_every_view(walk_url, tmp_path):
         d.save_screenshot(str(shots / "walk-evaluate.png"))
 
         # 4. delete: behind a confirmation, away from Build; every view empties
-        _tab(d, "Build")
-        next(b for b in d.find_elements(By.CSS_SELECTOR, "button") if "Delete this session's memory" in b.text).click()
-        button = WebDriverWait(d, 10).until(lambda d: d.find_element(By.ID, "forget-btn"))
-        assert not button.is_enabled(), "Delete works without the confirmation"
-        next(x for x in d.find_elements(By.CSS_SELECTOR, "label")
-             if "Yes, delete all of this session's memory" in x.text).click()
-        WebDriverWait(d, 10).until(lambda d: d.find_element(By.ID, "forget-btn").is_enabled())
-        d.find_element(By.ID, "forget-btn").click()
-        WebDriverWait(d, 30).until(lambda d: "memory was deleted" in _text(d, "build-summary"))
+        _forget(d)
         assert not _plot_drawn(d, "timeline")
         _tab(d, "CoreFacts")
         assert not [r for r in d.find_elements(By.CSS_SELECTOR, "#fact-ops tbody tr")
