@@ -41,6 +41,33 @@ __all__ = ["IngestReport", "MemSIF", "ProgressFn"]
 log = logging.getLogger(__name__)
 
 
+def load_embedder(embedder_model: str, store: Store | None) -> Embedder:
+    """The configured embedder, checked against ``store`` when that was opened by its record.
+
+    Raises:
+        EmbedderError: it cannot be loaded, or the store holds vectors of another embedder.
+    """
+    from memsif.embed import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder(embedder_model)
+    if store is not None and store.dim is not None:
+        store.ensure_collections(embedder.name, embedder.dim)
+    return embedder
+
+
+def open_by_record(store: Store, embedder_model: str) -> bool:
+    """Open ``store`` for the embedder its record names when that is ``embedder_model`` (reads then
+    need no embedder; the engine checks the embedder against the record when it loads); True when the
+    store is open."""
+    from memsif.embed import embedder_name
+
+    if store.dim is None:
+        recorded = store.recorded_embedder()
+        if recorded is not None and recorded[0] == embedder_name(embedder_model):
+            store.ensure_collections(*recorded)
+    return store.dim is not None
+
+
 class MemSIF:
     """Long-term memory engine (paper §3). Back-ends are passed in or loaded lazily from config.
 
@@ -54,10 +81,7 @@ class MemSIF:
                  embedder: Embedder | None = None, entities: EntityExtractor | None = None,
                  store: Store | None = None) -> None:
         self.config = config or MemSIFConfig.from_env()
-        self._llm = llm
-        self._embedder = embedder
-        self._entities = entities
-        self._store = store
+        self._llm, self._embedder, self._entities, self._store = llm, embedder, entities, store
         # One lock per namespace: a build in one namespace never waits for another session's
         # chat or build (back-ends serialise their own calls; see store._Guarded).
         self._ns_locks: dict[tuple[str, str], threading.RLock] = {}
@@ -107,12 +131,7 @@ class MemSIF:
     def embedder(self) -> Embedder:
         with self._load_locks["embedder"]:
             if self._embedder is None:
-                from memsif.embed import SentenceTransformerEmbedder
-
-                embedder = SentenceTransformerEmbedder(self.config.embedder_model)
-                if self._store is not None and self._store.dim is not None:  # opened by its record: check it
-                    self._store.ensure_collections(embedder.name, embedder.dim)
-                self._embedder = embedder
+                self._embedder = load_embedder(self.config.embedder_model, self._store)
             return self._embedder
 
     @property
@@ -126,25 +145,13 @@ class MemSIF:
 
     @property
     def store(self) -> Store:
-        """The store, opened once. A store already built with the configured embedder opens by its
-        record, without loading the embedder (reads need none); the embedder is checked against it
-        when it loads. Otherwise the embedder loads first and the store is made (or checked) for it.
-
-        Raises:
-            EmbedderError: the store holds vectors of another embedder or dimension.
-        """
+        """The store, opened once (``open_by_record``). Raises EmbedderError: another embedder's store."""
         if self._store is not None and self._store.dim is not None:  # every read and write comes through here
             return self._store
         with self._load_locks["store"]:
             if self._store is None:
                 self._store = open_store(self.config)
-            if self._store.dim is None and self._embedder is None:
-                from memsif.embed import embedder_name
-
-                recorded = self._store.recorded_embedder()
-                if recorded is not None and recorded[0] == embedder_name(self.config.embedder_model):
-                    self._store.ensure_collections(*recorded)
-            if self._store.dim is not None:
+            if self._embedder is None and open_by_record(self._store, self.config.embedder_model):
                 return self._store
         embedder = self.embedder  # outside the store lock: loading it may take seconds
         with self._load_locks["store"]:

@@ -178,6 +178,17 @@ def _create_sentence_collection(client: Any, is_server: bool, name: str, dim: in
             client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
 
 
+def _recorded_embedder(client: Any) -> tuple[str, int] | None:
+    """The embedder name and dimension in ``client``'s meta collection; None when it has none."""
+    if not client.collection_exists(_META):
+        return None
+    found = client.retrieve(_META, ids=[point_id("", "meta", "embedder")], with_payload=True)
+    if not found:
+        return None
+    meta = found[0].payload or {}
+    return str(meta.get("embedder")), int(meta.get("dim", -1))
+
+
 def _check_embedder(meta: dict[str, Any], embedder_name: str, dim: int, location: str) -> None:
     """Raises EmbedderError when the store's ``meta`` names another embedder or dimension."""
     if meta.get("embedder") != embedder_name or int(meta.get("dim", -1)) != dim:
@@ -242,9 +253,8 @@ class MemoryStore:
     def __init__(self, *, path: str | Path | None = None, url: str | None = None,
                  api_key: str | None = None, in_memory: bool = False, when_busy: WhenBusy = "refuse") -> None:
         connection = connect(path=path, url=url, api_key=api_key, in_memory=in_memory, when_busy=when_busy)
-        self._client, self.location = connection.client, connection.location
+        self._client, self.location, self._snapshot = connection.client, connection.location, connection.snapshot
         self._is_server, self.read_only = connection.is_server, connection.read_only
-        self._snapshot = connection.snapshot
         #: How a read-only store was opened, in words ("" when it was opened as it is).
         self.opened_from = connection.opened_from
         self.dim: int | None = None
@@ -268,15 +278,8 @@ class MemoryStore:
         _ensure_collections(self._client, self._is_server, self.location, embedder_name, dim)
         self.dim = dim
 
-    def recorded_embedder(self) -> tuple[str, int] | None:
-        """The embedder name and vector dimension this store was built with; None for a new store."""
-        if not self._client.collection_exists(_META):
-            return None
-        found = self._client.retrieve(_META, ids=[point_id("", "meta", "embedder")], with_payload=True)
-        if not found:
-            return None
-        meta = found[0].payload or {}
-        return str(meta.get("embedder")), int(meta.get("dim", -1))
+    def recorded_embedder(self) -> tuple[str, int] | None:  # the embedder it was built with; None: new
+        return _recorded_embedder(self._client)
 
     def close(self) -> None:
         self._client.close()
