@@ -782,15 +782,14 @@ def memsif_rows(rows: Sequence[Any]) -> list[AnswerRow]:
 
 
 def interval(values: Sequence[float], groups: Sequence[str], seed: int) -> dict[str, Any] | None:
-    """Mean of ``values`` with its 95 % percentile bootstrap interval: 10,000 resamples of the questions
-    within each group (conversation), ``paired_bootstrap`` against zeros. None without values."""
-    from memsif.eval.metrics import paired_bootstrap
+    """Mean of ``values`` with its 95 % percentile bootstrap interval (``memsif.eval.metrics.mean_interval``:
+    10,000 resamples of the questions within each group, i.e. conversation). None without values."""
+    from memsif.eval.metrics import mean_interval
 
     if not values:
         return None
-    b = paired_bootstrap(values, [0.0] * len(values), groups, stratified=True, seed=seed)
-    return {"n": len(values), "mean": round(b["diff"], 4), "ci_low": round(b["ci_low"], 4),
-            "ci_high": round(b["ci_high"], 4)}
+    mean, low, high = mean_interval(values, groups, seed=seed)
+    return {"n": len(values), "mean": round(mean, 4), "ci_low": round(low, 4), "ci_high": round(high, 4)}
 
 
 def answer_figures(rows: Sequence[AnswerRow], seed: int) -> dict[str, Any]:

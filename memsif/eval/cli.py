@@ -168,11 +168,12 @@ def cmd_judge(args: argparse.Namespace) -> int:
     summary = rescored(summary, rows)
     if judged:
         summary = summary.model_copy(update={"judge_model": described(llm)})
+    text = report(summary)
     write_file(folder / "summary.json", summary.model_dump_json(indent=2), "the run's summary")
-    write_file(folder / "report.md", report(summary), "the report")
+    write_file(folder / "report.md", text, "the report")
     if (folder / "scores.html").exists():
         write_figures(summary, rows, folder)
-    print(report(summary))
+    print(text)
     return 0
 
 

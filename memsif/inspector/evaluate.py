@@ -22,7 +22,7 @@ import gradio as gr
 from memsif.engine import MemSIF
 from memsif.errors import JobCancelled, MemSIFError, NotFoundError
 from memsif.eval.data import load_locomo, load_longmemeval
-from memsif.eval.metrics import evidence_recall, paired_bootstrap, strict_recall, ted
+from memsif.eval.metrics import evidence_recall, mean_interval, paired_bootstrap, strict_recall, ted
 from memsif.eval.runner import NCE_TED
 from memsif.eval.systems import CountingLLM, HybridRAGSystem, NaiveRAGSystem, context_paths
 from memsif.inspector.common import (
@@ -71,9 +71,8 @@ def _mean(values: list[float]) -> str:
     """The mean recall with its 95 % interval (bootstrap over the questions)."""
     if not values:
         return "–"
-    ci = paired_bootstrap(values, [0.0] * len(values), ["all"] * len(values), stratified=True,
-                          resamples=INTERVAL_RESAMPLES)
-    return f"{100 * ci['diff']:.1f} % [{100 * ci['ci_low']:.1f}, {100 * ci['ci_high']:.1f}]"
+    mean, low, high = mean_interval(values, ["all"] * len(values), resamples=INTERVAL_RESAMPLES)
+    return f"{100 * mean:.1f} % [{100 * low:.1f}, {100 * high:.1f}]"
 
 
 def _values(rows: list[LensRow], name: str, measure: str = "recall") -> list[float]:
