@@ -144,7 +144,7 @@ def test_conversations_run_one_at_a_time_pool_into_one_table(peer, recorded, tmp
                          [("q1", "S-hop", True, False), ("q2", "Temp", True, True)])
     _conversation_folder(peer, out / "conv-30", "conv-30", slices["conv-30"], adds30, {"results": []}, 180.0, 6.0,
                          [("q3", "S-hop", False, False)])
-    results = peer.pool(out, seed=0, memory_sample_n=30)
+    results = peer.pool(out, seed=0)
     memsif, mem0 = results["systems"]["memsif"], results["systems"]["mem0"]
     assert memsif["answers"]["questions"] == mem0["answers"]["questions"] == 3
     assert memsif["answers"]["llm_judge"]["mean"] == pytest.approx(2 / 3, abs=1e-4)
@@ -158,11 +158,64 @@ def test_conversations_run_one_at_a_time_pool_into_one_table(peer, recorded, tmp
     assert results["ratio_seconds_per_message_mem0_over_memsif"] == pytest.approx(pooled, abs=0.01)
     assert set(results["conversations"]) == {"conv-26", "conv-30"}
     assert results["conversations"]["conv-30"]["ratio_seconds_per_message_mem0_over_memsif"] == 30.0
-    sample = [json.loads(line) for line in (out / "mem0-memories-sample.jsonl").read_text().splitlines()]
-    assert len(sample) == mem0["construction"]["memories_stored_total"] and all(x["source"] for x in sample)
     text = (out / "results.md").read_text()
     assert "conv-30: 6 messages, 1 questions; seconds per added message Mem0 / MemSIF 30.0" in text
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(SystemExit, match="holds no conversation run"):
-        peer.pool(empty, seed=0, memory_sample_n=30)
+        peer.pool(empty, seed=0)
+
+
+def _read(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_every_stored_memory_of_both_systems_is_labelled_blind_and_labels_survive_a_new_conversation(
+        peer, recorded, tmp_path):
+    """``pool`` writes one blind set of all stored memories (Mem0's and MemSIF's current CoreFacts, with
+    their dated messages and the ten before them, no system named), keeps numbers and labels when a
+    conversation is added, and counts the labels per system with a Wilson interval."""
+    raw, _ = recorded
+    out = tmp_path / "side-by-side"
+    slices = {sid: peer.load_slices(EXAMPLE_OR_DEV[sid], [sid], 0, 6, None)[0] for sid in EXAMPLE_OR_DEV}
+    adds26 = [peer.parse_add(a) for a in raw["adds"]]
+    folder = out / "conv-26"
+    _conversation_folder(peer, folder, "conv-26", slices["conv-26"], adds26, raw["stored"]["conv-26"], 60.0, 12.0,
+                         [("q1", "S-hop", True, False)])
+    fact = {"id": "F1", "status": "current", "subject": "Caroline", "statement": "Caroline went to a support group.",
+            "event_time": "2023-05-07T00:00:00", "source_message_ids": ["D1:3"]}
+    gone = {**fact, "id": "F2", "status": "superseded"}
+    (folder / "memsif" / "facts-conv-26.json").write_text(json.dumps({"facts": [fact, gone]}))
+    peer.pool(out, seed=0)
+    blind, key = _read(out / "labels" / "blind.jsonl"), _read(out / "labels" / "key.jsonl")
+    stored = len(raw["stored"]["conv-26"]["results"])
+    assert len(blind) == len(key) == stored + 1, "every Mem0 memory and the one current CoreFact"
+    assert [b["item"] for b in blind] == [k["item"] for k in key] == list(range(1, stored + 2))
+    assert not any("system" in b or "mem0" in json.dumps(b).lower() for b in blind), "the set names no system"
+    core = next(b for b, k in zip(blind, key, strict=True) if k["system"] == "memsif")
+    assert core["memory"] == "Caroline: Caroline went to a support group. (when: 2023-05-07)"
+    assert core["source_messages"][0].startswith("D1:3 (8 May 2023) ") and len(core["earlier_messages"]) == 2
+    assert all(b["source_messages"] for b in blind) and all(b["supported"] is None for b in blind)
+
+    first_mem0 = next(k["item"] for k in key if k["system"] == "mem0")
+    for b, k in zip(blind, key, strict=True):  # the labeller: the CoreFact and the first Mem0 item supported
+        b["supported"] = k["system"] == "memsif" or k["item"] == first_mem0
+        b["why_not"] = "" if b["supported"] else "invented detail: not said"
+    (out / "labels" / "blind.jsonl").write_text("".join(json.dumps(b) + "\n" for b in blind))
+    adds30 = [peer.AddRow("conv-30", m.id, 30.0, 1, 8000, 50, {}, [], 0, "nothing", "")
+              for m in slices["conv-30"].messages]
+    _conversation_folder(peer, out / "conv-30", "conv-30", slices["conv-30"], adds30, {"results": []}, 180.0, 6.0,
+                         [("q3", "S-hop", False, False)])
+    other = {**fact, "source_message_ids": ["D1:1"]}
+    (out / "conv-30" / "memsif" / "facts-conv-30.json").write_text(json.dumps({"facts": [other]}))
+    results = peer.pool(out, seed=0)
+    again = _read(out / "labels" / "blind.jsonl")
+    assert again[:len(blind)] == blind and len(again) == len(blind) + 1, "labels kept, the new CoreFact appended"
+    assert _read(out / "labels" / "key.jsonl")[-1] == {"item": len(blind) + 1, "system": "memsif",
+                                                      "sample_id": "conv-30", "ref": "F1"}
+    labelled = results["systems"]["mem0"]["stored_labelled"]
+    assert labelled["labelled"] == stored and labelled["supported"] == 1
+    assert labelled["unsupported_by_class"] == {"invented detail": stored - 1}
+    assert results["systems"]["memsif"]["stored_labelled"]["supported"] == 1
+    assert 0 <= labelled["ci_low"] <= labelled["share"] <= labelled["ci_high"] <= 1
+    assert "stored memories labelled supported" in (out / "results.md").read_text()

@@ -51,9 +51,11 @@ Commands, from the repository root, in a virtual environment holding ``requireme
         --samples conv-26 --messages 6 --questions 2
 
 Output in ``--out``: ``results.json`` and ``results.md`` (every figure pooled over the conversation
-folders there, with each conversation's own seconds ratio, date and host), ``mem0-memories-sample.jsonl``
-(``--memory-sample`` stored memories drawn with ``--seed`` from all of them, with the message each came
-from, to label supported / not by hand); per conversation, ``<sample id>/``: its own ``results.json``/
+folders there, with each conversation's own seconds ratio, date and host; the share of stored memories
+supported by their messages once labelled), ``labels/blind.jsonl`` and ``labels/key.jsonl`` (every memory
+both systems stored, shuffled and blind to the system, with the messages it came from and the ten before
+them: fill ``supported`` true/false and ``why_not`` by hand, as for CoreFacts, and pool again; later
+conversations are appended, labels kept); per conversation, ``<sample id>/``: its own ``results.json``/
 ``.md`` (with the host's lscpu), ``mem0-raw.json`` (Mem0's add, search and get_all outputs, the usage of
 every LLM call, the log lines), ``mem0-adds.jsonl`` and ``mem0-questions.jsonl`` (the parsed rows),
 ``memsif/`` (the harness's own output), ``server.log``.
@@ -872,22 +874,83 @@ def memsif_construction(found: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def memory_sample(stored: dict[str, list[Hit]], slices: Sequence[Slice], n: int, seed: int) -> list[dict[str, Any]]:
-    """``n`` stored Mem0 memories drawn with ``seed``, each with the message whose add wrote it and the ten
-    messages before it (Mem0's prompt showed them as "Last k Messages"), and empty label fields."""
-    by_id = {(s.sample_id, m.id): (k, s) for s in slices for k, m in enumerate(s.messages)}
-    pool = [(sid, h) for sid, hits in sorted(stored.items()) for h in hits]
-    out = []
-    for sid, h in random.Random(seed).sample(pool, min(n, len(pool))):
-        k, s = by_id.get((sid, h.source_id), (None, None))
-        source = s.messages[k] if s is not None and k is not None else None
-        earlier = s.messages[max(0, k - 10):k] if s is not None and k is not None else []
-        out.append({"sample_id": sid, "memory_id": h.memory_id, "memory": h.memory, "source_id": h.source_id,
-                    "session_date": h.session_date,
-                    "source": f"{source.speaker}: {source.text}" if source else None,
-                    "earlier": [f"{m.id} {m.speaker}: {m.text}" for m in earlier],
-                    "supported": None, "note": ""})
-    return out
+def _shown(m: Message) -> str:
+    """A message as a labeller reads it: id, session date, speaker, text."""
+    from memsif.timeparse import day_text
+
+    return f"{m.id} ({day_text(m.time) if m.time else 'no date'}) {m.speaker}: {m.text}"
+
+
+def stored_items(folder: Path) -> list[dict[str, Any]]:
+    """Every memory both systems stored in one conversation folder: Mem0's (``get_all``, the message whose
+    add wrote it) and MemSIF's current CoreFacts (the messages they cite), each with those messages and the
+    ten before the first of them (Mem0's prompt showed ten as "Last k Messages"), dated."""
+    [s] = load_slices(folder / "slice-locomo.json", [folder.name], 10**9, None, None)
+    position = {m.id: k for k, m in enumerate(s.messages)}
+
+    def item(system: str, ref: str, memory: str, ids: Sequence[str]) -> dict[str, Any]:
+        ks = sorted(position[i] for i in ids if i in position)
+        return {"system": system, "sample_id": folder.name, "ref": ref, "memory": memory,
+                "source_messages": [_shown(s.messages[k]) for k in ks],
+                "earlier_messages": [_shown(m) for m in s.messages[max(0, ks[0] - 10):ks[0]]] if ks else []}
+
+    items = []
+    if (raw := folder / "mem0-raw.json").exists():
+        for h in parse_hits(json.loads(raw.read_text())["stored"].get(folder.name, [])):
+            shown = f"{h.memory} (session date: {h.session_date})" if h.session_date else h.memory
+            items.append(item("mem0", h.memory_id, shown, [h.source_id]))
+    if (facts := folder / "memsif" / f"facts-{folder.name}.json").exists():
+        for f in json.loads(facts.read_text())["facts"]:
+            if f["status"] == "current":
+                when = f" (when: {f['event_time'][:10]})" if f.get("event_time") else ""
+                shown = f"{f['subject']}: {f['statement']}{when}"
+                items.append(item("memsif", f["id"], shown, f["source_message_ids"]))
+    return items
+
+
+def blind_set(out: Path, folders: Sequence[Path], seed: int) -> Path:
+    """The stored memories of both systems over ``folders`` as one set to label by hand, blind to the
+    system: ``out/labels/blind.jsonl`` (item number, memory, its messages, ``supported`` and ``why_not``
+    to fill) and ``out/labels/key.jsonl`` (item number → system, sample id, memory id). Items already
+    there keep their number and labels; new ones follow in a random order drawn with ``seed``. Returns
+    the folder."""
+    labels = out / "labels"
+    labels.mkdir(exist_ok=True)
+    blind, key = (_jsonl(labels / name) for name in ("blind.jsonl", "key.jsonl"))
+    known = {(k["system"], k["sample_id"], k["ref"]) for k in key}
+    new = [x for d in folders for x in stored_items(d) if (x["system"], x["sample_id"], x["ref"]) not in known]
+    random.Random(seed + len(key)).shuffle(new)
+    for n, x in enumerate(new, start=len(key) + 1):
+        key.append({"item": n, "system": x["system"], "sample_id": x["sample_id"], "ref": x["ref"]})
+        blind.append({"item": n, "memory": x["memory"], "source_messages": x["source_messages"],
+                      "earlier_messages": x["earlier_messages"], "supported": None, "why_not": ""})
+    for name, rows in (("blind.jsonl", blind), ("key.jsonl", key)):
+        (labels / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    return labels
+
+
+def label_figures(labels: Path) -> dict[str, dict[str, Any]]:
+    """Per system, the labelled share of stored memories supported by their messages, with its Wilson
+    95 % interval and the classes (``why_not`` up to its colon) of the unsupported ones; systems with no
+    labelled item are left out."""
+    from scipy.stats import binomtest
+
+    system = {k["item"]: k["system"] for k in _jsonl(labels / "key.jsonl")}
+    labelled = [r for r in _jsonl(labels / "blind.jsonl") if r.get("supported") is not None]
+    figures = {}
+    for name in sorted({system[r["item"]] for r in labelled}):
+        rows = [r for r in labelled if system[r["item"]] == name]
+        k = sum(bool(r["supported"]) for r in rows)
+        ci = binomtest(k, len(rows)).proportion_ci(method="wilson")
+        figures[name] = {"labelled": len(rows), "supported": k, "share": round(k / len(rows), 4),
+                         "ci_low": round(ci.low, 4), "ci_high": round(ci.high, 4),
+                         "unsupported_by_class": dict(Counter(r["why_not"].split(":")[0].strip()
+                                                              for r in rows if not r["supported"]))}
+    return figures
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
 def host_info() -> dict[str, Any]:
@@ -936,6 +999,12 @@ def markdown(results: dict[str, Any]) -> str:
             lines.append(f"\nMem0 − MemSIF, {metric}: {100 * block['diff']:+.1f} points "
                          f"[{100 * block['ci_low']:+.1f}, {100 * block['ci_high']:+.1f}] over {block['questions']} "
                          f"questions (P(diff ≤ 0) = {block['p_le_zero']:.3f}).")
+    for name, fig in systems.items():
+        if lab := fig.get("stored_labelled"):
+            lines.append(f"\n{name}: {lab['supported']} of {lab['labelled']} stored memories labelled supported by "
+                         f"their messages = {100 * lab['share']:.0f} % [{100 * lab['ci_low']:.0f}, "
+                         f"{100 * lab['ci_high']:.0f}] (Wilson 95 %; labelled blind to the system); "
+                         f"unsupported by class: {lab['unsupported_by_class'] or 'none'}.")
     if ratio := results.get("ratio_seconds_per_message_mem0_over_memsif"):
         lines.append(f"\nSeconds per added message, Mem0 / MemSIF: {ratio}.")
     for name, run in (results.get("conversations") or {}).items():
@@ -969,7 +1038,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--n-ctx", type=int, default=16384, help="the llama.cpp server's context (tokens)")
     p.add_argument("--server-url", help="an OpenAI-compatible server already serving the model as 'qwen' "
                    "(…/v1) instead of starting llama_cpp.server")
-    p.add_argument("--memory-sample", type=int, default=30, help="stored Mem0 memories drawn for hand labels")
     p.add_argument("--seed", type=int, default=0, help="question order of the harness, bootstrap, memory draw")
     p.add_argument("--pool", action="store_true", help="run nothing: pool the conversation folders --out holds")
     args = p.parse_args(argv)
@@ -1005,7 +1073,7 @@ def compare(args: argparse.Namespace, slices: Sequence[Slice], command: str) -> 
     ``results.json`` and ``results.md`` in ``--out``). Returns the pooled results."""
     for s in slices:
         compare_one(args, s, args.out / s.sample_id, command)
-    return pool(args.out, args.seed, args.memory_sample)
+    return pool(args.out, args.seed)
 
 
 def compare_one(args: argparse.Namespace, s: Slice, out: Path, command: str) -> dict[str, Any]:
@@ -1073,11 +1141,12 @@ def pooled_memsif_construction(blocks: Sequence[dict[str, Any]]) -> dict[str, An
             "failed_or_dropped": [x for b in blocks for x in b["failed_or_dropped"]]}
 
 
-def pool(out: Path, seed: int, memory_sample_n: int) -> dict[str, Any]:
+def pool(out: Path, seed: int) -> dict[str, Any]:
     """Every conversation folder in ``out`` (one with results.json) pooled: answers, paired differences
     and Mem0's construction recomputed from the rows, MemSIF's construction summed, the seconds ratio
-    pooled and per conversation (each measured within its own run), the memory sample drawn from all of
-    Mem0's stored memories. Written as ``out/results.json`` and ``out/results.md``.
+    pooled and per conversation (each measured within its own run); the blind set of both systems' stored
+    memories brought up to date (``blind_set``) and its labels counted (``label_figures``). Written as
+    ``out/results.json`` and ``out/results.md``.
 
     Raises:
         SystemExit: ``out`` holds no conversation run.
@@ -1111,17 +1180,16 @@ def pool(out: Path, seed: int, memory_sample_n: int) -> dict[str, Any]:
         adds = [AddRow(**json.loads(line)) for d in theirs.values()
                 for line in (d / "mem0-adds.jsonl").read_text().splitlines() if line.strip()]
         stored: dict[str, list[Hit]] = {}
-        slices: list[Slice] = []
         for d in theirs.values():
             raw = json.loads((d / "mem0-raw.json").read_text())
             stored.update({sid: parse_hits(v) for sid, v in raw["stored"].items()})
-            slices += load_slices(d / "slice-locomo.json", [d.name], 10**9, None, None)
-        sample = memory_sample(stored, slices, memory_sample_n, seed)
-        (out / "mem0-memories-sample.jsonl").write_text("".join(json.dumps(x) + "\n" for x in sample))
         one = runs[next(iter(theirs))]["systems"]["mem0"]
         results["systems"]["mem0"] = {**{k: one[k] for k in ("version", "model", "spacy_pipeline")},
                                       "construction": mem0_construction(adds, stored),
                                       "answers": answer_figures(rows["mem0"], seed)}
+    for name, figures in label_figures(blind_set(out, folders, seed)).items():
+        if name in results["systems"]:
+            results["systems"][name]["stored_labelled"] = figures
     _comparison(results, rows, seed)
     (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
     (out / "results.md").write_text(markdown(results))
@@ -1130,11 +1198,9 @@ def pool(out: Path, seed: int, memory_sample_n: int) -> dict[str, Any]:
 
 def _mem0_results(args: argparse.Namespace, slices: Sequence[Slice], raw: dict[str, Any],
                   rows: Sequence[AnswerRow], model: str) -> dict[str, Any]:
-    """Mem0's block of results.json; writes the memory sample for hand labels."""
+    """Mem0's block of results.json."""
     adds = [parse_add(r) for r in raw["adds"]]
     stored = {sid: parse_hits(v) for sid, v in raw["stored"].items()}
-    sample = memory_sample(stored, slices, args.memory_sample, args.seed)
-    (args.out / "mem0-memories-sample.jsonl").write_text("".join(json.dumps(x) + "\n" for x in sample))
     return {"version": raw["mem0_version"], "model": f"construction: {SERVER_MODEL} on llama_cpp.server "
             f"({raw['server']['command'] or raw['server']['url']}); answers and judge: {model}",
             "spacy_pipeline": raw["spacy"], "search_errors": [r["error"] for r in raw["searches"] if r["error"]],
@@ -1188,7 +1254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.record is not None:
             record(args, slices)
             return 0
-        results = pool(args.out, args.seed, args.memory_sample) if args.pool else compare(args, slices, command)
+        results = pool(args.out, args.seed) if args.pool else compare(args, slices, command)
     except MemSIFError as exc:
         raise SystemExit(f"{type(exc).__name__}: {exc}") from exc
     print((args.out / "results.md").read_text())
