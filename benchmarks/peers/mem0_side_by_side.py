@@ -884,7 +884,9 @@ def _shown(m: Message) -> str:
 def stored_items(folder: Path) -> list[dict[str, Any]]:
     """Every memory both systems stored in one conversation folder: Mem0's (``get_all``, the message whose
     add wrote it) and MemSIF's current CoreFacts (the messages they cite), each with those messages and the
-    ten before the first of them (Mem0's prompt showed ten as "Last k Messages"), dated."""
+    ten before the first of them (Mem0's prompt showed ten as "Last k Messages"), dated. A CoreFact shows
+    its event time ("when"), a claim that can be wrong; a Mem0 memory the date of the session it was said
+    in, which it does not claim as the event's."""
     [s] = load_slices(folder / "slice-locomo.json", [folder.name], 10**9, None, None)
     position = {m.id: k for k, m in enumerate(s.messages)}
 
@@ -897,7 +899,7 @@ def stored_items(folder: Path) -> list[dict[str, Any]]:
     items = []
     if (raw := folder / "mem0-raw.json").exists():
         for h in parse_hits(json.loads(raw.read_text())["stored"].get(folder.name, [])):
-            shown = f"{h.memory} (session date: {h.session_date})" if h.session_date else h.memory
+            shown = f"{h.memory} (said in the session of {h.session_date})" if h.session_date else h.memory
             items.append(item("mem0", h.memory_id, shown, [h.source_id]))
     if (facts := folder / "memsif" / f"facts-{folder.name}.json").exists():
         for f in json.loads(facts.read_text())["facts"]:
