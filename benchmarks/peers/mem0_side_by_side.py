@@ -40,8 +40,8 @@ How each side runs.
 Commands, from the repository root, in a virtual environment holding ``requirements-peers.txt``:
 
     python3 -m venv .venv-peers && . .venv-peers/bin/activate && pip install -r requirements-peers.txt
-    # the comparison, one conversation per invocation (each about 80 minutes on 2 cores: Mem0's adds take
-    # 20-60 s each); every invocation writes runs/mem0-side-by-side/<sample id>/ and pools all of them
+    # the comparison, one conversation per invocation (each about 100 minutes on 2 cores: Mem0's adds take
+    # 5-310 s each); every invocation writes runs/mem0-side-by-side/<sample id>/ and pools all of them
     PYTHONPATH=. python benchmarks/peers/mem0_side_by_side.py --out runs/mem0-side-by-side --samples conv-26
     PYTHONPATH=. python benchmarks/peers/mem0_side_by_side.py --out runs/mem0-side-by-side --samples conv-30
     # the pooled tables again from the folders there
@@ -1234,7 +1234,7 @@ def preflight(args: argparse.Namespace) -> None:
 
     if find_spec("memsif") is None:
         raise SystemExit("memsif cannot be imported: run from the repository root with PYTHONPATH=.")
-    if args.record is None and "mem0" not in args.systems:
+    if args.pool or (args.record is None and "mem0" not in args.systems):  # pooling reads files only
         return
     if find_spec("mem0") is None:
         raise SystemExit(f"mem0ai is not installed here: {INSTALL_HINT}")
