@@ -151,9 +151,9 @@ def _ensure_collections(client: Any, is_server: bool, location: str, embedder_na
     existing = {c.name for c in client.get_collections().collections}
     if _META not in existing:
         client.create_collection(_META, vectors_config={})
-    found = client.retrieve(_META, ids=[point_id("", "meta", "embedder")], with_payload=True)
-    if found:
-        _check_embedder(found[0].payload or {}, embedder_name, dim, location)
+    recorded = _recorded_embedder(client)
+    if recorded is not None:
+        _check_embedder(recorded, embedder_name, dim, location)
     else:
         client.upsert(_META, points=[models.PointStruct(
             id=point_id("", "meta", "embedder"), vector={}, payload={"embedder": embedder_name, "dim": dim})])
@@ -189,12 +189,12 @@ def _recorded_embedder(client: Any) -> tuple[str, int] | None:
     return str(meta.get("embedder")), int(meta.get("dim", -1))
 
 
-def _check_embedder(meta: dict[str, Any], embedder_name: str, dim: int, location: str) -> None:
-    """Raises EmbedderError when the store's ``meta`` names another embedder or dimension."""
-    if meta.get("embedder") != embedder_name or int(meta.get("dim", -1)) != dim:
+def _check_embedder(recorded: tuple[str, int], embedder_name: str, dim: int, location: str) -> None:
+    """Raises EmbedderError when the store's ``recorded`` embedder (name, dimension) is another one."""
+    if recorded != (embedder_name, dim):
         raise EmbedderError(
-            f"This store ({location}) was built with embedder {meta.get('embedder')!r} "
-            f"(dim {meta.get('dim')}), not {embedder_name!r} (dim {dim}). Use the same "
+            f"This store ({location}) was built with embedder {recorded[0]!r} "
+            f"(dim {recorded[1]}), not {embedder_name!r} (dim {dim}). Use the same "
             "MEMSIF_EMBEDDER_MODEL, or re-embed the memory into a new folder: "
             f"python -m memsif reembed --from {Path(location).parent} --data-dir NEW_FOLDER "
             "(with the new MEMSIF_EMBEDDER_MODEL set)."
