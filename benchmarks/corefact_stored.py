@@ -21,21 +21,20 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import math
 from pathlib import Path
 
 from memsif.timeparse import day_text
 from memsif.transfer import read_export
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of k successes in n trials (0–1)."""
+def wilson(k: int, n: int) -> tuple[float, float]:
+    """Wilson score 95 % interval of k successes in n trials (0–1; ``scipy.stats.binomtest``)."""
+    from scipy.stats import binomtest
+
     if n == 0:
         return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
+    ci = binomtest(k, n).proportion_ci(method="wilson")
+    return ci.low, ci.high
 
 
 def dump(export: str) -> None:

@@ -1105,7 +1105,7 @@ def compare_one(args: argparse.Namespace, s: Slice, out: Path, command: str) -> 
     if "mem0" in args.systems:
         raw = run_mem0(args, [s], out)
         rows["mem0"], model = answer_mem0([s], raw, args.context_budget, out)
-        results["systems"]["mem0"] = _mem0_results(args, [s], raw, rows["mem0"], model)
+        results["systems"]["mem0"] = _mem0_results(args, raw, rows["mem0"], model)
     _comparison(results, rows, args.seed)
     (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
     (out / "results.md").write_text(markdown(results))
@@ -1198,8 +1198,8 @@ def pool(out: Path, seed: int) -> dict[str, Any]:
     return results
 
 
-def _mem0_results(args: argparse.Namespace, slices: Sequence[Slice], raw: dict[str, Any],
-                  rows: Sequence[AnswerRow], model: str) -> dict[str, Any]:
+def _mem0_results(args: argparse.Namespace, raw: dict[str, Any], rows: Sequence[AnswerRow],
+                  model: str) -> dict[str, Any]:
     """Mem0's block of results.json."""
     adds = [parse_add(r) for r in raw["adds"]]
     stored = {sid: parse_hits(v) for sid, v in raw["stored"].items()}
