@@ -563,3 +563,51 @@ def test_a_run_scored_by_f1_only_is_judged_afterwards_with_intervals_and_resumes
         main(["eval", "judge", str(tmp_path / "r")])
     with pytest.raises(SystemExit, match="finished run"):
         main(["eval", "judge", str(tmp_path / "nothing")])
+
+
+def test_runs_split_by_sample_pool_into_the_run_they_would_have_been(engine_factory, tmp_path, capsys):
+    """``eval pool A B --out P``: two runs over different samples give the scores, intervals, per-category
+    figures and costs of one run over both; a question answered twice, runs made differently, or an
+    output folder that already holds a run are refused with nothing written; a run written before the
+    message count was recorded still pools its construction cost."""
+    from memsif.cli import main
+
+    def run(samples, out, **kw):
+        counting = CountingLLM(FakeLLM({"answer": "Miso", "eval_judge": {"CORRECT": 0.9, "WRONG": 0.1}}))
+        return run_eval(samples, EvalOptions("locomo", systems=["full-context", "naive-rag"], **kw),
+                        engine=engine_factory(llm=counting), counting=counting, out=tmp_path / out, log=lambda _: None)
+
+    both = run([_sample(sample_id="s1"), _sample(n=5, sample_id="s2")], "both")
+    run([_sample(sample_id="s1")], "a")
+    run([_sample(n=5, sample_id="s2")], "b")
+    assert main(["eval", "pool", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "p")]) == 0
+    pooled = json.loads((tmp_path / "p" / "summary.json").read_text())
+    expected = json.loads(both.model_dump_json())
+    for label in ("full-context", "naive-rag"):
+        mine, want = pooled["systems"][label], expected["systems"][label]
+        assert (mine["total"], mine["categories"], mine["nce"]) == (want["total"], want["categories"], want["nce"])
+        for name in ("questions", "build_llm_calls", "build_messages", "query_tokens_mean", "context_tokens_mean"):
+            assert mine["cost"][name] == want["cost"][name], name
+    assert pooled["systems"]["full-context"]["cost"]["build_messages"] == 11
+    assert pooled["diagnostics"]["samples"] == 2 and pooled["judge"] == "both"
+    rows = (tmp_path / "p" / "questions.jsonl").read_text().splitlines()
+    assert len(rows) == 8 and (tmp_path / "p" / "report.md").read_text().startswith("#")
+
+    capsys.readouterr()
+    with pytest.raises(SystemExit, match="already holds a run"):
+        main(["eval", "pool", str(tmp_path / "a"), "--out", str(tmp_path / "p")])
+    with pytest.raises(SystemExit, match=r"answered s1/q\d in two of the runs"):
+        main(["eval", "pool", str(tmp_path / "a"), str(tmp_path / "both"), "--out", str(tmp_path / "q")])
+    run([_sample(n=5, sample_id="s2")], "c", judge="f1", limit=1)
+    with pytest.raises(SystemExit, match="differ in limit"):
+        main(["eval", "pool", str(tmp_path / "a"), str(tmp_path / "c"), "--out", str(tmp_path / "q")])
+    assert not (tmp_path / "q").exists()
+
+    old = json.loads((tmp_path / "b" / "summary.json").read_text())   # as written before build_messages existed
+    for figures in old["systems"].values():
+        figures["cost"].pop("build_messages")
+        figures["cost"].update(build_llm_calls=10, llm_calls_per_message=2.0)
+    (tmp_path / "b" / "summary.json").write_text(json.dumps(old))
+    assert main(["eval", "pool", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "o")]) == 0
+    cost = json.loads((tmp_path / "o" / "summary.json").read_text())["systems"]["naive-rag"]["cost"]
+    assert cost["build_messages"] == 6 + 5 and cost["build_llm_calls"] == 10 and cost["llm_calls_per_message"] == 0.909

@@ -224,6 +224,36 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pool(args: argparse.Namespace) -> int:
+    """One run folder from runs over different samples (``runner.pooled``): the rows together, every
+    score and interval computed again, costs added up; the runs themselves are left as they are."""
+    from memsif.eval.runner import pooled, report, write_figures
+
+    out = Path(args.out)
+    if (out / "summary.json").exists():
+        raise SystemExit(f"{out} already holds a run; pool into a new folder")
+    runs = []
+    for folder in args.runs:
+        path = Path(folder) / "summary.json"
+        if not path.exists():
+            raise SystemExit(f"{path} does not exist (is {folder} a finished run's folder?)")
+        summary = EvalSummary.model_validate_json(path.read_text())
+        runs.append((summary, [QuestionResult.model_validate(r) for r in _read_rows(Path(folder) / "questions.jsonl")]))
+    try:
+        summary = pooled(runs)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from exc
+    rows = [r for _, mine in runs for r in mine]
+    out.mkdir(parents=True, exist_ok=True)
+    write_file(out / "questions.jsonl", "".join(r.json_line() + "\n" for r in rows), "the question rows")
+    write_file(out / "summary.json", summary.model_dump_json(indent=2), "the run's summary")
+    text = report(summary)
+    write_file(out / "report.md", text, "the report")
+    write_figures(summary, rows, out)
+    print(text)
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """Figures for the default models: ingest speed, judge-call share, query latency, tokens, memory;
     with ``--scale``, how they grow with the history (``memsif.eval.scale``)."""
@@ -305,7 +335,7 @@ def _time_questions(engine, counting, namespace: str, questions: list[str]) -> d
 
 
 def add_parsers(sub) -> None:
-    """``eval`` (locomo, longmemeval, compare, judge-check, report) and ``bench`` under ``sub``."""
+    """``eval`` (locomo, longmemeval, compare, judge-check, judge, report, pool) and ``bench`` under ``sub``."""
     p = sub.add_parser("eval", help="evaluate on LoCoMo or LongMemEval(-S) with the paper's protocol")
     esub = p.add_subparsers(dest="eval_command", required=True)
     _run_parsers(esub)
@@ -341,7 +371,8 @@ def _run_parsers(esub) -> None:
 
 
 def _reading_parsers(esub) -> None:
-    """``eval compare``, ``eval judge-check``, ``eval judge`` and ``eval report``: what reads runs' results."""
+    """``eval compare``, ``eval judge-check``, ``eval judge``, ``eval report`` and ``eval pool``: what reads
+    runs' results."""
     c = esub.add_parser("compare", help="paired bootstrap between two result files (App. D.2)")
     c.add_argument("a", help="questions.jsonl[:LABEL] of system A")
     c.add_argument("b", help="questions.jsonl[:LABEL] of system B")
@@ -371,6 +402,11 @@ def _reading_parsers(esub) -> None:
                    help="score every system on only the questions all of them answered (e.g. when the "
                         "baselines ran with --limit)")
     r.set_defaults(func=cmd_report)
+
+    o = esub.add_parser("pool", help="one run from runs over different samples (a long run split by --samples)")
+    o.add_argument("runs", nargs="+", help="run folders (each with summary.json and questions.jsonl[.gz])")
+    o.add_argument("--out", required=True, help="a new folder for the pooled questions, summary, report and figures")
+    o.set_defaults(func=cmd_pool)
 
 
 def _bench_parser(sub) -> None:

@@ -86,6 +86,7 @@ class Cost(BaseModel):
     build_seconds: float = 0.0
     build_tokens: int = 0
     build_llm_calls: int = 0
+    build_messages: int | None = Field(None, description="messages built from (None in runs that did not record it)")
     llm_calls_per_message: float = 0.0
     query_seconds_mean: float = 0.0
     query_tokens_mean: float = 0.0

@@ -125,6 +125,81 @@ def rescored(summary: EvalSummary, rows: Sequence[QuestionResult]) -> EvalSummar
     return summary.model_copy(update={"systems": systems, "judge": judge})
 
 
+def pooled(runs: Sequence[tuple[EvalSummary, Sequence[QuestionResult]]]) -> EvalSummary:
+    """One summary of several runs over different samples (a long evaluation split by ``--samples``):
+    every system's scores and intervals computed again from all the rows (questions resampled within
+    each sample, as in one run), the construction costs added up and the per-question costs averaged
+    over all questions (``summarise``), wall seconds added, the peak memory the largest, the TSM
+    diagnostics averaged over all samples.
+
+    ``runs`` are (summary, rows) pairs, e.g. read from ``summary.json`` and ``questions.jsonl``.
+
+    Raises:
+        ValueError: no runs; runs of different datasets, seeds, question limits or answer modes; or a
+            question answered by the same system in two runs.
+    """
+    if not runs:
+        raise ValueError("pooling needs at least one run")
+    first = runs[0][0]
+    for summary, _ in runs[1:]:
+        for name in ("dataset", "seed", "limit", "generate"):
+            if getattr(summary, name) != getattr(first, name):
+                raise ValueError(f"the runs differ in {name} ({getattr(first, name)!r} and "
+                                 f"{getattr(summary, name)!r}): only runs made alike can be pooled")
+    seen: set[tuple[str, str, str]] = set()
+    rows: list[QuestionResult] = []
+    builds: dict[str, list[dict[str, Any]]] = {}
+    for summary, mine in runs:
+        for r in mine:
+            key = (r.label, r.sample_id, r.qid)
+            if key in seen:
+                raise ValueError(f"{r.label} answered {r.qid} in two of the runs: pool runs "
+                                 "over different samples (or questions), not a run and its repeat")
+            seen.add(key)
+        rows += mine
+        for label, figures in summary.systems.items():
+            builds.setdefault(label, []).append(_build_of(figures.cost))
+    judged = any(r.llm_correct is not None for r in rows)
+    scored = any(r.f1 is not None for r in rows)
+    only = {q for summary, _ in runs for q in summary.only or []}
+    options = EvalOptions(first.dataset, judge="both" if judged and scored else "llm" if judged else "f1",
+                          seed=first.seed, limit=first.limit if isinstance(first.limit, int) else None,
+                          only=frozenset(only) or None, generate=first.generate)
+    out = summarise(rows, builds, options)
+    out.limit = first.limit
+    out.wall_seconds = round(sum(summary.wall_seconds for summary, _ in runs), 1)
+    out.peak_rss_mb = max(summary.peak_rss_mb for summary, _ in runs)
+    out.model = " / ".join(dict.fromkeys(summary.model for summary, _ in runs if summary.model))
+    out.diagnostics = _pooled_diagnostics([summary.diagnostics for summary, _ in runs])
+    return out
+
+
+def _build_of(cost: Cost) -> dict[str, Any]:
+    """A run's construction cost as ``summarise`` adds builds up; runs written before ``build_messages``
+    was recorded give their message count back through their LLM calls per message."""
+    messages = cost.build_messages
+    if messages is None:
+        rate = cost.llm_calls_per_message
+        messages = round(cost.build_llm_calls / rate) if rate else 0
+    return {"seconds": cost.build_seconds, "tokens": cost.build_tokens, "llm_calls": cost.build_llm_calls,
+            "messages": messages}
+
+
+def _pooled_diagnostics(parts: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """The TSM diagnostics of several runs, each figure averaged over all their samples."""
+    parts = [d for d in parts if d and d.get("samples")]
+    if not parts:
+        return None
+    weights = [d["samples"] for d in parts]
+
+    def mean(values: Sequence[float | None]) -> float | None:
+        kept = [(v, w) for v, w in zip(values, weights, strict=True) if v is not None]
+        return round(sum(v * w for v, w in kept) / sum(w for _, w in kept), 4) if kept else None
+    return {"asv": {n: mean([d["asv"].get(n) for d in parts]) for n in parts[0]["asv"]},
+            "sntd": {k: mean([d["sntd"].get(k) for d in parts]) for k in parts[0]["sntd"]},
+            "sntd_random": mean([d.get("sntd_random") for d in parts]), "samples": sum(weights)}
+
+
 def judge_check(llm: LLM, rows: Sequence[QuestionResult], n: int = 100, seed: int = 0) -> dict[str, Any]:
     """How far the LLM judge can be trusted on this model: it grades two controls per question, the
     gold answer itself (must be CORRECT) and another question's gold answer (must be WRONG).
@@ -378,6 +453,7 @@ def summarise(rows: Sequence[QuestionResult], builds: dict[str, list[dict[str, A
             cost=Cost(
                 questions=n_q, build_seconds=round(build_seconds, 1), build_tokens=build_tokens,
                 build_llm_calls=sum(b["llm_calls"] for b in built),
+                build_messages=sum(b["messages"] for b in built),
                 llm_calls_per_message=round(sum(b["llm_calls"] for b in built) / messages, 3),
                 query_seconds_mean=round(query_seconds / max(n_q, 1), 3),
                 query_tokens_mean=round(query_tokens / max(n_q, 1), 1),
