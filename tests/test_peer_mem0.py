@@ -158,6 +158,9 @@ def test_conversations_run_one_at_a_time_pool_into_one_table(peer, recorded, tmp
     assert results["ratio_seconds_per_message_mem0_over_memsif"] == pytest.approx(pooled, abs=0.01)
     assert set(results["conversations"]) == {"conv-26", "conv-30"}
     assert results["conversations"]["conv-30"]["ratio_seconds_per_message_mem0_over_memsif"] == 30.0
+    assert results["command"].endswith(f"--out {out} --pool"), "the pooled figures name the command that pools them"
+    text = (out / "results.md").read_text()
+    assert all(f"`{results['conversations'][c]['command']}`" in text for c in ("conv-26", "conv-30"))
     text = (out / "results.md").read_text()
     assert "conv-30: 6 messages, 1 questions; seconds per added message Mem0 / MemSIF 30.0" in text
     empty = tmp_path / "empty"

@@ -1012,7 +1012,8 @@ def markdown(results: dict[str, Any]) -> str:
     for name, run in (results.get("conversations") or {}).items():
         lines.append(f"\n{name}: {run['data'][name]['messages']} messages, {run['data'][name]['questions']} questions; "
                      f"seconds per added message Mem0 / MemSIF {run['ratio_seconds_per_message_mem0_over_memsif']} "
-                     f"(measured in its own run, {run['date']}, {run['host']}, {run['cpus_usable']} CPUs).")
+                     f"(measured in its own run, {run['date']}, {run['host']}, {run['cpus_usable']} CPUs: "
+                     f"`{run['command']}`).")
     lines += ["", f"Host: {results['host']['model_name']}, {results['host']['cpus_usable']} CPUs; "
               f"{results['date']}.", "", "```", results["command"], "```"]
     return "\n".join(lines) + "\n"
@@ -1170,7 +1171,8 @@ def pool(out: Path, seed: int) -> dict[str, Any]:
                                  "ratio_seconds_per_message_mem0_over_memsif":
                                      r.get("ratio_seconds_per_message_mem0_over_memsif")}
                           for name, r in runs.items()},
-        "command": first["command"], "date": max(r["date"] for r in runs.values()), "host": first["host"],
+        "command": f"PYTHONPATH=. python benchmarks/peers/mem0_side_by_side.py --out {out} --pool",
+        "date": max(r["date"] for r in runs.values()), "host": first["host"],
         "systems": {}}
     blocks = [r["systems"]["memsif"] for r in runs.values() if "memsif" in r["systems"]]
     if blocks and "memsif" in rows:
