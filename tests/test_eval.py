@@ -607,7 +607,11 @@ def test_runs_split_by_sample_pool_into_the_run_they_would_have_been(engine_fact
     for figures in old["systems"].values():
         figures["cost"].pop("build_messages")
         figures["cost"].update(build_llm_calls=10, llm_calls_per_message=2.0)
-    (tmp_path / "b" / "summary.json").write_text(json.dumps(old))
+    (tmp_path / "b" / "summary.json").write_text(json.dumps({**old, "judge_model": {"name": "judge-llm"}}))
+    a = json.loads((tmp_path / "a" / "summary.json").read_text())
+    (tmp_path / "a" / "summary.json").write_text(json.dumps({**a, "judge_model": {"name": "judge-llm"}}))
     assert main(["eval", "pool", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "o")]) == 0
-    cost = json.loads((tmp_path / "o" / "summary.json").read_text())["systems"]["naive-rag"]["cost"]
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["judge_model"] == {"name": "judge-llm"}, "one judge judged both runs: the pooled run names it"
+    cost = summary["systems"]["naive-rag"]["cost"]
     assert cost["build_messages"] == 6 + 5 and cost["build_llm_calls"] == 10 and cost["llm_calls_per_message"] == 0.909

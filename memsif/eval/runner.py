@@ -130,7 +130,7 @@ def pooled(runs: Sequence[tuple[EvalSummary, Sequence[QuestionResult]]]) -> Eval
     every system's scores and intervals computed again from all the rows (questions resampled within
     each sample, as in one run), the construction costs added up and the per-question costs averaged
     over all questions (``summarise``), wall seconds added, the peak memory the largest, the TSM
-    diagnostics averaged over all samples.
+    diagnostics averaged over all samples; the judge model kept when one judged them all.
 
     ``runs`` are (summary, rows) pairs, e.g. read from ``summary.json`` and ``questions.jsonl``.
 
@@ -171,7 +171,9 @@ def pooled(runs: Sequence[tuple[EvalSummary, Sequence[QuestionResult]]]) -> Eval
     out.peak_rss_mb = max(summary.peak_rss_mb for summary, _ in runs)
     out.model = " / ".join(dict.fromkeys(summary.model for summary, _ in runs if summary.model))
     out.diagnostics = _pooled_diagnostics([summary.diagnostics for summary, _ in runs])
-    return out
+    judges = {json.dumps(j, sort_keys=True): j for summary, _ in runs
+              if (j := (summary.model_extra or {}).get("judge_model"))}
+    return out.model_copy(update={"judge_model": next(iter(judges.values()))}) if len(judges) == 1 else out
 
 
 def _build_of(cost: Cost) -> dict[str, Any]:
