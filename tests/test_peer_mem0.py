@@ -116,7 +116,7 @@ def _conversation_folder(peer, folder, sample_id, slice_, adds, stored, mem0_sec
               "tokens_per_message": 100.0, "memories_stored": {sample_id: 2}, "memories_stored_total": 2,
               "fact_operations": 5, "failed_or_dropped": []}
     results = {"what": "", "command": f"run {sample_id}", "date": f"2026-12-0{len(sample_id) % 9}",
-               "host": {"model_name": "AMD EPYC", "cpus_usable": 2, "lscpu": ""},
+               "host": {"model_name": "AMD EPYC", "cpus_usable": 2, "lscpu": "", "flags": HOST_FLAGS[sample_id]},
                "data": {"samples": {sample_id: {"messages": n, "questions": len(answers)}}}, "settings": {},
                "systems": {"memsif": {"command": "harness", "model": "qwen", "construction": memsif},
                            "mem0": {"version": "2.2.1", "model": "qwen", "spacy_pipeline": "x"}},
@@ -124,6 +124,7 @@ def _conversation_folder(peer, folder, sample_id, slice_, adds, stored, mem0_sec
     (folder / "results.json").write_text(json.dumps(results))
 
 
+HOST_FLAGS = {"conv-26": "fpu avx avx2", "conv-30": "fpu avx avx2 avx512f avx512bw"}
 EXAMPLE_OR_DEV = {"conv-26": ROOT / "assets" / "locomo-conv-26.json",
                   "conv-30": ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"}
 
@@ -163,6 +164,12 @@ def test_conversations_run_one_at_a_time_pool_into_one_table(peer, recorded, tmp
     assert all(f"`{results['conversations'][c]['command']}`" in text for c in ("conv-26", "conv-30"))
     text = (out / "results.md").read_text()
     assert "conv-30: 6 messages, 1 questions; seconds per added message Mem0 / MemSIF 30.0" in text
+    # each run names its host's vector units (llama.cpp's speed follows them), and the pooled line both
+    assert "2026-12-07, AMD EPYC, 2 CPUs, AVX2, no AVX-512, no AMX: `run conv-26`" in text
+    assert "Hosts: AMD EPYC, 2 CPUs, AVX2, no AVX-512, no AMX; AMD EPYC, 2 CPUs, AVX-512, no AMX;" in text
+    assert peer.host_label({"model_name": "Intel Xeon", "cpus_usable": 2, "flags": "avx2 avx512f amx_tile"}) \
+        == "Intel Xeon, 2 CPUs, AVX-512, AMX"
+    assert peer.host_label({"model_name": "?", "cpus_usable": 1}) == "?, 1 CPUs, flags unknown"
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(SystemExit, match="holds no conversation run"):

@@ -966,6 +966,16 @@ def host_info() -> dict[str, Any]:
             "cpus_usable": len(os.sched_getaffinity(0)), "lscpu": text}
 
 
+def host_label(host: dict[str, Any]) -> str:
+    """A host in one line for the reports, with the vector units llama.cpp's speed depends on, e.g.
+    "AMD EPYC, 2 CPUs, AVX-512, no AMX" (from ``host_info``; "flags unknown" when lscpu gave none)."""
+    flags = set(host.get("flags", "").split())
+    units = ("flags unknown" if not flags else
+             ("AVX-512" if "avx512f" in flags else "AVX2, no AVX-512" if "avx2" in flags else "no AVX2")
+             + (", AMX" if "amx_tile" in flags else ", no AMX"))
+    return f"{host['model_name']}, {host['cpus_usable']} CPUs, {units}"
+
+
 # --------------------------------------------------------------------------- the report
 
 
@@ -1012,10 +1022,11 @@ def markdown(results: dict[str, Any]) -> str:
     for name, run in (results.get("conversations") or {}).items():
         lines.append(f"\n{name}: {run['data'][name]['messages']} messages, {run['data'][name]['questions']} questions; "
                      f"seconds per added message Mem0 / MemSIF {run['ratio_seconds_per_message_mem0_over_memsif']} "
-                     f"(measured in its own run, {run['date']}, {run['host']}, {run['cpus_usable']} CPUs: "
+                     f"(measured in its own run, {run['date']}, {run['host']}: "
                      f"`{run['command']}`).")
-    lines += ["", f"Host: {results['host']['model_name']}, {results['host']['cpus_usable']} CPUs; "
-              f"{results['date']}.", "", "```", results["command"], "```"]
+    hosts = results.get("hosts") or [host_label(results["host"])]
+    lines += ["", f"Host{'s' if len(hosts) > 1 else ''}: {'; '.join(hosts)}; {results['date']}.", "", "```",
+              results["command"], "```"]
     return "\n".join(lines) + "\n"
 
 
@@ -1166,13 +1177,14 @@ def pool(out: Path, seed: int) -> dict[str, Any]:
     results: dict[str, Any] = {
         "what": "Mem0 and MemSIF on the same LoCoMo slices, model, embedder, answer prompt, context budget and "
                 "judges, pooled over conversations each run on its own", "settings": first["settings"],
-        "conversations": {name: {"date": r["date"], "command": r["command"], "host": r["host"]["model_name"],
+        "conversations": {name: {"date": r["date"], "command": r["command"], "host": host_label(r["host"]),
                                  "cpus_usable": r["host"]["cpus_usable"], "data": r["data"]["samples"],
                                  "ratio_seconds_per_message_mem0_over_memsif":
                                      r.get("ratio_seconds_per_message_mem0_over_memsif")}
                           for name, r in runs.items()},
         "command": f"PYTHONPATH=. python benchmarks/peers/mem0_side_by_side.py --out {out} --pool",
         "date": max(r["date"] for r in runs.values()), "host": first["host"],
+        "hosts": list(dict.fromkeys(host_label(r["host"]) for r in runs.values())),
         "systems": {}}
     blocks = [r["systems"]["memsif"] for r in runs.values() if "memsif" in r["systems"]]
     if blocks and "memsif" in rows:
