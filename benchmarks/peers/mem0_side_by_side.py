@@ -44,6 +44,7 @@ Commands, from the repository root, in a virtual environment holding ``requireme
     # 5-310 s each); every invocation writes runs/mem0-side-by-side/<sample id>/ and pools all of them
     PYTHONPATH=. python benchmarks/peers/mem0_side_by_side.py --out runs/mem0-side-by-side --samples conv-26
     PYTHONPATH=. python benchmarks/peers/mem0_side_by_side.py --out runs/mem0-side-by-side --samples conv-30
+    PYTHONPATH=. python benchmarks/peers/mem0_side_by_side.py --out runs/mem0-side-by-side --samples conv-47
     # the pooled tables again from the folders there
     PYTHONPATH=. python benchmarks/peers/mem0_side_by_side.py --out runs/mem0-side-by-side --pool
     # a small recording of Mem0's raw outputs, for the parser's unit test (Mem0 only, no answers; ~3 minutes)
