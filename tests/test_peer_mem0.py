@@ -162,7 +162,6 @@ def test_conversations_run_one_at_a_time_pool_into_one_table(peer, recorded, tmp
     assert results["command"].endswith(f"--out {out} --pool"), "the pooled figures name the command that pools them"
     text = (out / "results.md").read_text()
     assert all(f"`{results['conversations'][c]['command']}`" in text for c in ("conv-26", "conv-30"))
-    text = (out / "results.md").read_text()
     assert "conv-30: 6 messages, 1 questions; seconds per added message Mem0 / MemSIF 30.0" in text
     # each run names its host's vector units (llama.cpp's speed follows them), and the pooled line both
     assert "2026-12-07, AMD EPYC, 2 CPUs, AVX2, no AVX-512, no AMX: `run conv-26`" in text
