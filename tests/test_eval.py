@@ -418,7 +418,14 @@ def test_compare_names_missing_labels_leaves_out_undefined_values_and_warns_on_o
                  "--resamples", "100"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["questions"] == 2 and result["undefined_left_out"] == 1 and result["diff"] == 0.25
-    assert "zero width" in result["note"]
+    assert "zero width" in result["note"] and result["ci_low"] == result["ci_high"] == 0.25
+    # resampling the questions within the one conversation gives it an interval of real width
+    assert main(["eval", "compare", f"{path}:memsif", f"{path}:naive-rag", "--metric", "recall_text",
+                 "--resamples", "200", "--resample", "questions"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["resampled"] == "questions within conversations" and "note" not in result
+    assert result["ci_low"] == 0.0 and result["ci_high"] == 0.5 and result["diff"] == 0.25
+    assert result["mean_a"] == 0.75 and result["mean_b"] == 0.5
 
 
 def test_synthetic_histories_for_the_scale_benchmark_are_long_ordered_and_unique():

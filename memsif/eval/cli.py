@@ -108,13 +108,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise SystemExit(f"no shared question has a value for {metric!r}")
     dataset = a[common[0]]["dataset"]
     groups = [a[q]["sample_id"] if dataset == "locomo" else a[q]["category"] for q in common]
-    result = paired_bootstrap([float(a[q][metric]) for q in common], [float(b[q][metric]) for q in common],
-                              groups, stratified=dataset != "locomo", resamples=args.resamples, seed=args.seed)
+    # LoCoMo's default resamples whole conversations (App. D.2); "questions" resamples the questions
+    # within each conversation, which gives one conversation, or a few, an interval of real width
+    whole = dataset == "locomo" and args.resample != "questions"
+    a_values, b_values = [float(a[q][metric]) for q in common], [float(b[q][metric]) for q in common]
+    result = paired_bootstrap(a_values, b_values, groups, stratified=not whole, resamples=args.resamples,
+                              seed=args.seed)
     result.update(metric=metric, subset=args.subset, questions=len(common), questions_in_a=len(a),
-                  questions_in_b=len(b),
+                  questions_in_b=len(b), mean_a=sum(a_values) / len(common), mean_b=sum(b_values) / len(common),
                   undefined_left_out=len(shared) - len(common),
-                  resampled="conversations" if dataset == "locomo" else "questions within categories")
-    if dataset == "locomo" and len(set(groups)) < 2:
+                  resampled="conversations" if whole else
+                  "questions within conversations" if dataset == "locomo" else "questions within categories")
+    if whole and len(set(groups)) < 2:
         result["note"] = ("one conversation only: resampling conversations cannot vary it, so the interval has "
                           "zero width; compare over several conversations")
     print(json.dumps(result, indent=2))
@@ -381,6 +386,9 @@ def _reading_parsers(esub) -> None:
     c.add_argument("--subset", default="all", choices=["all", "nce"],
                    help="the questions compared: all, or the NCE subset (TED ≥ 0.3)")
     c.add_argument("--resamples", type=int, default=10_000)
+    c.add_argument("--resample", default="conversations", choices=["conversations", "questions"],
+                   help="LoCoMo: resample whole conversations (the paper's way; needs several) or the questions "
+                        "within each conversation (LongMemEval always resamples questions within categories)")
     c.add_argument("--seed", type=int, default=0)
     c.set_defaults(func=cmd_compare)
 
