@@ -27,6 +27,7 @@ from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
 from memsif.errors import CollectionMissing, LLMError, NotFoundError, StoreError
 from memsif.facts.active import Observed, Thresholds, accumulate, normalise_subject, stated
+from memsif.facts.dates import names_a_day
 from memsif.llm import LLM, generate_streamed, runtime_of
 from memsif.llm.profiles import profile_of
 from memsif.prompts import answer as answer_prompt
@@ -53,6 +54,15 @@ def _stage(result: Answer, name: str) -> Iterator[None]:
         yield
     finally:
         result.seconds_by_stage[name] = time.perf_counter() - start
+
+
+def _fact_text(fact: RetrievedFact) -> str:
+    """A fact's statement as an answer context shows it: with the session day of its newest source
+    ("… (8 May 2023)"), with no second date when the statement names its own day ("yesterday (7 May
+    2023)"), "(undated)" when neither gives one."""
+    if names_a_day(fact.statement):
+        return fact.statement
+    return dated(fact.statement, fact.event_time) if fact.event_time else f"{fact.statement} (undated)"
 
 
 class Answer(BaseModel):
@@ -195,8 +205,7 @@ class QueryPipeline:
             facts = self.retriever.retrieve_facts(namespace, qv, named if result.aggregation else ())
         floor = round(self.config.flat_share * self.config.context_tokens)  # the facts never take its room
         fact_lines, used_facts, left = self._fit(
-            facts, lambda f: f"- {f.subject}: {dated(f.statement, f.event_time) if f.event_time else f.statement}"
-                             + ("" if f.event_time else " (undated)"),
+            facts, lambda f: f"- {f.subject}: {_fact_text(f)}",
             self.config.context_tokens - floor - (self.llm.count_tokens("Facts:") + 1 if facts else 0))
         left += floor
         with _stage(result, "sufficiency"):

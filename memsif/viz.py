@@ -277,7 +277,7 @@ def cluster_scatter(clusters: Sequence[CandidateCluster], theta_src: float, thet
     return fig
 
 
-FACT_COLUMNS = ["fact", "type", "subject", "statement", "verification", "event date", "sources", "status"]
+FACT_COLUMNS = ["fact", "type", "subject", "statement", "verification", "said on", "sources", "status"]
 OP_COLUMNS = ["#", "operation", "facts", "decided by", "reason", "error"]
 
 
@@ -355,7 +355,8 @@ def verification_text(fact: CoreFact) -> str:
 
 
 def fact_rows(facts: Sequence[CoreFact]) -> list[list[Any]]:
-    """One row per CoreFact (``FACT_COLUMNS``); a superseded one names its successor."""
+    """One row per CoreFact (``FACT_COLUMNS``); a superseded one names its successor. "said on" is the
+    session day of its newest source, not always the day it happened ("last Friday (23 June 2023)")."""
     return [[f.id, f.type, f.subject, f.statement, verification_text(f),
              f.event_time.date().isoformat() if f.event_time else "",
              ", ".join(f.source_message_ids),

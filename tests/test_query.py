@@ -86,3 +86,24 @@ def test_ask_unknown_namespace_and_empty_question(engine_factory):
         engine.ask("hi?", namespace="nobody")
     with pytest.raises(MemSIFError, match="non-empty"):
         engine.ask("   ", namespace="t")
+
+
+def test_a_fact_that_names_its_own_day_is_not_given_the_session_day_beside_it(engine_factory, monkeypatch):
+    """A statement whose relative date was settled ("yesterday (7 May 2023)") is shown with that day
+    only: the session's day beside it would be a second, conflicting date for the same event."""
+    trust_sufficiency(monkeypatch)
+    facts = {"facts": [{"subject": "Melanie", "type": "Event", "statement": "Melanie made a bowl yesterday.",
+                        "sources": [1]},
+                       {"subject": "Melanie", "type": "Preference", "statement": "Melanie loves pottery.",
+                        "sources": [1]}]}
+    llm = FakeLLM({"core_extract": json.dumps(facts), "core_operation": "A", "sufficiency": 0.9,
+                   "answer": "Yesterday."})
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"pottery": 0, "bowl": 0}), **CFG)
+    engine.ingest([Message(id="D1:1", namespace="t", speaker="Melanie", text="I love pottery, I made a bowl yesterday.",
+                           time=MAY, session_id="s1")])
+    assert {f.statement for f in engine.facts("t")} == {"Melanie made a bowl yesterday (7 May 2023).",
+                                                       "Melanie loves pottery."}
+    engine.ask("When did Melanie make a bowl?", namespace="t")
+    lines = llm.calls["answer"][0].text.splitlines()
+    assert "- Melanie: Melanie made a bowl yesterday (7 May 2023)." in lines, lines
+    assert "- Melanie: Melanie loves pottery. (8 May 2023)" in lines, lines

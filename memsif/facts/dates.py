@@ -11,7 +11,8 @@ is checked against its sources:
   21 July 2023", "on the weekend before 20 October 2023", "a few weeks before 15 July 2023"), or, when
   they name none or several, removed. The session date of a message that gives no date ("I volunteered
   at the shelter") is when it was said, not when it happened: it is removed from the statement, and the
-  fact keeps it as its event time (every answer context shows a fact with that date).
+  fact keeps it as its event time (an answer context shows a fact with that date, unless the statement
+  names a day of its own: :func:`names_a_day`).
 
 Relative expressions left in the statement carry their period in parentheses ("last week (the week
 before 16 March 2023)"; :func:`memsif.timeparse.annotate_relative_dates`).
@@ -44,6 +45,13 @@ def _day_dates(text: str) -> list[tuple[str, str]]:
         except ValueError:
             continue
     return found
+
+
+def names_a_day(statement: str) -> bool:
+    """Whether ``statement`` names a day of its own ("on 5 July 2023", "yesterday (7 May 2023)", "the week
+    before 27 March 2022"): after :func:`settle_dates` such a day is one its sources give, and the session
+    day beside it would be a second date for the same event."""
+    return bool(_day_dates(statement))
 
 
 def settle_dates(statement: str, sources: Sequence[Message]) -> tuple[str, str]:
