@@ -64,7 +64,9 @@ def measure(model: str, folder: str, library: str) -> dict:
     done = subprocess.run([sys.executable, "-c", CHILD, model, library, str(ROOT / "benchmarks")],
                           capture_output=True, text=True, env=env, timeout=600)
     if done.returncode != 0:
-        return {"error": f"exit {done.returncode}: {done.stderr.strip()[-300:]}"}
+        from memsif.llm.llamacpp_cpu import probe_failure
+
+        return {"error": probe_failure(done.returncode, done.stderr, model)[0]}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -160,8 +160,9 @@ def _signal_name(returncode: int) -> str | None:
 
 #: Likely cause of each signal for a llama.cpp child on this project's hosts.
 _CAUSES: Mapping[str, str] = {
-    "SIGILL": "its build uses CPU instructions this machine does not have (a library compiled for "
-              "another CPU, e.g. -march=native on a newer host)",
+    "SIGILL": "its build uses CPU instructions this machine does not have or refuses (a library compiled "
+              "for another CPU, e.g. -march=native on a newer host; AMX tile code, which Intel Xeon virtual "
+              "machines advertise and refuse)",
     "SIGSEGV": "its build uses CPU instructions this machine advertises but refuses — AMX on Intel Xeon "
                "virtual machines (a crash at ldtilecfg) — or the model file is damaged",
     "SIGKILL": "it was killed, most likely by the kernel for want of memory (the model needs about "
