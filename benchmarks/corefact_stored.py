@@ -23,18 +23,9 @@ import collections
 import json
 from pathlib import Path
 
+from memsif.eval.metrics import wilson
 from memsif.timeparse import day_text
 from memsif.transfer import read_export
-
-
-def wilson(k: int, n: int) -> tuple[float, float]:
-    """Wilson score 95 % interval of k successes in n trials (0–1; ``scipy.stats.binomtest``)."""
-    from scipy.stats import binomtest
-
-    if n == 0:
-        return 0.0, 1.0
-    ci = binomtest(k, n).proportion_ci(method="wilson")
-    return ci.low, ci.high
 
 
 def dump(export: str) -> None:

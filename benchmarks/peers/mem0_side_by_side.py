@@ -936,7 +936,7 @@ def label_figures(labels: Path) -> dict[str, dict[str, Any]]:
     """Per system, the labelled share of stored memories supported by their messages, with its Wilson
     95 % interval and the classes (``why_not`` up to its colon) of the unsupported ones; systems with no
     labelled item are left out."""
-    from scipy.stats import binomtest
+    from memsif.eval.metrics import wilson
 
     system = {k["item"]: k["system"] for k in _jsonl(labels / "key.jsonl")}
     labelled = [r for r in _jsonl(labels / "blind.jsonl") if r.get("supported") is not None]
@@ -944,9 +944,9 @@ def label_figures(labels: Path) -> dict[str, dict[str, Any]]:
     for name in sorted({system[r["item"]] for r in labelled}):
         rows = [r for r in labelled if system[r["item"]] == name]
         k = sum(bool(r["supported"]) for r in rows)
-        ci = binomtest(k, len(rows)).proportion_ci(method="wilson")
+        low, high = wilson(k, len(rows))
         figures[name] = {"labelled": len(rows), "supported": k, "share": round(k / len(rows), 4),
-                         "ci_low": round(ci.low, 4), "ci_high": round(ci.high, 4),
+                         "ci_low": round(low, 4), "ci_high": round(high, 4),
                          "unsupported_by_class": dict(Counter(r["why_not"].split(":")[0].strip()
                                                               for r in rows if not r["supported"]))}
     return figures

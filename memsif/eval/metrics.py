@@ -1,5 +1,5 @@
 """Scores that need no LLM: token F1, evidence recall (text, provenance, strict), TED (Eq. 5), ASV (Eqs. 7–8), SNTD@k
-(Eqs. 10–11), the paired bootstrap (App. D.2) and a mean's bootstrap interval."""
+(Eqs. 10–11), the paired bootstrap (App. D.2), a mean's bootstrap interval and a share's Wilson interval."""
 
 from __future__ import annotations
 
@@ -202,3 +202,14 @@ def mean_interval(values: Sequence[float], groups: Sequence[str], *, resamples: 
         totals += members[rng.integers(0, len(members), size=(resamples, len(members)))].sum(axis=1)
     low, high = np.percentile(totals / len(x), [2.5, 97.5])
     return float(x.mean()), float(low), float(high)
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    """Wilson score 95 % interval of ``k`` successes in ``n`` trials, as shares in [0, 1]
+    (``scipy.stats.binomtest``); (0, 1) when ``n`` is 0. Used for labelled samples (stored facts)."""
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return 0.0, 1.0
+    ci = binomtest(k, n).proportion_ci(method="wilson")
+    return float(ci.low), float(ci.high)
