@@ -26,6 +26,7 @@ SufficiencyGate = Literal["auto", "model", "never"]
 FactOperationMode = Literal["auto", "model", "rules"]
 FactVerificationMode = Literal["auto", "model", "off"]
 TrajectoryLinkMode = Literal["auto", "model", "rule"]
+SegmentTitleMode = Literal["auto", "model", "rule"]
 JudgeCalibration = Literal["auto", "content-free", "off"]
 LLM_BACKENDS: tuple[str, ...] = get_args(LLMBackend)
 SEM_MAPPINGS: tuple[str, ...] = get_args(SemMapping)
@@ -33,6 +34,7 @@ SUFFICIENCY_GATES: tuple[str, ...] = get_args(SufficiencyGate)
 FACT_OPERATIONS: tuple[str, ...] = get_args(FactOperationMode)
 FACT_VERIFICATIONS: tuple[str, ...] = get_args(FactVerificationMode)
 TRAJECTORY_LINKS: tuple[str, ...] = get_args(TrajectoryLinkMode)
+SEGMENT_TITLES: tuple[str, ...] = get_args(SegmentTitleMode)
 #: Old setting names and the fields that replaced them (accepted by ``replace``, ``from_env`` and as
 #: ``MEMSIF_<OLD NAME>`` variables).
 ALIASES = {"top_k": "construction_top_k", "trajectory_top_k": "query_trajectory_top_k"}
@@ -63,8 +65,7 @@ class MemSIFConfig:
     tau_merge: float = 0.60
     tau_split: float = 0.325
     alpha_trajectory: float = 0.8
-    #: Top-K: candidate Event Trajectories scored (and judged) per closed segment at construction
-    #: (old name ``top_k``, MEMSIF_TOP_K, still accepted).
+    #: Top-K candidate Event Trajectories per closed segment (old name ``top_k``, MEMSIF_TOP_K, accepted).
     construction_top_k: int = 3
     #: Top-K candidates whose φ(S_i, E_j) is at or below this are incompatible by rule, without a
     #: judge call (a product decision, see README: it keeps the judge to plausible candidates).
@@ -72,6 +73,7 @@ class MemSIFConfig:
     #: Trajectory links (``interaction.link``): "model": the judge's P(yes) (the paper's rule); "rule": the
     #: pair's measures, no judge call; "auto": "model" for a model profiled to link threads (none yet), else "rule".
     trajectory_link: TrajectoryLinkMode = "auto"
+    segment_titles: SegmentTitleMode = "auto"  #: "model", "rule" (model-free) or "auto" (``interaction.titles``)
     #: How cosine similarity becomes s_sem in [0,1]: "affine" is (cos+1)/2 as in the paper;
     #: "calibrated" rescales the embedder's own cosine range (see matching.COSINE_RANGES);
     #: "auto" picks "calibrated" when the embedder has a measured range, else "affine".
@@ -259,7 +261,8 @@ class MemSIFConfig:
                 "the double-threshold rule (§3.2) needs a gap for the judge."
             )
         for name, allowed in (("fact_operation", FACT_OPERATIONS), ("fact_verification", FACT_VERIFICATIONS),
-                              ("trajectory_link", TRAJECTORY_LINKS), ("sufficiency_gate", SUFFICIENCY_GATES)):
+                              ("trajectory_link", TRAJECTORY_LINKS), ("sufficiency_gate", SUFFICIENCY_GATES),
+                              ("segment_titles", SEGMENT_TITLES)):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}; "
                                   f"fix MEMSIF_{name.upper()}.")

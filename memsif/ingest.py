@@ -244,10 +244,20 @@ class IngestPipeline:
         new = {m.id for m in fresh}
 
         def assign(seg: SegmentState) -> None:
+            trajectories.title(state, seg)
             out.decisions.append(trajectories.assign(state, seg))
             out.touched.add(seg.record.id)
             if seg.record.message_ids[0] not in new:  # its stored sentences name no trajectory yet
                 out.reassigned.add(seg.record.id)
+
+        def close(seg: SegmentState) -> None:
+            """A closed segment (or the one this call leaves open): its title and its trajectory; one an
+            earlier ingest left open already has a trajectory, and is titled again if it grew."""
+            if use_trajectories and seg.record.trajectory_id is None:
+                assign(seg)
+            elif seg.record.title is None or seg.record.title.message_count != len(seg.record.message_ids):
+                trajectories.title(state, seg)
+                out.touched.add(seg.record.id)
 
         if use_trajectories:  # closed segments whose assignment an interrupted ingest lost
             for seg in state.segments[:-1]:
@@ -260,14 +270,12 @@ class IngestPipeline:
             decision = segments.place(state, msg)
             out.decisions.append(decision)
             out.touched.add(decision.segment_id)
-            closed = before is not None and not decision.continued
-            if use_trajectories and closed and before is not None and before.record.trajectory_id is None:
-                assign(before)
+            if before is not None and not decision.continued:  # ``before`` closed
+                close(before)
             if progress:
                 progress(k + 1, len(fresh), "segments")
-        current = state.current_segment
-        if use_trajectories and current is not None and current.record.trajectory_id is None:
-            assign(current)
+        if state.current_segment is not None:  # left open: titled and assigned as it stands
+            close(state.current_segment)
         return out
 
     def persist(self, state: InteractionState, fresh: list[Message], structured: _Structured) -> None:

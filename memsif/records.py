@@ -97,6 +97,28 @@ class Sentence(_Record):
                                                         "searches by it).")
 
 
+class SegmentTitle(_Record):
+    """What a Topical Segment is about, in up to three "Name: matter" lines (``interaction.titles``):
+    written by the LLM and checked line by line, or model-free (the speaker and key terms)."""
+
+    lines: list[str] = Field(default_factory=list, description="'Name: matter' lines, at most three.")
+    source: Literal["model", "key terms"] = Field(description="'model': the LLM's checked lines; 'key terms': "
+                                                              "model-free (no LLM, or no line of it passed).")
+    model: str | None = None
+    prompt_version: str | None = None
+    input_ids: list[str] = Field(default_factory=list, description="Messages whose sentences the prompt showed.")
+    refused: list[str] = Field(default_factory=list, description="Lines the model wrote that failed the check, "
+                                                                 "each with why.")
+    error: str | None = None
+    message_count: int = Field(0, description="Messages of the segment when it was titled.")
+    seconds: float = 0.0
+
+    @property
+    def text(self) -> str:
+        """The lines joined by "; " (one line of text for tables and plots)."""
+        return "; ".join(self.lines)
+
+
 class TopicalSegment(_Record):
     """S_i: a temporally contiguous, topic-coherent run of messages (§3.2)."""
 
@@ -110,6 +132,7 @@ class TopicalSegment(_Record):
     end_time: datetime | None = None
     trajectory_id: str | None = None
     facts_extracted_upto: int = Field(0, description="How many leading messages CoreFact extraction has read.")
+    title: SegmentTitle | None = Field(None, description="What it is about (None: not titled yet, or an older store).")
 
 
 class EventTrajectory(_Record):

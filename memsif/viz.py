@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import plotly.graph_objects as go
 
 from memsif.answercheck import declined
+from memsif.interaction.titles import trajectory_name
 from memsif.io.dates import implausible
 from memsif.markdown import code_span, escape_html, escape_markdown
 from memsif.records import (
@@ -58,10 +59,12 @@ def _segment_decisions(decisions: Sequence[Decision]) -> list[SegmentDecision]:
 
 
 def phi_timeline(decisions: Sequence[Decision], messages: Sequence[Message], tau_split: float,
-                 tau_merge: float) -> go.Figure:
+                 tau_merge: float, segments: Sequence[TopicalSegment] = ()) -> go.Figure:
     """φ(u_t, S_i) for every message in order, with τ_split/τ_merge lines, markers by decision,
-    alternating bands per Topical Segment and dotted lines at session starts (§3.2). ``decisions``
-    as ``MemSIF.decisions(ns, "segment")`` returns them (trajectory decisions are left out)."""
+    alternating bands per Topical Segment and dotted lines at session starts (§3.2); with ``segments``,
+    a mark at the top of each band whose hover names the segment and its title (escaped: model output
+    over transcript text). ``decisions`` as ``MemSIF.decisions(ns, "segment")`` returns them (trajectory
+    decisions are left out)."""
     decisions = _segment_decisions(decisions)
     by_id = {m.id: m for m in messages}
     fig = go.Figure()
@@ -92,6 +95,7 @@ def phi_timeline(decisions: Sequence[Decision], messages: Sequence[Message], tau
     for k, (a, b) in enumerate(zip(starts, ends, strict=True)):
         if k % 2 == 0:
             fig.add_vrect(x0=a - 0.5, x1=b - 0.5, fillcolor="#264653", opacity=0.06, line_width=0)
+    _title_marks(fig, segments, messages)
     previous = None
     for m in messages:
         if previous is not None and m.session_id != previous:
@@ -108,9 +112,24 @@ def phi_timeline(decisions: Sequence[Decision], messages: Sequence[Message], tau
     return fig
 
 
+def _title_marks(fig: go.Figure, segments: Sequence[TopicalSegment], messages: Sequence[Message]) -> None:
+    """A mark at the top of each segment's band, its hover the segment's id, size and title (escaped)."""
+    index = {m.id: m.index for m in messages}
+    titled = [(s, index[s.message_ids[0]], index[s.message_ids[-1]]) for s in segments
+              if s.message_ids and s.message_ids[0] in index and s.message_ids[-1] in index]
+    if titled:
+        fig.add_trace(go.Scattergl(
+            x=[(a + b) / 2 for _, a, b in titled], y=[1.0] * len(titled), mode="markers", name="segment titles",
+            marker={"symbol": "line-ew", "size": 10, "color": "#264653", "line": {"width": 2}},
+            hovertext=[escape_html(f"{s.id} ({len(s.message_ids)} messages): "
+                                   f"{s.title.text if s.title and s.title.lines else 'no title'}")
+                       for s, _, _ in titled],
+            hoverinfo="text"))
+
+
 def segment_rows(segments: Sequence[TopicalSegment], decisions: Sequence[Decision],
                  session_names: dict[str, str] | None = None) -> list[list[Any]]:
-    """One row per Topical Segment: id, trajectory, size, first..last message, its sessions (by
+    """One row per Topical Segment: id, title, trajectory, size, first..last message, its sessions (by
     ``session_names``, e.g. an export's conversation titles, where given), how it was opened (from the
     segment decisions of ``decisions``)."""
     names = session_names or {}
@@ -125,12 +144,14 @@ def segment_rows(segments: Sequence[TopicalSegment], decisions: Sequence[Decisio
                 how += f" φ={d.score.phi:.3f}"
             if d.judge_prob is not None:
                 how += f" P={d.judge_prob:.2f}"
-        rows.append([s.id, s.trajectory_id or "", len(s.message_ids), s.message_ids[0], s.message_ids[-1],
+        rows.append([s.id, s.title.text if s.title else "", s.trajectory_id or "", len(s.message_ids),
+                     s.message_ids[0], s.message_ids[-1],
                      ", ".join(names.get(i, i) for i in s.session_ids), how, ", ".join(s.entities[:8])])
     return rows
 
 
-SEGMENT_COLUMNS = ["segment", "trajectory", "messages", "first", "last", "sessions", "opened by", "key entities"]
+SEGMENT_COLUMNS = ["segment", "title", "trajectory", "messages", "first", "last", "sessions", "opened by",
+                   "key entities"]
 
 
 #: Above this many segments the graph labels no nodes (hover still names them).
@@ -167,16 +188,24 @@ def trajectory_graph(segments: Sequence[TopicalSegment], trajectories: Sequence[
         marker={"size": [6 + min(len(s.message_ids), 20) for s in segments],
                 "color": [order.get(s.trajectory_id or "", -1) for s in segments], "colorscale": "Turbo"},
         hovertext=[escape_html(f"{s.id} in {s.trajectory_id or '-'}: {len(s.message_ids)} messages "
-                               f"{s.message_ids[0]}..{s.message_ids[-1]}") for s in segments], hoverinfo="text",
-        showlegend=False))
+                               f"{s.message_ids[0]}..{s.message_ids[-1]}"
+                               + (f" — {s.title.text}" if s.title and s.title.lines else "")) for s in segments],
+        hoverinfo="text", showlegend=False))
     ticks = [0, *row.values()]
-    names = ["single-segment", *row.keys()]
+    names = ["single-segment", *(escape_html(_short(f"{t} · {trajectory_name([by_id[i].title for i in members])}"))
+                                 if trajectory_name([by_id[i].title for i in members]) else t
+                                 for t, members in ((t.id, [i for i in t.segment_ids if i in by_id])
+                                                    for t in sorted(multi, key=lambda t: row[t.id])))]
     fig.update_layout(xaxis={"title": "message index" if first_index else "segment order", "tickformat": "d"},
                       yaxis={"tickvals": ticks, "ticktext": names, "title": "Event Trajectory"},
-                      height=max(360, 60 + 22 * len(ticks)), margin={"l": 90, "r": 10, "t": 40, "b": 40},
+                      height=max(360, 60 + 22 * len(ticks)), margin={"l": 220, "r": 10, "t": 40, "b": 40},
                       title=f"Event Trajectories over time: {len(multi)} link two or more of the {len(segments)} "
                             f"segments")
     return fig
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 #: Outcome of one Top-K candidate E_j for a closing segment S_i → (legend name, marker symbol, colour).

@@ -48,6 +48,8 @@ def engine_factory(tmp_path):
         config.setdefault("fact_operation", "model")
         # the relevance floor is measured for the real embedder; the fakes' cosines have another scale
         config.setdefault("relevance_floor", 0.0)
+        # model-written segment titles are one more generation per segment: their own tests ask for them
+        config.setdefault("segment_titles", "rule")
         cfg = MemSIFConfig(data_dir=str(tmp_path / "data"), **config)
         engine = MemSIF(cfg, llm=llm or FakeLLM(), embedder=embedder or HashEmbedder(),
                         entities=entities or TableEntities(), store=store or MemoryStore(in_memory=True))

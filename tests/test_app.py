@@ -51,7 +51,7 @@ def test_a_client_builds_the_example_asks_and_reads_every_view(app_url):
         in summary  # the fake always says 0.3
     assert timeline is not None and segments["data"], "no timeline or segment rows after a build"
     first = segments["data"][0]
-    assert first[0] == "S1" and first[3] == "D1:1"
+    assert first[0] == "S1" and first[4] == "D1:1"
 
     status, facts, ops = client.predict(api_name="/build_facts")
     assert "current CoreFacts" in status
@@ -153,8 +153,8 @@ def test_two_builds_and_a_chat_at_once_give_exact_counts_and_no_cross_talk(app_u
     summary_a, _, rows_a = job_a.result()
     summary_b, _, rows_b = job_b.result()
     assert "419 messages" in summary_a and "3 messages" in summary_b
-    assert sum(r[2] for r in rows_a["data"]) == 419 and sum(r[2] for r in rows_b["data"]) == 3
-    assert all(r[3].startswith("D") for r in rows_b["data"]) and rows_b["data"][0][3] == "D1:1"
+    assert sum(r[3] for r in rows_a["data"]) == 419 and sum(r[3] for r in rows_b["data"]) == 3
+    assert all(r[4].startswith("D") for r in rows_b["data"]) and rows_b["data"][0][4] == "D1:1"
     for _history, _, trace, *_ in answers:
         speakers = {e["subject"] for e in trace["evidence_used"]} | {f["subject"] for f in trace["facts_used"]}
         assert trace["evidence_used"] and speakers <= {"Ana", "Ben"}, f"the chat saw another session: {speakers}"
@@ -171,7 +171,7 @@ def test_building_another_transcript_replaces_the_sessions_memory(app_url, tmp_p
     summary, _, _ = client.predict(gradio_client.handle_file(str(first)), None, api_name="/build")
     assert "2 messages" in summary and "(bike)" in summary
     summary, _, rows = client.predict(gradio_client.handle_file(str(second)), None, api_name="/build")
-    assert sum(r[2] for r in rows["data"]) == 3
+    assert sum(r[3] for r in rows["data"]) == 3
     assert "3 messages" in summary and "replaced the memory of `bike.txt`" in summary
     _, _, trace, *_ = client.predict("Where does Mia fly?", [], False, api_name="/ask")
     assert trace["evidence_used"] and all("bike" not in e["statement"] for e in trace["evidence_used"])
@@ -209,10 +209,10 @@ def test_an_export_of_three_conversations_is_listed_by_title_and_built_into_one_
                           "Rent went up · 1 May 2024 · 3 messages"]
     summary, _, rows = client.predict(gradio_client.handle_file(str(export)), "all conversations", api_name="/build")
     assert "8 messages" in summary and "3 conversations: Garden plans, Moving to Lyon, Rent went up" in summary
-    sessions = {name for row in rows["data"] for name in row[5].split(", ")}
+    sessions = {name for row in rows["data"] for name in row[6].split(", ")}
     assert sessions <= {"Garden plans", "Moving to Lyon", "Rent went up"} and sessions, \
         f"the segment table names conversations by id, not title: {sessions}"
-    assert {name for row in client.predict(api_name="/timeline")[1]["data"] for name in row[5].split(", ")} == sessions
+    assert {name for row in client.predict(api_name="/timeline")[1]["data"] for name in row[6].split(", ")} == sessions
 
 
 def test_a_bad_upload_gets_one_message_in_the_page_and_the_memory_stays(app_url, tmp_path):

@@ -24,7 +24,7 @@ JSON_EDGES = {
 #: "entities", a stage timer's "answer"): left out of the scan; the other fields of the same records
 #: are distinctive enough to catch a record read as a dict.
 GENERIC = {"id", "namespace", "question", "answer", "text", "model", "error", "seconds", "label", "entities",
-           "time", "index", "kind", "type", "name"}
+           "time", "index", "kind", "type", "name", "title", "input_ids"}
 
 
 def _record_fields() -> set[str]:

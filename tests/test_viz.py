@@ -22,7 +22,7 @@ def test_timeline_has_one_trace_per_outcome_and_threshold_lines(engine_factory):
     assert sorted(lines) == [0.325, 0.6]
     rows = segment_rows(engine.segments("t"), decisions)
     assert [r[0] for r in rows] == ["S1", "S2", "S3"]
-    assert rows[2][6].startswith("judge φ=0.500 P=0.20")
+    assert rows[2][7].startswith("judge φ=0.500 P=0.20")
 
 
 def test_trajectory_and_cluster_figures(engine_factory):
@@ -70,7 +70,8 @@ def test_the_trajectory_graph_stays_readable_at_150_segments():
 
     from memsif.viz import trajectory_graph
 
-    segments = [SimpleNamespace(id=f"S{k}", message_ids=[f"D1:{k}"], trajectory_id=f"E{k % 7 if k < 60 else k}")
+    segments = [SimpleNamespace(id=f"S{k}", message_ids=[f"D1:{k}"], trajectory_id=f"E{k % 7 if k < 60 else k}",
+                                title=None)
                 for k in range(1, 168)]
     trajectories = [SimpleNamespace(id=f"E{j}", segment_ids=[s.id for s in segments if s.trajectory_id == f"E{j}"])
                     for j in sorted({int(s.trajectory_id[1:]) for s in segments})]

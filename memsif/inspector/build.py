@@ -307,8 +307,9 @@ class BuildTab:
             return None, []
         decisions = eng.decisions(namespace, "segment")
         messages = eng.messages(namespace)
-        fig = phi_timeline(decisions, messages, eng.config.tau_split, eng.config.tau_merge)
-        return fig, segment_rows(eng.segments(namespace), decisions, source.session_titles if source else None)
+        segments = eng.segments(namespace)
+        fig = phi_timeline(decisions, messages, eng.config.tau_split, eng.config.tau_merge, segments)
+        return fig, segment_rows(segments, decisions, source.session_titles if source else None)
 
     def _kept(self, namespace: str, previous: BuiltSource | None, settings: SessionSettings | None) -> str:
         """What the session's memory still holds after a refused upload (the refusal replaces the build

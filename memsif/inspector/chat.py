@@ -20,6 +20,7 @@ from memsif.inspector import corefacts
 from memsif.inspector.activefacts import ActiveFactsTab
 from memsif.inspector.common import Inspector, SessionSettings, guard, new_session
 from memsif.inspector.corefacts import CoreFactsTab
+from memsif.interaction.titles import trajectory_name
 from memsif.locks import interactive
 from memsif.markdown import code_span, escape_html, escape_markdown
 from memsif.query import Answer
@@ -182,8 +183,9 @@ class ChatTab:
             window = segment.message_ids[max(0, k - CONTEXT_MESSAGES):k + CONTEXT_MESSAGES + 1]
             size = len(segment.message_ids)
             entities = escape_markdown(", ".join(sorted(segment.entities)[:8])) or "–"
-            lines.append(f"\nTopical Segment **{segment.id}** ({size} message{'s' if size != 1 else ''}, key entities: "
-                         f"{entities}):\n")
+            about = f" — {escape_markdown(segment.title.text)}" if segment.title and segment.title.lines else ""
+            lines.append(f"\nTopical Segment **{segment.id}**{about} ({size} message{'s' if size != 1 else ''}, key "
+                         f"entities: {entities}):\n")
             if window[0] != segment.message_ids[0]:
                 lines.append("- …")
             for mid in window:
@@ -193,11 +195,15 @@ class ChatTab:
             if window[-1] != segment.message_ids[-1]:
                 lines.append("- …")
             if segment.trajectory_id:
-                others = [s for s in segments if s.trajectory_id == segment.trajectory_id and s.id != segment.id]
+                members = [s for s in segments if s.trajectory_id == segment.trajectory_id]
+                others = [s for s in members if s.id != segment.id]
                 spans = ", ".join(f"{s.id} ({day_text(s.start_time)})" for s in others[:12]) or "none: it stands alone"
-                lines.append(f"\nEvent Trajectory **{segment.trajectory_id}**; its other segments: {spans}"
+                name = trajectory_name([s.title for s in members])
+                named = f" ({escape_markdown(name)})" if name and others else ""
+                lines.append(f"\nEvent Trajectory **{segment.trajectory_id}**{named}; its other segments: {spans}"
                              f"{' …' if len(others) > 12 else ''}")
-        fig = phi_timeline(eng.decisions(namespace, "segment"), messages, eng.config.tau_split, eng.config.tau_merge)
+        fig = phi_timeline(eng.decisions(namespace, "segment"), messages, eng.config.tau_split, eng.config.tau_merge,
+                           segments)
         fig.add_vline(x=target.index, line_color="#d62728", line_width=2, annotation_text=escape_html(message_id),
                       annotation_position="top")
         return "\n".join(lines), fig

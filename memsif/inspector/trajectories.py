@@ -11,6 +11,7 @@ import gradio as gr
 
 from memsif.inspector.common import Inspector, SessionSettings, guard
 from memsif.interaction import link
+from memsif.interaction.titles import trajectory_name
 from memsif.interaction.trajectories import trajectory_terms
 from memsif.records import record_number
 from memsif.timeparse import day_text
@@ -23,8 +24,9 @@ from memsif.viz import (
 
 
 def trajectory_choices(segments, trajectories, messages) -> list[tuple[str, str]]:
-    """(label, id) per Event Trajectory for the picker, largest first: what it is about (its most
-    specific key entities, ``trajectory_terms``; its first words where it has none), its segments,
+    """(label, id) per Event Trajectory for the picker, largest first: what it is about (its name from its
+    segments' titles, ``trajectory_name``; else its most specific key entities, ``trajectory_terms``; else
+    its first words), its segments,
     sessions, messages and dates, so a trajectory is found by what it is about."""
     by_seg = {s.id: s for s in segments}
     by_msg = {m.id: m for m in messages}
@@ -38,7 +40,8 @@ def trajectory_choices(segments, trajectories, messages) -> list[tuple[str, str]
         times = [by_msg[m].time for m in ids if by_msg[m].time]
         when = (day_text(min(times)) if min(times).date() == max(times).date()
                 else f"{day_text(min(times))} – {day_text(max(times))}") if times else "undated"
-        what = ", ".join(about[t.id]) or " ".join(by_msg[ids[0]].text.split()[:8]) + "…"
+        what = (trajectory_name([s.title for s in members]) or ", ".join(about[t.id])
+                or " ".join(by_msg[ids[0]].text.split()[:8]) + "…")
         sessions = list(dict.fromkeys(sid.removeprefix("session_") for s in members for sid in s.session_ids))
         where = f"session{'s' * (len(sessions) != 1)} {', '.join(sessions)}" if sessions else "no session"
         rows.append((len(ids), f"{t.id} · {what} · {len(members)} segment{'s' * (len(members) != 1)} in {where} · "

@@ -22,7 +22,9 @@ from memsif.errors import LLMError
 from memsif.interaction import link
 from memsif.interaction.judge import Verdict, YesNoJudge
 from memsif.interaction.state import InteractionState, SegmentState
+from memsif.interaction.titles import TitleWriter, meaningful
 from memsif.llm import LLM
+from memsif.llm.profiles import profile_of
 from memsif.matching import SemanticMapping, phi, phi_many
 from memsif.prompts import trajectory_judge
 from memsif.records import EventTrajectory, PhiScore, TopicalSegment, TrajectoryCandidate, TrajectoryDecision
@@ -63,6 +65,18 @@ class TrajectoryBuilder:
         self.model_name = llm.name if llm is not None else None
         self.vocabulary = link.Vocabulary()
         self.judge_calls = 0  # candidate pairs that reached the judge
+        self.titles = TitleWriter(llm if titles_by_model(config.segment_titles, llm) else None)
+
+    def title(self, state: InteractionState, seg: SegmentState) -> None:
+        """Give ``seg`` its title (``interaction.titles``) unless it already has one for its present
+        messages (a segment left open by an ingest is titled again when it has grown)."""
+        have = seg.record.title
+        if have is not None and have.message_count == len(seg.record.message_ids):
+            return
+        for s in state.segments[:seg.record.index + 1]:
+            self._read(state, s)
+        messages = state.segment_messages(seg)
+        seg.record.title = self.titles.title(messages, [state.entities[m.id] for m in messages], self.vocabulary.idf)
 
     def assign(self, state: InteractionState, seg: SegmentState) -> TrajectoryDecision:
         """Put ``seg`` into the trajectory of its likeliest earlier segment when the link model's
@@ -132,6 +146,14 @@ class TrajectoryBuilder:
         return f"joined {best.trajectory_id} via {best.segment_id}: {how}"
 
 
+def titles_by_model(mode: str, llm: LLM | None) -> bool:
+    """Whether segment titles are written by ``llm`` under ``segment_titles`` ``mode``: "model" always
+    (with an LLM), "rule" never, "auto" unless the model's judgements are at chance (its profile)."""
+    if llm is None or mode == "rule":
+        return False
+    return mode == "model" or not profile_of(llm.name).at_chance
+
+
 def _gap_days(earlier: SegmentState, later: SegmentState) -> float:
     t0, t1 = earlier.record.end_time, later.record.start_time
     return abs((t1 - t0).total_seconds()) / 86400 if t0 and t1 else 0.0
@@ -154,7 +176,7 @@ def trajectory_terms(trajectories: Sequence[EventTrajectory], segments: Sequence
     names = {part.lower() for sp in speakers for part in sp.split()}
     df = Counter(e for s in segments for e in set(s.entities))
     words = {e: [w for w in lexical.words(e) if w.is_alpha] for e in df}  # each entity tokenised once
-    stems_of = {e: {w.stem for w in ws} for e, ws in words.items() if _meaningful(e, ws, names)}
+    stems_of = {e: {w.stem for w in ws} for e, ws in words.items() if meaningful(e, ws, names)}
     by_id = {s.id: s for s in segments}
     out = {}
     for t in trajectories:
@@ -173,19 +195,3 @@ def trajectory_terms(trajectories: Sequence[EventTrajectory], segments: Sequence
                 break
         out[t.id] = terms
     return out
-
-
-def _meaningful(term: str, words: Sequence[lexical.Word], names: set[str]) -> bool:
-    return (len(term) >= 3 and bool(words) and not any(_names(w.lower, names) for w in words)
-            and not all(w.is_stop or w.stem in lexical.EMPTY_STEMS or w.lower in lexical.EMPTY_STEMS
-                        or _interjection(w.lower) for w in words))
-
-
-def _names(word: str, names: set[str]) -> bool:
-    return any(n == word or (len(word) >= 3 and n.startswith(word)) for n in names)
-
-
-def _interjection(word: str) -> bool:
-    """"oof", "sooo", "hmm", "whoa", "btw": letters repeated, no vowel, or a chat abbreviation."""
-    return (any(c * 3 in word for c in set(word)) or not set(word) & set("aeiouy")
-            or word in {"oof", "whoa", "btw", "lol", "omg", "wanna", "gonna", "gotta", "yay", "ugh", "aww"})
