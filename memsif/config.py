@@ -25,7 +25,7 @@ SemMapping = Literal["auto", "affine", "calibrated"]
 SufficiencyGate = Literal["auto", "model", "never"]
 FactOperationMode = Literal["auto", "model", "rules"]
 FactVerificationMode = Literal["auto", "model", "off"]
-TrajectoryLinkMode = Literal["auto", "model", "rule"]
+TrajectoryLinkMode = Literal["auto", "model", "rule", "choice"]
 SegmentTitleMode = Literal["auto", "model", "rule"]
 JudgeCalibration = Literal["auto", "content-free", "off"]
 LLM_BACKENDS: tuple[str, ...] = get_args(LLMBackend)
@@ -70,13 +70,13 @@ class MemSIFConfig:
     #: Top-K candidates whose φ(S_i, E_j) is at or below this are incompatible by rule, without a
     #: judge call (a product decision, see README: it keeps the judge to plausible candidates).
     trajectory_min_phi: float = 0.6
-    #: Trajectory links (``interaction.link``): "model": the judge's P(yes) (the paper's rule); "rule": the
-    #: pair's measures, no judge call; "auto": "model" for a model profiled to link threads (none yet), else "rule".
+    #: Trajectory links: "model" (the judge's P(yes), the paper's rule), "rule" (the pair's measures, no LLM call;
+    #: ``interaction.link``), "choice" (gate + one comparative choice; ``interaction.choice``) or "auto" ("rule").
     trajectory_link: TrajectoryLinkMode = "auto"
+    trajectory_choice_margin: float = 0.3  #: "choice": the best gated thread must beat "none of these" by this
     segment_titles: SegmentTitleMode = "auto"  #: "model", "rule" (model-free) or "auto" (``interaction.titles``)
-    #: How cosine similarity becomes s_sem in [0,1]: "affine" is (cos+1)/2 as in the paper;
-    #: "calibrated" rescales the embedder's own cosine range (see matching.COSINE_RANGES);
-    #: "auto" picks "calibrated" when the embedder has a measured range, else "affine".
+    #: cosine → s_sem in [0,1]: "affine" ((cos+1)/2, the paper), "calibrated" (the embedder's own range,
+    #: ``matching.COSINE_RANGES``) or "auto" ("calibrated" where that range was measured).
     sem_mapping: SemMapping = "auto"
     #: Judge verdicts: a message continues the topic / a segment joins a trajectory when the
     #: judge's probability of "yes" is at least this.
@@ -250,7 +250,7 @@ class MemSIFConfig:
             raise ConfigError(f"judge_calibration must be auto, content-free or off, not {self.judge_calibration!r}; "
                               "fix MEMSIF_JUDGE_CALIBRATION.")
         for name in ("alpha_segment", "alpha_trajectory", "tau_merge", "tau_split",
-                     "theta_src", "theta_qry", "judge_threshold", "trajectory_min_phi",
+                     "theta_src", "theta_qry", "judge_threshold", "trajectory_min_phi", "trajectory_choice_margin",
                      "active_compatible_cosine", "gate_fact_floor"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:

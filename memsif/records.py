@@ -204,7 +204,13 @@ class TrajectoryCandidate(_Record):
     judge_prob: float | None = None
     judge_prob_raw: float | None = None
     judge_prior: float | None = None
-    link_prob: float | None = Field(None, description="P(same thread) of the link model (None: older logs).")
+    link_prob: float | None = Field(None, description="P(same thread) of the link model; for the choice, P(this "
+                                                      "option) − P(none of these) (None: older logs).")
+    persons: list[str] = Field(default_factory=list, description="Choice: the persons the gate found in common.")
+    terms: list[str] = Field(default_factory=list, description="Choice: the rare or title words in common.")
+    choice_probs: list[float] = Field(default_factory=list, description="Choice: this option's probability in "
+                                                                        "each of the two orders asked.")
+    choice_prob: float | None = Field(None, description="Choice: the two orders' mean.")
     compatible: bool
 
 
@@ -221,6 +227,9 @@ class TrajectoryDecision(_Record):
     rule: str = Field("", description="The rule as applied, in words: the link model, its threshold, the best "
                                       "candidate's probability (empty in older logs).")
     link_model: str | None = Field(None, description="Name of the link model that decided (None: older logs).")
+    none_prob: float | None = Field(None, description="Choice: P(none of these), the two orders' mean.")
+    margin: float | None = Field(None, description="Choice: the best option's probability minus P(none of these).")
+    gated_out: int | None = Field(None, description="Choice: earlier trajectories the gate left out.")
     prompt_version: str | None = None
     model: str | None = None
     error: str | None = None

@@ -91,7 +91,7 @@ def phi_timeline(decisions: Sequence[Decision], messages: Sequence[Message], tau
     fig.add_hline(y=tau_split, line_dash="dash", line_color="#e76f51", annotation_text=f"τ_split {tau_split}")
     # alternating bands for segments
     starts = [d.message_index for d in decisions if not d.continued]
-    ends = [*starts[1:], len(decisions)]
+    ends = [*starts[1:], len(decisions)] if starts else []
     for k, (a, b) in enumerate(zip(starts, ends, strict=True)):
         if k % 2 == 0:
             fig.add_vrect(x0=a - 0.5, x1=b - 0.5, fillcolor="#264653", opacity=0.06, line_width=0)
@@ -256,7 +256,10 @@ def trajectory_decisions_plot(decisions: Sequence[Decision], segments: Sequence[
             parts += [f"rare words {c.rare:.2f}"] if c.rare is not None else []
             parts += [f"{c.gap_days:.0f} days apart"] if c.gap_days is not None else []
             parts += [f"judge P(yes) {c.judge_prob:.2f}"] if c.judge_prob is not None else []
-            parts += [f"P(same thread) {c.link_prob:.2f}"] if c.link_prob is not None else []
+            parts += [f"shares {', '.join(c.persons)}: {', '.join(c.terms[:4])}"] if c.persons else []
+            parts += [f"P(this thread) {c.choice_prob:.2f} (orders {', '.join(f'{p:.2f}' for p in c.choice_probs)}), "
+                      f"P(none) {d.none_prob:.2f}"] if c.choice_prob is not None and d.none_prob is not None else []
+            parts += [f"P(same thread) {c.link_prob:.2f}"] if c.link_prob is not None and c.choice_prob is None else []
             points[key][0].append(x)
             points[key][1].append(_candidate_y(c))
             points[key][2].append(f"{escape_html(f'{d.segment_id} → {c.trajectory_id}{via}')}: {', '.join(parts)}"
@@ -273,13 +276,16 @@ def trajectory_decisions_plot(decisions: Sequence[Decision], segments: Sequence[
             fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=f"{name} ({len(xs)})", hovertext=hover,
                                      hoverinfo="text", marker={"symbol": symbol, "color": colour, "size": 9}))
     linked = any(c.link_prob is not None for d in chosen for c in d.candidates)
+    chosen_by_choice = any(d.none_prob is not None for d in chosen)
     if threshold is not None and linked:  # an older log's judge probabilities were not held to this threshold
-        fig.add_hline(y=threshold, line_dash="dash", annotation_text=f"joins at P ≥ {threshold:g}")
+        fig.add_hline(y=threshold, line_dash="dash",
+                      annotation_text=f"joins at {'a margin' if chosen_by_choice else 'P'} ≥ {threshold:g}")
     joined = sum(1 for d in chosen if not d.created)
     span = max(first_index.values(), default=0) + 1
     fig.update_layout(xaxis={"title": "message index (segment start)", "tickformat": "d", "dtick": index_tick(span)},
-                      yaxis={"title": "P(same thread)" if linked or not chosen else "judge P(same event) (older log)",
-                             "range": [-0.05, 1.02]}, height=380,
+                      yaxis={"title": ("P(this thread) − P(none of these)" if chosen_by_choice else "P(same thread)")
+                             if linked or not chosen else "judge P(same event) (older log)",
+                             "range": [-1.02 if chosen_by_choice else -0.05, 1.02]}, height=380,
                       legend={"orientation": "h", "y": -0.25}, margin={"l": 60, "r": 20, "t": 40, "b": 40},
                       title=f"Why segments joined their trajectories: {joined} of {len(chosen)} joined one, "
                             f"{len(chosen) - joined} opened one")

@@ -194,9 +194,12 @@ def structure_health(eng, namespace: str) -> str:
     assigned = [d for d in decisions if isinstance(d, TrajectoryDecision)]
     if assigned:
         asked = [c.compatible for d in assigned for c in d.candidates if c.judge_prob is not None]
-        line += (f" Event Trajectories: {sum(not d.created for d in assigned)} of {len(assigned)} segments joined an "
-                 f"earlier one; the trajectory judge called {sum(asked)} of the {len(asked)} candidates it was "
-                 "asked about the same event (Trajectories tab).")
+        chosen = [d for d in assigned if d.none_prob is not None]
+        joined = sum(not d.created for d in assigned)
+        line += f" Event Trajectories: {joined} of {len(assigned)} segments joined an earlier one"
+        line += (f"; the model was asked to choose for {len(chosen)} of them (Trajectories tab)." if chosen else
+                 f"; the trajectory judge called {sum(asked)} of the {len(asked)} candidates it was asked about the "
+                 "same event (Trajectories tab).")
     reasons = []
     if len(segments) >= 5 and single_share > SINGLE_SEGMENT_WARN:
         reasons.append(f"more than {SINGLE_SEGMENT_WARN:.0%} of the segments are single messages")
@@ -213,6 +216,12 @@ def structure_health(eng, namespace: str) -> str:
     return line
 
 
+def threads(trajectories) -> str:
+    """How many trajectories link two or more segments, in words ("3 hold two or more segments")."""
+    linked = sum(1 for t in trajectories if len(t.segment_ids) > 1)
+    return f"{linked} hold{'s' * (linked == 1)} two or more segments"
+
+
 def prebuilt_summary(data: NamespaceExport, imported_s: float | None) -> str:
     """What the page says of the prebuilt example: what it holds, how and when it was built."""
     p = data.provenance
@@ -220,7 +229,8 @@ def prebuilt_summary(data: NamespaceExport, imported_s: float | None) -> str:
     loaded = f"Loaded in {imported_s:.1f} s. " if imported_s is not None else "Already loaded. "
     current = sum(f.fact.status == "current" for f in data.facts)
     return (f"**{len(data.messages)} messages** → **{len(data.segments)} Topical Segments**, "
-            f"**{len(data.trajectories)} Event Trajectories**, **{current} current CoreFacts** from "
+            f"**{len(data.trajectories)} Event Trajectories** ({threads(data.trajectories)}), "
+            f"**{current} current CoreFacts** from "
             f"`{EXAMPLE.name}` (conv-26): the **prebuilt example memory**, built on "
             f"{p.get('built', '?')} with `{p.get('model', '?')}` on {p.get('machine', '?')} — Structured Interaction "
             f"Memory in {p.get('structure_seconds', '?')} s, CoreFacts in {p.get('core_facts_seconds', '?')} s; "
@@ -440,7 +450,8 @@ class BuildTab:
         force and the first warnings of the files and the ingest."""
         report = reports[-1]
         summary = (f"**{report.total_messages} messages** → **{report.segments} Topical Segments**, "
-                   f"**{report.trajectories} Event Trajectories** from {code_span(source.name)} "
+                   f"**{report.trajectories} Event Trajectories** ({threads(eng.trajectories(namespace))}) "
+                   f"from {code_span(source.name)} "
                    f"({_contents(transcripts)}){replaced}. Segment judge on "
                    f"{sum(r.judge_calls_segment for r in reports)} of {sum(r.messages for r in reports)} new messages; "
                    f"trajectory judge {sum(r.judge_calls_trajectory for r in reports)} calls; "

@@ -89,7 +89,8 @@ class TrajectoriesTab:
         index = {m.id: m.index for m in messages}
         return (trajectory_graph(segments, trajectories, index),
                 trajectory_decisions_plot(eng.decisions(namespace, "trajectory"), segments, index,
-                                          link.model_for(eng.config.trajectory_link, eng.llm).threshold),
+                                          eng.config.trajectory_choice_margin if eng.config.trajectory_link == "choice"
+                                          else link.model_for(eng.config.trajectory_link, eng.llm).threshold),
                 gr.Dropdown(choices=trajectory_choices(segments, trajectories, messages), value=None))
 
     @guard

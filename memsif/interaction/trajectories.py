@@ -20,6 +20,9 @@ from memsif import lexical
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError
 from memsif.interaction import link
+from memsif.interaction.choice import NAME as CHOICE
+from memsif.interaction.choice import ChoiceLinker
+from memsif.interaction.gate import GateRule
 from memsif.interaction.judge import Verdict, YesNoJudge
 from memsif.interaction.state import InteractionState, SegmentState
 from memsif.interaction.titles import TitleWriter, meaningful
@@ -66,6 +69,9 @@ class TrajectoryBuilder:
         self.vocabulary = link.Vocabulary()
         self.judge_calls = 0  # candidate pairs that reached the judge
         self.titles = TitleWriter(llm if titles_by_model(config.segment_titles, llm) else None)
+        self.choice = ChoiceLinker(llm, GateRule(),
+                                   config.trajectory_choice_margin, config.construction_top_k, config.alpha_trajectory,
+                                   mapping) if config.trajectory_link == "choice" and llm is not None else None
 
     def title(self, state: InteractionState, seg: SegmentState) -> None:
         """Give ``seg`` its title (``interaction.titles``) unless it already has one for its present
@@ -84,6 +90,8 @@ class TrajectoryBuilder:
 
         A failing judge leaves the judged candidates unjoined and records the error.
         """
+        if self.choice is not None:
+            return self._assign_by_choice(state, seg, self.choice)
         cfg = self.config
         start = time.perf_counter()
         ranked = top_k_segments(state, seg, cfg.construction_top_k, cfg.alpha_trajectory, self.mapping)
@@ -127,6 +135,26 @@ class TrajectoryBuilder:
                                   trajectory_id=trajectory_id, created=created, rule=self._rule(best, created),
                                   link_model=self.link.name, prompt_version=prompt_version,
                                   model=self.model_name if verdicts or error else None, error=error,
+                                  seconds=time.perf_counter() - start)
+
+    def _assign_by_choice(self, state: InteractionState, seg: SegmentState, choice: ChoiceLinker) -> TrajectoryDecision:
+        """The gate, then one comparative choice among the gated trajectories (``interaction.choice``)."""
+        start = time.perf_counter()
+        for s in state.segments[:seg.record.index + 1]:
+            self._read(state, s)
+        calls = choice.calls
+        out = choice.decide(state, seg, self.vocabulary.idf, seg.record.index + 1)
+        self.judge_calls += choice.calls - calls
+        if out.joined is not None:
+            state.assign(seg, state.trajectory(out.joined))
+            trajectory_id, created = out.joined, False
+        else:
+            trajectory_id, created = state.open_trajectory(seg).record.id, True
+        return TrajectoryDecision(namespace=state.namespace, segment_id=seg.record.id, candidates=out.candidates,
+                                  trajectory_id=trajectory_id, created=created, rule=out.rule, link_model=CHOICE,
+                                  none_prob=out.none_prob, margin=out.margin, gated_out=out.gated_out,
+                                  prompt_version=out.prompt_version, error=out.error,
+                                  model=self.model_name if out.prompt_version else None,
                                   seconds=time.perf_counter() - start)
 
     def _read(self, state: InteractionState, s: SegmentState) -> Counter[str]:
