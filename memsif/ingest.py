@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from memsif.errors import MemSIFError, SourceConflict
+from memsif.interaction import link
 from memsif.interaction.restore import Repair, mean_vector, messages_state, plan_repair, restore
 from memsif.interaction.segments import SegmentBuilder
 from memsif.interaction.sentences import build_sentences
 from memsif.interaction.state import InteractionState
-from memsif.interaction.trajectories import TrajectoryBuilder
+from memsif.interaction.titles import TitleWriter
+from memsif.interaction.trajectories import TrajectoryBuilder, titles_by_model
 from memsif.io.dates import implausible_dates
 from memsif.io.placement import differences
 from memsif.io.speakers import with_one_spelling
@@ -314,6 +316,8 @@ class IngestPipeline:
 
         store, ns, cfg = self.backends.store, self.namespace, self.config
         with job(ns, "facts"):
+            with self.stage("titles"):
+                self.model_titles(state, progress)
             batches = unread_batches([s.record for s in state.segments], state.messages, cfg.fact_batch_messages)
             batches = self._finish_logged_batches(state, batches)
             facts = FactState.of([(f, v) for f, v in store.facts(ns, with_vectors=True) if v is not None])
@@ -341,6 +345,29 @@ class IngestPipeline:
                     progress(done.index + 1, done.total, "core facts")
         summary.core_facts, summary.fact_llm_calls = len(facts.current()), builder.llm_calls
         return summary
+
+    def model_titles(self, state: InteractionState, progress: ProgressFn | None) -> None:
+        """The LLM's titles for the segments the structure step titled without it (``titles_at_close``:
+        model titles at close only where the trajectory decision reads them), before CoreFacts and in
+        their job (so they yield to chat). Each is stored as it is written."""
+        llm = self.backends.llm
+        if not titles_by_model(self.config.segment_titles, llm):
+            return
+        todo = [s for s in state.segments if s.record.title is None or s.record.title.model is None]
+        if not todo:
+            return
+        vocabulary = link.Vocabulary()
+        for seg in state.segments:
+            vocabulary.read(seg.record.id, len(seg.record.message_ids),
+                            lambda seg=seg: (m.text for m in state.segment_messages(seg)))
+        writer = TitleWriter(llm)
+        for k, seg in enumerate(todo):
+            check_cancelled()
+            messages = state.segment_messages(seg)
+            seg.record.title = writer.title(messages, [state.entities[m.id] for m in messages], vocabulary.idf)
+            self.backends.store.put_segments(self.namespace, [(seg.record, seg.profile.mean)])
+            if progress:
+                progress(k + 1, len(todo), "titles")
 
     def _mark_read(self, state: InteractionState, batch: ReadBatch) -> None:
         """Store the segments' read-marks of a finished batch (its last write)."""

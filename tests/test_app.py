@@ -349,6 +349,8 @@ def test_without_a_file_the_example_is_its_prebuilt_memory_and_live_builds_it_ag
     summary, timeline, segments = client.predict(None, None, False, api_name="/build")
     assert "prebuilt example memory" in summary and "built on 2026-12-01 with `fake-llm`" in summary, summary
     assert "Structured Interaction Memory in 266 s, CoreFacts in 537 s" in summary and "Loaded in" in summary
+    linked = sum(len(t.segment_ids) > 1 for t in made.trajectories)
+    assert f"Event Trajectories** ({linked} hold{'s' * (linked == 1)} two or more segments)" in summary, summary
     assert "**Structure health**" in summary and timeline is not None and len(segments["data"]) == len(made.segments)
     assert "**This session's memory**: namespace `" in summary and "`python -m memsif show --namespace " in summary
     status, facts, _ = client.predict(api_name="/build_facts")

@@ -107,3 +107,19 @@ def test_each_closed_segment_is_titled_and_a_grown_one_titled_again(engine_facto
     [seg] = eng.segments("ns")
     assert seg.title.message_count == 3 == len(seg.message_ids)
     assert len(llm.calls["segment_title"]) == 2
+
+
+def test_by_default_the_timeline_waits_for_no_title_and_the_model_titles_before_corefacts(engine_factory):
+    """``segment_titles="auto"`` with the rule link: model-free titles at close, the LLM's in the facts job."""
+    llm = FakeLLM({"segment_title": "Caroline: adoption agency meeting"})
+    eng = engine_factory(llm=llm, embedder=SameVector(), entities=TableEntities(), segment_titles="auto",
+                         trajectory_link="rule")
+    eng.ingest(SEGMENT, namespace="ns")
+    [seg] = eng.segments("ns")
+    assert seg.title.source == "key terms" and seg.title.model is None and not llm.calls["segment_title"]
+    report = eng.build_core_facts("ns")
+    [seg] = eng.segments("ns")
+    assert seg.title.source == "model" and seg.title.lines == ["Caroline: adoption agency meeting"]
+    assert "titles" in report.seconds_by_stage and len(llm.calls["segment_title"]) == 1
+    eng.build_core_facts("ns")  # titled once: not asked again
+    assert len(llm.calls["segment_title"]) == 1

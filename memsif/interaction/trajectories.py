@@ -68,7 +68,7 @@ class TrajectoryBuilder:
         self.model_name = llm.name if llm is not None else None
         self.vocabulary = link.Vocabulary()
         self.judge_calls = 0  # candidate pairs that reached the judge
-        self.titles = TitleWriter(llm if titles_by_model(config.segment_titles, llm) else None)
+        self.titles = TitleWriter(llm if titles_at_close(config, llm) else None)
         self.choice = ChoiceLinker(llm, GateRule(),
                                    config.trajectory_choice_margin, config.construction_top_k, config.alpha_trajectory,
                                    mapping) if config.trajectory_link == "choice" and llm is not None else None
@@ -172,6 +172,16 @@ class TrajectoryBuilder:
         if created:
             return f"new trajectory: the likeliest, {best.trajectory_id} via {best.segment_id}, {how}"
         return f"joined {best.trajectory_id} via {best.segment_id}: {how}"
+
+
+def titles_at_close(config: MemSIFConfig, llm: LLM | None) -> bool:
+    """Whether the LLM titles each segment as it closes: with ``segment_titles="model"``, or "auto"
+    when the trajectory decision reads titles (``trajectory_link="choice"``). Otherwise segments get
+    the model-free title at close and the LLM's after the structure (``IngestPipeline.model_titles``),
+    so the timeline does not wait for titles (one generation per segment, about as long as the whole
+    structure step on 2 cores)."""
+    by_model = titles_by_model(config.segment_titles, llm)
+    return by_model and (config.segment_titles == "model" or config.trajectory_link == "choice")
 
 
 def titles_by_model(mode: str, llm: LLM | None) -> bool:
