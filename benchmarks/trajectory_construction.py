@@ -370,6 +370,8 @@ def main() -> None:
     parser.add_argument("--constructions", default="phi-rule,gate+cosine,gate+title-cosine,gate+choice")
     parser.add_argument("--threads-held", type=int, default=0, help="a segment holds each thread labelling at least "
                         "this many of its messages (0: only the thread of ≥ 30 %% of them, as trajectory_decision.py)")
+    parser.add_argument("--curve", action="append", default=[], help="a construction whose precision–coverage "
+                        "curve to print for each conversation (no fitting: every threshold of its grid)")
     parser.add_argument("--choices-built", action="append", default=[],
                         help="SAMPLE=EXPORT of a memory built with MEMSIF_TRAJECTORY_LINK=choice: its decisions' curve")
     parser.add_argument("--out")
@@ -441,6 +443,16 @@ def main() -> None:
                 f"{m['precision']:.0%} | {m['largest']:.0%} | {m['multi']} | {m60['coverage']:.0%} "
                 f"({m60['precision']:.0%}) | {m['calls_per_segment']:.2f} | {m['seconds_per_segment']:.2f} |")
             print(lines[-1], flush=True)
+    for how in args.curve:  # each conversation's precision–coverage curve, threshold by threshold
+        lines += ["", f"Precision–coverage curve of {how} (threshold: thread pairs shared, link precision, joins):", ""]
+        for conv in convs:
+            points = []
+            for t in grids[how]:
+                m = measure(conv, replay(conv, how, float(t), chooser, rule, cfg=cfg, mapping=mapping))
+                if m["joins"]:
+                    points.append(f"{t:.2f}: {m['coverage']:.0%} at {m['precision']:.0%} ({m['joins']})")
+            lines.append(f"- {conv.name}: " + "; ".join(points))
+        print("\n".join(lines[-len(convs) - 3:]), flush=True)
     by_name = {c.name: c for c in convs}
     for spec in args.choices_built:
         sample, path = spec.split("=", 1)

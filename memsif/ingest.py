@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -358,8 +359,8 @@ class IngestPipeline:
             return
         vocabulary = link.Vocabulary()
         for seg in state.segments:
-            vocabulary.read(seg.record.id, len(seg.record.message_ids),
-                            lambda seg=seg: (m.text for m in state.segment_messages(seg)))
+            texts: list[str] = [m.text for m in state.segment_messages(seg)]
+            vocabulary.read(seg.record.id, len(texts), partial(list, texts))
         writer = TitleWriter(llm)
         for k, seg in enumerate(todo):
             check_cancelled()
