@@ -311,7 +311,8 @@ def test_every_build_reports_structure_health_and_warns_when_degenerate(engine_f
     line = structure_health(engine, "t")
     assert "**Structure health**" in line and "Topical Segments hold one message" in line
     assert "the judge decided 15 of 16 messages" in line
-    assert re.search(r"Event Trajectories: \d+ of \d+ segments joined an earlier one; the trajectory judge", line)
+    assert re.search(r"Event Trajectories: \d+ of \d+ segments joined an earlier one; no model was asked: the link "
+                     r"rule decided", line), line  # the default link asks no model, and says so
     assert ("⚠️ The structure looks degenerate" in line) == warned, line
 
 

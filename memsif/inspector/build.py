@@ -197,9 +197,13 @@ def structure_health(eng, namespace: str) -> str:
         chosen = [d for d in assigned if d.none_prob is not None]
         joined = sum(not d.created for d in assigned)
         line += f" Event Trajectories: {joined} of {len(assigned)} segments joined an earlier one"
-        line += (f"; the model was asked to choose for {len(chosen)} of them (Trajectories tab)." if chosen else
-                 f"; the trajectory judge called {sum(asked)} of the {len(asked)} candidates it was asked about the "
-                 "same event (Trajectories tab).")
+        if chosen:
+            line += f"; the model was asked to choose for {len(chosen)} of them (Trajectories tab)."
+        elif asked:
+            line += (f"; the trajectory judge called {sum(asked)} of the {len(asked)} candidates it was asked about "
+                     "the same event (Trajectories tab).")
+        else:
+            line += "; no model was asked: the link rule decided (Trajectories tab)."
     reasons = []
     if len(segments) >= 5 and single_share > SINGLE_SEGMENT_WARN:
         reasons.append(f"more than {SINGLE_SEGMENT_WARN:.0%} of the segments are single messages")
