@@ -14,18 +14,16 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from memsif.errors import MemSIFError, SourceConflict
-from memsif.interaction import link
 from memsif.interaction.restore import Repair, mean_vector, messages_state, plan_repair, restore
 from memsif.interaction.segments import SegmentBuilder
 from memsif.interaction.sentences import build_sentences
 from memsif.interaction.state import InteractionState
-from memsif.interaction.titles import TitleWriter
+from memsif.interaction.titles import write_model_titles
 from memsif.interaction.trajectories import TrajectoryBuilder, titles_by_model
 from memsif.io.dates import implausible_dates
 from memsif.io.placement import differences
@@ -348,27 +346,12 @@ class IngestPipeline:
         return summary
 
     def model_titles(self, state: InteractionState, progress: ProgressFn | None) -> None:
-        """The LLM's titles for the segments the structure step titled without it (``titles_at_close``:
-        model titles at close only where the trajectory decision reads them), before CoreFacts and in
-        their job (so they yield to chat). Each is stored as it is written."""
+        """The LLM's titles for the segments the structure step titled without it (``titles.write_model_titles``),
+        before CoreFacts and in their job (so they yield to chat); each stored as it is written."""
         llm = self.backends.llm
-        if not titles_by_model(self.config.segment_titles, llm):
-            return
-        todo = [s for s in state.segments if s.record.title is None or s.record.title.model is None]
-        if not todo:
-            return
-        vocabulary = link.Vocabulary()
-        for seg in state.segments:
-            texts: list[str] = [m.text for m in state.segment_messages(seg)]
-            vocabulary.read(seg.record.id, len(texts), partial(list, texts))
-        writer = TitleWriter(llm)
-        for k, seg in enumerate(todo):
-            check_cancelled()
-            messages = state.segment_messages(seg)
-            seg.record.title = writer.title(messages, [state.entities[m.id] for m in messages], vocabulary.idf)
-            self.backends.store.put_segments(self.namespace, [(seg.record, seg.profile.mean)])
-            if progress:
-                progress(k + 1, len(todo), "titles")
+        if titles_by_model(self.config.segment_titles, llm):
+            write_model_titles(state, llm, lambda seg: self.backends.store.put_segments(
+                self.namespace, [(seg.record, seg.profile.mean)]), progress)
 
     def _mark_read(self, state: InteractionState, batch: ReadBatch) -> None:
         """Store the segments' read-marks of a finished batch (its last write)."""

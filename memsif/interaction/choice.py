@@ -53,6 +53,7 @@ class ChoiceLinker:
         self.alpha, self.mapping = alpha, mapping
         self.calls = 0
         self._sides: dict[str, tuple[int, gate.Side]] = {}
+        self._trajectory_sides: dict[str, tuple[tuple[tuple[str, int], ...], gate.Side]] = {}
 
     def side(self, state: InteractionState, seg: SegmentState) -> gate.Side:
         """The gate's view of ``seg`` (its title's persons and words, what was said), kept while it is unchanged."""
@@ -63,6 +64,16 @@ class ChoiceLinker:
             lines = rec.title.lines if rec.title else []
             cached = self._sides[rec.id] = (size, gate.title_side(
                 lines, (m.text for m in state.segment_messages(seg)), rec.start_time, rec.end_time))
+        return cached[1]
+
+    def trajectory_side(self, state: InteractionState, traj: TrajectoryState) -> gate.Side:
+        """The union of a trajectory's segments' sides, kept while its segments and their sizes are unchanged
+        (each closing segment gates every earlier trajectory: the union is not redone for each)."""
+        key = tuple((i, len(state.segment(i).record.message_ids)) for i in traj.record.segment_ids)
+        cached = self._trajectory_sides.get(traj.record.id)
+        if cached is None or cached[0] != key:
+            side = gate.Side.union(self.side(state, state.segment(i)) for i in traj.record.segment_ids)
+            cached = self._trajectory_sides[traj.record.id] = (key, side)
         return cached[1]
 
     def decide(self, state: InteractionState, seg: SegmentState, idf: Callable[[str], float],
@@ -76,8 +87,7 @@ class ChoiceLinker:
         passed: list[tuple[TrajectoryState, gate.GateResult]] = []
         earlier = [t for t in state.trajectories if t.record.segment_ids]
         for traj in earlier:
-            side = gate.Side.union(self.side(state, state.segment(i)) for i in traj.record.segment_ids)
-            result = gate.check(new, side, idf, segments, self.rule)
+            result = gate.check(new, self.trajectory_side(state, traj), idf, segments, self.rule)
             if result.passed:
                 passed.append((traj, result))
         passed.sort(key=lambda tr: (-sum(idf(t) for t in tr[1].terms), -tr[0].record.index))

@@ -15,11 +15,14 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from memsif import lexical
 from memsif.errors import LLMError
 from memsif.interaction import link
+from memsif.interaction.state import InteractionState, SegmentState
 from memsif.llm import LLM
+from memsif.locks import check_cancelled
 from memsif.prompts import segment_title
 from memsif.records import Message, SegmentTitle
 
@@ -199,3 +202,30 @@ def trajectory_name(titles: Sequence[SegmentTitle | None]) -> str:
         return sum(1 for j, _, other in stems if j != k and own & other)
 
     return max(stems, key=lambda item: (recurring(item), -item[0]))[1]
+
+
+def write_model_titles(state: InteractionState, llm: LLM, write: Callable[[SegmentState], None],
+                       progress: Callable[[int, int, str], None] | None = None) -> int:
+    """Title by ``llm`` every segment of ``state`` the model has not titled yet (the structure step
+    gives model-free titles at close unless the trajectory decision reads titles), with the namespace's
+    vocabulary; ``write`` stores each segment as it is titled. Returns how many were titled.
+
+    Raises:
+        JobCancelled: the namespace's job was cancelled (what was written stays).
+    """
+    todo = [s for s in state.segments if s.record.title is None or s.record.title.model is None]
+    if not todo:
+        return 0
+    vocabulary = link.Vocabulary()
+    for seg in state.segments:
+        texts: list[str] = [m.text for m in state.segment_messages(seg)]
+        vocabulary.read(seg.record.id, len(texts), partial(list, texts))
+    writer = TitleWriter(llm)
+    for k, seg in enumerate(todo):
+        check_cancelled()
+        messages = state.segment_messages(seg)
+        seg.record.title = writer.title(messages, [state.entities[m.id] for m in messages], vocabulary.idf)
+        write(seg)
+        if progress:
+            progress(k + 1, len(todo), "titles")
+    return len(todo)
