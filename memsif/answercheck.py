@@ -7,17 +7,27 @@ absent from the answer context is flagged: the model brought it from elsewhere, 
 it. A number followed by a unit of time ("3 months", "five years") that the time between two dates
 of the context gives (rounded or whole units) is computed, not invented, and is not flagged. The
 check only flags; it never changes the answer.
+
+Before the answer, the model's check (``check_context``, DESIGN: the small model answers focused
+yes/no questions well): P(yes) that the answer context states what is asked, over the answer prompt's
+own prefix; below the measured threshold (``answer_check_threshold``) the answer is "not stated" with
+the closest lines the memory holds (``closest_lines``, ``refusal``) instead of a guess.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from itertools import combinations
 
 from memsif import lexical
+from memsif.errors import LLMError
 from memsif.facts.values import NUMBER_WORDS, values
+from memsif.llm import LLM
+from memsif.llm.profiles import profile_of
+from memsif.prompts import answer_check
 from memsif.timeparse import DATE_IN_TEXT, parse_time
 
 #: An answer that says the memory does not hold the answer ("I don't know", "It is not mentioned", "No
@@ -152,3 +162,70 @@ def found_in(text: str | lexical.StemSet, things: Sequence[str]) -> list[str]:
 def mentions(text: str, name: str) -> bool:
     """Whether ``text`` holds ``name`` as a word (case-insensitive; "Tokyo's" holds "Tokyo")."""
     return re.search(rf"(?<!\w){re.escape(name.lower())}", text.lower()) is not None
+
+
+# --- The model's check before the answer: does the memory state what is asked? ---
+
+#: The P(yes) below which a model not measured for the check refuses, under ``answer_check="model"``.
+UNMEASURED_ANSWER_CHECK_MIN_P = 0.5
+#: What the memory holds that comes closest, shown with a refusal: this many lines.
+CLOSEST_SHOWN = 3
+#: The answer when the check finds the asked detail missing; the closest lines follow it.
+NOT_STATED = "I don't know: this memory does not state that."
+
+
+def answer_check_threshold(mode: str, llm: LLM | None) -> float | None:
+    """The P(yes) below which ``llm``'s answer check refuses under ``answer_check`` ``mode`` ("auto": a
+    model whose profile holds a measured threshold, ``ModelProfile.answer_check_min_p``; "model": any
+    model, at ``UNMEASURED_ANSWER_CHECK_MIN_P`` when unmeasured; "off": none), or None when the check
+    is not asked."""
+    if mode == "off" or llm is None:
+        return None
+    measured = profile_of(llm.name).answer_check_min_p
+    if measured is not None:
+        return measured
+    return UNMEASURED_ANSWER_CHECK_MIN_P if mode == "model" else None
+
+
+@dataclass(frozen=True)
+class AnswerCheck:
+    """The model's check of one answer context: ``p_yes`` that it states what is asked (None when the
+    model failed: ``error``), the threshold, whether the answer is refused, and the rule in words."""
+
+    p_yes: float | None
+    min_p: float
+    refused: bool
+    rule: str
+    prompt_version: str
+    error: str = ""
+
+
+def check_context(llm: LLM, question: str, context: str, question_date: str | None, min_p: float) -> AnswerCheck:
+    """Ask ``llm`` whether ``context`` states the answer to ``question`` (``memsif.prompts.answer_check``,
+    the answer prompt's prefix, so a cached prefix is reused); refused when P(yes) < ``min_p``. A model
+    error is recorded and the answer goes ahead (never raised)."""
+    prompt = answer_check.build(question, context, question_date)
+    try:
+        [p] = llm.yes_probability([prompt])
+    except LLMError as exc:
+        return AnswerCheck(None, min_p, False, f"answer check failed ({type(exc).__name__}: {exc}): answered",
+                           prompt.version, error=f"{type(exc).__name__}: {exc}")
+    refused = p < min_p
+    rule = (f"P(the memory states the answer) = {p:.2f} {'<' if refused else '≥'} {min_p:.2f}: "
+            f"{'not answered; the closest lines shown' if refused else 'answered'}")
+    return AnswerCheck(round(p, 4), min_p, refused, rule, prompt.version)
+
+
+def closest_lines(facts: Sequence[tuple[str, float]], evidence: Sequence[tuple[str, float]],
+                  k: int = CLOSEST_SHOWN) -> list[str]:
+    """The ``k`` lines of an answer context closest to the question: its facts (text, cosine) by score,
+    then its evidence (text, score) by score, each at most once."""
+    ranked = [t for t, _ in sorted(facts, key=lambda x: -x[1])] + [t for t, _ in sorted(evidence, key=lambda x: -x[1])]
+    return list(dict.fromkeys(ranked))[:k]
+
+
+def refusal(closest: Sequence[str]) -> str:
+    """The one-line answer of a refused check: ``NOT_STATED`` and the closest lines."""
+    if not closest:
+        return NOT_STATED
+    return f"{NOT_STATED} Closest in memory: {' | '.join(' '.join(c.split()) for c in closest)}"

@@ -28,6 +28,7 @@ FactVerificationMode = Literal["auto", "model", "off"]
 TrajectoryLinkMode = Literal["auto", "model", "rule", "choice"]
 SegmentTitleMode = Literal["auto", "model", "rule"]
 JudgeCalibration = Literal["auto", "content-free", "off"]
+AnswerCheckMode = Literal["auto", "model", "off"]
 LLM_BACKENDS: tuple[str, ...] = get_args(LLMBackend)
 SEM_MAPPINGS: tuple[str, ...] = get_args(SemMapping)
 SUFFICIENCY_GATES: tuple[str, ...] = get_args(SufficiencyGate)
@@ -35,6 +36,7 @@ FACT_OPERATIONS: tuple[str, ...] = get_args(FactOperationMode)
 FACT_VERIFICATIONS: tuple[str, ...] = get_args(FactVerificationMode)
 TRAJECTORY_LINKS: tuple[str, ...] = get_args(TrajectoryLinkMode)
 SEGMENT_TITLES: tuple[str, ...] = get_args(SegmentTitleMode)
+ANSWER_CHECKS: tuple[str, ...] = get_args(AnswerCheckMode)
 #: Old setting names and the fields that replaced them (accepted by ``replace``, ``from_env`` and as
 #: ``MEMSIF_<OLD NAME>`` variables).
 ALIASES = {"top_k": "construction_top_k", "trajectory_top_k": "query_trajectory_top_k"}
@@ -92,9 +94,8 @@ class MemSIFConfig:
     core_facts: bool = True
     #: Fact types "Name:description;Name:description"; empty = Identity, Event, Preference, Relation.
     core_schema: str = ""
-    #: Extraction batches generated together as one padded batch (consolidation stays in order); on
-    #: 2 CPU cores 8 batches decode in ~1.5× the per-token time of one (benchmarks/profile_build.py).
-    #: 1 = one at a time.
+    #: Extraction batches generated together as one padded batch (consolidation stays in order; 1 = one at
+    #: a time); on 2 CPU cores 8 batches decode in ~1.5× the per-token time of one (benchmarks/profile_build.py).
     fact_parallel: int = 8
     #: Messages per CoreFact extraction call (consecutive segments share a batch to save calls). 8: with
     #: at most three facts per call, 12 messages of a lively conversation hold more facts than a call
@@ -105,11 +106,9 @@ class MemSIFConfig:
     #: profile (``memsif.llm.profiles``) says it chooses better than always-Add, else Add;
     #: "model" always the LLM; "rules" never (Add).
     fact_operation: FactOperationMode = "auto"
-    #: Who verifies a CoreFact candidate that passed the grounding gate: "auto" the LLM (P(yes) that
-    #: the subject's cited messages state it) if its profile (``memsif.llm.profiles``) holds a
-    #: measured threshold; "model" always the LLM (0.5 for a model not measured); "off" nobody. A candidate the
-    #: model turns down is rejected; one nobody verified is stored as not verified (memory_facts holds
-    #: it back).
+    #: Who verifies a CoreFact candidate that passed the grounding gate: "auto" the LLM (P(yes) that the subject's
+    #: cited messages state it) if its profile (``memsif.llm.profiles``) holds a measured threshold; "model" always
+    #: (0.5 unmeasured); "off" nobody. Turned down: rejected; verified by nobody: stored as not verified.
     fact_verification: FactVerificationMode = "auto"
     # --- ActiveFact promotion (§3.4, Eq. 4) ---
     theta_src: float = 0.45
@@ -133,12 +132,10 @@ class MemSIFConfig:
     evidence_candidates: int = 200
     #: The dense search leaves out the names of the speakers a question names (retrieval.without_names).
     dense_without_names: bool = True
-    #: Sentences of the speakers a question names get their fused score × (1 + this).
-    speaker_boost: float = 0.5
+    speaker_boost: float = 0.5  #: sentences of the speakers a question names: fused score × (1 + this)
     #: Topical Segments scored by their members: the best this many sentences of a segment count.
     segment_members: int = 1
-    #: Weight of a segment's relevance added to its sentences' priority (0 = segments not used).
-    segment_weight: float = 0.25
+    segment_weight: float = 0.25  #: weight of a segment's relevance in its sentences' priority (0: not used)
     #: Weight of the J term (question's key entities against the segment's) in a segment's relevance.
     segment_entity_weight: float = 1.0
     #: Each further sentence of one segment keeps this share of its priority (1 = no sharing).
@@ -200,6 +197,10 @@ class MemSIFConfig:
     #: measurement (benchmarks/relevance_floor.py, MiniLM): 1 of the 383 dev questions falls below it,
     #: and 46 % of hand-written questions about things the conversations never mention. 0 turns it off.
     relevance_floor: float = 0.30
+    #: Before the answer, the model's P(yes) that the context states what is asked; below the model's
+    #: measured threshold the answer is "not stated" with the closest lines ("auto": measured models only;
+    #: "model": any model; "off"). memsif.answercheck, benchmarks/answer_check.py.
+    answer_check: AnswerCheckMode = "auto"
     answer_temperature: float = 0.1
     answer_max_tokens: int = 512
     # --- Ablations (Table 3) ---
@@ -262,7 +263,7 @@ class MemSIFConfig:
             )
         for name, allowed in (("fact_operation", FACT_OPERATIONS), ("fact_verification", FACT_VERIFICATIONS),
                               ("trajectory_link", TRAJECTORY_LINKS), ("sufficiency_gate", SUFFICIENCY_GATES),
-                              ("segment_titles", SEGMENT_TITLES)):
+                              ("segment_titles", SEGMENT_TITLES), ("answer_check", ANSWER_CHECKS)):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}; "
                                   f"fix MEMSIF_{name.upper()}.")

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from memsif.answercheck import unsupported_mentions
+from memsif.answercheck import answer_check_threshold, check_context, closest_lines, refusal, unsupported_mentions
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
@@ -105,6 +105,13 @@ class Answer(BaseModel):
     aggregation: bool = Field(False, description="The question asks for several things about the speakers it "
                                                  "names: their facts were gathered (the aggregation path).")
     aggregation_rule: str = Field("", description="Why the aggregation path was or was not taken.")
+    answer_check_prob: float | None = Field(None, description="The model's P(yes) that ``context`` states what is "
+                                            "asked (``memsif.answercheck``); None when not asked.")
+    answer_check_rule: str = Field("", description="What the answer check decided, and why.")
+    not_stated: bool = Field(False, description="The answer check found the asked detail missing: the answer "
+                                                "says so, with ``closest``, instead of a generated answer.")
+    closest: list[str] = Field(default_factory=list, description="The context's lines closest to the question, "
+                                                                 "shown when ``not_stated``.")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able (dates as ISO strings)."""
@@ -222,13 +229,16 @@ class QueryPipeline:
                                                      floor=floor)
                 result.traced_back = True
         self._relevance(question, facts, evidence, result, namespace)
+        result.facts_used, result.evidence_used = used_facts, evidence
+        result.context = self._render(fact_lines, evidence)
+        result.context_tokens = self.llm.count_tokens(result.context) if result.context else 0
+        result.context_source_ids = list(dict.fromkeys(
+            [*(m for f in used_facts for m in f.source_message_ids),
+             *(m for e in evidence for m in e.source_message_ids)]))
+        if generate and not result.nothing_relevant:
+            with _stage(result, "answer_check"):
+                self._check(question, question_date, result)
         with _stage(result, "answer"):
-            result.facts_used, result.evidence_used = used_facts, evidence
-            result.context = self._render(fact_lines, evidence)
-            result.context_tokens = self.llm.count_tokens(result.context) if result.context else 0
-            result.context_source_ids = list(dict.fromkeys(
-                [*(m for f in used_facts for m in f.source_message_ids),
-                 *(m for e in evidence for m in e.source_message_ids)]))
             if generate:
                 def tap(piece: str) -> None:  # the answer always streams, so its first piece is timed
                     if result.first_token_seconds is None:
@@ -238,6 +248,8 @@ class QueryPipeline:
 
                 if result.nothing_relevant:
                     self._answer_nothing_relevant(result, tap)
+                elif result.not_stated:
+                    self._say(refusal(result.closest), result, tap)
                 else:
                     self._answer(question, question_date, result, tap)
         self._require_still_there(namespace)  # an answer from a memory deleted meanwhile is no answer
@@ -305,9 +317,30 @@ class QueryPipeline:
 
     def _answer_nothing_relevant(self, result: Answer, on_text: Callable[[str], None]) -> None:
         """The answer when nothing retrieved is about the question: said, not generated (on every model)."""
-        result.answer = NOTHING_RELEVANT
+        self._say(NOTHING_RELEVANT, result, on_text)
+
+    def _say(self, text: str, result: Answer, on_text: Callable[[str], None]) -> None:
+        """An answer the engine says instead of the model: ``text``."""
+        result.answer = text
         self._record_model(result)
-        on_text(NOTHING_RELEVANT)
+        on_text(text)
+
+    def _check(self, question: str, question_date: str | None, result: Answer) -> None:
+        """The answer check (``memsif.answercheck.check_context``) when ``answer_check`` asks it of this
+        model: ``result.answer_check_prob``, ``answer_check_rule``, ``not_stated`` and ``closest``."""
+        min_p = answer_check_threshold(self.config.answer_check, self.llm)
+        if min_p is None:
+            result.answer_check_rule = (f"not asked: {self.llm.name or 'the model'} is not measured for the answer "
+                                        f"check (answer_check={self.config.answer_check})")
+            return
+        verdict = check_context(self.llm, question, result.context, question_date, min_p)
+        result.answer_check_prob, result.answer_check_rule = verdict.p_yes, verdict.rule
+        result.not_stated = verdict.refused
+        if verdict.error:
+            result.errors.append(f"answer check: {verdict.error}")
+        if verdict.refused:
+            result.closest = closest_lines([(f"{f.subject}: {_fact_text(f)}", f.score) for f in result.facts_used],
+                                           [(f"{e.subject}: {e.statement}", e.score) for e in result.evidence_used])
 
     def _record_model(self, result: Answer) -> None:
         """The model that answered, what ran it and whether it is a demo model, on ``result``."""

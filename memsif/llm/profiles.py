@@ -27,6 +27,8 @@ class ModelProfile:
             best (balanced-accuracy optimum), the p0 of ``judge_calibration="auto"``.
         verify_min_p: the P(yes) at or above which it verifies a CoreFact against its cited messages
             (``fact_verification="auto"``), or None: not measured to verify.
+        answer_check_min_p: the P(yes) that an answer context states what is asked below which its answer
+            is refused as not in memory (``answer_check="auto"``), or None: not measured for the check.
         chooses_operation: it picks Add / Update / Merge / Supersede better than always-Add
             (``fact_operation="auto"``).
         judges_sufficiency: its "facts are sufficient" verdict was measured not to lose answer F1 or
@@ -39,6 +41,7 @@ class ModelProfile:
     at_chance: bool = False
     decision_points: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     verify_min_p: float | None = None
+    answer_check_min_p: float | None = None
     chooses_operation: bool = False
     judges_sufficiency: bool = False
     links_trajectories: bool = False
