@@ -253,6 +253,19 @@ class FactOp(StrEnum):
     REJECT = "REJECT"        # a candidate that failed the grounding gate: nothing written
 
 
+class ClaimCheck(_Record):
+    """One claim of a CoreFact candidate checked on the cited sentence that states it (§3.3;
+    ``memsif.facts.claims``): no model involved."""
+
+    claim: str = Field(description="The claim's words (a predicate of the statement's subject).")
+    sentence: str = Field("", description="The cited sentence that states it; empty when a rule needed none.")
+    message_id: str = ""
+    doer: str = Field("", description="Who that sentence says did it: writer, listener, generic, someone else: X.")
+    passed: bool
+    rule: str = Field(description="The rule that decided (who did it, said as done, liking said).")
+    reason: str
+
+
 class Verification(_Record):
     """How a CoreFact was checked against its sources before it was stored (§3.3; DESIGN: a
     verification the model is measured to do well). ``verified`` when the model's P(yes) that the
@@ -350,6 +363,8 @@ class FactOperation(_Record):
     prompt_version: str | None = None
     model: str | None = None
     error: str | None = None
+    claims: list[ClaimCheck] = Field(default_factory=list, description="The candidate's claims as the claim rules "
+                                     "checked them (``memsif.facts.claims``).")
     candidate: CoreFact | None = Field(None, description="REJECT only: the candidate fact the grounding gate "
                                                          "turned away (it has no id).")
     batch: str | None = Field(None, description="The extraction batch that wrote it ('D1:1…D1:6'): a resumed "

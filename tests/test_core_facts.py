@@ -88,8 +88,8 @@ def test_near_identical_statement_merges_by_rule_and_unrelated_adds_by_rule(engi
                       "sources": [1]}]}
     llm = FakeLLM({"core_extract": extraction(facts)})  # no core_operation answer: the LLM must not be asked
     engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"sushi": 0}), **CFG)
-    engine.ingest([msg("D1:1", "sushi again tonight", MAY)])
-    report = engine.ingest([msg("D2:1", "more sushi, and I have a dog named Max", AUGUST)])
+    engine.ingest([msg("D1:1", "I love sushi, again tonight", MAY)])
+    report = engine.ingest([msg("D2:1", "more sushi, I love it, and I have a dog named Max", AUGUST)])
     assert report.fact_ops == {"MERGE": 1, "ADD": 1}
     assert all(r.decided_by == "rule" for r in engine.fact_log("t"))
     assert "core_operation" not in llm.calls
@@ -253,3 +253,23 @@ def test_an_untrusted_model_is_not_asked_the_operation_and_the_candidate_is_adde
 def test_fact_operation_must_be_a_known_mode():
     with pytest.raises(ConfigError, match="fact_operation must be one of"):
         MemSIFConfig(fact_operation="llm")
+
+
+def test_claims_are_checked_before_the_model_and_logged_with_the_operation(engine_factory):
+    facts = {"blog": [{"subject": "Melanie", "type": "Event", "statement": "Melanie started her blog about coding.",
+                       "sources": [1]},
+                      {"subject": "Melanie", "type": "Event", "statement": "Melanie adopted a dog named Max.",
+                       "sources": [1]}]}
+    llm = FakeLLM({"core_extract": extraction(facts)})
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"blog": 0, "dog": 1}), **CFG)
+    report = engine.ingest([msg("D1:1", "Wow, starting a blog about coding is awesome! I adopted a dog named Max.",
+                                MAY)])
+    assert report.fact_ops == {"REJECT": 1, "ADD": 1}
+    reject, add = sorted(engine.fact_log("t"), key=lambda r: r.op.value, reverse=True)
+    assert reject.op == "REJECT" and reject.decided_by == "rule" and "refused by the claim rules" in reject.reason
+    assert reject.candidate.statement == "Melanie started her blog about coding."
+    [claim] = reject.claims
+    assert not claim.passed and claim.rule == "who did it" and claim.doer == "generic"
+    assert claim.message_id == "D1:1" and claim.sentence.startswith("Wow, starting a blog")
+    assert add.op == "ADD" and [c.passed for c in add.claims] == [True]
+    assert add.claims[0].sentence == "I adopted a dog named Max."

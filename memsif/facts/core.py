@@ -32,6 +32,7 @@ import numpy as np
 
 from memsif.embed import Embedder
 from memsif.errors import LLMError, LLMOutputError
+from memsif.facts import claims as claim_rules
 from memsif.facts import grounding
 from memsif.facts.active import normalise_subject
 from memsif.facts.dates import settle_dates
@@ -391,8 +392,9 @@ class CoreFactBuilder:
                                example_words=EXAMPLE_WORDS)
 
     def consolidate(self, state: FactState, cand: Candidate) -> FactOperation:
-        """Gate ``cand``, verify it (``verify``), then apply one of Add / Update / Merge / Supersede; return
-        the logged operation (REJECT when the gate or the model's verification turned the candidate away).
+        """Gate ``cand``, check its claims (``claims.check_claims``, ``claims.empty_remark``), verify it
+        (``verify``), then apply one of Add / Update / Merge / Supersede; return the logged operation
+        (REJECT when the gate, the claim rules or the model's verification turned the candidate away).
         Rules decide where they can (a changed quantity, nothing similar, a near-duplicate, another
         occurrence, a newer value of the same claim); the LLM chooses among the similar facts only when it
         is trusted with the choice.
@@ -409,8 +411,25 @@ class CoreFactBuilder:
         terms = OperationScores(grounding=verdict.scores if verdict else {})
         if verdict is not None:
             cand.fact.subject = verdict.subject
+        claims = claim_rules.check_claims(cand.fact.subject, cand.fact.statement, cand.cited, cand.speakers)
+        refused = [f"claim {c.claim!r}: {c.reason}" for c in claims if not c.passed]
+        if empty := claim_rules.empty_remark(cand.fact.subject, cand.fact.statement, cand.speakers):
+            refused.append(empty)
+        if refused and cand.cited:
+            reason = "; ".join(filter(None, [f"refused by the claim rules: {'; '.join(refused)}",
+                                             cand.provenance_note]))
+            op = self._log(cand.fact.namespace, FactOp.REJECT, [], reason=reason, decided_by="rule", scores=terms,
+                           event_time=cand.fact.event_time)
+            op.candidate, op.claims = cand.fact.model_copy(), claims
+            return op
+        op = self._verify_and_apply(state, cand, terms)
+        op.claims = claims
+        return op
+
+    def _verify_and_apply(self, state: FactState, cand: Candidate, terms: OperationScores) -> FactOperation:
+        """The model's verification of a candidate the rules let through, then the operation."""
         self.llm_calls += int(self.verify_min_p is not None and bool(cand.cited))
-        overlap = float(verdict.scores.get("overlap", 0.0)) if verdict else 0.0
+        overlap = float(terms.grounding.get("overlap", 0.0))
         check = cand.fact.verification = verify(self.llm, self.verify_min_p, cand.fact.subject, cand.fact.statement,
                                                 cand.cited, overlap)
         terms.verification = {k: v for k, v in check.model_dump(include={"p_yes", "min_p", "word_overlap",
