@@ -38,14 +38,24 @@ def refused(subject: str, statement: str, *messages: Message, speakers=("Carolin
     ("Caroline", "Caroline started a dance studio.",
      "I've been into dancing since I was a kid. I wanna start a dance studio so I can teach others the joy "
      "that dancing brings me.", "said as done", "want"),
-    # denied, not done (conv-47 F61)
+    # the opposite said (conv-47 F61)
     ("Caroline", "Caroline likes cooking.",
      "Yes, two days ago I signed up for a cooking class. I never liked cooking, but I felt that I wanted to learn "
-     "something new.", "said as done", "never"),
+     "something new.", "liking said", "never"),
     # a liking nobody said (conv-47 F5)
     ("Caroline", "Caroline loves gaming and building a community.",
      "Connecting with other gamers has been great! We've shared tips, strategies, and stories about gaming.",
      "liking said", "no sentence"),
+    # liked when younger, not now (conv-30 F20)
+    ("Caroline", "Caroline loves taking lessons with her friends.",
+     "I loved taking lessons with my friends when I was younger.", "liking said", "in the past"),
+    # a speaker the sentence that states it does not name (conv-47 F41)
+    ("Caroline", "Caroline is introducing Max, Daisy, and the new pup Ned to Melanie.",
+     "Hey Melanie, since our last chat, something awesome happened. Last Friday, I started introducing Max, Daisy "
+     "and the new pup Ned.", "who did it", "names Melanie"),
+    # wished to the listener (conv-47 F10)
+    ("Caroline", "Caroline is exploring different game genres.",
+     "Cool, that sounds exciting. Have fun exploring different genres of games!", "who did it", "listener"),
 ])
 def test_a_claim_the_cited_sentence_does_not_give_the_subject_is_refused_with_its_rule(subject, statement, text, rule,
                                                                                      words):
@@ -99,3 +109,11 @@ def test_a_remark_with_nothing_to_remember_is_refused(statement):
                                        "Caroline went to an LGBTQ support group."])
 def test_a_statement_with_something_to_remember_is_not_empty(statement):
     assert empty_remark(statement.split()[0], statement, ["Jon", "Gina"]) is None
+
+
+def test_a_claim_another_speaker_says_they_did_is_refused():
+    checks = check_claims("Melanie", "Melanie won the online gaming tournament.",
+                          [said("Caroline", "Guess what? I actually won an online gaming tournament!", "D9:1"),
+                           said("Melanie", "Congrats! That is so cool.", "D9:2")], ["Caroline", "Melanie"])
+    assert [(c.passed, c.rule, c.message_id, c.doer) for c in checks] == [(False, "who did it", "D9:1",
+                                                                            "someone else: Caroline")]

@@ -89,6 +89,15 @@ def _lemma(token: Any) -> str:
     return str(token.lemma_).lower()
 
 
+def _liking(token: Any) -> str | None:
+    """The liking ``token`` states ("loves" → "love"; the parser sometimes reads it as an auxiliary and
+    keeps the inflected form), or None."""
+    for form in (_lemma(token), token.lower_.rstrip("sd"), token.lower_[:-1]):
+        if form in LIKING:
+            return form
+    return None
+
+
 def _content_lemmas(tokens: Sequence[Any], skip: frozenset[str]) -> set[str]:
     return {_lemma(t) for t in tokens if t.is_alpha and not t.is_stop and t.pos_ in ("NOUN", "PROPN", "VERB", "ADJ")
             and _lemma(t) not in skip and t.lower_ not in skip}
@@ -99,10 +108,10 @@ def _claim_verbs(doc: Any, names: frozenset[str]) -> list[Any]:
     possessive: "Jon's studio …"), its conjoined verbs, and the open complements of those ("loves
     *making*", "started *playing*"). [] when the subject is someone else."""
     root = next((t for t in doc if t.dep_ == "ROOT"), None)
-    if root is None:
+    if root is None or len(doc) < 2:
         return []
-    subjects = [c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")]
-    if not subjects or subjects[0].lower_ not in names or any(c.dep_ == "poss" for c in subjects[0].children):
+    first = doc[0]  # "Melanie loves …": the person written first, as the doer (the parser may hang it on "loves")
+    if first.lower_ not in names or first.dep_ not in ("nsubj", "nsubjpass") or doc[1].lower_ in ("'s", "’s", "'"):
         return []
     verbs, frontier = [], [root]
     while frontier:
@@ -137,7 +146,9 @@ def _doer(verb: Any) -> str:
         if node.dep_ in ("csubj", "nsubj", "nsubjpass"):  # "Taking breaks is important": the act as a topic
             return "generic" if node.head.tag_ in ("VBZ", "VBP", "MD") or any(
                 c.tag_ == "MD" for c in node.head.children) else "writer"
-        return "writer"
+        if node.dep_ == "ROOT" and node.tag_ in ("VB", "VBP") and not any(c.dep_ == "aux" for c in node.children):
+            return "listener"  # an imperative: "Have fun exploring different genres!"
+        return "writer"  # no subject written: "Started hitting the gym last week"
     else:
         return "writer"
     people = [t for s in subjects for t in (s, *(c for c in s.children if c.dep_ == "conj"))]
@@ -205,6 +216,51 @@ def _best(verb: Any, claim_words: set[str], sentences: Sequence[tuple[str, Any]]
     return best
 
 
+def _liking_rule(subject: str, liking: Sequence[Any], words: set[str], sentences: Sequence[tuple[str, Any]],
+                 cited: Sequence[Message]) -> str | None:
+    """Why a claimed liking is not said (no sentence of the subject's about the liked thing says one, or
+    only in the past: "I loved taking lessons when I was younger"), or None when it is."""
+    forms = "/".join(sorted({_liking(t) or "" for t in liking}))
+    about = [s for _, s in sentences if words & {_lemma(t) for t in s} or not words]
+    said = [t for s in about for t in s if _liking(t) or _lemma(t) in LIKING_SAID or t.lower_ in LIKING_SAID]
+    if not said:
+        return f"says {subject} {forms}s it; no sentence of {subject}'s in {', '.join(m.id for m in cited)} says so"
+    if all({"not", "never"} & _not_done(t) for t in said):
+        denial = " or ".join(sorted({w for t in said for w in {"not", "never"} & _not_done(t)}))
+        return f"says {subject} {forms}s it; {subject} wrote the opposite ({denial} \"{said[0].text}\")"
+    if all(t.tag_ == "VBD" for t in said) and all(t.tag_ in ("VBZ", "VBP") for t in liking):
+        return f"says {subject} {forms}s it now; {subject} said it in the past (\"{said[0].text}\")"
+    return None
+
+
+def _says_i(verb: Any) -> bool:
+    """Whether the sentence's subject of ``verb`` (a verb) is written in the first person ("I won …")."""
+    node = verb
+    for _ in range(6):
+        subjects = [c for c in node.children if c.dep_ == "nsubj"]
+        if subjects:
+            return subjects[0].lower_ in lexical.FIRST_PERSON
+        if node.dep_ not in ("xcomp", "conj", "advcl", "pcomp") or node.head is node:
+            return False
+        node = node.head
+    return False
+
+
+def _said_by_another(verb: Any, words: set[str], cited: Sequence[Message], subject: str) -> ClaimCheck | None:
+    """A refusal when the claim's verb is found only in another speaker's sentence about themself ("I won …"
+    from the other speaker), else None."""
+    if _liking(verb):
+        return None  # a liking is the liking rule's to check
+    for writer in dict.fromkeys(m.speaker for m in cited if m.speaker != subject):
+        found = _best(verb, words, _sentences(cited, writer))
+        if found is not None and found[2].pos_ == "VERB" and _says_i(found[2]):
+            message_id, sent, _ = found
+            return ClaimCheck(claim="", sentence=sent.text, message_id=message_id, doer=f"someone else: {writer}",
+                              passed=False, rule="who did it", reason=f"{message_id} says {writer} did it, not "
+                              f"{subject}")
+    return None
+
+
 def check_claims(subject: str, statement: str, cited: Sequence[Message], speakers: Sequence[str]) -> list[ClaimCheck]:
     """Each claim of ``statement`` about speaker ``subject`` checked on the cited sentence that states it.
 
@@ -225,22 +281,27 @@ def check_claims(subject: str, statement: str, cited: Sequence[Message], speaker
     doc = _parse(statement)
     verbs = _claim_verbs(doc, names)
     sentences = _sentences(cited, subject)
-    states_liking = any(_lemma(t) in LIKING for t in doc)
+    states_liking = any(_liking(t) for t in doc)
+    others = [name for person in speakers if person != subject for name in person.split()]
     checks = []
     for verb in verbs:
         claim = _phrase(verb)
         words = _content_lemmas(list(verb.subtree), names) - {_lemma(verb)}
-        liking = {_lemma(t) for t in verb.subtree if _lemma(t) in LIKING} | ({_lemma(verb)} & LIKING)
-        liked = [s for _, s in sentences if words & {_lemma(t) for t in s} or not words]
-        if liking and not any(LIKING_SAID & ({_lemma(t) for t in s} | {t.lower_ for t in s}) for s in liked):
-            checks.append(ClaimCheck(claim=claim, passed=False, rule="liking said",
-                                     reason=f"says {subject} {'/'.join(sorted(liking))} it; no sentence of "
-                                            f"{subject}'s in {', '.join(m.id for m in cited)} says so"))
+        liking = [t for t in verb.subtree if _liking(t)]
+        if liking and (refused := _liking_rule(subject, liking, words, sentences, cited)):
+            checks.append(ClaimCheck(claim=claim, passed=False, rule="liking said", reason=refused))
             continue
         found = _best(verb, words, sentences)
         if found is None:
+            if (elsewhere := _said_by_another(verb, words, cited, subject)) is not None:
+                checks.append(elsewhere.model_copy(update={"claim": claim}))
             continue
         message_id, sent, token = found
+        if unnamed := [t.text for t in verb.subtree if t.text in others and t.text not in sent.text]:
+            checks.append(ClaimCheck(claim=claim, sentence=sent.text, message_id=message_id, passed=False,
+                                     rule="who did it", reason=f"names {', '.join(unnamed)}, whom the sentence of "
+                                     f"{message_id} that states it does not name"))
+            continue
         doer = _doer(token)
         dropped = sorted(_not_done(token) - _not_done(verb))
         other = doer.removeprefix("someone else: ").split()[-1].lower()
