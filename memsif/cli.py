@@ -197,6 +197,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(f"  sufficiency gate: {result.gate_rule}")
     if result.relevance_rule:
         print(f"  relevance: {result.relevance_rule}")
+    if result.answer_check_rule:
+        print(f"  answer check: {result.answer_check_rule}")
     for e in result.evidence_used:
         print(f"  evidence {', '.join(e.source_message_ids)} [{evidence_how(e)}] "
               f"{e.subject}: {e.statement[:160]}")

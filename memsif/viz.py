@@ -532,6 +532,8 @@ def trace_markdown(answer: Answer) -> tuple[str, str]:
         gate = "sufficiency not asked"
     if answer.nothing_relevant:
         gate = "nothing relevant in memory"
+    elif answer.not_stated:
+        gate = f"the memory does not state it (P={answer.answer_check_prob or 0:.2f})"
     title = (f"Trace · {gate} · "
              f"{'traced back to Structured Interaction Memory' if answer.traced_back else 'facts only'} · "
              f"{answer.tokens_in}+{answer.tokens_out} tokens · {answer.seconds:.1f} s")
@@ -546,6 +548,8 @@ def trace_markdown(answer: Answer) -> tuple[str, str]:
         lines.append(f"\n_Sufficiency gate: {escape_markdown(answer.gate_rule)}_")
     if answer.relevance_rule:
         lines.append(f"\n_Relevance: {escape_markdown(answer.relevance_rule)}_")
+    if answer.answer_check_rule:
+        lines.append(f"\n_Answer check: {escape_markdown(answer.answer_check_rule)}_")
     if answer.evidence_used:
         lines.append("\n**Nearest excerpts** (none is about the question; not given to the model)"
                      if answer.nothing_relevant else

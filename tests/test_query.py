@@ -107,3 +107,47 @@ def test_a_fact_that_names_its_own_day_is_not_given_the_session_day_beside_it(en
     lines = llm.calls["answer"][0].text.splitlines()
     assert "- Melanie: Melanie made a bowl yesterday (7 May 2023)." in lines, lines
     assert "- Melanie: Melanie loves pottery. (8 May 2023)" in lines, lines
+
+
+def test_the_answer_check_refuses_below_its_threshold_with_its_score_and_the_closest_lines(engine_factory):
+    llm = FakeLLM({"core_extract": json.dumps(FACTS), "core_operation": "A", "answer": "Pottery.",
+                   "answer_check": 0.2})
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"pottery": 0, "lake": 1, "camp": 1}), **CFG,
+                            answer_check="model")
+    engine.ingest(_messages())
+    result = engine.ask("What colour is Melanie's pottery bowl?", namespace="t")
+    assert result.not_stated and result.answer_check_prob == pytest.approx(0.2)
+    assert "0.20 < 0.50" in result.answer_check_rule and not llm.calls["answer"]  # the model did not answer
+    assert result.answer.startswith("I don't know: this memory does not state that. Closest in memory: ")
+    assert result.closest and any("pottery" in line.lower() for line in result.closest)
+    assert all(line in result.answer for line in result.closest) and "answer_check" in result.seconds_by_stage
+    # the check is the answer prompt up to its question, with the yes/no question where "Answer:" stands
+    [check] = llm.calls["answer_check"]
+    assert check.text.startswith("Memory:\n" + result.context) and check.version == "answer_check/1"
+
+
+def test_the_answer_check_lets_the_model_answer_at_or_above_its_threshold(engine_factory):
+    llm = FakeLLM({"core_extract": json.dumps(FACTS), "core_operation": "A", "answer": "Pottery.",
+                   "answer_check": 0.9})
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"pottery": 0}), **CFG, answer_check="model")
+    engine.ingest(_messages())
+    result = engine.ask("What does Melanie love?", namespace="t")
+    assert result.answer == "Pottery." and not result.not_stated and result.closest == []
+    assert "0.90 ≥ 0.50: answered" in result.answer_check_rule
+    assert llm.calls["answer"][0].text.split("Question:")[0] == llm.calls["answer_check"][0].text.split("Question:")[0]
+
+
+def test_the_answer_check_is_not_asked_of_an_unmeasured_model_by_default_and_a_failure_answers(engine_factory):
+    llm = FakeLLM({"core_extract": json.dumps(FACTS), "core_operation": "A", "answer": "Pottery."})
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"pottery": 0}), **CFG)
+    engine.ingest(_messages())
+    result = engine.ask("What does Melanie love?", namespace="t")
+    assert "not asked" in result.answer_check_rule and result.answer_check_prob is None
+    assert not llm.calls["answer_check"]
+    failing = FakeLLM({"core_extract": json.dumps(FACTS), "core_operation": "A", "answer": "Pottery."},
+                      fail={"answer_check"})
+    engine = engine_factory(llm=failing, embedder=KeywordEmbedder({"pottery": 0}), **CFG, answer_check="model")
+    engine.ingest(_messages())
+    result = engine.ask("What does Melanie love?", namespace="t")
+    assert result.answer == "Pottery." and "answer check failed" in result.answer_check_rule
+    assert any(e.startswith("answer check: LLMError") for e in result.errors)
