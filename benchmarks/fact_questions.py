@@ -84,8 +84,25 @@ def fit(rows: Sequence[dict], key: str, max_lost: float) -> float:
     return best
 
 
+def current_rules(rows: Sequence[dict]) -> None:
+    """Each row's ``rules`` as the claim rules of this checkout decide (no model: they may have changed
+    since the rows were written)."""
+    samples = {s.sample_id: s for s in load_locomo(DEV, list(LABELS))}
+    for conv in LABELS:
+        messages = {m.id: m for m in samples[conv].messages}
+        speakers = sorted({m.speaker for m in messages.values()})
+        facts = {r["fact_id"]: r for r in labelled(conv)}
+        for row in (r for r in rows if r["conv"] == conv):
+            fact = facts[row["fact_id"]]
+            cited = [messages[i] for i in fact["sources"] if i in messages]
+            row["rules"] = [c.rule for c in check_claims(fact["subject"], fact["statement"], cited, speakers)
+                            if not c.passed] + (["empty"] if empty_remark(fact["subject"], fact["statement"],
+                                                                         speakers) else [])
+
+
 def report(path: Path, max_lost: float) -> None:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    current_rules(rows)
     asked = [r for r in rows if "p_subject" in r]
     for name, pos, neg in (("who did it: supported vs speaker swapped", "supported", "speaker swapped"),
                            ("who did it: supported vs unsupported", "supported", None)):
