@@ -1,8 +1,8 @@
 """The model's two questions about a CoreFact candidate, on the labelled stored facts of the three dev
-conversations: *who did it* (``memsif.prompts.fact_speaker``, a choice among the speakers' names and
-"someone else", the names offered in both orders and the subject's probability averaged) and *worth
-remembering* (``memsif.prompts.fact_worth``, P(yes)); with the claim rules (``memsif.facts.claims``, no
-model) beside them.
+conversations: *who did it* (``speaker_prompt``, a choice among the speakers' names and "someone else", scored from the
+names' probabilities, the names offered in both orders and the subject's probability averaged) and *worth
+remembering* (``worth_prompt``, P(yes)); with the claim rules (``memsif.facts.claims``, no model) beside
+them. Neither question is asked by the engine: measured here, neither helped (results.md, "CoreFacts").
 
 Run: one JSON line per labelled fact (``--out``). Report (``--report``): per question the AUC against
 the labels (who did it: supported against speaker swapped, and against every unsupported fact; worth:
@@ -30,10 +30,34 @@ from memsif.eval.judges import roc_auc
 from memsif.eval.metrics import wilson
 from memsif.facts.claims import check_claims, empty_remark
 from memsif.llm import load_llm
-from memsif.prompts import fact_speaker, fact_worth
+from memsif.prompts import Prompt, clip
+from memsif.records import Message, spoken_text
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
+
+#: Characters of each cited message shown to the speaker choice.
+MESSAGE_CHARS = 400
+
+
+def speaker_prompt(predicate: str, sources: Sequence[Message], speakers: Sequence[str]) -> tuple[Prompt, list[str]]:
+    """The cited messages (photo captions left out), then "Who <predicate>?" with the speakers' first names
+    and "someone else" as the answers; the prompt and the labels scored (first names, "someone")."""
+    names = [s.split()[0] for s in speakers]
+    lines = "\n".join(f"{m.speaker}: {clip(spoken_text(m.text), MESSAGE_CHARS)}" for m in sources)
+    text = (f"{lines}\n\nAccording to these messages, who {predicate.rstrip('.!')}? "
+            f"Answer {', '.join([*names, 'someone else'])}.")
+    prompt = Prompt("fact_speaker", "fact_speaker/1", text, system="Answer with one name.",
+                    input_ids=tuple(m.id for m in sources))
+    return prompt, [*names, "someone"]
+
+
+def worth_prompt(subject: str, statement: str) -> Prompt:
+    """Would a friend still want to know it a month later, or is it a passing remark? Yes/no."""
+    text = (f"Note about {subject}: {statement}\n\nIs this a concrete fact about {subject} (an event, plan, "
+            "possession, preference, job or relationship) worth remembering a month from now, rather than a "
+            "passing remark, thanks or mood?")
+    return Prompt("fact_worth", "fact_worth/1", text)
 
 
 def predicate(subject: str, statement: str) -> str | None:
@@ -60,12 +84,12 @@ def run(out: Path) -> None:
                 if empty_remark(row["subject"], row["statement"], speakers):
                     rules.append("empty")
                 record = {"conv": conv, "fact_id": row["fact_id"], "label": label_class(row), "rules": rules,
-                          "p_worth": llm.yes_probability([fact_worth.build(row["subject"], row["statement"])])[0]}
+                          "p_worth": llm.yes_probability([worth_prompt(row["subject"], row["statement"])])[0]}
                 said = predicate(row["subject"], row["statement"])
                 if said and row["subject"] in speakers:
                     # both orders of the names, averaged: the 1.5B favours the first name it is offered
                     for order, key in ((speakers, "p_speaker"), (speakers[::-1], "p_speaker_reversed")):
-                        prompt, labels = fact_speaker.build(said, cited, order)
+                        prompt, labels = speaker_prompt(said, cited, order)
                         probs = llm.choice_probabilities(prompt, labels)
                         record[key] = dict(zip(labels, probs, strict=True))
                     first = row["subject"].split()[0]
