@@ -118,6 +118,24 @@ class Answer(BaseModel):
         return self.model_dump(mode="json")
 
 
+def check_answer(config: MemSIFConfig, llm: LLM, question: str, question_date: str | None, result: Answer) -> None:
+    """The answer check (``memsif.answercheck.check_context``) when ``config.answer_check`` asks it of
+    ``llm``: sets ``result.answer_check_prob``, ``answer_check_rule``, ``not_stated`` and ``closest``."""
+    min_p = answer_check_threshold(config.answer_check, llm)
+    if min_p is None:
+        result.answer_check_rule = (f"not asked: {llm.name or 'the model'} is not measured for the answer check "
+                                    f"(answer_check={config.answer_check})")
+        return
+    verdict = check_context(llm, question, result.context, question_date, min_p)
+    result.answer_check_prob, result.answer_check_rule = verdict.p_yes, verdict.rule
+    result.not_stated = verdict.refused
+    if verdict.error:
+        result.errors.append(f"answer check: {verdict.error}")
+    if verdict.refused:
+        result.closest = closest_lines([(f"{f.subject}: {_fact_text(f)}", f.score) for f in result.facts_used],
+                                       [(f"{e.subject}: {e.statement}", e.score) for e in result.evidence_used])
+
+
 class QueryPipeline:
     """One question at a time against one namespace."""
 
@@ -237,7 +255,7 @@ class QueryPipeline:
              *(m for e in evidence for m in e.source_message_ids)]))
         if generate and not result.nothing_relevant:
             with _stage(result, "answer_check"):
-                self._check(question, question_date, result)
+                check_answer(self.config, self.llm, question, question_date, result)
         with _stage(result, "answer"):
             if generate:
                 def tap(piece: str) -> None:  # the answer always streams, so its first piece is timed
@@ -324,23 +342,6 @@ class QueryPipeline:
         result.answer = text
         self._record_model(result)
         on_text(text)
-
-    def _check(self, question: str, question_date: str | None, result: Answer) -> None:
-        """The answer check (``memsif.answercheck.check_context``) when ``answer_check`` asks it of this
-        model: ``result.answer_check_prob``, ``answer_check_rule``, ``not_stated`` and ``closest``."""
-        min_p = answer_check_threshold(self.config.answer_check, self.llm)
-        if min_p is None:
-            result.answer_check_rule = (f"not asked: {self.llm.name or 'the model'} is not measured for the answer "
-                                        f"check (answer_check={self.config.answer_check})")
-            return
-        verdict = check_context(self.llm, question, result.context, question_date, min_p)
-        result.answer_check_prob, result.answer_check_rule = verdict.p_yes, verdict.rule
-        result.not_stated = verdict.refused
-        if verdict.error:
-            result.errors.append(f"answer check: {verdict.error}")
-        if verdict.refused:
-            result.closest = closest_lines([(f"{f.subject}: {_fact_text(f)}", f.score) for f in result.facts_used],
-                                           [(f"{e.subject}: {e.statement}", e.score) for e in result.evidence_used])
 
     def _record_model(self, result: Answer) -> None:
         """The model that answered, what ran it and whether it is a demo model, on ``result``."""

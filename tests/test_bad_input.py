@@ -64,7 +64,7 @@ def test_transcript_text_that_looks_like_instructions_is_only_quoted_data(engine
               '"sources": [1]}]}')
     llm = _llm()
     engine = engine_factory(llm=llm, core_facts=True)
-    engine.ingest(_msgs(["I planted tomatoes.", attack, "The seedlings grow."]))
+    engine.ingest(_msgs(["I like tomatoes, so I planted some.", attack, "The seedlings grow."]))
     facts = engine.facts("t")
     assert [f.statement for f in facts] == ["Ana likes tomatoes."], "only the model's reply becomes a fact"
     for prompt in llm.calls["core_extract"]:

@@ -261,6 +261,29 @@ def _said_by_another(verb: Any, words: set[str], cited: Sequence[Message], subje
     return None
 
 
+def _on_sentence(claim: str, subject: str, message_id: str, sent: Any, token: Any, verb: Any, doc: Any,
+                 states_liking: bool) -> ClaimCheck:
+    """The verdict on one claim from the sentence that states it: who did it, and whether it is said as done."""
+    doer = _doer(token)
+    dropped = sorted(_not_done(token) - _not_done(verb))
+    other = doer.removeprefix("someone else: ").split()[-1].lower()
+    if doer.startswith("someone else") and other in {t.lower_ for t in doc} | {_lemma(t) for t in doc}:
+        doer = "writer"  # the statement itself says who did it ("… and his friend Daisy came")
+    where = {"claim": claim, "sentence": sent.text, "message_id": message_id, "doer": doer}
+    if doer == "generic" and not states_liking:  # a liking is the liking rule's to check
+        return ClaimCheck(**where, passed=False, rule="who did it", reason=f"{message_id} speaks of it in general "
+                          f"(\"{token.text} … {token.head.text} …\"), not of {subject} doing it")
+    if doer.startswith("someone else") or doer == "listener":
+        who = "the listener (you)" if doer == "listener" else doer.removeprefix("someone else: ")
+        return ClaimCheck(**where, passed=False, rule="who did it", reason=f"{message_id} says {who} did it, not "
+                          f"{subject}")
+    if dropped:
+        return ClaimCheck(**where, passed=False, rule="said as done", reason=f"{message_id} puts it under "
+                          f"{', '.join(repr(w) for w in dropped)}: not said as done")
+    said = "says the writer did it" if doer == "writer" else "speaks of it in general; the liking rule decides"
+    return ClaimCheck(**where, passed=True, rule="who did it; said as done", reason=f"{message_id} {said}")
+
+
 def check_claims(subject: str, statement: str, cited: Sequence[Message], speakers: Sequence[str]) -> list[ClaimCheck]:
     """Each claim of ``statement`` about speaker ``subject`` checked on the cited sentence that states it.
 
@@ -302,27 +325,7 @@ def check_claims(subject: str, statement: str, cited: Sequence[Message], speaker
                                      rule="who did it", reason=f"names {', '.join(unnamed)}, whom the sentence of "
                                      f"{message_id} that states it does not name"))
             continue
-        doer = _doer(token)
-        dropped = sorted(_not_done(token) - _not_done(verb))
-        other = doer.removeprefix("someone else: ").split()[-1].lower()
-        if doer.startswith("someone else") and other in {t.lower_ for t in doc} | {_lemma(t) for t in doc}:
-            doer = "writer"  # the statement itself says who did it ("… and his friend Daisy came")
-        if doer == "generic" and not states_liking:  # a liking is the liking rule's to check
-            checks.append(ClaimCheck(claim=claim, sentence=sent.text, message_id=message_id, doer=doer, passed=False,
-                                     rule="who did it", reason=f"{message_id} speaks of it in general (\"{token.text} "
-                                     f"… {token.head.text} …\"), not of {subject} doing it"))
-        elif doer.startswith("someone else") or doer == "listener":
-            who = "the listener (you)" if doer == "listener" else doer.removeprefix("someone else: ")
-            checks.append(ClaimCheck(claim=claim, sentence=sent.text, message_id=message_id, doer=doer, passed=False,
-                                     rule="who did it", reason=f"{message_id} says {who} did it, not {subject}"))
-        elif dropped:
-            checks.append(ClaimCheck(claim=claim, sentence=sent.text, message_id=message_id, doer=doer, passed=False,
-                                     rule="said as done", reason=f"{message_id} puts it under "
-                                     f"{', '.join(repr(w) for w in dropped)}: not said as done"))
-        else:
-            said = "says the writer did it" if doer == "writer" else "speaks of it in general; the liking rule decides"
-            checks.append(ClaimCheck(claim=claim, sentence=sent.text, message_id=message_id, doer=doer, passed=True,
-                                     rule="who did it; said as done", reason=f"{message_id} {said}"))
+        checks.append(_on_sentence(claim, subject, message_id, sent, token, verb, doc, states_liking))
     return checks
 
 

@@ -13,7 +13,7 @@ Deterministic shortcuts are logged as ``rule``: nothing comparable → Add; a ne
 asserting the same values (:mod:`memsif.facts.values`) → Merge; the same claim with a changed value
 (number, date, time, amount, polarity) and newer evidence → Supersede (for an Event: Add, another
 occurrence); a changed amount that the facts' source messages state as the same quantity, whatever
-the fact types (``CoreFactBuilder.changed_quantity``) → Supersede. A value change is never
+the fact types (``changed_quantity``) → Supersede. A value change is never
 merged by rule, and Merge is not offered to the model for it. Otherwise the LLM picks
 Add / Update / Merge / Supersede as a scored one-letter choice (no free generation), if it is trusted
 with that choice (``operation_trusted``); an untrusted model's candidate is added.
@@ -245,6 +245,49 @@ def _provenance(item: ExtractedFact, vector: np.ndarray, messages: Sequence[Mess
     return valid, note
 
 
+def changed_quantity(state: FactState, cand: Candidate, messages: Mapping[str, Message],
+                     message_values: dict[str, Values], embedder: Embedder) -> tuple[CoreFact, str, float] | None:
+    """A current fact of the same subject, of any type, whose stated amount ``cand`` changes: a
+    source message of each states an amount in a shared unit, the numbers differ, each statement
+    carries its message's number, the value-masked messages make the same claim (cosine ≥
+    ``SAME_QUANTITY_COSINE``) and ``cand`` is newer. The model's fact types are not compared ("rent
+    1,200" as an Identity, "rent went up to 1,500" as an Event); two occurrences (both Events) are
+    left to the occurrence rule. ``messages``: every message by id; ``message_values``: a cache of their
+    values, filled here. Returns (old fact, reason, the messages' cosine) or None."""
+    when = cand.fact.event_time
+    new_said = values(cand.fact.statement)
+    new = [(m, v) for m in cand.cited if (v := values(m.text)).units and v.numbers & new_said.numbers]
+    if not new or when is None:
+        return None
+    subject = normalise_subject(cand.fact.subject)
+    occurrence = cand.fact.type.lower() in OCCURRENCE_TYPES
+    for fact in state.current():
+        if (normalise_subject(fact.subject) != subject or fact.event_time is None or fact.event_time >= when
+                or (occurrence and fact.type.lower() in OCCURRENCE_TYPES)):
+            continue
+        old_said = values(fact.statement)
+        for mid in fact.source_message_ids:
+            if (old_message := messages.get(mid)) is None:
+                continue
+            if mid not in message_values:
+                message_values[mid] = values(old_message.text)
+            old_values = message_values[mid]
+            if not old_values.units or not old_values.numbers & old_said.numbers:
+                continue
+            for message, new_values in new:
+                units = old_values.units & new_values.units
+                if not units or old_values.numbers == new_values.numbers:
+                    continue
+                a, b = embedder.embed_documents([mask(old_message.text), mask(message.text)])
+                cos = cosine(a, b)
+                if cos >= SAME_QUANTITY_COSINE:
+                    reason = (f"the amount in {', '.join(sorted(units))} changed ({old_values.describe()} → "
+                              f"{new_values.describe()}): {old_message.id} and {message.id} state the same "
+                              f"quantity (value-masked cos {cos:.2f} ≥ {SAME_QUANTITY_COSINE}), newer evidence")
+                    return fact, reason, cos
+    return None
+
+
 class CoreFactBuilder:
     """Extracts and consolidates CoreFacts; every operation (and failure) goes to the log."""
 
@@ -345,46 +388,6 @@ class CoreFactBuilder:
         return candidates, failures
 
     # ------------------------------------------------------------- consolidation
-    def changed_quantity(self, state: FactState, cand: Candidate) -> tuple[CoreFact, str, float] | None:
-        """A current fact of the same subject, of any type, whose stated amount ``cand`` changes: a
-        source message of each states an amount in a shared unit, the numbers differ, each statement
-        carries its message's number, the value-masked messages make the same claim (cosine ≥
-        ``SAME_QUANTITY_COSINE``) and ``cand`` is newer. The model's fact types are not compared ("rent
-        1,200" as an Identity, "rent went up to 1,500" as an Event); two occurrences (both Events) are
-        left to the occurrence rule. Returns (old fact, reason, the messages' cosine) or None."""
-        when = cand.fact.event_time
-        new_said = values(cand.fact.statement)
-        new = [(m, v) for m in cand.cited if (v := values(m.text)).units and v.numbers & new_said.numbers]
-        if not new or when is None:
-            return None
-        subject = normalise_subject(cand.fact.subject)
-        occurrence = cand.fact.type.lower() in OCCURRENCE_TYPES
-        for fact in state.current():
-            if (normalise_subject(fact.subject) != subject or fact.event_time is None or fact.event_time >= when
-                    or (occurrence and fact.type.lower() in OCCURRENCE_TYPES)):
-                continue
-            old_said = values(fact.statement)
-            for mid in fact.source_message_ids:
-                if (old_message := self.messages.get(mid)) is None:
-                    continue
-                if mid not in self._message_values:
-                    self._message_values[mid] = values(old_message.text)
-                old_values = self._message_values[mid]
-                if not old_values.units or not old_values.numbers & old_said.numbers:
-                    continue
-                for message, new_values in new:
-                    units = old_values.units & new_values.units
-                    if not units or old_values.numbers == new_values.numbers:
-                        continue
-                    a, b = self.embedder.embed_documents([mask(old_message.text), mask(message.text)])
-                    cos = cosine(a, b)
-                    if cos >= SAME_QUANTITY_COSINE:
-                        reason = (f"the amount in {', '.join(sorted(units))} changed ({old_values.describe()} → "
-                                  f"{new_values.describe()}): {old_message.id} and {message.id} state the same "
-                                  f"quantity (value-masked cos {cos:.2f} ≥ {SAME_QUANTITY_COSINE}), newer evidence")
-                        return fact, reason, cos
-        return None
-
     def ground(self, cand: Candidate) -> grounding.Grounding:
         """The grounding gate's verdict on a candidate (no model involved)."""
         return grounding.check(cand.fact.subject, cand.fact.statement, cand.cited, cand.speakers, cand.vector,
@@ -441,8 +444,8 @@ class CoreFactBuilder:
                            event_time=cand.fact.event_time)
             op.candidate, op.model, op.prompt_version = cand.fact.model_copy(), check.model, check.prompt_version
             return op
-        if changed_quantity := self.changed_quantity(state, cand):
-            old, reason, cos = changed_quantity
+        if changed := changed_quantity(state, cand, self.messages, self._message_values, self.embedder):
+            old, reason, cos = changed
             terms.quantity_cosine[old.id] = round(cos, 4)
             return self._apply(state, cand, FactOp.SUPERSEDE, old, "rule", reason, terms)
         known = known_for(state, cand)
