@@ -26,7 +26,7 @@ from memsif import lexical
 from memsif.errors import LLMError
 from memsif.facts.values import NUMBER_WORDS, values
 from memsif.llm import LLM
-from memsif.llm.profiles import profile_of
+from memsif.llm.profiles import profile_of, step_threshold
 from memsif.prompts import answer_check
 from memsif.timeparse import DATE_IN_TEXT, parse_time
 
@@ -179,12 +179,9 @@ def answer_check_threshold(mode: str, llm: LLM | None) -> float | None:
     model whose profile holds a measured threshold, ``ModelProfile.answer_check_min_p``; "model": any
     model, at ``UNMEASURED_ANSWER_CHECK_MIN_P`` when unmeasured; "off": none), or None when the check
     is not asked."""
-    if mode == "off" or llm is None:
+    if llm is None:
         return None
-    measured = profile_of(llm.name).answer_check_min_p
-    if measured is not None:
-        return measured
-    return UNMEASURED_ANSWER_CHECK_MIN_P if mode == "model" else None
+    return step_threshold(mode, llm.name or "", profile_of(llm.name).answer_check_min_p, UNMEASURED_ANSWER_CHECK_MIN_P)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from memsif.errors import LLMError
 from memsif.llm import LLM
-from memsif.llm.profiles import profile_of
+from memsif.llm.profiles import profile_of, step_threshold
 from memsif.prompts import fact_verify
 from memsif.records import Message, Verification
 
@@ -30,12 +30,9 @@ def verifier_threshold(mode: str, llm: LLM | None) -> float | None:
     ("auto": a model whose profile holds a measured threshold, ``ModelProfile.verify_min_p``, fitted on
     the labelled stored facts of dev conv-26 and conv-30: ``benchmarks/fact_verifier.py``; "model": any
     model, at ``UNMEASURED_VERIFIER_MIN_P`` when unmeasured; "off": none), or None when it is not asked."""
-    if mode == "off" or llm is None:
+    if llm is None:
         return None
-    measured = profile_of(llm.name).verify_min_p
-    if measured is not None:
-        return measured
-    return UNMEASURED_VERIFIER_MIN_P if mode == "model" else None
+    return step_threshold(mode, llm.name or "", profile_of(llm.name).verify_min_p, UNMEASURED_VERIFIER_MIN_P)
 
 
 def verify(llm: LLM | None, min_p: float | None, subject: str, statement: str, cited: Sequence[Message],

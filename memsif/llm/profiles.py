@@ -75,3 +75,14 @@ def profile_of(name: str | None, profiles: tuple[ModelProfile, ...] | None = Non
     lowered = (name or "").lower()
     return next((p for p in (PROFILES if profiles is None else profiles) if p.match and p.match.lower() in lowered),
                 UNMEASURED)
+
+
+def step_threshold(mode: str, name: str | None, measured: float | None, unmeasured: float) -> float | None:
+    """The threshold an optional scored step uses under its setting ``mode`` for the model called ``name``:
+    "auto" the model's ``measured`` threshold (None: the step is not asked), "model" that or ``unmeasured``,
+    "off" None."""
+    if mode == "off" or name is None:
+        return None
+    if measured is not None:
+        return measured
+    return unmeasured if mode == "model" else None
