@@ -87,8 +87,7 @@ class MemSIFConfig:
     #: measured decision point (raw for models not measured), "content-free" against its "N/A" prior
     #: (with SmolLM2-135M that turns "always no" into "always yes"), "off". Old values: true/false.
     judge_calibration: JudgeCalibration = "auto"
-    #: Messages of the current segment shown to the segment judge (most recent last).
-    judge_context_messages: int = 3
+    judge_context_messages: int = 3  #: messages of the current segment the segment judge sees (latest last)
     # --- CoreFact consolidation (§3.3) ---
     #: Build CoreFacts during ingest (the slow part with the 135M model: ~4 s per extraction call).
     core_facts: bool = True
@@ -110,6 +109,8 @@ class MemSIFConfig:
     #: cited messages state it) if its profile (``memsif.llm.profiles``) holds a measured threshold; "model" always
     #: (0.5 unmeasured); "off" nobody. Turned down: rejected; verified by nobody: stored as not verified.
     fact_verification: FactVerificationMode = "auto"
+    #: Extract a batch again when the checks refused a candidate of it, the prompt naming what and why.
+    fact_second_pass: bool = True
     # --- ActiveFact promotion (§3.4, Eq. 4) ---
     theta_src: float = 0.45
     theta_qry: float = 0.45
@@ -243,8 +244,8 @@ class MemSIFConfig:
     def __post_init__(self) -> None:
         if isinstance(self.judge_calibration, bool):  # the old boolean setting
             object.__setattr__(self, "judge_calibration", "content-free" if self.judge_calibration else "off")
-        legacy = {"1": "content-free", "true": "content-free", "yes": "content-free", "on": "content-free",
-                  "0": "off", "false": "off", "no": "off"}
+        legacy = {**dict.fromkeys(("1", "true", "yes", "on"), "content-free"),
+                  **dict.fromkeys(("0", "false", "no"), "off")}
         object.__setattr__(self, "judge_calibration",
                            legacy.get(self.judge_calibration.strip().lower(), self.judge_calibration.strip().lower()))
         if self.judge_calibration not in ("auto", "content-free", "off"):

@@ -323,7 +323,8 @@ class IngestPipeline:
             builder = CoreFactBuilder(self.backends.llm, self.backends.embedder, parse_schema(cfg.core_schema),
                                       ask_operation=operation_trusted(cfg.fact_operation, self.backends.llm),
                                       messages=state.messages,
-                                      verify_min_p=verifier_threshold(cfg.fact_verification, self.backends.llm))
+                                      verify_min_p=verifier_threshold(cfg.fact_verification, self.backends.llm),
+                                      second_pass=cfg.fact_second_pass)
             trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
             summary = CoreFactSummary()
             seq = store.count("fact_op", ns)
@@ -341,7 +342,8 @@ class IngestPipeline:
                     summary.fact_ops[op.op.value] = summary.fact_ops.get(op.op.value, 0) + 1
                 summary.fact_errors += sum(1 for op in done.operations if op.error)
                 if progress:
-                    progress(done.index + 1, done.total, "core facts")
+                    progress(done.index + 1, done.total,
+                             "core facts, second pass" if done.second_pass else "core facts")
         summary.core_facts, summary.fact_llm_calls = len(facts.current()), builder.llm_calls
         return summary
 

@@ -369,6 +369,8 @@ class FactOperation(_Record):
                                                          "turned away (it has no id).")
     batch: str | None = Field(None, description="The extraction batch that wrote it ('D1:1…D1:6'): a resumed "
                                                 "extraction finishes a logged batch instead of repeating it.")
+    extraction_pass: int = Field(1, description="2: from the second extraction of a batch whose candidates the "
+                                                "checks refused, its prompt naming them and why.")
 
     @field_validator("candidate", mode="before")
     @classmethod

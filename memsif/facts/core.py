@@ -135,6 +135,7 @@ class BatchResult:
     batch: ReadBatch
     operations: list[FactOperation]
     changed: list[tuple[CoreFact, np.ndarray]]
+    second_pass: bool = False
 
 
 def unread_batches(segments: Sequence[TopicalSegment], messages: Mapping[str, Message],
@@ -182,26 +183,89 @@ def known_for(state: FactState, cand: Candidate) -> list[tuple[CoreFact, float]]
     return [(f, cos) for f, cos, _ in scored[:MAX_KNOWN]]
 
 
+@dataclass
+class Refusals:
+    """What the first pass over a batch refused, as the second pass's prompt names it: (statement,
+    reason) pairs, the reasons in the batch's own message numbers, and the statements it kept."""
+
+    refused: list[tuple[str, str]]
+    kept: list[str]
+
+
 def build_core_facts(builder: CoreFactBuilder, state: FactState, namespace: str, batches: Sequence[ReadBatch],
                      segment_of: Mapping[str, str], trajectory_of: Mapping[str, str | None],
                      vectors: Mapping[str, np.ndarray], parallel: int) -> Iterator[BatchResult]:
     """CoreFact construction over ``batches`` (§3.3): each group of ``parallel`` batches is extracted
     together (one padded generation where the back-end allows), then every batch is consolidated into
     ``state`` one at a time in order. Yields each batch's result as soon as it is consolidated, so the
-    caller can store it (an interrupted run resumes after the last stored batch). ``vectors`` maps a
-    message id to its (d,) embedding."""
-    extracted: list[tuple[list[Candidate], list[FactOperation]]] = []
-    for k, batch in enumerate(batches):
-        if k % parallel == 0:
-            group = batches[k:k + parallel]
-            extracted = builder.extract_many(namespace, [b.messages for b in group], dict(segment_of),
-                                             dict(trajectory_of),
-                                             [np.stack([vectors[m.id] for m in b.messages]) for b in group])
-        candidates, failures = extracted[k % parallel]
-        ops = [*failures, *(builder.consolidate(state, cand) for cand in candidates)]
-        changed = {fid for op in ops for fid in op.fact_ids}
-        yield BatchResult(k, len(batches), batch, ops,
-                          [(f, state.vectors[f.id]) for f in state.facts if f.id in changed])
+    caller can store it (an interrupted run resumes after the last stored batch). With the builder's
+    ``second_pass`` on, the group's batches with a refused candidate are then extracted again together,
+    each prompt naming what was refused and why (``refusal_notes``), and yielded once more
+    (``BatchResult.second_pass``; a run interrupted before that skips it). ``vectors`` maps a message id
+    to its (d,) embedding."""
+    for start in range(0, len(batches), parallel):
+        group = list(enumerate(batches[start:start + parallel], start))
+        refused: list[tuple[int, ReadBatch, list[FactOperation]]] = []
+        for (k, batch), (candidates, failures) in zip(group, _extract(builder, namespace, group, segment_of,
+                                                                      trajectory_of, vectors), strict=True):
+            ops = [*failures, *(builder.consolidate(state, cand) for cand in candidates)]
+            if builder.second_pass and any(op.op == FactOp.REJECT and op.candidate for op in ops):
+                refused.append((k, batch, ops))
+            yield _batch_result(state, k, len(batches), batch, ops)
+        if not refused:
+            continue
+        notes = [refusal_notes(ops, batch.messages) for _, batch, ops in refused]
+        again = _extract(builder, namespace, [(k, batch) for k, batch, _ in refused], segment_of, trajectory_of,
+                         vectors, notes)
+        for (k, batch, _), (candidates, failures) in zip(refused, again, strict=True):
+            ops = [*failures, *(builder.consolidate(state, cand) for cand in candidates)]
+            for op in ops:
+                op.extraction_pass = 2
+            yield _batch_result(state, k, len(batches), batch, ops, second_pass=True)
+
+
+def _extract(builder: CoreFactBuilder, namespace: str, group: Sequence[tuple[int, ReadBatch]],
+             segment_of: Mapping[str, str], trajectory_of: Mapping[str, str | None],
+             vectors: Mapping[str, np.ndarray], again: Sequence[Refusals] | None = None,
+             ) -> list[tuple[list[Candidate], list[FactOperation]]]:
+    return builder.extract_many(namespace, [b.messages for _, b in group], dict(segment_of), dict(trajectory_of),
+                                [np.stack([vectors[m.id] for m in b.messages]) for _, b in group], again=again)
+
+
+def _words(statement: str) -> str:
+    return " ".join(statement.casefold().split())
+
+
+def _batch_result(state: FactState, k: int, total: int, batch: ReadBatch, ops: list[FactOperation],
+                  second_pass: bool = False) -> BatchResult:
+    changed = {fid for op in ops for fid in op.fact_ids}
+    return BatchResult(k, total, batch, ops, [(f, state.vectors[f.id]) for f in state.facts if f.id in changed],
+                       second_pass)
+
+
+def refusal_notes(ops: Sequence[FactOperation], messages: Sequence[Message]) -> Refusals:
+    """The refused candidates of one batch's operations ``ops`` with why, in words the extraction
+    prompt can use: the first failed claim rule's reason, else the grounding gate's or the verification's,
+    without the log's prefixes and scores; message ids become "message k" (k the prompt's number)."""
+    number = {m.id: i for i, m in enumerate(messages, start=1)}
+    ids = re.compile("|".join(re.escape(i) for i in sorted(number, key=len, reverse=True)) or r"(?!)")
+    refused, kept = [], []
+    for op in ops:
+        if op.op != FactOp.REJECT:
+            kept += [f.statement for f in op.after if f.id in op.fact_ids][:1]
+            continue
+        if op.candidate is None:
+            continue
+        failed = [c.reason for c in op.claims if not c.passed]
+        if failed:
+            reason = failed[0]
+        elif op.decided_by == "llm":  # the model's verification
+            reason = "the messages it cites do not say so"
+        else:
+            reason = re.sub(r"^(refused by the claim rules|not grounded in (\S+, )*\S+): ", "",
+                            op.reason.split("; ")[0])
+        refused.append((op.candidate.statement, ids.sub(lambda m: f"message {number[m.group()]}", reason)))
+    return Refusals(refused, kept)
 
 
 def select_operations(log: Sequence[FactOperation], op: str | None = None,
@@ -243,6 +307,25 @@ def _provenance(item: ExtractedFact, vector: np.ndarray, messages: Sequence[Mess
         valid = [int(np.argmax(cosines(message_vectors, vector))) + 1]
         note += f"provenance by similarity to {messages[valid[0] - 1].id}"
     return valid, note
+
+
+def _candidate(namespace: str, item: ExtractedFact, vector: np.ndarray, messages: Sequence[Message],
+               message_vectors: np.ndarray, salvage_note: str, segment_of: Mapping[str, str],
+               trajectory_of: Mapping[str, str | None]) -> Candidate:
+    """One extracted fact as a candidate: its valid sources, dates settled, segments and trajectories."""
+    speakers = list(dict.fromkeys(m.speaker for m in messages))
+    valid, note = _provenance(item, vector, messages, message_vectors, speakers, salvage_note)
+    sources = [messages[i - 1] for i in valid]
+    when = max((m.time for m in sources if m.time), default=None)
+    statement, date_note = settle_dates(item.statement, sources)
+    if date_note:
+        note = f"{note}; {date_note}" if note else date_note
+    segs = list(dict.fromkeys(segment_of[m.id] for m in sources))
+    trajs = list(dict.fromkeys(t for s in segs if (t := trajectory_of.get(s))))
+    fact = CoreFact(id="", namespace=namespace, subject=item.subject.strip(), type=item.type, statement=statement,
+                    event_time=when, source_message_ids=[m.id for m in sources], segment_ids=segs,
+                    trajectory_ids=trajs, valid_from=when)
+    return Candidate(fact, vector, note, sources, message_vectors[[i - 1 for i in valid]], speakers)
 
 
 def changed_quantity(state: FactState, cand: Candidate, messages: Mapping[str, Message],
@@ -294,11 +377,13 @@ class CoreFactBuilder:
     def __init__(self, llm: LLM, embedder: Embedder, schema: Sequence[FactType],
                  now: Callable[[], datetime] = lambda: datetime.now(UTC).replace(tzinfo=None),
                  ask_operation: bool = True, messages: Mapping[str, Message] | None = None,
-                 verify_min_p: float | None = None) -> None:
+                 verify_min_p: float | None = None, second_pass: bool = False) -> None:
         """``ask_operation``: whether the LLM chooses the operation when no rule decides (``operation_trusted``;
         else Add by rule). ``messages``: the namespace's messages by id (the changed-quantity rule reads their
-        values). ``verify_min_p``: the P(yes) the verification needs (``verifier_threshold``; None: not asked)."""
+        values). ``verify_min_p``: the P(yes) the verification needs (``verifier_threshold``; None: not asked).
+        ``second_pass``: extract a batch with a refused candidate again (``build_core_facts``)."""
         self.llm, self.ask_operation, self.verify_min_p = llm, ask_operation, verify_min_p
+        self.second_pass = second_pass
         self.messages = messages or {}
         self._message_values: dict[str, Values] = {}  # the quantity rule reads old messages again and again
         self.embedder = embedder
@@ -319,18 +404,40 @@ class CoreFactBuilder:
     def extract_many(self, namespace: str, batches: Sequence[Sequence[Message]], segment_of: dict[str, str],
                      trajectory_of: dict[str, str | None],
                      message_vectors: Sequence[np.ndarray | None] | None = None,
-                     ) -> list[tuple[list[Candidate], list[FactOperation]]]:
+                     again: Sequence[Refusals] | None = None) -> list[tuple[list[Candidate], list[FactOperation]]]:
         """``extract`` for several batches, their prompts generated together (one padded batch where
         the back-end allows: ``memsif.llm.generate_many``); one (candidates, operations) per batch, in
-        order. Extraction reads no fact state, so batches can be extracted ahead of consolidation."""
-        prompts = [core_extract.build([(day_text(m.time), m.speaker, annotate_relative_dates(m.text, m.time)[0])
-                                       for m in batch], self.schema) for batch in batches]
+        order. Extraction reads no fact state, so batches can be extracted ahead of consolidation.
+        ``again``: the second pass, one ``Refusals`` per batch named in its prompt
+        (``core_extract.build_again``); a candidate that repeats a refused statement is a REJECT by rule."""
+        lines = [[(day_text(m.time), m.speaker, annotate_relative_dates(m.text, m.time)[0]) for m in batch]
+                 for batch in batches]
+        prompts = ([core_extract.build(b, self.schema) for b in lines] if again is None else
+                   [core_extract.build_again(b, self.schema, r.refused, r.kept)
+                    for b, r in zip(lines, again, strict=True)])
         self.llm_calls += len(prompts)
         replies = generate_many(self.llm, prompts, max_new_tokens=EXTRACT_MAX_TOKENS, temperature=0.0,
                                 json_schema=self.response_model.model_json_schema())
         vectors = list(message_vectors) if message_vectors is not None else [None] * len(batches)
-        return [self._read(namespace, batch, prompt, reply, segment_of, trajectory_of, vecs)
+        read = [self._read(namespace, batch, prompt, reply, segment_of, trajectory_of, vecs)
                 for batch, prompt, reply, vecs in zip(batches, prompts, replies, vectors, strict=True)]
+        return read if again is None else [self._repeats(namespace, *r, refusals, prompt)
+                                           for r, refusals, prompt in zip(read, again, prompts, strict=True)]
+
+    def _repeats(self, namespace: str, candidates: list[Candidate], failures: list[FactOperation],
+                 refusals: Refusals, prompt: Prompt) -> tuple[list[Candidate], list[FactOperation]]:
+        """The second pass's candidates without those that repeat a first-pass statement: a refused one is a
+        REJECT by rule, a kept one a NOOP."""
+        said = {_words(statement): f"repeats a statement the first pass refused: {why}"
+                for statement, why in refusals.refused}
+        said.update((_words(statement), "repeats a statement the first pass kept") for statement in refusals.kept)
+        for cand in [c for c in candidates if _words(c.fact.statement) in said]:
+            candidates.remove(cand)
+            reason = said[_words(cand.fact.statement)]
+            failures.append(self._log(namespace, FactOp.REJECT if "refused" in reason else FactOp.NOOP, [],
+                                      decided_by="rule", prompt=prompt, reason=reason, event_time=cand.fact.event_time))
+            failures[-1].candidate = cand.fact.model_copy()
+        return candidates, failures
 
     def _read(self, namespace: str, messages: Sequence[Message], prompt: Prompt, reply: Generation | Exception,
               segment_of: dict[str, str], trajectory_of: dict[str, str | None],
@@ -365,27 +472,11 @@ class CoreFactBuilder:
         items = [it for it in items if it not in debris]
         if not items:
             return [], failures
-        statements = [f.statement for f in items]
-        vectors = self.embedder.embed_documents(statements)
+        vectors = self.embedder.embed_documents([f.statement for f in items])
         if message_vectors is None:
             message_vectors = self.embedder.embed_documents([m.text for m in messages])
-        speakers = list(dict.fromkeys(m.speaker for m in messages))
-        candidates = []
-        for item, vector in zip(items, vectors, strict=True):
-            valid, note = _provenance(item, vector, messages, message_vectors, speakers, salvage_note)
-            sources = [messages[i - 1] for i in valid]
-            when = max((m.time for m in sources if m.time), default=None)
-            statement, date_note = settle_dates(item.statement, sources)
-            if date_note:
-                note = f"{note}; {date_note}" if note else date_note
-            segs = list(dict.fromkeys(segment_of[m.id] for m in sources))
-            trajs = list(dict.fromkeys(t for s in segs if (t := trajectory_of.get(s))))
-            fact = CoreFact(id="", namespace=namespace, subject=item.subject.strip(), type=item.type,
-                            statement=statement, event_time=when, source_message_ids=[m.id for m in sources],
-                            segment_ids=segs, trajectory_ids=trajs, valid_from=when)
-            candidates.append(Candidate(fact, vector, note, sources, message_vectors[[i - 1 for i in valid]],
-                                        speakers))
-        return candidates, failures
+        return [_candidate(namespace, item, vector, messages, message_vectors, salvage_note, segment_of, trajectory_of)
+                for item, vector in zip(items, vectors, strict=True)], failures
 
     # ------------------------------------------------------------- consolidation
     def ground(self, cand: Candidate) -> grounding.Grounding:

@@ -24,6 +24,9 @@ NAME = "core_extract"
 #: statements of at most 20 words under a 160-character cap, relative dates annotated with their period,
 #: facts from the subject's own messages, photo notes are pictures.
 VERSION = "core_extract/5"
+#: The second pass over a batch whose candidates the checks refused: the same prompt, then the refused
+#: statements with the reasons and the statements kept, before the answer (``build_again``).
+AGAIN_VERSION = "core_extract/5+again/1"
 SYSTEM = "You extract durable personal facts from a conversation as JSON."
 MAX_FACTS = 3
 #: Longest statement the response schema allows, well above the 20 words the prompt asks for: one that
@@ -89,3 +92,21 @@ def build(lines: Sequence[tuple[str, str, str]], schema: Sequence[FactType]) -> 
             "Answer JSON: {\"facts\": [...]}.\n\nExample (its people and facts are not in the conversation "
             f"below):\n{_EXAMPLE}\n\n{CONVERSATION}{numbered}\nAnswer:")
     return Prompt(NAME, VERSION, text, system=SYSTEM)
+
+
+def build_again(lines: Sequence[tuple[str, str, str]], schema: Sequence[FactType],
+                refused: Sequence[tuple[str, str]], kept: Sequence[str]) -> Prompt:
+    """The second pass's prompt: ``build``'s up to the conversation's end (a back-end that keeps the
+    previous prompt's key/value cache computes the shared part once), then the ``refused`` (statement,
+    reason) pairs and the ``kept`` statements, and the request to say only what a message states about
+    the person who did it."""
+    first = build(lines, schema).text.removesuffix("\nAnswer:")
+    notes = "\n".join(f"- {clip(statement, STATEMENT_MAX_CHARS)} (refused: {clip(reason, 140)})"
+                      for statement, reason in refused)
+    stored = "".join(f"\n- {clip(statement, STATEMENT_MAX_CHARS)}" for statement in kept)
+    text = (f"{first}\n\nThese facts were refused:\n{notes}\n"
+            + (f"These were kept:{stored}\n" if kept else "")
+            + "List the facts again without the refused or kept ones: say only what a message states, about the "
+            "person who did it, taken from that person's own message. Answer {\"facts\": []} if nothing is left."
+            "\nAnswer:")
+    return Prompt(NAME, AGAIN_VERSION, text, system=SYSTEM)

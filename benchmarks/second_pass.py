@@ -1,0 +1,103 @@
+"""The second extraction pass, measured on a built memory: CoreFacts built again from scratch over an
+export's Topical Segments and Event Trajectories (its own facts left out) with the default settings and
+the second pass on. Per pass: the facts it stored, per 400 messages, the operations it logged, and the
+seconds it took (extraction and consolidation, timed in the same run, so the ratio holds on any host).
+
+Writes ``OUT/facts.jsonl`` (each current fact with its pass and its cited messages, dated, with
+``"supported": null`` for a labeller: ``benchmarks/corefact_stored.py --labels`` reads it once
+labelled), ``OUT/log.jsonl`` (every operation) and ``OUT/summary.json``; prints the summary.
+
+    PYTHONPATH=. python benchmarks/second_pass.py conv-30.json.gz --out results/conv-30 [--batches 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from memsif.config import MemSIFConfig
+from memsif.engine import MemSIF
+from memsif.facts.core import CoreFactBuilder, FactState, build_core_facts, operation_trusted, unread_batches
+from memsif.facts.verify import verifier_threshold
+from memsif.records import parse_schema
+from memsif.timeparse import day_text
+from memsif.transfer import read_export
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("export", help="a memory export (python -m memsif export) whose structure is read")
+    parser.add_argument("--out", required=True, help="folder for facts.jsonl, log.jsonl and summary.json")
+    parser.add_argument("--batches", type=int, help="only the first N extraction batches (default: all)")
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = read_export(args.export)
+    cfg = MemSIFConfig.from_env(data_dir=tempfile.mkdtemp(prefix="memsif-second-pass-"))
+    eng = MemSIF(cfg)
+    eng.load_models()
+    llm, embedder = eng.llm, eng.embedder
+    messages = {e.message.id: e.message for e in data.messages}
+    vectors = {e.message.id: np.asarray(e.vector, dtype=np.float32) for e in data.messages}
+    segments = [s.model_copy(update={"facts_extracted_upto": 0}) for s in sorted(data.segments, key=lambda s: s.index)]
+    segment_of = {mid: s.id for s in segments for mid in s.message_ids}
+    trajectory_of = {s.id: s.trajectory_id for s in segments}
+    batches = unread_batches(segments, messages, cfg.fact_batch_messages)[:args.batches]
+    builder = CoreFactBuilder(llm, embedder, parse_schema(cfg.core_schema),
+                              ask_operation=operation_trusted(cfg.fact_operation, llm), messages=messages,
+                              verify_min_p=verifier_threshold(cfg.fact_verification, llm), second_pass=True)
+    state = FactState.of([])
+    seconds: collections.Counter[int] = collections.Counter()
+    ops, again = [], 0
+    started = last = time.perf_counter()
+    for done in build_core_facts(builder, state, data.namespace, batches, segment_of, trajectory_of, vectors,
+                                 cfg.fact_parallel):
+        now = time.perf_counter()
+        seconds[2 if done.second_pass else 1] += now - last  # a pass's extraction runs before its first yield
+        last = now
+        ops += done.operations
+        again += done.second_pass
+        print(f"batch {done.index + 1}/{done.total}{' (second pass)' if done.second_pass else ''}: "
+              f"{collections.Counter(op.op.value for op in done.operations)}", flush=True)
+    wall = time.perf_counter() - started
+    pass_of = {fid: op.extraction_pass for op in ops if op.op.value in ("ADD", "SUPERSEDE", "UPDATE")
+               for fid in op.fact_ids}
+    read = {m.id for b in batches for m in b.messages}
+    current = state.current()
+    with (out / "facts.jsonl").open("w") as fh:
+        for fact in current:
+            sources = {i: f"[{day_text(messages[i].time)}] {messages[i].speaker}: {messages[i].text}"
+                       for i in fact.source_message_ids}
+            fh.write(json.dumps({"fact_id": fact.id, "pass": pass_of.get(fact.id, 1), "type": fact.type,
+                                 "subject": fact.subject, "statement": fact.statement, "sources": sources,
+                                 "supported": None, "why_not": ""}) + "\n")
+    with (out / "log.jsonl").open("w") as fh:
+        for op in ops:
+            fh.write(op.model_dump_json() + "\n")
+    stored = collections.Counter(pass_of.get(f.id, 1) for f in current)
+    summary = {
+        "export": Path(args.export).name, "namespace": data.namespace, "messages_read": len(read),
+        "batches": len(batches), "llm": llm.name, "host": platform.processor() or platform.machine(),
+        "stored": {"pass 1": stored[1], "pass 2": stored[2], "all": len(current)},
+        "per_400_messages": {"pass 1 only": round(400 * stored[1] / len(read), 1),
+                             "both passes": round(400 * len(current) / len(read), 1)},
+        "operations": {f"pass {p}": dict(collections.Counter(op.op.value for op in ops if op.extraction_pass == p))
+                       for p in (1, 2)},
+        "second_pass_batches": again,
+        "seconds": {"pass 1": round(seconds[1], 1), "pass 2": round(seconds[2], 1), "all": round(wall, 1)},
+        "time_ratio_with_second_pass": round(wall / seconds[1], 3) if seconds[1] else None,
+        "llm_calls": builder.llm_calls,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()
