@@ -275,45 +275,52 @@ def test_claims_are_checked_before_the_model_and_logged_with_the_operation(engin
     assert add.claims[0].sentence == "I adopted a dog named Max."
 
 
-def test_a_batch_with_a_refused_candidate_is_extracted_again_with_the_reason_and_the_new_facts_say_so(engine_factory):
-    """Real refused candidate (conv-30 labelled set: a remark about the listener's act taken as the speaker's)."""
+def test_a_batch_with_a_refused_candidate_is_extracted_again_about_its_writer_and_the_new_facts_say_so(
+        engine_factory):
+    """The refusal class the first pass makes most (conv-30: "Jon's store is a dance studio." from Gina's
+    message): a fact taken from another speaker's message. The second pass asks about that writer."""
     from memsif.prompts import core_extract
 
-    blog = {"subject": "Melanie", "type": "Event", "statement": "Melanie started her blog about coding.",
-            "sources": [1]}
+    swapped = {"subject": "Melanie", "type": "Event", "statement": "Melanie started a blog about coding.",
+               "sources": [2]}
     dog = {"subject": "Melanie", "type": "Event", "statement": "Melanie adopted a dog named Max.", "sources": [1]}
-    name = {"subject": "Melanie", "type": "Relation", "statement": "Melanie's dog is named Max.", "sources": [1]}
+    blog = {"subject": "Caroline", "type": "Event", "statement": "Caroline started a blog about coding.",
+            "sources": [2]}
 
     def reply(prompt):
         again = prompt.version == core_extract.AGAIN_VERSION
-        return json.dumps({"facts": [blog, dog, name] if again else [blog, dog]})
+        return json.dumps({"facts": [swapped, dog, blog] if again else [swapped, dog]})
 
     llm = FakeLLM({"core_extract": reply})
-    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"blog": 0, "dog": 1, "named": 2}), **CFG)
-    engine.ingest([msg("D1:1", "Wow, starting a blog about coding is awesome! I adopted a dog named Max.", MAY)])
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"blog": 0, "dog": 1}), **CFG)
+    engine.ingest([msg("D1:1", "I adopted a dog named Max.", MAY),
+                   msg("D1:2", "I just started a blog about coding!", MAY, speaker="Caroline")])
     first, second = llm.calls["core_extract"]
     assert first.version == core_extract.VERSION and second.version == core_extract.AGAIN_VERSION
     assert second.text.startswith(first.text.removesuffix("\nAnswer:")), "the first prompt is its prefix"
-    refused_line = next(line for line in second.text.splitlines() if line.startswith("- Melanie started"))
-    assert "message 1 speaks of it in general" in refused_line and "D1:1" not in refused_line
-    assert "These were kept:\n- Melanie adopted a dog named Max." in second.text
+    assert "Already kept:\n- Melanie adopted a dog named Max." in second.text
+    assert "more facts about Caroline," in second.text and "Melanie started a blog" not in second.text
     log = engine.fact_log("t")
     assert [(o.op.value, o.extraction_pass) for o in log] == [
         ("REJECT", 1), ("ADD", 1), ("REJECT", 2), ("NOOP", 2), ("ADD", 2)]
-    assert log[2].reason.startswith("repeats a statement the first pass refused: message 1 speaks of it")
+    assert log[2].reason.startswith("repeats a statement the first pass refused: none of message 2 is by Melanie")
     assert log[3].reason == "repeats a statement the first pass kept"
-    assert [f.statement for f in engine.facts("t")] == ["Melanie adopted a dog named Max.",
-                                                        "Melanie's dog is named Max."]
-    assert log[4].after[0].source_message_ids == ["D1:1"] and log[4].batch == log[0].batch
+    assert sorted(f.statement for f in engine.facts("t")) == ["Caroline started a blog about coding.",
+                                                             "Melanie adopted a dog named Max."]
+    assert log[4].after[0].source_message_ids == ["D1:2"] and log[4].batch == log[0].batch
 
 
-def test_no_second_pass_when_nothing_was_refused_or_when_it_is_off(engine_factory):
+def test_no_second_pass_when_every_cited_writer_kept_a_fact_or_when_it_is_off(engine_factory):
+    swapped = {"subject": "Melanie", "type": "Event", "statement": "Melanie started a blog about coding.",
+               "sources": [2]}
     dog = {"subject": "Melanie", "type": "Event", "statement": "Melanie adopted a dog named Max.", "sources": [1]}
-    blog = {"subject": "Melanie", "type": "Event", "statement": "Melanie started her blog about coding.",
-            "sources": [1]}
-    for facts, second_pass, calls in (([dog], True, 1), ([blog, dog], False, 1), ([blog, dog], True, 2)):
+    blog = {"subject": "Caroline", "type": "Event", "statement": "Caroline started a blog about coding.",
+            "sources": [2]}
+    for facts, second_pass, calls in (([dog], True, 1), ([swapped, dog, blog], True, 1), ([swapped, dog], False, 1),
+                                      ([swapped, dog], True, 2)):
         llm = FakeLLM({"core_extract": json.dumps({"facts": facts})})
         engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"blog": 0, "dog": 1}), **CFG,
                                 fact_second_pass=second_pass)
-        engine.ingest([msg("D1:1", "Wow, starting a blog about coding is awesome! I adopted a dog named Max.", MAY)])
-        assert len(llm.calls["core_extract"]) == calls
+        engine.ingest([msg("D1:1", "I adopted a dog named Max.", MAY),
+                       msg("D1:2", "I just started a blog about coding!", MAY, speaker="Caroline")])
+        assert len(llm.calls["core_extract"]) == calls, (facts, second_pass)

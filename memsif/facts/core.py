@@ -185,11 +185,13 @@ def known_for(state: FactState, cand: Candidate) -> list[tuple[CoreFact, float]]
 
 @dataclass
 class Refusals:
-    """What the first pass over a batch refused, as the second pass's prompt names it: (statement,
-    reason) pairs, the reasons in the batch's own message numbers, and the statements it kept."""
+    """What the first pass over a batch refused: (statement, reason) pairs, the reasons in the batch's own
+    message numbers; the statements it kept; and the ``writers`` the second pass asks about (people whose
+    messages a refused candidate cited and about whom no fact was kept from the batch)."""
 
     refused: list[tuple[str, str]]
     kept: list[str]
+    writers: list[str]
 
 
 def build_core_facts(builder: CoreFactBuilder, state: FactState, namespace: str, batches: Sequence[ReadBatch],
@@ -199,25 +201,25 @@ def build_core_facts(builder: CoreFactBuilder, state: FactState, namespace: str,
     together (one padded generation where the back-end allows), then every batch is consolidated into
     ``state`` one at a time in order. Yields each batch's result as soon as it is consolidated, so the
     caller can store it (an interrupted run resumes after the last stored batch). With the builder's
-    ``second_pass`` on, the group's batches with a refused candidate are then extracted again together,
-    each prompt naming what was refused and why (``refusal_notes``), and yielded once more
-    (``BatchResult.second_pass``; a run interrupted before that skips it). ``vectors`` maps a message id
-    to its (d,) embedding."""
+    ``second_pass`` on, once every batch is done, the batches where a refused candidate cited a writer who
+    kept no fact (``refusal_notes``) are extracted again, ``parallel`` at a time, asking for that writer's
+    facts, and yielded once more (``BatchResult.second_pass``; a run interrupted before that skips them):
+    the first pass's memory is complete as soon as without it. ``vectors`` maps a message id to its (d,)
+    embedding."""
+    pending: list[tuple[int, ReadBatch, Refusals]] = []
     for start in range(0, len(batches), parallel):
         group = list(enumerate(batches[start:start + parallel], start))
-        refused: list[tuple[int, ReadBatch, list[FactOperation]]] = []
         for (k, batch), (candidates, failures) in zip(group, _extract(builder, namespace, group, segment_of,
                                                                       trajectory_of, vectors), strict=True):
             ops = [*failures, *(builder.consolidate(state, cand) for cand in candidates)]
-            if builder.second_pass and any(op.op == FactOp.REJECT and op.candidate for op in ops):
-                refused.append((k, batch, ops))
+            if builder.second_pass and (notes := refusal_notes(ops, batch.messages)).writers:
+                pending.append((k, batch, notes))
             yield _batch_result(state, k, len(batches), batch, ops)
-        if not refused:
-            continue
-        notes = [refusal_notes(ops, batch.messages) for _, batch, ops in refused]
-        again = _extract(builder, namespace, [(k, batch) for k, batch, _ in refused], segment_of, trajectory_of,
-                         vectors, notes)
-        for (k, batch, _), (candidates, failures) in zip(refused, again, strict=True):
+    for start in range(0, len(pending), parallel):
+        group = pending[start:start + parallel]
+        again = _extract(builder, namespace, [(k, batch) for k, batch, _ in group], segment_of, trajectory_of,
+                         vectors, [notes for _, _, notes in group])
+        for (k, batch, _), (candidates, failures) in zip(group, again, strict=True):
             ops = [*failures, *(builder.consolidate(state, cand) for cand in candidates)]
             for op in ops:
                 op.extraction_pass = 2
@@ -248,14 +250,17 @@ def refusal_notes(ops: Sequence[FactOperation], messages: Sequence[Message]) -> 
     prompt can use: the first failed claim rule's reason, else the grounding gate's or the verification's,
     without the log's prefixes and scores; message ids become "message k" (k the prompt's number)."""
     number = {m.id: i for i, m in enumerate(messages, start=1)}
+    writer = {m.id: m.speaker for m in messages}
     ids = re.compile("|".join(re.escape(i) for i in sorted(number, key=len, reverse=True)) or r"(?!)")
-    refused, kept = [], []
+    refused, kept, cited, covered = [], [], [], set()
     for op in ops:
         if op.op != FactOp.REJECT:
             kept += [f.statement for f in op.after if f.id in op.fact_ids][:1]
+            covered |= {writer.get(i) for f in op.after for i in f.source_message_ids}
             continue
         if op.candidate is None:
             continue
+        cited += [writer[i] for i in op.candidate.source_message_ids if i in writer]
         failed = [c.reason for c in op.claims if not c.passed]
         if failed:
             reason = failed[0]
@@ -265,7 +270,7 @@ def refusal_notes(ops: Sequence[FactOperation], messages: Sequence[Message]) -> 
             reason = re.sub(r"^(refused by the claim rules|not grounded in (\S+, )*\S+): ", "",
                             op.reason.split("; ")[0])
         refused.append((op.candidate.statement, ids.sub(lambda m: f"message {number[m.group()]}", reason)))
-    return Refusals(refused, kept)
+    return Refusals(refused, kept, [w for w in dict.fromkeys(cited) if w not in covered])
 
 
 def select_operations(log: Sequence[FactOperation], op: str | None = None,
@@ -413,11 +418,13 @@ class CoreFactBuilder:
         lines = [[(day_text(m.time), m.speaker, annotate_relative_dates(m.text, m.time)[0]) for m in batch]
                  for batch in batches]
         prompts = ([core_extract.build(b, self.schema) for b in lines] if again is None else
-                   [core_extract.build_again(b, self.schema, r.refused, r.kept)
+                   [core_extract.build_again(b, self.schema, r.writers, r.kept)
                     for b, r in zip(lines, again, strict=True)])
         self.llm_calls += len(prompts)
+        reply_model = self.response_model if again is None else core_extract.response_schema(
+            self.schema, core_extract.AGAIN_MAX_FACTS)
         replies = generate_many(self.llm, prompts, max_new_tokens=EXTRACT_MAX_TOKENS, temperature=0.0,
-                                json_schema=self.response_model.model_json_schema())
+                                json_schema=reply_model.model_json_schema())
         vectors = list(message_vectors) if message_vectors is not None else [None] * len(batches)
         read = [self._read(namespace, batch, prompt, reply, segment_of, trajectory_of, vecs)
                 for batch, prompt, reply, vecs in zip(batches, prompts, replies, vectors, strict=True)]

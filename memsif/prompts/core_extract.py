@@ -26,9 +26,11 @@ NAME = "core_extract"
 VERSION = "core_extract/5"
 #: The second pass over a batch whose candidates the checks refused: the same prompt, then the refused
 #: statements with the reasons and the statements kept, before the answer (``build_again``).
-AGAIN_VERSION = "core_extract/5+again/1"
+AGAIN_VERSION = "core_extract/5+again/2"
 SYSTEM = "You extract durable personal facts from a conversation as JSON."
 MAX_FACTS = 3
+#: The second pass asks for fewer: the writers it names have little left to say (and decoding is its cost).
+AGAIN_MAX_FACTS = 2
 #: Longest statement the response schema allows, well above the 20 words the prompt asks for: one that
 #: fills it was cut off by the schema and is never stored (at 100 characters most were).
 STATEMENT_MAX_CHARS = 160
@@ -64,15 +66,15 @@ class ExtractedFacts(BaseModel):
     facts: list[Any]
 
 
-def response_schema(schema: Sequence[FactType]) -> type[ExtractedFacts]:
-    """Pydantic response model whose ``type`` is an enum of the configured fact types."""
+def response_schema(schema: Sequence[FactType], max_facts: int = MAX_FACTS) -> type[ExtractedFacts]:
+    """Pydantic response model whose ``type`` is an enum of the configured fact types, at most ``max_facts``."""
     type_enum = Literal[tuple(t.name for t in schema)]  # type: ignore[valid-type]
     fact = create_model("ExtractedFact",
                         subject=(str, Field(min_length=1, max_length=40)),
                         type=(type_enum, ...),
                         statement=(str, Field(min_length=3, max_length=STATEMENT_MAX_CHARS)),
                         sources=(list[int], Field(max_length=3)))
-    return create_model("ExtractedFacts", __base__=ExtractedFacts, facts=(list[fact], Field(max_length=MAX_FACTS)))
+    return create_model("ExtractedFacts", __base__=ExtractedFacts, facts=(list[fact], Field(max_length=max_facts)))
 
 
 def build(lines: Sequence[tuple[str, str, str]], schema: Sequence[FactType]) -> Prompt:
@@ -94,19 +96,18 @@ def build(lines: Sequence[tuple[str, str, str]], schema: Sequence[FactType]) -> 
     return Prompt(NAME, VERSION, text, system=SYSTEM)
 
 
-def build_again(lines: Sequence[tuple[str, str, str]], schema: Sequence[FactType],
-                refused: Sequence[tuple[str, str]], kept: Sequence[str]) -> Prompt:
+def build_again(lines: Sequence[tuple[str, str, str]], schema: Sequence[FactType], writers: Sequence[str],
+                kept: Sequence[str]) -> Prompt:
     """The second pass's prompt: ``build``'s up to the conversation's end (a back-end that keeps the
-    previous prompt's key/value cache computes the shared part once), then the ``refused`` (statement,
-    reason) pairs and the ``kept`` statements, and the request to say only what a message states about
-    the person who did it."""
+    previous prompt's key/value cache computes the shared part once), then a request for facts about
+    ``writers`` (people whose messages the refused facts cited and who have no fact kept from them), each
+    from that person's own message, leaving out the ``kept`` statements. The refused statements are not
+    shown: with them in the prompt the 1.5B wrote most of them again (core_extract/5+again/1)."""
     first = build(lines, schema).text.removesuffix("\nAnswer:")
-    notes = "\n".join(f"- {clip(statement, STATEMENT_MAX_CHARS)} (refused: {clip(reason, 140)})"
-                      for statement, reason in refused)
     stored = "".join(f"\n- {clip(statement, STATEMENT_MAX_CHARS)}" for statement in kept)
-    text = (f"{first}\n\nThese facts were refused:\n{notes}\n"
-            + (f"These were kept:{stored}\n" if kept else "")
-            + "List the facts again without the refused or kept ones: say only what a message states, about the "
-            "person who did it, taken from that person's own message. Answer {\"facts\": []} if nothing is left."
-            "\nAnswer:")
+    names = " and ".join(writers)
+    text = (f"{first}\n\n" + (f"Already kept:{stored}\n" if kept else "")
+            + f"List at most {AGAIN_MAX_FACTS} more facts about {names}, each taken from that person's own message: "
+            "what they say they did, have, are or like; not what someone says to them, wishes them or asks them. "
+            "Answer {\"facts\": []} if there is none.\nAnswer:")
     return Prompt(NAME, AGAIN_VERSION, text, system=SYSTEM)
