@@ -225,7 +225,8 @@ def cmd_facts(args: argparse.Namespace) -> int:
     if args.log:
         for op in engine.fact_log(args.namespace):
             print(f"  #{op.seq:<4} {op.op:<9} {','.join(op.fact_ids) or '-':<8} {op.decided_by:<4} "
-                  f"{op.reason}{'  ERROR ' + op.error if op.error else ''}")
+                  f"{'(second pass) ' if op.extraction_pass == 2 else ''}{op.reason}"
+                  f"{'  ERROR ' + op.error if op.error else ''}")
     return 0
 
 

@@ -399,15 +399,16 @@ def fact_rows(facts: Sequence[CoreFact]) -> list[list[Any]]:
 
 
 def op_rows(log: Sequence[FactOperation]) -> list[list[Any]]:
-    """One row per logged operation (``OP_COLUMNS``); a REJECT row shows the candidate the grounding
-    gate turned away."""
+    """One row per logged operation (``OP_COLUMNS``); a REJECT row shows the candidate the checks turned
+    away; "decided by" says when the operation came from the second extraction pass."""
     def facts(r: FactOperation) -> str:
         if r.candidate is not None:
             c = r.candidate
             return f"✗ [{c.type}] {c.subject}: {c.statement}"
         return ", ".join(r.fact_ids)
 
-    return [[r.seq, str(r.op), facts(r), r.decided_by, r.reason, r.error or ""] for r in log]
+    return [[r.seq, str(r.op), facts(r), r.decided_by + (", second pass" if r.extraction_pass == 2 else ""), r.reason,
+             r.error or ""] for r in log]
 
 
 TRAJECTORY_DETAIL_COLUMNS = ["segment", "why it is here", "message", "session", "time", "speaker", "text"]

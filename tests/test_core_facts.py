@@ -308,6 +308,10 @@ def test_a_batch_with_a_refused_candidate_is_extracted_again_about_its_writer_an
     assert sorted(f.statement for f in engine.facts("t")) == ["Caroline started a blog about coding.",
                                                              "Melanie adopted a dog named Max."]
     assert log[4].after[0].source_message_ids == ["D1:2"] and log[4].batch == log[0].batch
+    from memsif.viz import op_rows
+
+    assert [row[3] for row in op_rows(log)] == ["rule", "rule", "rule, second pass", "rule, second pass",
+                                               "rule, second pass"], "the log table says which pass wrote it"
 
 
 def test_no_second_pass_when_every_cited_writer_kept_a_fact_or_when_it_is_off(engine_factory):

@@ -128,7 +128,8 @@ class ReadBatch:
 @dataclass
 class BatchResult:
     """One batch consolidated: its operations (in log order), the facts they changed with their (d,)
-    embeddings, and the segments' read-marks to store with them."""
+    embeddings, and the segments' read-marks to store with them. ``index`` of ``total`` counts the
+    batches of its pass (the second pass's own count when ``second_pass``)."""
 
     index: int
     total: int
@@ -206,32 +207,32 @@ def build_core_facts(builder: CoreFactBuilder, state: FactState, namespace: str,
     facts, and yielded once more (``BatchResult.second_pass``; a run interrupted before that skips them):
     the first pass's memory is complete as soon as without it. ``vectors`` maps a message id to its (d,)
     embedding."""
-    pending: list[tuple[int, ReadBatch, Refusals]] = []
+    pending: list[tuple[ReadBatch, Refusals]] = []
     for start in range(0, len(batches), parallel):
-        group = list(enumerate(batches[start:start + parallel], start))
-        for (k, batch), (candidates, failures) in zip(group, _extract(builder, namespace, group, segment_of,
-                                                                      trajectory_of, vectors), strict=True):
+        group = batches[start:start + parallel]
+        extracted = _extract(builder, namespace, group, segment_of, trajectory_of, vectors)
+        for k, (batch, (candidates, failures)) in enumerate(zip(group, extracted, strict=True), start):
             ops = [*failures, *(builder.consolidate(state, cand) for cand in candidates)]
             if builder.second_pass and (notes := refusal_notes(ops, batch.messages)).writers:
-                pending.append((k, batch, notes))
+                pending.append((batch, notes))
             yield _batch_result(state, k, len(batches), batch, ops)
     for start in range(0, len(pending), parallel):
-        group = pending[start:start + parallel]
-        again = _extract(builder, namespace, [(k, batch) for k, batch, _ in group], segment_of, trajectory_of,
-                         vectors, [notes for _, _, notes in group])
-        for (k, batch, _), (candidates, failures) in zip(group, again, strict=True):
+        chunk = pending[start:start + parallel]
+        again = _extract(builder, namespace, [batch for batch, _ in chunk], segment_of, trajectory_of, vectors,
+                         [notes for _, notes in chunk])
+        for j, ((batch, _), (candidates, failures)) in enumerate(zip(chunk, again, strict=True), start):
             ops = [*failures, *(builder.consolidate(state, cand) for cand in candidates)]
             for op in ops:
                 op.extraction_pass = 2
-            yield _batch_result(state, k, len(batches), batch, ops, second_pass=True)
+            yield _batch_result(state, j, len(pending), batch, ops, second_pass=True)
 
 
-def _extract(builder: CoreFactBuilder, namespace: str, group: Sequence[tuple[int, ReadBatch]],
+def _extract(builder: CoreFactBuilder, namespace: str, group: Sequence[ReadBatch],
              segment_of: Mapping[str, str], trajectory_of: Mapping[str, str | None],
              vectors: Mapping[str, np.ndarray], again: Sequence[Refusals] | None = None,
              ) -> list[tuple[list[Candidate], list[FactOperation]]]:
-    return builder.extract_many(namespace, [b.messages for _, b in group], dict(segment_of), dict(trajectory_of),
-                                [np.stack([vectors[m.id] for m in b.messages]) for _, b in group], again=again)
+    return builder.extract_many(namespace, [b.messages for b in group], dict(segment_of), dict(trajectory_of),
+                                [np.stack([vectors[m.id] for m in b.messages]) for b in group], again=again)
 
 
 def _words(statement: str) -> str:

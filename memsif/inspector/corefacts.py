@@ -88,6 +88,10 @@ class CoreFactsTab:
             if not state.total:
                 return (f"Loading the model and reading the new messages for CoreFacts… {seconds:.0f} s"
                         f"{model_share(namespace)}")
+            if "second pass" in state.stage:  # its own count, after every batch was read once
+                return (f"Second pass: reading again the batches where the checks refused every fact of a speaker "
+                        f"whose messages were cited, {state.done} of {state.total} · {seconds:.0f} s"
+                        f"{model_share(namespace)}. The first pass's facts are all below.")
             countdown.update(state.done, state.total)
             return (f"Extracting CoreFacts: batch {state.done} of {state.total} (up to "
                     f"{eng.config.fact_batch_messages} messages each) · {seconds:.0f} s{left_text(countdown)}"
@@ -117,8 +121,8 @@ class CoreFactsTab:
         facts, ops = self.facts_view(namespace, None, None, settings)
         counts = ", ".join(f"{k} {v}" for k, v in sorted(report.fact_ops.items())) or "no new operations"
         if report.fact_ops.get("REJECT"):
-            counts += (" (REJECT: candidates the grounding gate or the model's verification turned away, as not "
-                       "said by the messages they cite; filter the log by REJECT for the reasons)")
+            counts += (" (REJECT: candidates the grounding gate, the claim rules or the model's verification turned "
+                       "away, as not said by the messages they cite; filter the log by REJECT for the reasons)")
         yield (f"**{report.core_facts} current CoreFacts**; this pass: {counts}; {report.fact_llm_calls} LLM calls, "
                f"{report.fact_errors} errors (see the log)."), facts, ops
 
