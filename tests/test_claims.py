@@ -56,6 +56,10 @@ def refused(subject: str, statement: str, *messages: Message, speakers=("Carolin
     # wished to the listener (conv-47 F10)
     ("Caroline", "Caroline is exploring different game genres.",
      "Cool, that sounds exciting. Have fun exploring different genres of games!", "who did it", "listener"),
+    # the listener's act congratulated (conv-47 F45, "speaker swapped": James won, John congratulates him)
+    ("Caroline", "Caroline won the online gaming tournament.",
+     "Hey Melanie! Congrats on winning the online gaming tournament! It's super fulfilling to see your hard work "
+     "pay off.", "who did it", "listener"),
 ])
 def test_a_claim_the_cited_sentence_does_not_give_the_subject_is_refused_with_its_rule(subject, statement, text, rule,
                                                                                      words):
@@ -74,6 +78,8 @@ def test_a_claim_the_cited_sentence_does_not_give_the_subject_is_refused_with_it
      "My Unity strategy game is finally finished—it took loads of time and effort, but I'm really proud."),
     ("Caroline", "Caroline will start looking for a country to visit.",  # "I'll" is "will"
      "I'll start looking for a country to visit."),
+    ("Caroline", "Caroline had luck with finding a flat.",  # luck of the writer's own, not wished to the listener
+     "I had luck with finding a flat near the studio."),
 ])
 def test_a_claim_the_writer_states_as_done_is_kept(subject, statement, text):
     checks = check_claims(subject, statement, [said(subject, text)], ["Caroline", "Melanie"])

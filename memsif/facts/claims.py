@@ -59,6 +59,10 @@ LIKING_SAID = LIKING | {"joy", "fave", "fav", "into", "obsessed", "best"}
 LIGHT = frozenset({"be", "have", "do", "get", "go", "make", "take", "feel", "seem", "say", "tell", "keep", "let",
                    "put", "give", "come", "see", "know", "think"})
 _THIRD_PERSON = frozenset({"he", "she", "they", "him", "her", "them", "it", "someone", "everyone"})
+#: Words whose prepositional object is the listener's act: "Congrats on winning", "Thanks for helping",
+#: "Good luck with finishing", "Kudos on starting" (lemmas as ``_lemma`` gives them).
+_ADDRESSED = frozenset({"congrat", "congrats", "congratulation", "congratulations", "thank", "thanks", "kudo",
+                        "kudos", "luck", "props"})
 _LOCK = threading.Lock()
 
 
@@ -146,6 +150,9 @@ def _doer(verb: Any) -> str:
         if node.dep_ in ("csubj", "nsubj", "nsubjpass"):  # "Taking breaks is important": the act as a topic
             return "generic" if node.head.tag_ in ("VBZ", "VBP", "MD") or any(
                 c.tag_ == "MD" for c in node.head.children) else "writer"
+        if node.dep_ == "prep" and _lemma(node.head) in _ADDRESSED and node.head.dep_ == "ROOT" and not any(
+                c.dep_ == "nsubj" for c in node.head.children):
+            return "listener"  # the act praised, thanked or wished well: "Congrats on winning the tournament!"
         if node.dep_ == "ROOT" and node.tag_ in ("VB", "VBP") and not any(c.dep_ == "aux" for c in node.children):
             return "listener"  # an imperative: "Have fun exploring different genres!"
         return "writer"  # no subject written: "Started hitting the gym last week"
