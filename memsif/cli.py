@@ -168,10 +168,12 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    from memsif.llm import reading_reported
     from memsif.viz import evidence_how
 
     engine = _engine(args, reader=True)
-    result = engine.ask(args.question, namespace=args.namespace, question_date=args.date)
+    with reading_reported(lambda reading: print(reading.text(), file=sys.stderr, flush=True)):  # the wait, said
+        result = engine.ask(args.question, namespace=args.namespace, question_date=args.date)
     out = result.to_dict()
     if args.json:
         print(json.dumps(out))

@@ -21,6 +21,7 @@ from memsif.inspector.activefacts import ActiveFactsTab
 from memsif.inspector.common import Inspector, SessionSettings, guard, new_session
 from memsif.inspector.corefacts import CoreFactsTab
 from memsif.interaction.titles import trajectory_name
+from memsif.llm import Reading, reading_reported
 from memsif.locks import interactive
 from memsif.markdown import code_span, escape_html, escape_markdown
 from memsif.query import Answer
@@ -45,13 +46,16 @@ def answer_sources(answer: Answer | None) -> list[str]:
 
 def _streamed_answer(eng, question: str, namespace: str) -> Iterator[tuple[str, Answer | None]]:
     """``eng.ask`` in a worker thread: yields (answer text so far, None) as pieces arrive (at most every
-    ``STREAM_EVERY_S``), then ("", the Answer). Engine errors are raised here."""
+    ``STREAM_EVERY_S``), then ("", the Answer). Before the first piece, each prompt the model reads is
+    said with its wait ("Reading 640 tokens of memory, about 30 s on this CPU…", ``memsif.llm.Reading``).
+    Engine errors are raised here."""
     pieces: queue.Queue = queue.Queue()
     box: dict = {}
 
     def work() -> None:
         try:
-            box["answer"] = eng.ask(question, namespace=namespace, on_text=pieces.put)
+            with reading_reported(pieces.put):
+                box["answer"] = eng.ask(question, namespace=namespace, on_text=pieces.put)
         except Exception as exc:  # raised again in the handler's thread
             box["error"] = exc
         finally:
@@ -60,6 +64,10 @@ def _streamed_answer(eng, question: str, namespace: str) -> Iterator[tuple[str, 
     threading.Thread(target=work, daemon=True).start()
     text, last = "", 0.0
     while (piece := pieces.get()) is not None:
+        if isinstance(piece, Reading):
+            if not text:
+                yield piece.text(), None
+            continue
         text += piece
         if time.monotonic() - last >= STREAM_EVERY_S:
             last = time.monotonic()

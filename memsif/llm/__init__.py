@@ -17,10 +17,13 @@ from memsif.llm.base import (
     NO_WORDS,
     YES_WORDS,
     Generation,
+    Reading,
     Runtime,
+    announce_reading,
     context_window,
     generate_many,
     generate_streamed,
+    reading_reported,
     runtime_of,
 )
 from memsif.llm.packaged import is_packaged, packaged_gguf
@@ -104,6 +107,6 @@ def load_llm(config: MemSIFConfig) -> LLM:
         return _CACHE[key]
 
 
-__all__ = ["FALLBACK_COST", "LLM", "NO_WORDS", "PACKAGED_LLM", "YES_WORDS", "Generation", "Runtime", "context_window",
-           "described", "generate_many", "generate_streamed", "load_llm", "packaged_gguf", "resolved_backend",
-           "runtime_of"]
+__all__ = ["FALLBACK_COST", "LLM", "NO_WORDS", "PACKAGED_LLM", "YES_WORDS", "Generation", "Reading", "Runtime",
+           "announce_reading", "context_window", "described", "generate_many", "generate_streamed", "load_llm",
+           "packaged_gguf", "reading_reported", "resolved_backend", "runtime_of"]

@@ -6,7 +6,9 @@ forward pass and compares the probabilities of the answer tokens (DESIGN.md, "St
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -17,6 +19,48 @@ from memsif.prompts import Prompt
 #: Spellings of the two answers whose first-token probabilities are compared.
 YES_WORDS = ("yes", "Yes", "YES")
 NO_WORDS = ("no", "No", "NO")
+
+
+#: A back-end announces a prompt only when at least this many of its tokens are not in its cache (shorter
+#: reads take well under a second on any host seen).
+READING_MIN_TOKENS = 32
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A prompt a back-end is about to read: ``tokens`` not in its key/value cache, and the ``seconds`` that
+    take at the prompt speed it measured on this host (None before it measured one)."""
+
+    tokens: int
+    seconds: float | None
+
+    def text(self) -> str:
+        """"Reading 640 tokens of memory, about 30 s on this CPU" (without the time before it is measured)."""
+        about = f", about {self.seconds:.0f} s on this CPU" if self.seconds is not None else ""
+        return f"Reading {self.tokens} tokens of memory{about}…"
+
+
+_reading: contextvars.ContextVar[Callable[[Reading], None] | None] = contextvars.ContextVar("memsif_reading",
+                                                                                           default=None)
+
+
+@contextmanager
+def reading_reported(listener: Callable[[Reading], None]) -> Iterator[None]:
+    """Within the block, this thread's back-end calls hand ``listener`` a ``Reading`` before each prompt
+    of at least ``READING_MIN_TOKENS`` uncached tokens (the chat shows it while the prompt is read)."""
+    token = _reading.set(listener)
+    try:
+        yield
+    finally:
+        _reading.reset(token)
+
+
+def announce_reading(tokens: int, tokens_per_s: float | None) -> None:
+    """For back-ends: ``tokens`` are about to be read at ``tokens_per_s`` (None: not measured yet); tells the
+    listener of ``reading_reported``, if any, when there are enough to wait for."""
+    listener = _reading.get()
+    if listener is not None and tokens >= READING_MIN_TOKENS:
+        listener(Reading(tokens, tokens / tokens_per_s if tokens_per_s else None))
 
 
 @dataclass(frozen=True)

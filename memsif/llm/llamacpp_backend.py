@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -27,7 +28,7 @@ import numpy as np
 
 from memsif.config import MemSIFConfig
 from memsif.errors import BackendUnavailable, LLMError
-from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, Runtime, label_shares
+from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, Runtime, announce_reading, label_shares
 from memsif.llm.llamacpp_cpu import INSTALL_COMMAND, CpuLibrary, choose_cpu_library, probe_failure
 from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
 from memsif.locks import FACTS, FairLock, check_cancelled, current_class
@@ -37,6 +38,9 @@ from memsif.prompts import Prompt
 #: (~0.9 s with the 1.5B on 2 cores). The chunk does not change the prompt's speed: 1,000 tokens took
 #: 14.2, 14.1, 14.7 and 13.0 s in chunks of 1,000, 256, 128 and 64.
 PREFILL_CHUNK = 64
+#: A prompt read on the shared context with at least this many new tokens updates the measured prompt
+#: speed (``prompt_tokens_per_s``, the mean of the last measure and the one before it).
+RATE_MIN_TOKENS = 64
 
 
 class LlamaCppLLM:
@@ -64,6 +68,7 @@ class LlamaCppLLM:
         self._facts_llm: Any = None if facts_context else self._llm
         self._facts_made = threading.Lock()
         self.pauses = 0
+        self.prompt_tokens_per_s: float | None = None
         self.name = name
         self.runtime = Runtime("llama.cpp", self.cpu.describe())
         self.context_window = n_ctx
@@ -158,11 +163,17 @@ class LlamaCppLLM:
             common += 1
         common = min(common, len(tokens) - 1)
         llm.n_tokens = common
+        announce_reading(len(tokens) - common, self.prompt_tokens_per_s)
         step = len(tokens) if llm is self._llm else PREFILL_CHUNK
+        started = time.perf_counter()
         for start in range(common, len(tokens), step):
             if start > common:
                 self._pause_point(llm)
             llm.eval(tokens[start:start + step])
+        if llm is self._llm and len(tokens) - common >= RATE_MIN_TOKENS:  # no pauses in it: the host's speed
+            rate = (len(tokens) - common) / max(time.perf_counter() - started, 1e-6)
+            last = self.prompt_tokens_per_s
+            self.prompt_tokens_per_s = rate if last is None else (last + rate) / 2
 
     def _eval(self, llm: Any, tokens: list[int]) -> np.ndarray:
         """Evaluate ``tokens`` on context ``llm`` (``_prefill``); the last position's logits (n_vocab,)."""
