@@ -1,5 +1,6 @@
-"""The claim rules and the empty-remark rule (``memsif.facts.claims``) on the labelled stored CoreFacts of
-the three dev conversations: what each refuses, by the class the labeller gave, per conversation.
+"""The claim rules and the empty-remark rule (``memsif.facts.claims``), with the grounding gate as it is now
+(``memsif.facts.grounding``: the facts were stored by an earlier gate), on the labelled stored CoreFacts of
+the three dev conversations: what they refuse, by the class the labeller gave, per conversation.
 
 The labelled facts (``benchmarks/data/corefact-verified-*.jsonl``; conv-47's dates-settled file replaces
 the facts it relabels) are stored facts of default builds, labelled by hand before any of these rules
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from memsif.eval.data import load_locomo
 from memsif.eval.metrics import wilson
+from memsif.facts import grounding
 from memsif.facts.claims import available, check_claims, empty_remark
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,6 +68,8 @@ def main() -> None:
             empty = empty_remark(row["subject"], row["statement"], speakers)
             seconds += time.perf_counter() - start
             reasons = [f"{c.rule}: {c.reason} ({c.claim!r})" for c in checks if not c.passed]
+            if not (gate := grounding.check(row["subject"], row["statement"], cited, speakers)).passed:
+                reasons.append(f"gate: {gate.reason}")
             if empty:
                 reasons.append(f"empty: {empty}")
             n_ok += row["supported"]

@@ -68,6 +68,23 @@ EMPTY_STEMS = GREETING_STEMS | frozenset({
     "remind", "believ", "hard", "tough", "awe", "gorgeous", "rewarding", "reward", "chanc", "miss",
 })
 
+#: Words that open an address to the listener ("Hey Caroline,", "Thanks, Mel!", "Wow, Caroline!").
+_ADDRESS_OPENERS = (r"hey|hi|hiya|hello|yo|thanks|thank you|thx|wow|whoa|oh|aw+|omg|yeah|yes|yep|congrats|"
+                    r"congratulations|dear|sorry|bye|night|morning")
+
+
+def without_address(text: str, names: Sequence[str]) -> str:
+    """``text`` without each of ``names`` where it only addresses the listener: after a greeting or thanks
+    ("Hey Caroline, that roadtrip …", "Thanks, Mel!"), before a comma opening a sentence ("Caroline, look!"),
+    or set off at a clause's end (", Caroline!"). A name said as a participant stays ("Caroline and I went")."""
+    for name in filter(None, names):
+        n = re.escape(name)
+        text = re.sub(rf"(?i)\b((?:{_ADDRESS_OPENERS})\s*,?\s+){n}\b", r"\1", text)
+        text = re.sub(rf"(?i)(^|[.!?]\s+){n}\s*,", r"\1", text)
+        text = re.sub(rf"(?i),\s*{n}\s*(?=[.!?,;]|$)", "", text)
+    return text
+
+
 @dataclass(frozen=True)
 class SparseVector:
     """A sparse lexical vector: sorted unique 32-bit ``indices`` and their ``values``."""

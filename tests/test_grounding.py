@@ -280,3 +280,30 @@ def test_another_speaker_named_in_the_statement_must_be_named_in_its_support():
                   text="I finally bought a new car last week!")
     assert check("Melanie", "Melanie bought a new car.", [car], ["Caroline", "Melanie"]).passed, \
         "a nickname of another speaker ('Car') is not a mention in the statement"
+
+
+@pytest.mark.parametrize("text", [
+    # conv-26 D18:1 (labelled "invented detail": Caroline was not on the trip; her reply says "you guys")
+    "Hey Caroline, that roadtrip this past weekend was insane! We were all freaked when my son got into an "
+    "accident. [shares a photo: a photo of a car dashboard with a white cloth and a steering wheel]",
+    "Thanks, Caroline! That roadtrip this past weekend was insane!",
+    "That roadtrip this past weekend was insane, Caroline!",
+    "Caroline, that roadtrip this past weekend was insane!",
+])
+def test_a_speaker_only_addressed_is_not_named_as_taking_part(text):
+    """The listener addressed by name ("Hey Caroline,") did not do what the sentence says; and the "car" of a
+    photo caption is not a nickname of Caroline (nicknames count only written as names)."""
+    m = msg("D18:1", "Melanie", text, datetime(2023, 10, 20))
+    bad = check("Melanie", "Melanie and Caroline went on a roadtrip this past weekend.", [m], SPEAKERS)
+    assert not bad.passed and "names Caroline, whom its supporting sentences do not name" in bad.reason
+    assert check("Melanie", "Melanie went on a roadtrip this past weekend.", [m], SPEAKERS).passed
+
+
+def test_a_speaker_named_as_taking_part_or_by_a_nickname_is_named():
+    both = msg("D18:2", "Melanie", "Hey Caroline, remember? Caroline and I went on that roadtrip with Car's sister!")
+    assert check("Melanie", "Melanie and Caroline went on a roadtrip.", [both], SPEAKERS).passed
+    from memsif.lexical import without_address
+
+    assert without_address("Caroline and I went hiking.", ["Caroline"]) == "Caroline and I went hiking."
+    assert without_address("I met my friends, Anna and Caroline.", ["Caroline"]) == \
+        "I met my friends, Anna and Caroline."

@@ -327,10 +327,11 @@ def check_claims(subject: str, statement: str, cited: Sequence[Message], speaker
                 checks.append(elsewhere.model_copy(update={"claim": claim}))
             continue
         message_id, sent, token = found
-        if unnamed := [t.text for t in verb.subtree if t.text in others and t.text not in sent.text]:
+        if unnamed := [t.text for t in verb.subtree if t.text in others
+                       and t.text not in lexical.without_address(sent.text, [t.text])]:
             checks.append(ClaimCheck(claim=claim, sentence=sent.text, message_id=message_id, passed=False,
                                      rule="who did it", reason=f"names {', '.join(unnamed)}, whom the sentence of "
-                                     f"{message_id} that states it does not name"))
+                                     f"{message_id} that states it does not name (beyond addressing them)"))
             continue
         checks.append(_on_sentence(claim, subject, message_id, sent, token, verb, doc, states_liking))
     return checks

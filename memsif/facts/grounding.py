@@ -101,8 +101,11 @@ def _names(speaker: str) -> list[str]:
 
 
 def _mentions(text: str, speaker: str) -> bool:
-    low = _norm(text)
-    return any(name and re.search(rf"\b{re.escape(name)}\b", low) for name in _names(speaker))
+    """Whether ``text`` names ``speaker``: the name or first name in any case, a shorter nickname only written
+    as a name ("Mel"; the "car" of "a photo of a car dashboard" is not Caroline)."""
+    low, first = _norm(text), (_norm(speaker).split() or [""])[0]
+    return any(name and (re.search(rf"\b{re.escape(name)}\b", low) if len(name) >= len(first)
+                         else re.search(rf"\b{re.escape(name.capitalize())}\b", text)) for name in _names(speaker))
 
 
 def _content(words: Sequence[lexical.Word], drop: set[str]) -> list[str]:
@@ -253,13 +256,11 @@ class _Measures:
         if statement_vector is not None and cited_vectors is not None and len(cited_vectors):
             own = [k for k, m in enumerate(c.cited) if m in support_msgs] or list(range(len(c.cited)))
             cos = float(np.max(cosines(cited_vectors[own], statement_vector)))
-        statement_low = _norm(c.statement)  # full or first names only: a nickname ("Car") is also a word
-        others = [sp for sp in c.speakers if sp != c.stored_subject
-                  and any(n and re.search(rf"\b{re.escape(n)}\b", statement_low) for n in _names(sp)[:2])]
+        others = [sp for sp in c.speakers if sp != c.stored_subject and _mentions(c.statement, sp)]  # "Car": a name
         cited_text = " ".join(f"{m.speaker} {m.text}" for m in c.cited)
         copied = [w for w in c.content if w in example_words and _overlap([w], cited_text) == 0]
         return cls(support_msgs, overlap, spoken_overlap, own_messages, unsupported_values, unsupported_names, cos,
-                   [sp for sp in others if not _mentions(support, sp)], copied)
+                   [sp for sp in others if not _mentions(lexical.without_address(support, _names(sp)), sp)], copied)
 
 
 def content_stems(text: str, keep: frozenset[str] = frozenset()) -> frozenset[str]:
