@@ -307,3 +307,20 @@ def test_a_speaker_named_as_taking_part_or_by_a_nickname_is_named():
     assert without_address("Caroline and I went hiking.", ["Caroline"]) == "Caroline and I went hiking."
     assert without_address("I met my friends, Anna and Caroline.", ["Caroline"]) == \
         "I met my friends, Anna and Caroline."
+
+
+@pytest.mark.parametrize(("statement", "refused"), [
+    # conv-26, second pass (labelled "other": the message copied with its "we" and "my fam")
+    ("Melanie had a quiet weekend after we went camping with my fam two weekends ago.", True),
+    # conv-47 (labelled "empty": copied with "I'd")
+    ("Melanie's dogs make dark days better. Don't know what I'd do without them.", True),
+    # supported facts whose "me", "us" and "our" are the subject's own words
+    ("Melanie is carving out some me-time each day to refresh herself.", False),
+    ("Melanie's son is okay, a reminder to cherish our family.", False),
+])
+def test_a_statement_in_the_writers_first_person_is_a_copy_not_a_fact(statement, refused):
+    m = msg("D20:1", "Melanie", "I had a quiet weekend after we went camping with my fam two weekends ago. My dogs "
+            "make dark days better. Don't know what I'd do without them. I'm carving out some me-time each day to "
+            "refresh myself. My son is okay, a reminder to cherish our family.")
+    verdict = check("Melanie", statement, [m], SPEAKERS)
+    assert ("statement is in the first person" in verdict.reason) is refused, verdict.reason

@@ -314,6 +314,11 @@ def _subject_rule(c: _Candidate) -> list[str]:
     return []
 
 
+#: The writer as the doer ("we went camping with my fam"): a third-person fact never holds them. "us", "our"
+#: and "me" stay: "me-time", "within us all", "cherish our family" were in supported facts.
+_WRITER_WORDS = frozenset({"i", "my", "we"})  # as tokens: "I'd" is "I" + "'d"
+
+
 def _statement_rule(c: _Candidate) -> list[str]:
     """The statement states something: not a question, not addressed to someone, not a greeting."""
     reasons = []
@@ -321,6 +326,9 @@ def _statement_rule(c: _Candidate) -> list[str]:
         reasons.append("statement is a question")
     if {w.lower for w in c.words} & lexical.SECOND_PERSON:
         reasons.append("statement is addressed to someone (you/your), not a fact about the subject")
+    if first := sorted({w.text for w in c.words if w.lower in _WRITER_WORDS}):
+        reasons.append(f"statement is in the first person ({', '.join(first)}): a message copied, not a fact "
+                       "about the subject")
     if len(c.content) < MIN_CONTENT_WORDS or all(w in lexical.GREETING_STEMS for w in c.content):
         what = "a bare date" if any(w.lower in MONTHS or w.like_num for w in c.words) else "nothing"
         reasons.append(f"statement states {what} ({len(c.content)} content word(s))")
