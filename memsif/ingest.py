@@ -309,7 +309,14 @@ class IngestPipeline:
         they changed, then the segments' read-marks. An extraction interrupted after the log write
         (kill -9) finishes that batch from its logged operations instead of extracting it again, so no
         batch's operations are written twice."""
-        from memsif.facts.core import CoreFactBuilder, FactState, build_core_facts, operation_trusted, unread_batches
+        from memsif.facts.core import (
+            CoreFactBuilder,
+            FactState,
+            build_core_facts,
+            operation_trusted,
+            owed_second_passes,
+            unread_batches,
+        )
         from memsif.facts.verify import verifier_threshold
         from memsif.records import parse_schema
 
@@ -319,6 +326,8 @@ class IngestPipeline:
                 self.model_titles(state, progress)
             batches = unread_batches([s.record for s in state.segments], state.messages, cfg.fact_batch_messages)
             batches = self._finish_logged_batches(state, batches)
+            owed = owed_second_passes(store.fact_ops(ns), [s.record for s in state.segments], state.messages) \
+                if cfg.fact_second_pass else []
             facts = FactState.of([(f, v) for f, v in store.facts(ns, with_vectors=True) if v is not None])
             builder = CoreFactBuilder(self.backends.llm, self.backends.embedder, parse_schema(cfg.core_schema),
                                       ask_operation=operation_trusted(cfg.fact_operation, self.backends.llm),
@@ -331,10 +340,10 @@ class IngestPipeline:
             if progress and batches:
                 progress(0, len(batches), "core facts")
             for done in build_core_facts(builder, facts, ns, batches, state.segment_of, trajectory_of,
-                                         state.vectors, cfg.fact_parallel):
+                                         state.vectors, cfg.fact_parallel, owed):
                 check_cancelled()  # a batch finished after its memory was replaced is not written
                 for op in done.operations:
-                    op.batch = batch_key(done.batch)
+                    op.batch = done.batch.key
                 seq = store.put_fact_ops(ns, done.operations, seq)
                 store.put_facts(ns, done.changed)
                 self._mark_read(state, done.batch)
@@ -374,7 +383,7 @@ class IngestPipeline:
                 logged.setdefault(op.batch, []).append(op)
         todo = []
         for batch in batches:
-            ops = logged.get(batch_key(batch))
+            ops = logged.get(batch.key)
             if not ops:
                 todo.append(batch)
                 continue
@@ -384,10 +393,6 @@ class IngestPipeline:
                 self.backends.store.put_facts(self.namespace, list(zip(after.values(), vectors, strict=True)))
             self._mark_read(state, batch)
             log.warning("namespace %s: finished CoreFact batch %s from its %d logged operations (an interrupted "
-                        "extraction)", self.namespace, batch_key(batch), len(ops))
+                        "extraction)", self.namespace, batch.key, len(ops))
         return todo
 
-
-def batch_key(batch: ReadBatch) -> str:
-    """A CoreFact extraction batch's name in the operation log: its first and last message ids and size."""
-    return f"{batch.messages[0].id}…{batch.messages[-1].id} ({len(batch.messages)})"

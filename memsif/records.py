@@ -369,8 +369,9 @@ class FactOperation(_Record):
                                                          "turned away (it has no id).")
     batch: str | None = Field(None, description="The extraction batch that wrote it ('D1:1…D1:6'): a resumed "
                                                 "extraction finishes a logged batch instead of repeating it.")
-    extraction_pass: int = Field(1, description="2: from the second extraction of a batch whose candidates the "
-                                                "checks refused, its prompt naming them and why.")
+    extraction_pass: int | None = Field(None, description="Where a second extraction pass ran: 1 from the first "
+                                        "pass, 2 from the second (a batch whose refused candidates cited a writer "
+                                        "who kept no fact); None: written without a second pass.")
 
     @field_validator("candidate", mode="before")
     @classmethod

@@ -328,3 +328,24 @@ def test_no_second_pass_when_every_cited_writer_kept_a_fact_or_when_it_is_off(en
         engine.ingest([msg("D1:1", "I adopted a dog named Max.", MAY),
                        msg("D1:2", "I just started a blog about coding!", MAY, speaker="Caroline")])
         assert len(llm.calls["core_extract"]) == calls, (facts, second_pass)
+
+
+def test_a_second_pass_an_interrupted_run_owes_is_found_from_the_log_and_old_logs_owe_none(engine_factory):
+    from memsif.facts.core import owed_second_passes
+
+    swapped = {"subject": "Melanie", "type": "Event", "statement": "Melanie started a blog about coding.",
+               "sources": [2]}
+    dog = {"subject": "Melanie", "type": "Event", "statement": "Melanie adopted a dog named Max.", "sources": [1]}
+    llm = FakeLLM({"core_extract": json.dumps({"facts": [swapped, dog]})})
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"blog": 0, "dog": 1}), **CFG)
+    engine.ingest([msg("D1:1", "I adopted a dog named Max.", MAY),
+                   msg("D1:2", "I just started a blog about coding!", MAY, speaker="Caroline")])
+    log, segments = engine.fact_log("t"), engine.segments("t")
+    messages = {m.id: m for m in engine.messages("t")}
+    assert owed_second_passes(log, segments, messages) == [], "the second pass ran"
+    first_pass = [op for op in log if op.extraction_pass == 1]
+    [(batch, notes)] = owed_second_passes(first_pass, segments, messages)
+    assert [m.id for m in batch.messages] == ["D1:1", "D1:2"] and batch.key == first_pass[0].batch
+    assert notes.writers == ["Caroline"] and batch.read_upto == {}
+    old = [op.model_copy(update={"extraction_pass": None}) for op in first_pass]
+    assert owed_second_passes(old, segments, messages) == [], "a log written without the second pass owes none"

@@ -124,6 +124,11 @@ class ReadBatch:
     messages: list[Message]
     read_upto: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def key(self) -> str:
+        """Its name in the operation log (``FactOperation.batch``): first and last message ids and size."""
+        return f"{self.messages[0].id}…{self.messages[-1].id} ({len(self.messages)})"
+
 
 @dataclass
 class BatchResult:
@@ -197,24 +202,28 @@ class Refusals:
 
 def build_core_facts(builder: CoreFactBuilder, state: FactState, namespace: str, batches: Sequence[ReadBatch],
                      segment_of: Mapping[str, str], trajectory_of: Mapping[str, str | None],
-                     vectors: Mapping[str, np.ndarray], parallel: int) -> Iterator[BatchResult]:
+                     vectors: Mapping[str, np.ndarray], parallel: int,
+                     owed: Sequence[tuple[ReadBatch, Refusals]] = ()) -> Iterator[BatchResult]:
     """CoreFact construction over ``batches`` (§3.3): each group of ``parallel`` batches is extracted
     together (one padded generation where the back-end allows), then every batch is consolidated into
     ``state`` one at a time in order. Yields each batch's result as soon as it is consolidated, so the
     caller can store it (an interrupted run resumes after the last stored batch). With the builder's
     ``second_pass`` on, once every batch is done, the batches where a refused candidate cited a writer who
     kept no fact (``refusal_notes``) are extracted again, ``parallel`` at a time, asking for that writer's
-    facts, and yielded once more (``BatchResult.second_pass``; a run interrupted before that skips them):
-    the first pass's memory is complete as soon as without it. ``vectors`` maps a message id to its (d,)
-    embedding."""
-    pending: list[tuple[ReadBatch, Refusals]] = []
+    facts, and yielded once more (``BatchResult.second_pass``), after the ``owed`` ones of an interrupted
+    run (``owed_second_passes``): the first pass's memory is complete as soon as without it. ``vectors``
+    maps a message id to its (d,) embedding."""
+    pending: list[tuple[ReadBatch, Refusals]] = list(owed)
     for start in range(0, len(batches), parallel):
         group = batches[start:start + parallel]
         extracted = _extract(builder, namespace, group, segment_of, trajectory_of, vectors)
         for k, (batch, (candidates, failures)) in enumerate(zip(group, extracted, strict=True), start):
             ops = [*failures, *(builder.consolidate(state, cand) for cand in candidates)]
-            if builder.second_pass and (notes := refusal_notes(ops, batch.messages)).writers:
-                pending.append((batch, notes))
+            if builder.second_pass:
+                for op in ops:
+                    op.extraction_pass = 1  # the pass is named only where a second one runs
+                if (notes := refusal_notes(ops, batch.messages)).writers:
+                    pending.append((batch, notes))
             yield _batch_result(state, k, len(batches), batch, ops)
     for start in range(0, len(pending), parallel):
         chunk = pending[start:start + parallel]
@@ -225,6 +234,29 @@ def build_core_facts(builder: CoreFactBuilder, state: FactState, namespace: str,
             for op in ops:
                 op.extraction_pass = 2
             yield _batch_result(state, j, len(pending), batch, ops, second_pass=True)
+
+
+def owed_second_passes(log: Sequence[FactOperation], segments: Sequence[TopicalSegment],
+                       messages: Mapping[str, Message]) -> list[tuple[ReadBatch, Refusals]]:
+    """The second passes an interrupted extraction still owes, in log order: logged batches (``log``, the
+    namespace's operations) that a builder with the second pass read, whose refusals ask for one
+    (``refusal_notes``) and that have no second-pass operation. Each batch is rebuilt from its key over
+    ``segments`` (in order) and ``messages`` by id; its read-marks are stored already, so it carries none."""
+    by_batch: dict[str, list[FactOperation]] = {}
+    for op in log:
+        if op.batch:
+            by_batch.setdefault(op.batch, []).append(op)
+    order = [mid for seg in segments for mid in seg.message_ids]
+    position = {mid: i for i, mid in enumerate(order)}
+    owed = []
+    for key, ops in by_batch.items():
+        named = re.fullmatch(r"(.+)…(.+) \((\d+)\)", key)
+        if named is None or any(op.extraction_pass != 1 for op in ops) or named[1] not in position:
+            continue
+        ids = order[position[named[1]]:position[named[1]] + int(named[3])]
+        if ids[-1] == named[2] and (notes := refusal_notes(ops, [messages[i] for i in ids])).writers:
+            owed.append((ReadBatch([messages[i] for i in ids]), notes))
+    return owed
 
 
 def _extract(builder: CoreFactBuilder, namespace: str, group: Sequence[ReadBatch],
