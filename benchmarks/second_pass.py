@@ -8,6 +8,13 @@ Writes ``OUT/facts.jsonl`` (each current fact with its pass and its cited messag
 labelled), ``OUT/log.jsonl`` (every operation) and ``OUT/summary.json``; prints the summary.
 
     PYTHONPATH=. python benchmarks/second_pass.py conv-30.json.gz --out results/conv-30 [--batches 16]
+
+Once ``facts.jsonl`` is labelled (each fact by hand, the pass hidden from the labeller): per pass, the facts
+stored, per 400 messages, and supported (Wilson 95 % interval); and the same after the model-free checks as
+they are now (the grounding gate and the claim rules, replayed on the stored facts: a run made before a
+rule existed is scored as the rule would have left it):
+
+    PYTHONPATH=. python benchmarks/second_pass.py --report results/conv-30 LABELLED.jsonl [...]
 """
 
 from __future__ import annotations
@@ -24,19 +31,82 @@ import numpy as np
 
 from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
+from memsif.eval.data import load_locomo
+from memsif.eval.metrics import wilson
+from memsif.facts import grounding
+from memsif.facts.claims import check_claims, empty_remark
 from memsif.facts.core import CoreFactBuilder, FactState, build_core_facts, operation_trusted, unread_batches
 from memsif.facts.verify import verifier_threshold
-from memsif.records import parse_schema
+from memsif.records import Message, parse_schema
 from memsif.timeparse import day_text
 from memsif.transfer import read_export
+
+DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
+
+
+def report(folder: Path, label_files: list[str]) -> None:
+    """The per-pass table of a labelled run (module docstring)."""
+    summary = json.loads((folder / "summary.json").read_text())
+    labels = {}
+    for name in label_files:
+        for line in Path(name).read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                labels[(row["subject"], row["statement"], tuple(sorted(row["sources"])))] = row
+    facts = [json.loads(line) for line in (folder / "facts.jsonl").read_text().splitlines() if line.strip()]
+    (sample,) = [s for s in load_locomo(DEV) if summary["namespace"].endswith(s.sample_id)]
+    messages = {m.id: m for m in sample.messages}
+    speakers = sorted({m.speaker for m in sample.messages})
+    rows = []
+    for fact in facts:
+        label = labels.get((fact["subject"], fact["statement"], tuple(sorted(fact["sources"]))))
+        if label is None:
+            raise SystemExit(f"{fact['fact_id']} ({fact['statement']!r}) has no label in {label_files}")
+        rows.append((fact, bool(label["supported"]), _refused_now(fact, messages, speakers)))
+    n = summary["messages_read"]
+    print(f"{summary['namespace']}: {n} messages; seconds {summary['seconds']} "
+          f"(with the second pass {summary['time_ratio_with_second_pass']}x the first pass alone)\n")
+    print("| facts | stored | per 400 messages | supported (95 % interval) | after today's model-free checks: kept, "
+          "per 400, supported (95 % interval) |")
+    print("|---|---|---|---|---|")
+    for name, wanted in (("first pass", {1}), ("second pass", {2}), ("both passes", {1, 2})):
+        part = [r for r in rows if r[0]["pass"] in wanted]
+        kept = [r for r in part if not r[2]]
+        print(f"| {name} | {len(part)} | {400 * len(part) / n:.1f} | {_share(sum(r[1] for r in part), len(part))} | "
+              f"{len(kept)}, {400 * len(kept) / n:.1f}, {_share(sum(r[1] for r in kept), len(kept))} |")
+    for fact, supported, refused in rows:
+        if refused:
+            print(f"  refused now ({'supported' if supported else 'unsupported'}): {fact['statement']!r}: {refused}")
+
+
+def _share(k: int, n: int) -> str:
+    low, high = wilson(k, n)
+    return f"{k} ({k / max(n, 1):.0%}; {low:.0%}–{high:.0%})"
+
+
+def _refused_now(fact: dict, messages: dict[str, Message], speakers: list[str]) -> str:
+    """Why the grounding gate or the claim rules as they are now refuse ``fact`` ("" when they keep it)."""
+    cited = [messages[i] for i in fact["sources"]]
+    gate = grounding.check(fact["subject"], fact["statement"], cited, speakers)
+    reasons = [] if gate.passed else [gate.reason]
+    reasons += [c.reason for c in check_claims(fact["subject"], fact["statement"], cited, speakers) if not c.passed]
+    if empty := empty_remark(fact["subject"], fact["statement"], speakers):
+        reasons.append(empty)
+    return "; ".join(reasons)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("export", help="a memory export (python -m memsif export) whose structure is read")
-    parser.add_argument("--out", required=True, help="folder for facts.jsonl, log.jsonl and summary.json")
+    parser.add_argument("export", nargs="?", help="a memory export (python -m memsif export) whose structure is read")
+    parser.add_argument("--out", help="folder for facts.jsonl, log.jsonl and summary.json")
     parser.add_argument("--batches", type=int, help="only the first N extraction batches (default: all)")
+    parser.add_argument("--report", nargs="+", metavar="FOLDER LABELS", help="a run's folder and its label files")
     args = parser.parse_args()
+    if args.report:
+        report(Path(args.report[0]), args.report[1:])
+        return
+    if not (args.export and args.out):
+        parser.error("give an export and --out, or --report")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     data = read_export(args.export)

@@ -109,8 +109,8 @@ class MemSIFConfig:
     #: cited messages state it) if its profile (``memsif.llm.profiles``) holds a measured threshold; "model" always
     #: (0.5 unmeasured); "off" nobody. Turned down: rejected; verified by nobody: stored as not verified.
     fact_verification: FactVerificationMode = "auto"
-    #: Extract a batch again when the checks refused a candidate of it, the prompt naming what and why.
-    fact_second_pass: bool = True
+    #: Extract again where refused candidates cited a writer who kept no fact (off: dev, docs/results.md).
+    fact_second_pass: bool = False
     # --- ActiveFact promotion (§3.4, Eq. 4) ---
     theta_src: float = 0.45
     theta_qry: float = 0.45

@@ -292,7 +292,7 @@ def test_a_batch_with_a_refused_candidate_is_extracted_again_about_its_writer_an
         return json.dumps({"facts": [swapped, dog, blog] if again else [swapped, dog]})
 
     llm = FakeLLM({"core_extract": reply})
-    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"blog": 0, "dog": 1}), **CFG)
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"blog": 0, "dog": 1}), **CFG, fact_second_pass=True)
     engine.ingest([msg("D1:1", "I adopted a dog named Max.", MAY),
                    msg("D1:2", "I just started a blog about coding!", MAY, speaker="Caroline")])
     first, second = llm.calls["core_extract"]
@@ -337,7 +337,7 @@ def test_a_second_pass_an_interrupted_run_owes_is_found_from_the_log_and_old_log
                "sources": [2]}
     dog = {"subject": "Melanie", "type": "Event", "statement": "Melanie adopted a dog named Max.", "sources": [1]}
     llm = FakeLLM({"core_extract": json.dumps({"facts": [swapped, dog]})})
-    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"blog": 0, "dog": 1}), **CFG)
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"blog": 0, "dog": 1}), **CFG, fact_second_pass=True)
     engine.ingest([msg("D1:1", "I adopted a dog named Max.", MAY),
                    msg("D1:2", "I just started a blog about coding!", MAY, speaker="Caroline")])
     log, segments = engine.fact_log("t"), engine.segments("t")

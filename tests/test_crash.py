@@ -109,7 +109,7 @@ def _facts_engine(store, data_dir):
                                  "violin": {"subject": "A", "type": "Preference",
                                             "statement": "A plays the violin in a band."}})
     return MemSIF(MemSIFConfig(data_dir=str(data_dir), core_facts=False, sem_mapping="affine", fact_batch_messages=6,
-                               fact_operation="model"),
+                               fact_operation="model", fact_second_pass=True),
                   llm=FakeLLM({"segment_judge": slow_judge, "trajectory_judge": 0.7, "core_extract": facts,
                                "core_operation": "A"}),
                   embedder=HashEmbedder(), entities=TableEntities(), store=store)
