@@ -64,8 +64,9 @@ def report(folder: Path, label_files: list[str]) -> None:
             raise SystemExit(f"{fact['fact_id']} ({fact['statement']!r}) has no label in {label_files}")
         rows.append((fact, bool(label["supported"]), _refused_now(fact, messages, speakers)))
     n = summary["messages_read"]
-    print(f"{summary['namespace']}: {n} messages; seconds {summary['seconds']} "
-          f"(with the second pass {summary['time_ratio_with_second_pass']}x the first pass alone)\n")
+    timed = (f"seconds {summary['seconds']} (with the second pass {summary['time_ratio_with_second_pass']}x the first "
+             "pass alone)" if summary["seconds"] else "not timed by pass")
+    print(f"{summary['namespace']}: {n} messages; {timed}\n")
     print("| facts | stored | per 400 messages | supported (95 % interval) | after today's model-free checks: kept, "
           "per 400, supported (95 % interval) |")
     print("|---|---|---|---|---|")
@@ -100,6 +101,8 @@ def main() -> None:
     parser.add_argument("export", nargs="?", help="a memory export (python -m memsif export) whose structure is read")
     parser.add_argument("--out", help="folder for facts.jsonl, log.jsonl and summary.json")
     parser.add_argument("--batches", type=int, help="only the first N extraction batches (default: all)")
+    parser.add_argument("--built", action="store_true", help="the export was built with the second pass on "
+                        "(MEMSIF_FACT_SECOND_PASS=1): write its facts and passes as they are, without timing")
     parser.add_argument("--report", nargs="+", metavar="FOLDER LABELS", help="a run's folder and its label files")
     args = parser.parse_args()
     if args.report:
@@ -110,16 +113,26 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     data = read_export(args.export)
+    messages = {e.message.id: e.message for e in data.messages}
+    if args.built:
+        facts = [e.fact for e in data.facts if e.fact.status == "current"]
+        summary = write(out, data.namespace, messages, facts, data.fact_ops, len(messages))
+    else:
+        summary = build(data, messages, out, args.batches)
+    print(json.dumps({"export": Path(args.export).name, **summary}, indent=1))
+
+
+def build(data, messages: dict[str, Message], out: Path, batches_wanted: int | None) -> dict:
+    """CoreFacts built again over ``data``'s structure with the second pass on, each pass timed."""
     cfg = MemSIFConfig.from_env(data_dir=tempfile.mkdtemp(prefix="memsif-second-pass-"))
     eng = MemSIF(cfg)
     eng.load_models()
     llm, embedder = eng.llm, eng.embedder
-    messages = {e.message.id: e.message for e in data.messages}
     vectors = {e.message.id: np.asarray(e.vector, dtype=np.float32) for e in data.messages}
     segments = [s.model_copy(update={"facts_extracted_upto": 0}) for s in sorted(data.segments, key=lambda s: s.index)]
     segment_of = {mid: s.id for s in segments for mid in s.message_ids}
     trajectory_of = {s.id: s.trajectory_id for s in segments}
-    batches = unread_batches(segments, messages, cfg.fact_batch_messages)[:args.batches]
+    batches = unread_batches(segments, messages, cfg.fact_batch_messages)[:batches_wanted]
     builder = CoreFactBuilder(llm, embedder, parse_schema(cfg.core_schema),
                               ask_operation=operation_trusted(cfg.fact_operation, llm), messages=messages,
                               verify_min_p=verifier_threshold(cfg.fact_verification, llm), second_pass=True)
@@ -137,10 +150,20 @@ def main() -> None:
         print(f"batch {done.index + 1}/{done.total}{' (second pass)' if done.second_pass else ''}: "
               f"{collections.Counter(op.op.value for op in done.operations)}", flush=True)
     wall = time.perf_counter() - started
-    pass_of = {fid: op.extraction_pass for op in ops if op.op.value in ("ADD", "SUPERSEDE", "UPDATE")
+    read = len({m.id for b in batches for m in b.messages})
+    return write(out, data.namespace, messages, state.current(), ops, read, {
+        "batches": len(batches), "llm": llm.name, "host": platform.processor() or platform.machine(),
+        "second_pass_batches": again,
+        "seconds": {"pass 1": round(seconds[1], 1), "pass 2": round(seconds[2], 1), "all": round(wall, 1)},
+        "time_ratio_with_second_pass": round(wall / seconds[1], 3) if seconds[1] else None,
+        "llm_calls": builder.llm_calls})
+
+
+def write(out: Path, namespace: str, messages: dict[str, Message], current: list, ops: list, read: int,
+          extra: dict | None = None) -> dict:
+    """``out``/facts.jsonl (each current fact with its pass, for labelling), log.jsonl and summary.json."""
+    pass_of = {fid: op.extraction_pass or 1 for op in ops if op.op.value in ("ADD", "SUPERSEDE", "UPDATE")
                for fid in op.fact_ids}
-    read = {m.id for b in batches for m in b.messages}
-    current = state.current()
     with (out / "facts.jsonl").open("w") as fh:
         for fact in current:
             sources = {i: f"[{day_text(messages[i].time)}] {messages[i].speaker}: {messages[i].text}"
@@ -153,20 +176,15 @@ def main() -> None:
             fh.write(op.model_dump_json() + "\n")
     stored = collections.Counter(pass_of.get(f.id, 1) for f in current)
     summary = {
-        "export": Path(args.export).name, "namespace": data.namespace, "messages_read": len(read),
-        "batches": len(batches), "llm": llm.name, "host": platform.processor() or platform.machine(),
+        "namespace": namespace, "messages_read": read,
         "stored": {"pass 1": stored[1], "pass 2": stored[2], "all": len(current)},
-        "per_400_messages": {"pass 1 only": round(400 * stored[1] / len(read), 1),
-                             "both passes": round(400 * len(current) / len(read), 1)},
+        "per_400_messages": {"pass 1 only": round(400 * stored[1] / read, 1),
+                             "both passes": round(400 * len(current) / read, 1)},
         "operations": {f"pass {p}": dict(collections.Counter(op.op.value for op in ops if op.extraction_pass == p))
                        for p in (1, 2)},
-        "second_pass_batches": again,
-        "seconds": {"pass 1": round(seconds[1], 1), "pass 2": round(seconds[2], 1), "all": round(wall, 1)},
-        "time_ratio_with_second_pass": round(wall / seconds[1], 3) if seconds[1] else None,
-        "llm_calls": builder.llm_calls,
-    }
+        "seconds": {}, "time_ratio_with_second_pass": None, **(extra or {})}
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    print(json.dumps(summary, indent=1))
+    return summary
 
 
 if __name__ == "__main__":
