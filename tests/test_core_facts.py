@@ -303,7 +303,7 @@ def test_a_batch_with_a_refused_candidate_is_extracted_again_about_its_writer_an
     log = engine.fact_log("t")
     assert [(o.op.value, o.extraction_pass) for o in log] == [
         ("REJECT", 1), ("ADD", 1), ("REJECT", 2), ("NOOP", 2), ("ADD", 2)]
-    assert log[2].reason.startswith("repeats a statement the first pass refused: none of message 2 is by Melanie")
+    assert log[2].reason.startswith("repeats a statement the first pass refused: none of D1:2 is by Melanie")
     assert log[3].reason == "repeats a statement the first pass kept"
     assert sorted(f.statement for f in engine.facts("t")) == ["Caroline started a blog about coding.",
                                                              "Melanie adopted a dog named Max."]

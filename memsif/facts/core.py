@@ -191,9 +191,9 @@ def known_for(state: FactState, cand: Candidate) -> list[tuple[CoreFact, float]]
 
 @dataclass
 class Refusals:
-    """What the first pass over a batch refused: (statement, reason) pairs, the reasons in the batch's own
-    message numbers; the statements it kept; and the ``writers`` the second pass asks about (people whose
-    messages a refused candidate cited and about whom no fact was kept from the batch)."""
+    """What the first pass over a batch refused: (statement, reason) pairs; the statements it kept; and the
+    ``writers`` the second pass asks about (people whose messages a refused candidate cited and about whom
+    no fact was kept from the batch)."""
 
     refused: list[tuple[str, str]]
     kept: list[str]
@@ -279,12 +279,10 @@ def _batch_result(state: FactState, k: int, total: int, batch: ReadBatch, ops: l
 
 
 def refusal_notes(ops: Sequence[FactOperation], messages: Sequence[Message]) -> Refusals:
-    """The refused candidates of one batch's operations ``ops`` with why, in words the extraction
-    prompt can use: the first failed claim rule's reason, else the grounding gate's or the verification's,
-    without the log's prefixes and scores; message ids become "message k" (k the prompt's number)."""
-    number = {m.id: i for i, m in enumerate(messages, start=1)}
+    """What the first pass over one batch (``messages``) refused and kept, from its operations ``ops``:
+    each refused statement with the first rule that refused it (a claim rule's, the gate's, or the
+    verification's, without the log's prefixes), and the writers the second pass asks about."""
     writer = {m.id: m.speaker for m in messages}
-    ids = re.compile("|".join(re.escape(i) for i in sorted(number, key=len, reverse=True)) or r"(?!)")
     refused, kept, cited, covered = [], [], [], set()
     for op in ops:
         if op.op != FactOp.REJECT:
@@ -295,14 +293,9 @@ def refusal_notes(ops: Sequence[FactOperation], messages: Sequence[Message]) -> 
             continue
         cited += [writer[i] for i in op.candidate.source_message_ids if i in writer]
         failed = [c.reason for c in op.claims if not c.passed]
-        if failed:
-            reason = failed[0]
-        elif op.decided_by == "llm":  # the model's verification
-            reason = "the messages it cites do not say so"
-        else:
-            reason = re.sub(r"^(refused by the claim rules|not grounded in (\S+, )*\S+): ", "",
-                            op.reason.split("; ")[0])
-        refused.append((op.candidate.statement, ids.sub(lambda m: f"message {number[m.group()]}", reason)))
+        reason = failed[0] if failed else re.sub(r"^(refused by the claim rules|not grounded in (\S+, )*\S+): ", "",
+                                                 op.reason.split("; ")[0])
+        refused.append((op.candidate.statement, reason))
     return Refusals(refused, kept, [w for w in dict.fromkeys(cited) if w not in covered])
 
 
