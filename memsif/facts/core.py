@@ -412,7 +412,7 @@ class CoreFactBuilder:
         """``ask_operation``: whether the LLM chooses the operation when no rule decides (``operation_trusted``;
         else Add by rule). ``messages``: the namespace's messages by id (the changed-quantity rule reads their
         values). ``verify_min_p``: the P(yes) the verification needs (``verifier_threshold``; None: not asked).
-        ``second_pass``: extract a batch with a refused candidate again (``build_core_facts``)."""
+        ``second_pass``: read again a batch whose refusals leave a cited writer factless (``build_core_facts``)."""
         self.llm, self.ask_operation, self.verify_min_p = llm, ask_operation, verify_min_p
         self.second_pass = second_pass
         self.messages = messages or {}
@@ -439,8 +439,9 @@ class CoreFactBuilder:
         """``extract`` for several batches, their prompts generated together (one padded batch where
         the back-end allows: ``memsif.llm.generate_many``); one (candidates, operations) per batch, in
         order. Extraction reads no fact state, so batches can be extracted ahead of consolidation.
-        ``again``: the second pass, one ``Refusals`` per batch named in its prompt
-        (``core_extract.build_again``); a candidate that repeats a refused statement is a REJECT by rule."""
+        ``again``: the second pass, one ``Refusals`` per batch, whose writers its prompt asks about and whose
+        kept statements it lists (``core_extract.build_again``); a candidate that repeats a refused statement
+        is a REJECT by rule, one that repeats a kept statement a NOOP."""
         lines = [[(day_text(m.time), m.speaker, annotate_relative_dates(m.text, m.time)[0]) for m in batch]
                  for batch in batches]
         prompts = ([core_extract.build(b, self.schema) for b in lines] if again is None else
@@ -461,14 +462,15 @@ class CoreFactBuilder:
                  refusals: Refusals, prompt: Prompt) -> tuple[list[Candidate], list[FactOperation]]:
         """The second pass's candidates without those that repeat a first-pass statement: a refused one is a
         REJECT by rule, a kept one a NOOP."""
-        said = {_words(statement): f"repeats a statement the first pass refused: {why}"
+        said = {_words(statement): (FactOp.REJECT, f"repeats a statement the first pass refused: {why}")
                 for statement, why in refusals.refused}
-        said.update((_words(statement), "repeats a statement the first pass kept") for statement in refusals.kept)
+        said.update((_words(statement), (FactOp.NOOP, "repeats a statement the first pass kept"))
+                    for statement in refusals.kept)
         for cand in [c for c in candidates if _words(c.fact.statement) in said]:
             candidates.remove(cand)
-            reason = said[_words(cand.fact.statement)]
-            failures.append(self._log(namespace, FactOp.REJECT if "refused" in reason else FactOp.NOOP, [],
-                                      decided_by="rule", prompt=prompt, reason=reason, event_time=cand.fact.event_time))
+            op, reason = said[_words(cand.fact.statement)]
+            failures.append(self._log(namespace, op, [], decided_by="rule", prompt=prompt, reason=reason,
+                                      event_time=cand.fact.event_time))
             failures[-1].candidate = cand.fact.model_copy()
         return candidates, failures
 
