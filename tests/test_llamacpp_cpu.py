@@ -110,7 +110,7 @@ def test_a_missing_python_package_is_named_with_the_install_command(tmp_path):
 def test_the_probe_explains_a_timeout(tmp_path):
     with pytest.raises(LLMError) as caught:
         _probe(str(tmp_path / "model.gguf"), timeout_s=0.5, command=_fake_child("import time; time.sleep(30)"))
-    assert "did not finish evaluating 2 tokens in 0.5 s" in str(caught.value)
+    assert "did not finish loading the model and reading a 129-token prompt in 0.5 s" in str(caught.value)
     assert rebuild_command() in str(caught.value)
 
 
@@ -234,3 +234,13 @@ def test_a_space_installs_the_cpu_build_of_the_torch_that_requirements_pin():
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in pre_lines
     version = pins("requirements.txt")["torch"].removeprefix("==")
     assert pins("pre-requirements.txt") == {"torch": f"=={version}+cpu"}
+
+
+def test_the_probe_gives_the_prompt_speed_its_child_measured(tmp_path):
+    """The first estimate of a prompt's wait, before the process has read one (``memsif.llm.Reading``)."""
+    from memsif.llm import llamacpp_backend
+
+    said = str(tmp_path / "said.gguf")
+    assert _probe(said, command=_fake_child("print('prompt_tokens_per_s 80.5')")) == 80.5
+    assert llamacpp_backend._PROBED[said] == 80.5, "kept for the next load of the same model"
+    assert _probe(str(tmp_path / "silent.gguf"), command=_fake_child("pass")) is None

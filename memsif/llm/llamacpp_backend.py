@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -60,7 +61,7 @@ class LlamaCppLLM:
             self.cpu = choose_cpu_library()
         except (OSError, FileNotFoundError) as exc:
             raise LLMError(f"llama.cpp has no CPU library for this machine ({exc}).") from exc
-        _probe(model_path, cpu=self.cpu)
+        measured = _probe(model_path, cpu=self.cpu)
         # llama-cpp-python decodes on half the cores by default; on 2 cores every core decodes 1.4x
         # faster (0.051 → 0.036 s a token for the packaged 1.5B); prompt evaluation already uses all.
         self._path, self._n_ctx, self._threads = model_path, n_ctx, n_threads or len(os.sched_getaffinity(0))
@@ -68,7 +69,7 @@ class LlamaCppLLM:
         self._facts_llm: Any = None if facts_context else self._llm
         self._facts_made = threading.Lock()
         self.pauses = 0
-        self.prompt_tokens_per_s: float | None = None
+        self.prompt_tokens_per_s: float | None = measured  # the probe's, until this process reads a prompt
         self.name = name
         self.runtime = Runtime("llama.cpp", self.cpu.describe())
         self.context_window = n_ctx
@@ -288,28 +289,32 @@ class LlamaCppLLM:
 
 
 _PROBE = """
-import sys, llama_cpp
+import sys, time, llama_cpp
 llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=256, logits_all=False, verbose=False)
-llm.eval(llm.tokenize(b"hello world " * 24, add_bos=True))
+tokens = llm.tokenize(b"hello world " * 64, add_bos=True)
+start = time.perf_counter()
+llm.eval(tokens)
+print(f"prompt_tokens_per_s {len(tokens) / (time.perf_counter() - start):.1f}")
 """
 #: Seconds the probe's child may take to load the model and evaluate its prompt (the 1.5B: ~2 s idle).
 PROBE_TIMEOUT_S = 120.0
-_PROBED: set[str] = set()
+_PROBED: dict[str, float | None] = {}
 
 
 def _probe(model_path: str, timeout_s: float = PROBE_TIMEOUT_S, command: Sequence[str] | None = None,
-           cpu: CpuLibrary | None = None) -> None:
-    """Evaluate a short prompt in a child process first: a llama.cpp build with CPU code this machine
-    does not allow dies with a signal (SIGILL; SIGSEGV for AMX refused inside a VM), which no Python
-    code can catch. ``command`` replaces the child (tests use a fake one); ``cpu``: the CPU library it
-    loads, named in the message.
+           cpu: CpuLibrary | None = None) -> float | None:
+    """Evaluate a short prompt (129 tokens) in a child process first: a llama.cpp build with CPU code this
+    machine does not allow dies with a signal (SIGILL; SIGSEGV for AMX refused inside a VM), which no Python
+    code can catch. Returns the prompt tokens a second the child measured (None when it did not say): the
+    first estimate of a prompt's wait, before this process has read one. ``command`` replaces the child
+    (tests use a fake one); ``cpu``: the CPU library it loads, named in the message.
 
     Raises:
         LLMError: the child was killed by a signal, exited with an error or ran past ``timeout_s``; the
             message names the signal, the likely cause and the rebuild command (``probe_failure``).
     """
     if model_path in _PROBED:
-        return
+        return _PROBED[model_path]
     argv = list(command) if command is not None else [sys.executable, "-c", _PROBE, model_path]
     try:
         result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
@@ -318,4 +323,6 @@ def _probe(model_path: str, timeout_s: float = PROBE_TIMEOUT_S, command: Sequenc
         raise BackendUnavailable(*probe_failure(None, said, model_path, timeout_s, cpu)) from exc
     if result.returncode != 0:
         raise BackendUnavailable(*probe_failure(result.returncode, result.stderr, model_path, cpu=cpu))
-    _PROBED.add(model_path)
+    said = re.search(r"prompt_tokens_per_s ([0-9.]+)", result.stdout or "")
+    _PROBED[model_path] = float(said[1]) if said and float(said[1]) > 0 else None
+    return _PROBED[model_path]

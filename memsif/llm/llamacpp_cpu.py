@@ -185,7 +185,7 @@ def probe_failure(returncode: int | None, stderr: str, model_path: str, timeout_
     after ``timeout_s`` s), the likely cause, the CPU library it ran (``cpu``), the end of its stderr —
     and the command that fixes it. ``returncode`` is None for a timeout."""
     if returncode is None:
-        how = f"did not finish evaluating 2 tokens in {timeout_s:g} s"
+        how = f"did not finish loading the model and reading a 129-token prompt in {timeout_s:g} s"
         cause = ("the machine is overloaded or swapping, or the CPU library is emulating instructions; "
                  "check free memory and `top`")
     elif sig := _signal_name(returncode):
