@@ -325,8 +325,9 @@ class IngestPipeline:
             with self.stage("titles"):
                 self.model_titles(state, progress)
             batches = unread_batches([s.record for s in state.segments], state.messages, cfg.fact_batch_messages)
-            batches = self._finish_logged_batches(state, batches)
-            owed = owed_second_passes(store.fact_ops(ns), [s.record for s in state.segments], state.messages) \
+            oplog = store.fact_ops(ns) if batches or cfg.fact_second_pass else []  # read once for both uses
+            batches = self._finish_logged_batches(state, batches, oplog)
+            owed = owed_second_passes(oplog, [s.record for s in state.segments], state.messages) \
                 if cfg.fact_second_pass else []
             facts = FactState.of([(f, v) for f, v in store.facts(ns, with_vectors=True) if v is not None])
             builder = CoreFactBuilder(self.backends.llm, self.backends.embedder, parse_schema(cfg.core_schema),
@@ -371,14 +372,15 @@ class IngestPipeline:
         self.backends.store.put_segments(self.namespace, [(state.segment(sid).record, state.segment(sid).profile.mean)
                                                         for sid in sorted(batch.read_upto, key=record_number)])
 
-    def _finish_logged_batches(self, state: InteractionState, batches: list[ReadBatch]) -> list[ReadBatch]:
-        """The batches still to extract: one whose operations the log already holds (an extraction
-        killed after its log write) gets the facts those operations left and its read-marks, and is
-        not extracted again. Logged as a repair."""
+    def _finish_logged_batches(self, state: InteractionState, batches: list[ReadBatch],
+                               oplog: Sequence[FactOperation]) -> list[ReadBatch]:
+        """The batches still to extract: one whose operations the namespace's ``oplog`` already holds (an
+        extraction killed after its log write) gets the facts those operations left and its read-marks,
+        and is not extracted again. Logged as a repair."""
         if not batches:
             return batches
         logged: dict[str, list[FactOperation]] = {}
-        for op in self.backends.store.fact_ops(self.namespace):
+        for op in oplog:
             if op.batch:
                 logged.setdefault(op.batch, []).append(op)
         todo = []
