@@ -16,6 +16,7 @@ from memsif.config import MemSIFConfig
 from memsif.errors import MemSIFError
 from memsif.io.transcripts import FORMATS as TRANSCRIPT_FORMATS
 from memsif.llm import described, runtime_of
+from memsif.timeparse import parse_time
 
 if TYPE_CHECKING:
     from memsif.records import SegmentDecision
@@ -210,6 +211,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_facts(args: argparse.Namespace) -> int:
+    if args.action != "list":
+        return _correct_fact(args)
     engine = _engine(args, reader=True)
     facts = engine.facts(args.namespace, history=args.history)
     if args.json:
@@ -221,7 +224,9 @@ def cmd_facts(args: argparse.Namespace) -> int:
     print(f"namespace {args.namespace}: {len(facts)} CoreFacts" + (" (with history)" if args.history else ""))
     for f in facts:
         when = f.event_time.date().isoformat() if f.event_time else "undated"
-        status = "" if f.status == "current" else f"  [superseded by {f.superseded_by} on {f.valid_until}]"
+        status = {"current": "", "deleted": f"  [deleted by a person on {f.valid_until}]"}.get(
+            f.status, f"  [superseded by {f.superseded_by} on {f.valid_until}]")
+        status += "  (corrected by a person)" if f.corrected else ""
         print(f"  {f.id:>5} {f.type:<10} {f.subject}: {f.statement}  ({when}; {', '.join(f.source_message_ids)})"
               f"{status}")
     if args.log:
@@ -229,6 +234,35 @@ def cmd_facts(args: argparse.Namespace) -> int:
             print(f"  #{op.seq:<4} {op.op:<9} {','.join(op.fact_ids) or '-':<8} {op.decided_by:<4} "
                   f"{'(second pass) ' if op.extraction_pass == 2 else ''}{op.reason}"
                   f"{'  ERROR ' + op.error if op.error else ''}")
+    return 0
+
+
+def _correct_fact(args: argparse.Namespace) -> int:
+    """``facts edit|delete|restore``: one correction of a person, said as its operation."""
+    if not args.fact_id:
+        raise MemSIFError(f"facts {args.action} needs the fact's id, e.g. 'facts {args.action} --namespace "
+                          f"{args.namespace} F12' (ids: 'facts --namespace {args.namespace}').")
+    given = {k: getattr(args, k) for k in ("statement", "subject", "type", "when") if getattr(args, k) is not None}
+    if args.action != "edit" and given:
+        raise MemSIFError(f"--{', --'.join(given)} belong to 'facts edit'; 'facts {args.action}' takes only the id.")
+    engine = _engine(args)
+    if args.action == "edit":
+        when = None
+        if args.when is not None:
+            try:
+                when = parse_time(args.when)
+            except ValueError as exc:
+                raise MemSIFError(f"--when {args.when!r} is not a date ({exc}): give e.g. 2023-05-08.") from exc
+        op = engine.edit_fact(args.namespace, args.fact_id, statement=args.statement, subject=args.subject,
+                              type=args.type, when=when)
+    elif args.action == "delete":
+        op = engine.delete_fact(args.namespace, args.fact_id)
+    else:
+        op = engine.restore_fact(args.namespace, args.fact_id)
+    if args.json:
+        print(json.dumps(op.model_dump(mode="json")))
+    else:
+        print(f"{op.op} {', '.join(op.fact_ids)} (#{op.seq}): {op.reason}")
     return 0
 
 
@@ -432,7 +466,16 @@ def _reading_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="last stdout line is one JSON object")
     p.set_defaults(func=cmd_ask)
 
-    p = sub.add_parser("facts", help="print a namespace's CoreFacts (and their operation log)")
+    p = sub.add_parser("facts", help="print a namespace's CoreFacts (and their operation log), or correct one: "
+                       "facts edit|delete|restore FACT_ID")
+    p.add_argument("action", nargs="?", default="list", choices=["list", "edit", "delete", "restore"],
+                   help="list (default); edit, delete or restore a fact (a CoreFact F…, an ActiveFact A… for "
+                        "delete and restore), logged as the person's operation")
+    p.add_argument("fact_id", nargs="?", help="the fact to correct, e.g. F12")
+    p.add_argument("--statement", help="edit: the fact's new statement")
+    p.add_argument("--subject", help="edit: its new subject")
+    p.add_argument("--type", help="edit: its new type (one of the schema's)")
+    p.add_argument("--when", help="edit: its new event date, e.g. 2023-05-08")
     p.add_argument("--namespace", required=True)
     p.add_argument("--data-dir")
     p.add_argument("--history", action="store_true", help="include superseded facts")

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from memsif.config import MemSIFConfig
+from memsif.editing import Corrections
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
 from memsif.errors import ConfigError, MemSIFError, NotFoundError, SourceConflict
@@ -30,6 +31,7 @@ from memsif.records import (
     Message,
     TopicalSegment,
 )
+from memsif.search import Search
 from memsif.store import Store, open_store
 from memsif.transfer import NamespaceExport
 
@@ -68,8 +70,9 @@ def open_by_record(store: Store, embedder_model: str) -> bool:
     return store.dim is not None
 
 
-class MemSIF:
-    """Long-term memory engine (paper §3). Back-ends are passed in or loaded lazily from config.
+class MemSIF(Corrections, Search):
+    """Long-term memory engine (paper §3). Back-ends are passed in or loaded lazily from config. A
+    person's corrections are ``Corrections``' (``edit_fact``, ``delete_fact``, ``restore_fact``), search ``Search``'s.
 
     Args:
         config: settings; ``MemSIFConfig.from_env()`` when omitted.
@@ -310,10 +313,10 @@ class MemSIF:
             return pipeline.ask(question.strip(), namespace=namespace, question_date=question_date,
                                 generate=generate, on_text=on_text)
 
-    def active_facts(self, namespace: str) -> list[ActiveFact]:
-        """Promoted ActiveFacts of ``namespace`` in id order."""
+    def active_facts(self, namespace: str, deleted: bool = False) -> list[ActiveFact]:
+        """Promoted ActiveFacts of ``namespace`` in id order (with ``deleted`` those a person deleted too)."""
         self._require(namespace)
-        return self.store.active_facts(namespace)
+        return [a for a in self.store.active_facts(namespace) if deleted or a.status == "current"]
 
     def clusters(self, namespace: str) -> list[CandidateCluster]:
         """Candidate clusters C_k with their Score_src and Score_qry, in id order."""

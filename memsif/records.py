@@ -251,6 +251,9 @@ class FactOp(StrEnum):
     SUPERSEDE = "SUPERSEDE"  # an outdated fact closed (kept as history) and replaced
     NOOP = "NOOP"            # nothing written (recorded when extraction failed or found nothing)
     REJECT = "REJECT"        # a candidate that failed the grounding gate: nothing written
+    EDIT = "EDIT"            # a person's correction: a new version supersedes the fact (history kept)
+    DELETE = "DELETE"        # a person's deletion: the fact leaves every answer, kept in the history
+    RESTORE = "RESTORE"      # a person takes a deletion back
 
 
 class ClaimCheck(_Record):
@@ -299,7 +302,10 @@ class CoreFact(_Record):
     valid_from: datetime | None = None
     valid_until: datetime | None = Field(None, description="Set when superseded: when it stopped being valid.")
     superseded_by: str | None = None
-    status: Literal["current", "superseded"] = "current"
+    status: Literal["current", "superseded", "deleted"] = Field("current", description=(
+        "'deleted': a person deleted it (``FactOp.DELETE``); it leaves answers and stays in the history."))
+    corrected: bool = Field(False, description="Written by a person's correction (EDIT): extraction never "
+                                               "changes it; a candidate that would is a REJECT naming the correction.")
     verification: Verification | None = Field(None, description="The check against its sources; None for a "
                                               "fact stored before facts were verified (counted as not verified).")
 
@@ -355,8 +361,10 @@ class FactOperation(_Record):
     before: list[CoreFact] = Field(default_factory=list, description="The facts as they were.")
     after: list[CoreFact] = Field(default_factory=list, description="The facts as the operation left them.")
     reason: str
-    decided_by: Literal["rule", "llm"] = Field(validation_alias=AliasChoices("decided_by", "rule"), description=(
-        "'rule' when decided without the LLM, 'llm' when the LLM chose (older logs: 'rule')."))
+    decided_by: Literal["rule", "llm", "person"] = Field(validation_alias=AliasChoices("decided_by", "rule"),
+                                                        description=(
+        "'rule' when decided without the LLM, 'llm' when the LLM chose (older logs: 'rule'), 'person' for a "
+        "person's correction (EDIT, DELETE, RESTORE)."))
     scores: OperationScores = Field(default_factory=OperationScores, description="What it was decided on.")
     event_time: datetime | None = None
     recorded_at: datetime
@@ -436,6 +444,8 @@ class ActiveFact(_Record):
     event_time: datetime | None = Field(None, description="Date of the statement's source turn.")
     promoted_at: datetime
     updated_at: datetime
+    status: Literal["current", "deleted"] = Field("current", description=(
+        "'deleted': a person deleted it; it leaves answers and its cluster is not promoted again."))
 
 
 class RetrievedFact(_Record):

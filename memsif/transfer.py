@@ -290,6 +290,18 @@ def write_export(data: NamespaceExport, path: str | Path) -> Path:
     return write_file(path, gzip.compress(text, compresslevel=9) if path.suffix == ".gz" else text, "the export")
 
 
+def is_export(path: str | Path) -> bool:
+    """Whether the file at ``path`` looks like a MemSIF export rather than a transcript: gzip-compressed
+    (transcript loaders read no gzip), or JSON whose first bytes name a ``memsif-namespace/`` format.
+    An unreadable file is not one (its loader says why)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(512)
+    except OSError:
+        return False
+    return head[:2] == b"\x1f\x8b" or (b'"format"' in head and b"memsif-namespace/" in head)
+
+
 def read_export(path: str | Path) -> NamespaceExport:
     """An export written by :func:`write_export` (plain or gzip JSON, told apart by content).
 

@@ -390,12 +390,17 @@ def verification_text(fact: CoreFact) -> str:
 
 
 def fact_rows(facts: Sequence[CoreFact]) -> list[list[Any]]:
-    """One row per CoreFact (``FACT_COLUMNS``); a superseded one names its successor. "said on" is the
-    session day of its newest source, not always the day it happened ("last Friday (23 June 2023)")."""
+    """One row per CoreFact (``FACT_COLUMNS``); a superseded one names its successor, a person's
+    correction says so. "said on" is the session day of its newest source, not always the day it
+    happened ("last Friday (23 June 2023)")."""
+    def status(f: CoreFact) -> str:
+        said = {"current": "current", "deleted": "deleted by a person"}.get(f.status,
+                                                                           f"superseded by {f.superseded_by}")
+        return f"{said} (corrected by a person)" if f.corrected else said
+
     return [[f.id, f.type, f.subject, f.statement, verification_text(f),
              f.event_time.date().isoformat() if f.event_time else "",
-             ", ".join(f.source_message_ids),
-             f.status if f.status == "current" else f"superseded by {f.superseded_by}"] for f in facts]
+             ", ".join(f.source_message_ids), status(f)] for f in facts]
 
 
 def op_rows(log: Sequence[FactOperation]) -> list[list[Any]]:

@@ -9,7 +9,7 @@ The layers, lowest first (a module may import its own layer's modules or lower o
 2. the method's steps: interaction (Structured Interaction Memory), facts (Dual-Track Fact Memory),
    answercheck, relevance
 3. pipelines: ingest, retrieval, query, transfer, upgrade
-4. the engine
+4. the engine and its parts (editing: the person's corrections; search)
 5. what uses the engine: eval, viz, cli, inspector
 """
 
@@ -29,7 +29,7 @@ LAYERS: dict[str, int] = {
     "memsif.embed": 1, "memsif.llm": 1, "memsif.store": 1, "memsif.prompts": 1, "memsif.io": 1,
     "memsif.interaction": 2, "memsif.facts": 2, "memsif.answercheck": 2, "memsif.relevance": 2,
     "memsif.ingest": 3, "memsif.retrieval": 3, "memsif.query": 3, "memsif.transfer": 3, "memsif.upgrade": 3,
-    "memsif.engine": 4,
+    "memsif.editing": 4, "memsif.search": 4, "memsif.engine": 4,
     "memsif.eval": 5, "memsif.viz": 5, "memsif.cli": 5, "memsif.__main__": 5, "memsif.inspector": 5,
 }
 

@@ -60,7 +60,8 @@ def test_an_agent_sees_only_the_memory_tools_with_their_arguments(mcp_url):
     async def work(session):
         return (await session.list_tools()).tools
     tools = {t.name: t for t in asyncio.run(_session(mcp_url, work))}
-    assert set(tools) == {"memory_ingest", "memory_ask", "memory_facts"}
+    assert set(tools) == {"memory_ingest", "memory_ask", "memory_facts", "memory_correct_fact", "memory_forget_fact"}
+    assert set(tools["memory_correct_fact"].inputSchema["required"]) == {"namespace", "fact_id"}
     ingest = tools["memory_ingest"]
     assert set(ingest.inputSchema["required"]) == {"namespace", "transcript"}
     assert "Speaker: text" in ingest.inputSchema["properties"]["transcript"]["description"]
@@ -117,6 +118,26 @@ def test_facts_nobody_verified_are_held_back_and_counted(mcp_url):
     assert facts["held_back"]["why"] == ["not verified: the model failed (LLMError: fake failure for fact_verify)"]
 
 
+def test_an_agent_corrects_forgets_and_restores_a_fact_and_the_log_says_who(mcp_url):
+    transcript = TRANSCRIPT.replace("3 March 2024", "4 March 2024")
+    assert not _call(mcp_url, "memory_ingest", {"namespace": "corrected", "transcript": transcript,
+                                                "core_facts": True})[0]
+    failed, text = _call(mcp_url, "memory_correct_fact", {"namespace": "corrected", "fact_id": "F1",
+                                                          "statement": "Alice started learning the viola."})
+    assert not failed, text
+    edit = json.loads(text)
+    assert edit["op"] == "EDIT" and edit["decided_by"] == "person" and edit["fact_ids"] == ["F1", "F2"]
+    facts = json.loads(_call(mcp_url, "memory_facts", {"namespace": "corrected"})[1])
+    assert [f["statement"] for f in facts["core_facts"]] == ["Alice started learning the viola."]
+    forgot = json.loads(_call(mcp_url, "memory_forget_fact", {"namespace": "corrected", "fact_id": "F2"})[1])
+    assert forgot["op"] == "DELETE"
+    assert json.loads(_call(mcp_url, "memory_facts", {"namespace": "corrected"})[1])["core_facts"] == []
+    back = json.loads(_call(mcp_url, "memory_forget_fact", {"namespace": "corrected", "fact_id": "F2",
+                                                            "restore": True})[1])
+    assert back["op"] == "RESTORE"
+    assert len(json.loads(_call(mcp_url, "memory_facts", {"namespace": "corrected"})[1])["core_facts"]) == 1
+
+
 SECOND_SESSION = """## 10 March 2024
 Alice: My landlord raised the rent to 1,500 euros.
 Bob: Ouch.
@@ -156,6 +177,12 @@ def test_an_export_of_three_conversations_becomes_one_memory_over_mcp(mcp_url):
     ("memory_ingest", {"namespace": " ", "transcript": TRANSCRIPT}, "namespace is empty"),
     ("memory_ingest", {"namespace": "x", "transcript": "{\"chats\": []}"}, "unknown JSON layout"),
     ("memory_facts", {"namespace": "nobody"}, "holds no memory yet"),
+    ("memory_correct_fact", {"namespace": "ui-0123456789ab", "fact_id": "F1", "statement": "x"},
+     "belongs to a browser session"),
+    ("memory_forget_fact", {"namespace": "nobody", "fact_id": "F1"}, "holds no memory yet"),
+    ("memory_forget_fact", {"namespace": "alice-agent", "fact_id": "F77"}, "No CoreFact 'F77'"),
+    ("memory_correct_fact", {"namespace": "alice-agent", "fact_id": "F1", "when": "someday"},
+     "when 'someday' is not a date"),
 ])
 def test_bad_calls_are_refused_with_what_to_do(mcp_url, tool, args, said, capfd):
     failed, text = _call(mcp_url, tool, args)

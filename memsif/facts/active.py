@@ -224,7 +224,8 @@ def accumulate(clusters: Sequence[CandidateCluster], active: Sequence[ActiveFact
     Each observed evidence entry joins the cluster of its normalised subject whose every statement has
     cosine ≥ ``thresholds.compatible_cosine`` with it (the most compatible one), or opens a new cluster.
     Touched clusters that pass Eq. 4 become ActiveFacts (new id, or their existing one updated,
-    ``promoted_at`` kept); the statement is :func:`choose_statement`'s. The inputs are left unchanged."""
+    ``promoted_at`` kept; one a person deleted stays deleted); the statement is
+    :func:`choose_statement`'s. The inputs are left unchanged."""
     working = {c.id: c for c in clusters}
     touched: dict[str, CandidateCluster] = {}
     for ev, vec, topic in ((o.evidence, o.vector, o.topics) for o in observed):
@@ -248,6 +249,8 @@ def accumulate(clusters: Sequence[CandidateCluster], active: Sequence[ActiveFact
         if not is_promoted(cluster, thresholds.theta_src, thresholds.theta_qry):
             continue
         aid = cluster.active_fact_id or f"A{len(by_id) + len(out.active_facts) + 1}"
+        if aid in by_id and by_id[aid].status == "deleted":
+            continue  # a person deleted it: its cluster still gathers evidence, and is not promoted again
         statement = cluster.statement = choose_statement(cluster)
         k = cluster.statements.index(statement)
         previous = by_id.get(aid)

@@ -35,6 +35,7 @@ from memsif.errors import LLMError, LLMOutputError
 from memsif.facts import claims as claim_rules
 from memsif.facts import grounding
 from memsif.facts.active import normalise_subject
+from memsif.facts.corrections import changes_correction, refused_by_correction
 from memsif.facts.dates import settle_dates
 from memsif.facts.values import Values, mask, values
 from memsif.facts.verify import verify
@@ -530,13 +531,8 @@ class CoreFactBuilder:
         """
         verdict = self.ground(cand) if cand.cited else None
         if verdict is not None and not verdict.passed:
-            reason = f"not grounded in {', '.join(m.id for m in cand.cited)}: {verdict.reason}"
-            if cand.provenance_note:
-                reason = f"{reason}; {cand.provenance_note}"
-            op = self._log(cand.fact.namespace, FactOp.REJECT, [], reason=reason, decided_by="rule",
-                           scores=OperationScores(grounding=verdict.scores), event_time=cand.fact.event_time)
-            op.candidate = cand.fact.model_copy()
-            return op
+            return self._reject(cand, f"not grounded in {', '.join(m.id for m in cand.cited)}: {verdict.reason}",
+                                OperationScores(grounding=verdict.scores))
         terms = OperationScores(grounding=verdict.scores if verdict else {})
         if verdict is not None:
             cand.fact.subject = verdict.subject
@@ -545,18 +541,18 @@ class CoreFactBuilder:
         if empty := claim_rules.empty_remark(cand.fact.subject, cand.fact.statement, cand.speakers):
             refused.append(empty)
         if refused and cand.cited:
-            reason = "; ".join(filter(None, [f"refused by the claim rules: {'; '.join(refused)}",
-                                             cand.provenance_note]))
-            op = self._log(cand.fact.namespace, FactOp.REJECT, [], reason=reason, decided_by="rule", scores=terms,
-                           event_time=cand.fact.event_time)
-            op.candidate, op.claims = cand.fact.model_copy(), claims
+            op = self._reject(cand, f"refused by the claim rules: {'; '.join(refused)}", terms)
+            op.claims = claims
             return op
         op = self._verify_and_apply(state, cand, terms)
         op.claims = claims
         return op
 
     def _verify_and_apply(self, state: FactState, cand: Candidate, terms: OperationScores) -> FactOperation:
-        """The model's verification of a candidate the rules let through, then the operation."""
+        """The model's verification of a candidate the rules and the person's corrections let through,
+        then the operation."""
+        if refused := refused_by_correction(state, cand.fact, cand.vector):
+            return self._reject(cand, refused, terms)
         self.llm_calls += int(self.verify_min_p is not None and bool(cand.cited))
         overlap = float(terms.grounding.get("overlap", 0.0))
         check = cand.fact.verification = verify(self.llm, self.verify_min_p, cand.fact.subject, cand.fact.statement,
@@ -564,11 +560,9 @@ class CoreFactBuilder:
         terms.verification = {k: v for k, v in check.model_dump(include={"p_yes", "min_p", "word_overlap",
                                                                          "min_word_overlap"}).items() if v is not None}
         if check.p_yes is not None and not check.verified:
-            reason = "; ".join(filter(None, [f"not verified against {', '.join(m.id for m in cand.cited)}: "
-                                             f"{check.rule}", cand.provenance_note]))
-            op = self._log(cand.fact.namespace, FactOp.REJECT, [], reason=reason, decided_by="llm", scores=terms,
-                           event_time=cand.fact.event_time)
-            op.candidate, op.model, op.prompt_version = cand.fact.model_copy(), check.model, check.prompt_version
+            op = self._reject(cand, f"not verified against {', '.join(m.id for m in cand.cited)}: {check.rule}",
+                              terms, "llm")
+            op.model, op.prompt_version = check.model, check.prompt_version
             return op
         if changed := changed_quantity(state, cand, self.messages, self._message_values, self.embedder):
             old, reason, cos = changed
@@ -643,9 +637,19 @@ class CoreFactBuilder:
         record.model = self.llm.name if self.llm is not None else None
         return record
 
+    def _reject(self, cand: Candidate, reason: str, scores: OperationScores,
+                decided_by: Literal["rule", "llm"] = "rule") -> FactOperation:
+        """A REJECT of ``cand`` (kept in the entry) for ``reason`` and its provenance note."""
+        op = self._log(cand.fact.namespace, FactOp.REJECT, [], reason="; ".join(filter(None, [
+            reason, cand.provenance_note])), decided_by=decided_by, scores=scores, event_time=cand.fact.event_time)
+        op.candidate = cand.fact.model_copy()
+        return op
+
     def _apply(self, state: FactState, cand: Candidate, op: FactOp, target: CoreFact | None,
                decided_by: Literal["rule", "llm"], reason: str, scores: OperationScores) -> FactOperation:
         ns = cand.fact.namespace
+        if refused := changes_correction(target, op):
+            return self._reject(cand, f"{refused} ({reason})", scores, decided_by)
         if cand.provenance_note:
             reason = f"{reason}; {cand.provenance_note}"
         new = cand.fact

@@ -1,14 +1,18 @@
 """ActiveFacts tab: the candidate clusters C_k that questions accumulate, as points (Score_src,
-Score_qry) against θ_s / θ_q, their table, and the source messages R_k of a selected cluster (§3.4)."""
+Score_qry) against θ_s / θ_q, their table, the source messages R_k of a selected cluster (§3.4), and
+the buttons that delete or restore its ActiveFact (a person's correction, ``memsif.facts.corrections``)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from types import SimpleNamespace
 
 import gradio as gr
 
+from memsif.errors import MemSIFError
 from memsif.inspector.common import MESSAGE_COLUMNS, Inspector, SessionSettings, guard
+from memsif.markdown import escape_html
 from memsif.viz import cluster_scatter, message_rows
 
 CLUSTER_COLUMNS = ["cluster", "subject (speaker: topic)", "statement", "Score_src", "Score_qry", "|R|", "queries",
@@ -34,6 +38,11 @@ def layout() -> SimpleNamespace:
                             "messages R_k)", wrap=True, elem_id="clusters-table",
                             column_widths=["7%", "12%", "23%", "9%", "9%", "4%", "19%", "10%", "7%"])
     ui.sources = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages R_k of the selected cluster", wrap=True)
+    with gr.Row():
+        ui.active_id = gr.Textbox(label="ActiveFact of the selected cluster", interactive=False, elem_id="active-id")
+        ui.delete_btn = gr.Button("Delete ActiveFact", variant="stop", elem_id="active-delete")
+        ui.restore_btn = gr.Button("Restore ActiveFact", elem_id="active-restore")
+    ui.correction = gr.Markdown(elem_id="active-correction-status")
     with gr.Accordion("What the scores mean", open=False):
         gr.Markdown(NOTATION_ACTIVE)
     return ui
@@ -59,27 +68,47 @@ class ActiveFactsTab:
         """ActiveFact candidate clusters as points (Score_src, Score_qry) against θ_s / θ_q, and their table."""
         eng = self.app.session_engine(namespace, settings)
         clusters = eng.clusters(namespace) if eng else []
+        deleted = {a.id for a in eng.active_facts(namespace, deleted=True) if a.status == "deleted"} if eng else set()
         eng = eng or self.app.engine_for(settings)
         rows = []
         for c in clusters:
             statement = c.statement or c.central_statement or ""
+            promoted = c.active_fact_id or "not promoted"
             rows.append([c.id, c.label or c.subject, statement, round(c.score_src, 3), round(c.score_qry, 3),
-                         len(c.sources), " | ".join(c.queries), c.active_fact_id or "not promoted",
+                         len(c.sources), " | ".join(c.queries),
+                         f"{promoted} (deleted by a person)" if promoted in deleted else promoted,
                          ", ".join(c.sources)])
         return cluster_scatter(clusters, eng.config.theta_src, eng.config.theta_qry), rows
 
     def cluster_sources(self, namespace: str | None, settings: SessionSettings | None, evt: gr.SelectData):
-        """The source messages R_k of the selected candidate cluster."""
+        """The source messages R_k of the selected candidate cluster and its ActiveFact's id ("" when
+        it is not promoted)."""
         eng = self.app.session_engine(namespace, settings)
         row = evt.row_value if getattr(evt, "row_value", None) else None
         if eng is None or not row:
-            return []
+            return [], ""
         ids = [i.strip() for i in str(row[CLUSTER_COLUMNS.index("sources")]).split(",") if i.strip()]
-        return message_rows(ids, eng.messages(namespace))
+        promoted = str(row[CLUSTER_COLUMNS.index("ActiveFact")]).split(" ")[0]
+        return message_rows(ids, eng.messages(namespace)), promoted if promoted.startswith("A") else ""
+
+    def set_deleted(self, namespace: str | None, settings: SessionSettings | None, active_id: str, deleted: bool):
+        """DELETE (``deleted``) or RESTORE the selected cluster's ActiveFact. Returns (what was done or why
+        not, the plot, the table)."""
+        eng = self.app.session_engine(namespace, settings)
+        if eng is None or not (active_id or "").strip():
+            return "Select a cluster whose ActiveFact column names one.", gr.skip(), gr.skip()
+        try:
+            op = eng.delete_fact(namespace, active_id) if deleted else eng.restore_fact(namespace, active_id)
+        except MemSIFError as exc:
+            return f"Not changed: {escape_html(str(exc))}", gr.skip(), gr.skip()
+        return f"**{op.op}** {escape_html(op.reason)}", *self.clusters_view(namespace, settings)
 
     def wire(self, page: SimpleNamespace) -> None:
         """The tab's own events."""
         a, per_session = page.activefacts, [page.namespace, page.settings]
         a.refresh_btn.click(self.clusters_view, inputs=per_session, outputs=[a.plot, a.table], api_name="clusters")
         a.tab.select(self.clusters_view, inputs=per_session, outputs=[a.plot, a.table], api_name=False)
-        a.table.select(self.cluster_sources, inputs=per_session, outputs=a.sources, api_name=False)
+        a.table.select(self.cluster_sources, inputs=per_session, outputs=[a.sources, a.active_id], api_name=False)
+        for button, deleted in ((a.delete_btn, True), (a.restore_btn, False)):
+            button.click(functools.partial(self.set_deleted, deleted=deleted), inputs=[*per_session, a.active_id],
+                         outputs=[a.correction, a.plot, a.table], api_name=False)

@@ -7,7 +7,9 @@ from __future__ import annotations
 import logging
 import math
 import os
+import tempfile
 import time
+import warnings
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,7 +42,7 @@ from memsif.locks import job
 from memsif.markdown import code_span, escape_markdown
 from memsif.records import BoundaryRule, SegmentDecision, TrajectoryDecision
 from memsif.timeparse import day_text
-from memsif.transfer import NamespaceExport, same_content
+from memsif.transfer import NamespaceExport, check_export, is_export, read_export, same_content, write_export
 from memsif.viz import SEGMENT_COLUMNS, phi_timeline, segment_rows
 
 log = logging.getLogger(__name__)
@@ -68,7 +70,8 @@ NOTATION_TIMELINE = """
 #: What the upload takes, said with every refusal.
 ACCEPTED = ("Accepted: LoCoMo or LongMemEval JSON, a ChatGPT or Claude export's `conversations.json`, an OpenAI "
             "message list, JSONL (`{\"speaker\", \"text\", \"time\"}` per line) or plain text (`Speaker: text` "
-            "lines, `## date` headers), up to 20 MB.")
+            "lines, `## date` headers), up to 20 MB; a MemSIF export (`.json.gz`, the Download of this page) restores "
+            "a memory.")
 
 
 class UploadRefused(Exception):
@@ -124,6 +127,9 @@ def list_samples(file):
     Returns (sample dropdown, build summary)."""
     if file is None:
         return gr.Dropdown(choices=[], value=None), gr.skip()
+    if is_export(checked_path(file)):
+        return gr.Dropdown(choices=[], value=None), ("A MemSIF export: **Build memory** restores it into this "
+                                                     "session, replacing what the session holds.")
     try:
         choices, value = sample_choices(load_upload(checked_path(file)))
     except (UploadRefused, gr.Error) as exc:
@@ -376,6 +382,9 @@ class BuildTab:
         API clients without a browser session get a fresh namespace.
         Yields (namespace, source, summary, timeline figure, segment rows)."""
         namespace = namespace or new_session()
+        if file is not None and is_export(checked_path(file)):
+            yield from self._restore(checked_path(file), namespace, settings, previous)
+            return
         try:
             transcripts, source = read_source(file, None if sample == ALL_CONVERSATIONS else sample)
         except (UploadRefused, gr.Error) as exc:  # one message in the page; the views and memory stay
@@ -396,6 +405,55 @@ class BuildTab:
             yield namespace, source, summary, fig, rows
             return
         yield from self._build_live(eng, namespace, transcripts, source, previous, settings, progress)
+
+    def _restore(self, path: str, namespace: str, settings: SessionSettings | None, previous: BuiltSource | None):
+        """Restore a MemSIF export (``transfer.write_export``'s file, e.g. this page's download) into the
+        session's namespace, replacing what it holds, with the export's own checks (format version,
+        embedder) said when it is refused. Yields as ``build``."""
+        eng = None
+        for kind, value in self.app.loading_engine(settings):
+            if kind == "status":
+                yield namespace, previous, value, gr.skip(), gr.skip()
+            else:
+                eng = value
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                data = read_export(path)
+            check_export(data, eng.embedder)
+        except MemSIFError as exc:
+            yield (namespace, previous, f"Not restored: {escape_markdown(str(exc))}" + self._kept(namespace, previous,
+                                                                                                settings),
+                   gr.skip(), gr.skip())
+            return
+        source = BuiltSource(path=path, sample=None, name=Path(path).name, samples=[data.namespace], replaced=True)
+        if eng.has_memory(namespace):
+            delete_memory(eng, namespace, "the memory was replaced by a restored one")
+        eng.import_namespace(data, namespace)
+        current = sum(f.fact.status == "current" for f in data.facts)
+        corrections = sum(op.decided_by == "person" for op in data.fact_ops)
+        notes = "".join(f" ⚠️ {escape_markdown(str(w.message))}" for w in caught)
+        fig, rows = self.timeline_view(namespace, settings)
+        yield (namespace, source, f"**Restored** {code_span(source.name)} (exported from namespace "
+               f"{code_span(data.namespace)}): **{len(data.messages)} messages**, {len(data.segments)} Topical "
+               f"Segments, {len(data.trajectories)} Event Trajectories, {current} current CoreFacts "
+               f"({corrections} corrections by a person in its log), {len(data.active_facts)} ActiveFacts.{notes}"
+               + structure_health(eng, namespace) + where_it_lies(eng, namespace), fig, rows)
+
+    def download(self, namespace: str | None, settings: SessionSettings | None) -> tuple[str | None, str]:
+        """This session's memory as a MemSIF export file (``.json.gz``: messages, segments, trajectories,
+        facts with their whole operation log, clusters), to download and restore later through the
+        upload box. Returns (the file's path, what was written or why not)."""
+        eng = self.app.session_engine(namespace, settings)
+        if eng is None:
+            return None, "No memory yet: build one first."
+        data = eng.export_namespace(namespace)
+        folder = Path(tempfile.mkdtemp(prefix="memsif-download-"))
+        day = datetime.now().strftime("%Y-%m-%d")
+        path = write_export(data, folder / f"memsif-memory-{day}.json.gz")
+        return str(path), (f"{code_span(path.name)}: {len(data.messages)} messages, {len(data.facts)} CoreFacts with "
+                           f"{len(data.fact_ops)} logged operations ({path.stat().st_size / 2**20:.1f} MiB). Upload it "
+                           "in the box above and **Build memory** to restore it.")
 
     def _build_live(self, eng, namespace: str, transcripts: list, source: BuiltSource, previous: BuiltSource | None,
                     settings: SessionSettings | None, progress: gr.Progress):
@@ -494,7 +552,7 @@ class BuildTab:
             ui.upload = gr.File(label="Transcript (LoCoMo, LongMemEval, a ChatGPT or Claude export's "
                                 "conversations.json, "
                                 "OpenAI messages, JSONL or text; ≤ 20 MB)",
-                                file_types=[".json", ".jsonl", ".txt", ".md", ".log", ".text"])
+                                file_types=[".json", ".jsonl", ".txt", ".md", ".log", ".text", ".gz"])
             ui.sample = gr.Dropdown(label="Conversation (an export's are one history by default; LoCoMo's samples)",
                                     choices=[], elem_id="sample-pick",
                                     allow_custom_value=True)
@@ -516,6 +574,14 @@ class BuildTab:
         ui.table = gr.Dataframe(headers=SEGMENT_COLUMNS, label="Topical Segments", wrap=True, max_height=400,
                                 elem_id="segments",
                                 column_widths=["8%", "9%", "9%", "7%", "7%", "12%", "18%", "30%"])
+        with gr.Accordion("Download or restore this memory", open=False, elem_id="carry-memory"):
+            gr.Markdown("**Download this memory** writes all of it (messages, segments, trajectories, facts and their "
+                        "operation log, including your corrections) as one MemSIF export. Upload such a file in the "
+                        "box above and **Build memory** to restore it into this session (it replaces what the session "
+                        "holds).")
+            ui.download_btn = gr.Button("Download this memory", size="sm", elem_id="download-btn")
+            ui.download = gr.File(label="This memory as a MemSIF export", interactive=False, elem_id="download-file")
+            ui.download_status = gr.Markdown(elem_id="download-status")
         with gr.Accordion("Delete this session's memory", open=False):
             gr.Markdown("Deletes every message, segment, trajectory, fact, cluster and log of this session. "
                         "It cannot be undone.")
@@ -531,6 +597,8 @@ class BuildTab:
         b.forget_confirm.change(lambda ok: gr.Button(interactive=bool(ok)), inputs=b.forget_confirm,
                                 outputs=b.forget_btn, api_name=False)
         b.upload.change(list_samples, inputs=b.upload, outputs=[b.sample, b.summary], api_name="samples")
+        b.download_btn.click(self.download, inputs=per_session, outputs=[b.download, b.download_status],
+                             api_name="download")
         b.tab.select(self.timeline_view, inputs=[*per_session, page.source], outputs=views(b), api_name=False)
         timeline_btn = gr.Button(visible=False)
         timeline_btn.click(self.timeline_view, inputs=[*per_session, page.source], outputs=views(b),

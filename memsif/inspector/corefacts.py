@@ -1,15 +1,18 @@
 """CoreFacts tab: schema-guided CoreFacts by type and subject with their superseded history, the
-append-only operation log (Add / Update / Merge / Supersede / Reject / Noop), and the source
-messages of a selected fact (§3.3). Facts appear batch by batch while they are extracted."""
+append-only operation log (Add / Update / Merge / Supersede / Reject / Noop, and the person's Edit /
+Delete / Restore), the source messages of a selected fact (§3.3), and the fields that correct it
+(``memsif.facts.corrections``). Facts appear batch by batch while they are extracted."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import Any
 
 import gradio as gr
 
-from memsif.errors import JobCancelled, NotFoundError
+from memsif.errors import JobCancelled, MemSIFError, NotFoundError
 from memsif.inspector.common import (
     MESSAGE_COLUMNS,
     BuiltSource,
@@ -22,10 +25,17 @@ from memsif.inspector.common import (
 )
 from memsif.inspector.pace import FACTS, left_text
 from memsif.locks import job
-from memsif.records import record_number
+from memsif.markdown import escape_html
+from memsif.records import FactOp, record_number
+from memsif.timeparse import parse_time
 from memsif.viz import FACT_COLUMNS, OP_COLUMNS, fact_rows, message_rows, op_rows
 
 EMPTY_STATUS = "CoreFacts are extracted after Structured Interaction Memory is built."
+CORRECTION_HELP = ("**Correct a fact**: select it in the table, change what is wrong and **Save correction**, or "
+                   "**Delete fact** (it leaves every answer; **Restore fact** brings it back). Each correction is an "
+                   "operation in the log below (EDIT, DELETE, RESTORE, decided by the person, with the previous "
+                   "value); an edit supersedes the old version, which stays in the history, and no later extraction "
+                   "changes a correction back.")
 
 
 def layout() -> SimpleNamespace:
@@ -35,13 +45,25 @@ def layout() -> SimpleNamespace:
     with gr.Row():
         ui.extract_btn = gr.Button("Extract CoreFacts now")
         ui.refresh_btn = gr.Button("Refresh")
-        ui.op_filter = gr.Dropdown([("all operations", ""), *((op, op) for op in ("ADD", "UPDATE", "MERGE", "SUPERSEDE",
-                                                                                   "REJECT", "NOOP"))],
+        ui.op_filter = gr.Dropdown([("all operations", ""), *((op.value, op.value) for op in FactOp)],
                                    value="", label="Operation")
         ui.subject_filter = gr.Textbox(label="Subject")
     ui.facts = gr.Dataframe(headers=FACT_COLUMNS, label="CoreFacts by type and subject (select one for its sources)",
                             wrap=True, max_height=400, column_widths=["7%", "10%", "14%", "41%", "11%", "9%", "8%"])
     ui.sources = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages of the selected fact", wrap=True)
+    with gr.Group(elem_id="fact-correction"):
+        gr.Markdown(CORRECTION_HELP)
+        with gr.Row():
+            ui.fact_id = gr.Textbox(label="Fact", interactive=False, elem_id="fact-id", scale=1)
+            ui.fact_type = gr.Textbox(label="Type", elem_id="fact-type", scale=1)
+            ui.fact_subject = gr.Textbox(label="Subject", elem_id="fact-subject", scale=1)
+            ui.fact_when = gr.Textbox(label="Event date (e.g. 2023-05-08)", elem_id="fact-when", scale=1)
+        ui.fact_statement = gr.Textbox(label="Statement", lines=2, elem_id="fact-statement")
+        with gr.Row():
+            ui.save_btn = gr.Button("Save correction", elem_id="fact-save")
+            ui.delete_btn = gr.Button("Delete fact", elem_id="fact-delete", variant="stop")
+            ui.restore_btn = gr.Button("Restore fact", elem_id="fact-restore")
+        ui.correction = gr.Markdown(elem_id="fact-correction-status")
     ui.ops = gr.Dataframe(headers=OP_COLUMNS, label="Operation log (append-only)", wrap=True, max_height=400,
                           elem_id="fact-ops",
                           column_widths=["4%", "8%", "27%", "7%", "42%", "12%"])
@@ -151,15 +173,62 @@ class CoreFactsTab:
         return fact_rows(facts), op_rows(eng.fact_log(namespace, op=op or None, subject=subject or None))
 
     def fact_sources(self, namespace: str | None, settings: SessionSettings | None, evt: gr.SelectData):
-        """The source messages of the CoreFact in the selected row (provenance)."""
+        """The source messages of the CoreFact in the selected row (provenance), and the row's fact in
+        the correction fields. Returns (source rows, fact id, type, subject, event date, statement,
+        correction status)."""
         eng = self.app.session_engine(namespace, settings)
-        if eng is None or evt.index is None:
-            return []
         row = evt.row_value if getattr(evt, "row_value", None) else None
-        if not row:
-            return []
+        if eng is None or evt.index is None or not row:
+            return [], "", "", "", "", "", ""
         ids = [i.strip() for i in str(row[FACT_COLUMNS.index("sources")]).split(",") if i.strip()]
-        return message_rows(ids, eng.messages(namespace))
+        fields = [str(row[FACT_COLUMNS.index(c)]) for c in ("fact", "type", "subject", "said on", "statement")]
+        return message_rows(ids, eng.messages(namespace)), *fields, ""
+
+    def save_fact(self, namespace: str | None, settings: SessionSettings | None, fact_id: str, type_: str,
+                  subject: str, when: str, statement: str, op: str | None, subject_filter: str | None):
+        """EDIT the selected CoreFact with the fields that differ from it. Returns (what was done or why
+        not, the fact id now, fact rows, operation rows)."""
+        def edit(eng, fact_id: str) -> str:
+            fact = next((f for f in eng.facts(namespace, history=True) if f.id == fact_id.strip().upper()), None)
+            if fact is None:
+                raise NotFoundError(f"No CoreFact {fact_id!r} in this memory: select one in the table.")
+            said_on = fact.event_time.date().isoformat() if fact.event_time else ""
+            try:
+                date = parse_time(when) if when.strip() and when.strip() != said_on else None
+            except ValueError as exc:
+                raise MemSIFError(f"the event date {when!r} is not a date ({exc}): write e.g. 2023-05-08.") from exc
+            done = eng.edit_fact(namespace, fact.id, statement=statement if statement != fact.statement else None,
+                                 subject=subject if subject != fact.subject else None,
+                                 type=type_ if type_ != fact.type else None, when=date)
+            return done.fact_ids[-1]
+        return self._correct(namespace, settings, fact_id, edit, op, subject_filter)
+
+    def delete_fact(self, namespace: str | None, settings: SessionSettings | None, fact_id: str, op: str | None,
+                    subject_filter: str | None):
+        """DELETE the selected CoreFact. Returns as ``save_fact``."""
+        return self._correct(namespace, settings, fact_id, lambda eng, fid: eng.delete_fact(namespace, fid).fact_ids[0],
+                             op, subject_filter)
+
+    def restore_fact(self, namespace: str | None, settings: SessionSettings | None, fact_id: str, op: str | None,
+                     subject_filter: str | None):
+        """RESTORE the selected deleted CoreFact. Returns as ``save_fact``."""
+        return self._correct(namespace, settings, fact_id,
+                             lambda eng, fid: eng.restore_fact(namespace, fid).fact_ids[0], op, subject_filter)
+
+    def _correct(self, namespace: str | None, settings: SessionSettings | None, fact_id: str,
+                 change: Callable[[Any, str], str], op: str | None, subject_filter: str | None):
+        """``change(engine, fact id)`` → the fact id after it; a refusal is said in the status line, with
+        nothing changed."""
+        eng = self.app.session_engine(namespace, settings)
+        if eng is None or not (fact_id or "").strip():
+            return "Select a fact in the table first.", fact_id, gr.skip(), gr.skip()
+        try:
+            now_id = change(eng, fact_id.strip())
+        except MemSIFError as exc:
+            return f"Not changed: {escape_html(str(exc))}", fact_id, gr.skip(), gr.skip()
+        last = eng.fact_log(namespace)[-1]
+        return (f"**{last.op}** {', '.join(last.fact_ids)}: {escape_html(last.reason)}", now_id,
+                *self.facts_view(namespace, op, subject_filter, settings))
 
     def wire(self, page: SimpleNamespace) -> None:
         """The tab's own events."""
@@ -170,4 +239,13 @@ class CoreFactsTab:
         f.refresh_btn.click(self.facts_view, inputs=filtered, outputs=[f.facts, f.ops], api_name="facts")
         for trigger in (f.op_filter.change, f.subject_filter.submit):
             trigger(self.facts_view, inputs=filtered, outputs=[f.facts, f.ops], api_name=False)
-        f.facts.select(self.fact_sources, inputs=[namespace, settings], outputs=f.sources, api_name=False)
+        f.facts.select(self.fact_sources, inputs=[namespace, settings], api_name=False,
+                       outputs=[f.sources, f.fact_id, f.fact_type, f.fact_subject, f.fact_when, f.fact_statement,
+                                f.correction])
+        done = [f.correction, f.fact_id, f.facts, f.ops]
+        f.save_btn.click(self.save_fact, api_name=False, outputs=done, inputs=[
+            namespace, settings, f.fact_id, f.fact_type, f.fact_subject, f.fact_when, f.fact_statement, f.op_filter,
+            f.subject_filter])
+        for button, handler in ((f.delete_btn, self.delete_fact), (f.restore_btn, self.restore_fact)):
+            button.click(handler, inputs=[namespace, settings, f.fact_id, f.op_filter, f.subject_filter], outputs=done,
+                         api_name=False)

@@ -12,13 +12,14 @@ import gradio as gr
 
 from memsif.engine import MemSIF
 from memsif.errors import MemSIFError
-from memsif.inspector import activefacts, build, chat, corefacts, evaluate, trajectories
+from memsif.inspector import activefacts, build, chat, corefacts, evaluate, search, trajectories
 from memsif.inspector.activefacts import ActiveFactsTab
 from memsif.inspector.build import BuildTab
 from memsif.inspector.chat import ChatTab
 from memsif.inspector.common import Inspector, model_in_use, new_session
 from memsif.inspector.corefacts import CoreFactsTab
 from memsif.inspector.evaluate import EvaluateTab
+from memsif.inspector.search import SearchTab
 from memsif.inspector.settings import SettingsTab
 from memsif.inspector.tools import AgentTools
 from memsif.inspector.trajectories import TrajectoriesTab
@@ -80,7 +81,8 @@ def build_demo(engine: MemSIF, *, forget_sessions: bool = False, mcp: bool = Fal
         demo.load(new_session, outputs=page.namespace, api_name=False).then(
             _preloader(app), outputs=[page.build.models, page.settings_tab.running], api_name=False,
             show_progress="hidden")
-        for tab in (tabs.build, tabs.chat, tabs.trajectories, tabs.corefacts, tabs.activefacts, tabs.evaluate):
+        for tab in (tabs.build, tabs.chat, tabs.trajectories, tabs.corefacts, tabs.activefacts, tabs.search,
+                    tabs.evaluate):
             tab.wire(page)
         _wire_across_tabs(page, tabs)
         if mcp:  # per-session page endpoints mean nothing to an agent: out of MCP's tool list, still in the API docs
@@ -99,7 +101,7 @@ def _tabs(app: Inspector) -> SimpleNamespace:
     facts, clusters, built = CoreFactsTab(app), ActiveFactsTab(app), BuildTab(app)
     return SimpleNamespace(build=built, chat=ChatTab(app, facts=facts, clusters=clusters),
                            trajectories=TrajectoriesTab(app), corefacts=facts, activefacts=clusters,
-                           evaluate=EvaluateTab(app), settings=SettingsTab(app, build=built))
+                           search=SearchTab(app), evaluate=EvaluateTab(app), settings=SettingsTab(app, build=built))
 
 
 def _layout(tabs: SimpleNamespace, app: Inspector, forget_sessions: bool) -> SimpleNamespace:
@@ -112,7 +114,8 @@ def _layout(tabs: SimpleNamespace, app: Inspector, forget_sessions: bool) -> Sim
                 "Memory). Build from a transcript, then chat with it and see why each answer came out.")
     layouts = [("Build", "build", tabs.build.layout), ("Chat", "chat", chat.layout),
                ("Trajectories", "trajectories", trajectories.layout), ("CoreFacts", "corefacts", corefacts.layout),
-               ("ActiveFacts", "activefacts", activefacts.layout), ("Evaluate", "evaluate", evaluate.layout),
+               ("ActiveFacts", "activefacts", activefacts.layout), ("Search", "search", search.layout),
+               ("Evaluate", "evaluate", evaluate.layout),
                ("Settings", "settings_tab", tabs.settings.layout)]
     for title, name, layout in layouts:
         with gr.Tab(title) as tab:
@@ -141,7 +144,7 @@ def _wire_across_tabs(page: SimpleNamespace, tabs: SimpleNamespace) -> None:
         done.success(tabs.corefacts.facts_after_build, inputs=[page.source, *per_session],
                      outputs=corefacts.progress_views(f), show_progress_on=f.status, api_name=False)
     ui_tabs = [(build, b), (chat, c), (trajectories, t), (corefacts, f), (activefacts, page.activefacts),
-               (evaluate, page.evaluate)]
+               (search, page.search), (evaluate, page.evaluate)]
     views = {view: empty for tab, ui in ui_tabs for view, empty in zip(tab.views(ui), tab.EMPTY, strict=True)}
     views[page.source] = None
     forget = tabs.build.forget_handler({"summary": b.summary, "confirm": b.forget_confirm, "button": b.forget_btn,

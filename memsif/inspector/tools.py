@@ -1,4 +1,5 @@
-"""Memory tools for agents: ingest, ask, facts — each on a namespace the caller names.
+"""Memory tools for agents: ingest, ask, facts, correct and forget a fact — each on a namespace the caller
+names.
 
 The inspector's own endpoints keep their memory per browser session; an agent (any MCP client,
 ``gradio_client`` or plain HTTP) needs one it can name and come back to. These functions are
@@ -22,6 +23,7 @@ import gradio as gr
 from memsif.inspector.common import Inspector, refusal, tool_guard
 from memsif.io import as_memories, load_transcripts
 from memsif.records import Evidence
+from memsif.timeparse import parse_time
 
 #: The fields of each record a tool reply carries (replies are ``model_dump(mode="json")`` of them).
 ASK_FACT_FIELDS = {"id", "kind", "type", "subject", "statement", "source_message_ids"}
@@ -187,10 +189,65 @@ class AgentTools:
         return _json({"namespace": ns, "core_facts": core, "active_facts": active,
                       "held_back": {"core_facts": len(unverified), "why": reasons}})
 
+    @tool_guard
+    def memory_correct_fact(self, namespace: str, fact_id: str, statement: str = "", subject: str = "",
+                            type: str = "", when: str = "") -> str:
+        """Correct a CoreFact of a named memory: a new version with the given fields supersedes it (the old
+        one stays in the history), is verified by your word, and is never changed back by a later extraction.
+
+        Args:
+            namespace: the memory (as given to memory_ingest).
+            fact_id: the CoreFact's id, e.g. 'F12' (memory_facts lists them).
+            statement: its new statement; empty to keep it.
+            subject: its new subject (a person's name); empty to keep it.
+            type: its new type, one of the memory's fact types; empty to keep it.
+            when: its new event date, e.g. '2023-05-08'; empty to keep it.
+
+        Returns:
+            JSON: the EDIT operation (op, fact_ids = [old id, new id], reason with the previous values,
+            recorded_at, the facts before and after).
+        """
+        ns = self._corrected(namespace)
+        date = None
+        if when.strip():
+            try:
+                date = parse_time(when)
+            except ValueError as exc:
+                raise refusal(f"when {when!r} is not a date ({exc}): give e.g. '2023-05-08'.") from exc
+        op = self.app.engine().edit_fact(ns, fact_id, statement=statement or None, subject=subject or None,
+                                         type=type or None, when=date)
+        return _json(op.model_dump(mode="json"))
+
+    @tool_guard
+    def memory_forget_fact(self, namespace: str, fact_id: str, restore: bool = False) -> str:
+        """Delete a CoreFact ('F…') or ActiveFact ('A…') of a named memory: it leaves every answer and the
+        fact lists, and stays in the history; with restore, take a deletion back.
+
+        Args:
+            namespace: the memory (as given to memory_ingest).
+            fact_id: the fact's id, e.g. 'F12' or 'A3' (memory_facts lists them).
+            restore: restore a deleted fact instead of deleting one.
+
+        Returns:
+            JSON: the DELETE or RESTORE operation (op, fact_ids, reason, recorded_at).
+        """
+        ns = self._corrected(namespace)
+        eng = self.app.engine()
+        op = eng.restore_fact(ns, fact_id) if restore else eng.delete_fact(ns, fact_id)
+        return _json(op.model_dump(mode="json"))
+
+    def _corrected(self, namespace: str) -> str:
+        """The namespace a correction names, refused when it holds no memory."""
+        ns = _namespace(namespace)
+        if not self.app.engine().has_memory(ns):
+            raise refusal(f"namespace {ns!r} holds no memory yet: call memory_ingest first.")
+        return ns
+
     def register(self) -> None:
         """Register the tools as API endpoints (and MCP tools) of the Blocks being built, with their
         docstrings as Gradio reads them (``one_line_items``)."""
-        for fn in (self.memory_ingest, self.memory_ask, self.memory_facts):
+        for fn in (self.memory_ingest, self.memory_ask, self.memory_facts, self.memory_correct_fact,
+                   self.memory_forget_fact):
             @functools.wraps(fn)
             def tool(*args, _fn=fn, **kwargs):
                 return _fn(*args, **kwargs)

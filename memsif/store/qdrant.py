@@ -407,9 +407,9 @@ class MemoryStore:
 
     def _search(self, collection: str, namespace: str, vector: np.ndarray, limit: int,
                 **equals: Any) -> list[tuple[dict[str, Any], float]]:
-        result = self._client.query_points(collection, query=vector.astype(float).tolist(),
-                                           query_filter=_ns_filter(namespace, **equals), limit=limit,
-                                           with_payload=True)
+        found = models.Filter(must=_ns_filter(namespace, **equals).must, must_not=[_matches("status", "deleted")])
+        result = self._client.query_points(collection, query=vector.astype(float).tolist(), query_filter=found,
+                                           limit=limit, with_payload=True)  # never what a person deleted
         return [(dict(p.payload or {}), float(p.score)) for p in result.points]
 
     def hybrid_search(self, namespace: str, query: SentenceQuery, limit: int,

@@ -1,0 +1,140 @@
+"""A person's corrections of a memory through the engine (``MemSIF.edit_fact``, ``delete_fact``,
+``restore_fact``): the operations of ``memsif.facts.corrections`` loaded, applied and stored under the
+namespace's memory lock, so a correction never interleaves with a CoreFact extraction that would write
+its own version of the facts back.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Protocol, cast
+
+from memsif.config import MemSIFConfig
+from memsif.embed import Embedder
+from memsif.errors import MemSIFError, StoreError
+from memsif.facts import corrections
+from memsif.facts.core import FactState
+from memsif.records import FactOperation, parse_schema
+from memsif.store import Store
+
+
+class _Engine(Protocol):
+    """What a correction needs of the engine it is part of (``MemSIF``)."""
+
+    config: MemSIFConfig
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    def _require(self, namespace: str) -> None: ...
+
+    def _namespace_lock(self, namespace: str, part: str = "memory") -> threading.RLock: ...
+
+#: Seconds a correction waits for the namespace's memory lock (a build or a CoreFact extraction holds
+#: it for minutes) before it is refused with what to do.
+LOCK_WAIT_S = 5.0
+
+
+class Corrections:
+    """The person's corrections of MemSIF's Dual-Track Fact Memory (part of ``MemSIF``). Every
+    correction is one operation of the CoreFact log with ``decided_by="person"``, the time and the
+    previous value (``memsif.facts.corrections`` says how each is kept)."""
+
+    def edit_fact(self, namespace: str, fact_id: str, *, statement: str | None = None, subject: str | None = None,
+                  type: str | None = None, when: datetime | None = None) -> FactOperation:
+        """EDIT CoreFact ``fact_id`` (e.g. "F12") of ``namespace``: a new version with the given fields
+        (``type`` one of the configured schema's; ``when`` its event time) supersedes it; the new
+        version is verified by the person's word and never changed by a later extraction. Returns the
+        operation (``fact_ids`` = [old, new]).
+
+        Raises:
+            NotFoundError: no such namespace or fact.
+            CorrectionError: the fact is not current, nothing changes, or a value is empty or unknown.
+            StoreError: the memory is open read-only.
+            MemSIFError: a build of this namespace holds it (try again when it ends).
+        """
+        eng = self._engine()
+        vector = eng.embedder.embed_documents([statement])[0] if statement and statement.strip() else None
+        schema = parse_schema(eng.config.core_schema)
+        return self._apply(namespace, lambda state, now: corrections.edit(
+            state, fact_id, vector, now, schema, statement=statement, subject=subject, type=type, when=when))
+
+    def delete_fact(self, namespace: str, fact_id: str) -> FactOperation:
+        """DELETE CoreFact ("F…") or ActiveFact ("A…") ``fact_id``: it leaves every answer context and the
+        fact lists, and stays in the history (``facts(history=True)``, ``active_facts(deleted=True)``).
+
+        Raises:
+            NotFoundError, CorrectionError, StoreError, MemSIFError: as ``edit_fact``.
+        """
+        if fact_id.strip().upper().startswith("A"):
+            return self._set_active(namespace, fact_id, deleted=True)
+        return self._apply(namespace, lambda state, now: corrections.delete(state, fact_id, now))
+
+    def restore_fact(self, namespace: str, fact_id: str) -> FactOperation:
+        """RESTORE a deleted CoreFact or ActiveFact: it is current again.
+
+        Raises:
+            NotFoundError, CorrectionError, StoreError, MemSIFError: as ``edit_fact``.
+        """
+        if fact_id.strip().upper().startswith("A"):
+            return self._set_active(namespace, fact_id, deleted=False)
+        return self._apply(namespace, lambda state, now: corrections.restore(state, fact_id, now))
+
+    # ----------------------------------------------------------------- helpers
+    def _engine(self) -> _Engine:
+        return cast(_Engine, self)
+
+    def _apply(self, namespace: str, change: Callable[[FactState, datetime], FactOperation]) -> FactOperation:
+        """Load ``namespace``'s CoreFacts, ``change(state, now)`` them, store the facts it changed and
+        append its operation to the log."""
+        eng = self._engine()
+        with self._writable(namespace):
+            state = FactState.of([(f, v) for f, v in eng.store.facts(namespace, with_vectors=True) if v is not None])
+            op = change(state, datetime.now(UTC).replace(tzinfo=None))
+            changed = [f for f in state.facts if f.id in op.fact_ids]
+            eng.store.put_facts(namespace, [(f, state.vectors[f.id]) for f in changed])
+            eng.store.put_fact_ops(namespace, [op], eng.store.count("fact_op", namespace))
+            return op
+
+    def _set_active(self, namespace: str, fact_id: str, deleted: bool) -> FactOperation:
+        eng = self._engine()
+        with self._writable(namespace, "clusters"):
+            changed, op = corrections.set_active_status(eng.store.active_facts(namespace), fact_id, deleted,
+                                                        datetime.now(UTC).replace(tzinfo=None))
+            vector = eng.embedder.embed_documents([changed.statement])[0]
+            eng.store.put_active_facts(namespace, [(changed, vector)])
+            with eng._namespace_lock(namespace):
+                eng.store.put_fact_ops(namespace, [op], eng.store.count("fact_op", namespace))
+            return op
+
+    @contextmanager
+    def _writable(self, namespace: str, part: str = "memory") -> Iterator[None]:
+        """Holds the namespace's ``part`` lock for the block, once the namespace exists and the store can
+        be written.
+
+        Raises:
+            NotFoundError: no such namespace.
+            StoreError: the store is read-only.
+            MemSIFError: the lock stayed busy for ``LOCK_WAIT_S``.
+        """
+        eng = self._engine()
+        eng._require(namespace)
+        if eng.store.read_only:
+            raise StoreError(f"the memory at {eng.store.location} is open read-only (a read-only folder, or a "
+                             "snapshot while another process such as the app holds it): a correction cannot be "
+                             "stored. Make it where the memory is open for writing (in the app's page, or after "
+                             "closing the app).")
+        lock = eng._namespace_lock(namespace, part)
+        if not lock.acquire(timeout=LOCK_WAIT_S):
+            raise MemSIFError(f"namespace {namespace!r} is being built (a build or a CoreFact extraction holds it); "
+                              "make the correction when it ends: nothing was changed.")
+        try:
+            yield
+        finally:
+            lock.release()
