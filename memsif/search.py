@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Literal, Protocol, cast
 
 from memsif import lexical
+from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.errors import MemSIFError
 from memsif.records import Message
@@ -20,6 +21,8 @@ from memsif.store.base import SentenceQuery
 
 class _Engine(Protocol):
     """What a search needs of the engine it is part of (``MemSIF``)."""
+
+    config: MemSIFConfig
 
     @property
     def store(self) -> Store: ...
@@ -58,8 +61,9 @@ class Search:
     """Search of a memory by words and by meaning (part of ``MemSIF``)."""
 
     def search(self, namespace: str, text: str, limit: int = 20) -> list[Found]:
-        """The facts (best ``limit`` by cosine, current only) and messages (best ``limit`` by the hybrid
-        sentence search) of ``namespace`` for ``text``: facts first, then messages, each best first.
+        """The facts (best ``limit`` by cosine, current only, at least ``relevance_floor``) and messages
+        (best ``limit`` by the hybrid sentence search) of ``namespace`` for ``text``: facts first, then
+        messages, each best first.
 
         Raises:
             MemSIFError: ``text`` is empty.
@@ -71,10 +75,12 @@ class Search:
             raise MemSIFError("search needs words: type what to find (a name, a word, or what it was about).")
         eng._require(namespace)
         vector = eng.embedder.embed_query(words)
+        floor = eng.config.relevance_floor  # below it a fact is not about the words (the answers' floor)
         found = [Found("core", f.id, f.statement, f.subject, f.event_time, round(score, 4), ["dense"])
-                 for f, score in eng.store.search_facts(namespace, vector, limit)]
+                 for f, score in eng.store.search_facts(namespace, vector, limit) if score >= floor]
         found += [Found("active", a.id, a.statement, a.subject.split(":")[0], a.event_time, round(score, 4),
-                        ["dense"]) for a, score in eng.store.search_active_facts(namespace, vector, limit)]
+                        ["dense"]) for a, score in eng.store.search_active_facts(namespace, vector, limit)
+                  if score >= floor]
         found.sort(key=lambda f: -f.score)
         query = SentenceQuery(vector, lexical.encode_query(words), candidates=SEARCH_CANDIDATES)
         messages: dict[str, Found] = {}

@@ -278,7 +278,7 @@ def test_the_page_downloads_a_memory_and_restores_it_with_its_corrections(sushi,
     path, said = tab.download("t", None)
     assert path.endswith(".json.gz") and "2 CoreFacts with 2 logged operations" in said
     assert "restores it into this session" in list_samples(path)[1]
-    *_, (namespace, source, summary, _, _) = tab.build(path, None, "ui-restored", None)
+    *_, (namespace, _source, summary, _, _) = tab.build(path, None, "ui-restored", None)
     assert namespace == "ui-restored" and summary.startswith("**Restored**")
     assert "1 current CoreFacts (1 corrections by a person in its log)" in summary
     [fact] = sushi.facts("ui-restored")

@@ -552,7 +552,8 @@ class BuildTab:
             ui.upload = gr.File(label="Transcript (LoCoMo, LongMemEval, a ChatGPT or Claude export's "
                                 "conversations.json, "
                                 "OpenAI messages, JSONL or text; ≤ 20 MB)",
-                                file_types=[".json", ".jsonl", ".txt", ".md", ".log", ".text", ".gz"])
+                                file_types=[".json", ".jsonl", ".txt", ".md", ".log", ".text", ".gz"],
+                                elem_id="upload")
             ui.sample = gr.Dropdown(label="Conversation (an export's are one history by default; LoCoMo's samples)",
                                     choices=[], elem_id="sample-pick",
                                     allow_custom_value=True)

@@ -49,12 +49,14 @@ def layout() -> SimpleNamespace:
                                    value="", label="Operation")
         ui.subject_filter = gr.Textbox(label="Subject")
     ui.facts = gr.Dataframe(headers=FACT_COLUMNS, label="CoreFacts by type and subject (select one for its sources)",
-                            wrap=True, max_height=400, column_widths=["7%", "10%", "14%", "41%", "11%", "9%", "8%"])
+                            wrap=True, elem_id="corefacts-table", max_height=400,
+                            column_widths=["7%", "10%", "14%", "41%", "11%", "9%", "8%"])
     ui.sources = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages of the selected fact", wrap=True)
     with gr.Group(elem_id="fact-correction"):
         gr.Markdown(CORRECTION_HELP)
         with gr.Row():
-            ui.fact_id = gr.Textbox(label="Fact", interactive=False, elem_id="fact-id", scale=1)
+            ui.fact_id = gr.Textbox(label="Fact (select a row, or type its id and press Enter)", elem_id="fact-id",
+                                    scale=1)
             ui.fact_type = gr.Textbox(label="Type", elem_id="fact-type", scale=1)
             ui.fact_subject = gr.Textbox(label="Subject", elem_id="fact-subject", scale=1)
             ui.fact_when = gr.Textbox(label="Event date (e.g. 2023-05-08)", elem_id="fact-when", scale=1)
@@ -70,13 +72,15 @@ def layout() -> SimpleNamespace:
     return ui
 
 
-#: What the CoreFacts tab shows after a delete: its status line, the facts, a fact's sources, the log.
-EMPTY = (EMPTY_STATUS, [], [], [])
+#: What the CoreFacts tab shows after a delete: its status line, the facts, a fact's sources, the log, and
+#: the correction fields (fact id, type, subject, date, statement, what was done).
+EMPTY = (EMPTY_STATUS, [], [], [], "", "", "", "", "", "")
 
 
 def views(ui: SimpleNamespace) -> list:
     """The tab's views a delete empties, in ``EMPTY``'s order."""
-    return [ui.status, ui.facts, ui.sources, ui.ops]
+    return [ui.status, ui.facts, ui.sources, ui.ops, ui.fact_id, ui.fact_type, ui.fact_subject, ui.fact_when,
+            ui.fact_statement, ui.correction]
 
 
 def progress_views(ui: SimpleNamespace) -> list:
@@ -184,6 +188,17 @@ class CoreFactsTab:
         fields = [str(row[FACT_COLUMNS.index(c)]) for c in ("fact", "type", "subject", "said on", "statement")]
         return message_rows(ids, eng.messages(namespace)), *fields, ""
 
+    def load_fact(self, namespace: str | None, settings: SessionSettings | None, fact_id: str):
+        """The fact whose id was typed, in the correction fields. Returns (fact id, type, subject, event date,
+        statement, correction status)."""
+        eng = self.app.session_engine(namespace, settings)
+        wanted = (fact_id or "").strip().upper()
+        fact = next((f for f in eng.facts(namespace, history=True) if f.id == wanted), None) if eng else None
+        if fact is None:
+            return fact_id, "", "", "", "", f"No CoreFact {escape_html(repr(fact_id))} in this memory: see the table."
+        return (fact.id, fact.type, fact.subject, fact.event_time.date().isoformat() if fact.event_time else "",
+                fact.statement, f"{fact.id} is {fact.status}.")
+
     def save_fact(self, namespace: str | None, settings: SessionSettings | None, fact_id: str, type_: str,
                   subject: str, when: str, statement: str, op: str | None, subject_filter: str | None):
         """EDIT the selected CoreFact with the fields that differ from it. Returns (what was done or why
@@ -242,6 +257,8 @@ class CoreFactsTab:
         f.facts.select(self.fact_sources, inputs=[namespace, settings], api_name=False,
                        outputs=[f.sources, f.fact_id, f.fact_type, f.fact_subject, f.fact_when, f.fact_statement,
                                 f.correction])
+        f.fact_id.submit(self.load_fact, inputs=[namespace, settings, f.fact_id], api_name=False,
+                         outputs=[f.fact_id, f.fact_type, f.fact_subject, f.fact_when, f.fact_statement, f.correction])
         done = [f.correction, f.fact_id, f.facts, f.ops]
         f.save_btn.click(self.save_fact, api_name=False, outputs=done, inputs=[
             namespace, settings, f.fact_id, f.fact_type, f.fact_subject, f.fact_when, f.fact_statement, f.op_filter,
