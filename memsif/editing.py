@@ -86,6 +86,39 @@ class Corrections:
             return self._set_active(namespace, fact_id, deleted=False)
         return self._apply(namespace, lambda state, now: corrections.restore(state, fact_id, now))
 
+    def carry_corrections(self, namespace: str, corrections_made: list[FactOperation]) -> list[str]:
+        """Apply again, in order, the person's corrections of ``namespace``'s log before it was rebuilt
+        (``ingest_transcript(replace=True)``): an EDIT or DELETE to the rebuilt current fact that says what
+        the corrected one said (statement cosine ≥ ``CORRECTED_COSINE``), a RESTORE to the fact its DELETE
+        was carried to. Returns one sentence per correction that found no such fact (the report's
+        warnings); ActiveFacts start again with the rebuild, so theirs are not carried."""
+        eng = self._engine()
+        carried: dict[str, str] = {}  # a corrected fact's id before → its id in the rebuilt memory
+        lost: list[str] = []
+        for op in corrections_made:
+            if op.op.value == "RESTORE" and op.fact_ids[0] in carried:
+                self.restore_fact(namespace, carried[op.fact_ids[0]])
+            if op.op.value not in ("EDIT", "DELETE") or not op.before:
+                continue
+            old = op.before[0]
+            vector = eng.embedder.embed_documents([old.statement])[0]
+            hits = [f for f, cos in eng.store.search_facts(namespace, vector, 1) if cos >= corrections.CORRECTED_COSINE]
+            if not hits:
+                lost.append(f"a person's {op.op.value} of {old.id} ({old.statement!r}) was not carried over: "
+                            "the rebuilt memory holds no fact that says it")
+                continue
+            try:
+                if op.op.value == "EDIT":
+                    new = op.after[-1]
+                    done = self.edit_fact(namespace, hits[0].id, statement=new.statement, subject=new.subject,
+                                          type=new.type, when=new.event_time)
+                    carried[new.id] = done.fact_ids[-1]
+                else:
+                    carried[old.id] = self.delete_fact(namespace, hits[0].id).fact_ids[0]
+            except corrections.CorrectionError as exc:  # the rebuilt fact says it already
+                lost.append(f"a person's {op.op.value} of {old.id} was not carried over: {exc}")
+        return lost
+
     # ----------------------------------------------------------------- helpers
     def _engine(self) -> _Engine:
         return cast(_Engine, self)

@@ -384,14 +384,17 @@ def _rebuild_corrected(engine: MemSIF, ns: str, stored: list[Message], placement
                        progress: ProgressFn | None, core_facts: bool | None) -> IngestReport:
     """``ingest_transcript(replace=True)`` of a transcript whose messages differ from ``stored``: the
     history with the transcript's versions is ingested again from scratch (CoreFacts too when the
-    memory had them), and a NOOP entry of the CoreFact operation log says what changed. The caller
+    memory had them, the person's corrections applied again: ``carry_corrections``), and a NOOP entry of
+    the CoreFact operation log says what changed. The caller
     holds the namespace's locks."""
     given = {m.id: m for m in placement.messages}
     known = {m.id for m in stored}
     history = [given.get(m.id, m) for m in stored] + [m for m in placement.messages if m.id not in known]
     had_facts = engine.store.count("fact_op", ns) > 0
+    by_person = [op for op in engine.store.fact_ops(ns) if op.decided_by == "person"] if had_facts else []
     engine.store.delete_namespace(ns)
     report = _ingest_loaded(engine, history, ns, progress, core_facts or (core_facts is None and had_facts))
+    report.warnings += engine.carry_corrections(ns, by_person) if by_person and engine.has_memory(ns) else []
     changed = sorted({d.message_id for d in placement.differences})
     report.warnings[:0] = [*placement.notes, (
         f"replaced {len(changed)} stored message(s) with this source's version "

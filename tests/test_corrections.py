@@ -17,7 +17,9 @@ from tests.test_core_facts import AUGUST, CFG, MAY, extraction, msg
 SUSHI = {"I love sushi": [{"subject": "Melanie", "type": "Preference", "statement": "Melanie loves sushi.",
                            "sources": [1]}],
          "salmon": [{"subject": "Melanie", "type": "Preference",
-                     "statement": "Melanie loves sushi, salmon nigiri most of all.", "sources": [1]}]}
+                     "statement": "Melanie loves sushi, salmon nigiri most of all.", "sources": [1]}],
+         "dog named Max": [{"subject": "Melanie", "type": "Relation", "statement": "Melanie has a dog named Max.",
+                            "sources": [1]}]}
 
 
 @pytest.fixture
@@ -290,3 +292,20 @@ def test_the_page_downloads_a_memory_and_restores_it_with_its_corrections(sushi,
     *_, (_, _, refused, _, _) = tab.build(str(foreign), None, "ui-restored", None)
     assert refused.startswith("Not restored: The export was embedded with 'another-embedder'")
     assert sushi.facts("ui-restored")[0].statement == "Melanie loves ramen.", "a refused restore keeps the memory"
+
+
+def test_a_corrected_source_rebuilds_the_memory_and_the_persons_corrections_are_applied_again(sushi):
+    from memsif.io.transcripts import Transcript
+
+    sushi.ingest([msg("D2:1", "I have a dog named Max, he is two", AUGUST)])
+    assert [f.statement for f in sushi.facts("t")] == ["Melanie loves sushi.", "Melanie has a dog named Max."]
+    sushi.edit_fact("t", "F1", statement="Melanie loves ramen.")
+    sushi.delete_fact("t", "F2")
+    fixed = [msg("D1:1", "I love sushi, it's my favourite food!!", MAY),
+             msg("D2:1", "I have a dog named Max, he is two", AUGUST)]
+    report = sushi.ingest_transcript(Transcript("t", fixed, "text", "chat.txt", source_ids=True), namespace="t",
+                                     replace=True)
+    assert [f.statement for f in sushi.facts("t")] == ["Melanie loves ramen."]
+    log = sushi.fact_log("t")
+    assert [o.op for o in log if o.decided_by == "person"] == ["EDIT", "DELETE"]
+    assert not [w for w in report.warnings if "not carried over" in w]
