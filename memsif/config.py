@@ -125,7 +125,7 @@ class MemSIFConfig:
     context_tokens: int = 600
     #: The flat floor: this share of ``context_tokens`` holds the hybrid search's best sentences in
     #: Hybrid RAG's own order before the facts and the structure's evidence fill the rest (chosen
-    #: held out per dev conversation; README, "Retrieval").
+    #: held out per dev conversation; docs/results.md, "At the default 600 tokens, with the flat floor").
     flat_share: float = 0.9
     #: Facts (CoreFacts + ActiveFacts) retrieved per question.
     fact_top_k: int = 8
@@ -143,7 +143,7 @@ class MemSIFConfig:
     segment_decay: float = 1.0
     #: The Event Trajectory path at query time: the other segments of the best hits' trajectories are
     #: searched for what the question still lacks. Construction is unaffected (``use_trajectories``).
-    #: Off by measurement (docs: README, "Evaluation").
+    #: Off by measurement (docs/results.md, "Event Trajectories").
     trajectory_path: bool = False
     #: Event Trajectories of the best hits whose other segments are searched (the NCE path; old name
     #: ``trajectory_top_k``, MEMSIF_TRAJECTORY_TOP_K, still accepted).
@@ -159,7 +159,7 @@ class MemSIFConfig:
     #: up to this many of those speakers' CoreFacts and ActiveFacts, by cosine, whatever Event
     #: Trajectory they came from. 0 = off, by measurement: with the 1.5B's CoreFacts (about half of
     #: them right) 16 such facts lowered evidence recall on conv-26's 20 aggregation questions from
-    #: 84.2 % to 79.6 % (the facts took the room of evidence; README, "Evaluation").
+    #: 84.2 % to 79.6 % (the facts took the room of evidence; docs/results.md).
     aggregation_fact_top_k: int = 0
     #: ``segment_weight`` for an aggregation question (its answer is spread over many events, and a
     #: segment's relevance favours the one best topic). The same 0.25 by measurement: 0 held less of the

@@ -17,7 +17,7 @@ from memsif.records import PhiScore
 
 #: Cosine range of an embedder that "calibrated" s_sem maps linearly onto [0,1], chosen on the
 #: three LoCoMo dev conversations so that the paper's τ_split/τ_merge send ≤ 35% of messages to
-#: the judge (README, "Calibrating s_sem"; ``python -m memsif calibrate`` prints the distribution).
+#: the judge (docs/method.md, "Calibrating s_sem"; ``python -m memsif calibrate`` prints the distribution).
 COSINE_RANGES: dict[str, tuple[float, float]] = {
     "all-MiniLM-L6-v2": (0.05, 0.5),
 }

@@ -1,7 +1,7 @@
 """What every LLM back-end shares: the ``LLM`` protocol, ``Generation`` and the helpers over it.
 
 Decisions that pick among a few options are *scored*, not generated: ``yes_probability`` runs one
-forward pass and compares the probabilities of the answer tokens (DESIGN.md, "Structured output").
+forward pass and compares the probabilities of the answer tokens (docs/models.md, "The judges' decision points").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Models that ship inside PyPI packages (DESIGN.md, "Models, offline by default").
+"""Models that ship inside PyPI packages (docs/models.md, "The packaged models").
 
 Two instruction models are packaged:
 
