@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from memsif import query
-from memsif.answercheck import check_context
+from memsif.answer.check import check_context
 from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.eval.data import load_locomo
@@ -50,7 +50,7 @@ NEVER = ROOT / "benchmarks" / "data" / "never-discussed.jsonl"
 
 def _refuses(answer: str) -> bool:
     """Whether a generated answer is itself a refusal ("not mentioned", "I don't know", …)."""
-    from memsif.answercheck import declined
+    from memsif.answer.check import declined
 
     return declined(answer) or "nothing in this memory" in answer.lower()
 
@@ -119,8 +119,8 @@ def add_mentions(memories: dict[str, str], data: str, rows_path: Path) -> None:
     """Rows of a run made before rows kept the answer's unsupported mentions: the same questions asked again
     in the same order with ``generate=False`` (so the same ActiveFacts accumulate and each context is the
     one the answer was written from), and each row's answer checked against it
-    (``memsif.answercheck.unsupported_mentions``). Rewrites ``rows_path``."""
-    from memsif.answercheck import unsupported_mentions
+    (``memsif.answer.check.unsupported_mentions``). Rewrites ``rows_path``."""
+    from memsif.answer.check import unsupported_mentions
 
     rows = [json.loads(line) for line in rows_path.read_text().splitlines() if line.strip()]
     scratch = tempfile.mkdtemp(prefix="memsif-answer-check-")

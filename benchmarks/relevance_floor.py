@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 
 from memsif import lexical
+from memsif.answer.retrieval import named_speakers, without_names
 from memsif.config import MemSIFConfig
 from memsif.embed import SentenceTransformerEmbedder
 from memsif.eval.data import load_locomo
 from memsif.interaction.sentences import build_sentences
-from memsif.retrieval import named_speakers, without_names
 from memsif.store import MemoryStore, SentenceQuery, StoredMessage
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -84,7 +84,7 @@ MUTATIONS = [
     ),
     (
         "huge message clipped",
-        "memsif/retrieval.py",
+        "memsif/answer/retrieval.py",
         "EVIDENCE_CHARS = 600",
         "EVIDENCE_CHARS = 10**9",
         "tests/test_bad_input.py::test_a_30000_token_pasted_log_is_stored_whole_warned_about_and_clipped_for_the_models",
@@ -227,21 +227,21 @@ MUTATIONS = [
     ),
     (
         "delete during a question",
-        "memsif/query.py",
+        "memsif/answer/query.py",
         "        self._require_still_there(namespace)  # an answer from a memory deleted meanwhile is no answer",
         "",
         "tests/test_store.py::test_a_question_that_loses_the_race_with_a_delete_is_told_the_memory_was_deleted",
     ),
     (
         "nothing relevant in memory",
-        "memsif/relevance.py",
+        "memsif/answer/relevance.py",
         "    if relevance < floor:\n        why = f\"{best}, below the relevance floor",
         "    if False:\n        why = f\"{best}, below the relevance floor",
         "tests/test_bad_input.py::test_a_question_about_nothing_in_memory_is_answered_i_dont_know_without_the_model",
     ),
     (
         "answer repeating an unsupported premise",
-        "memsif/query.py",
+        "memsif/answer/query.py",
         "        result.unsupported_mentions = unsupported_mentions(result.answer, result.context)",
         '        result.unsupported_mentions = unsupported_mentions(result.answer, f"{question}\\n{result.context}")',
         "tests/test_bad_input.py::test_an_answer_that_repeats_the_questions_premise_without_support_is_flagged",

@@ -200,7 +200,7 @@ class MemSIFConfig:
     relevance_floor: float = 0.30
     #: Before the answer, the model's P(yes) that the context states what is asked; below the model's
     #: measured threshold the answer is "not stated" with the closest lines ("auto": measured models only;
-    #: "model": any model; "off"). memsif.answercheck, benchmarks/answer_check.py.
+    #: "model": any model; "off"). memsif.answer.check, benchmarks/answer_check.py.
     answer_check: AnswerCheckMode = "auto"
     answer_temperature: float = 0.1
     answer_max_tokens: int = 512

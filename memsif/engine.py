@@ -1,5 +1,5 @@
 """The MemSIF engine: holds the back-ends, locks and reads; each step lives in its module
-(construction in ``memsif.ingest``, questions in ``memsif.query``, transfer in ``memsif.transfer``)."""
+(construction in ``memsif.ingest``, questions in ``memsif.answer.query``, transfer in ``memsif.transfer``)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from memsif.store import Store, open_store
 from memsif.transfer import NamespaceExport
 
 if TYPE_CHECKING:
-    from memsif.query import Answer
+    from memsif.answer.query import Answer
 
 __all__ = ["IngestReport", "MemSIF", "ProgressFn"]
 
@@ -302,7 +302,7 @@ class MemSIF(Corrections, Search):
             StoreError: a store made before the sentence index (``python -m memsif upgrade`` adds it).
             LLMError: answer generation failed.
         """
-        from memsif.query import QueryPipeline
+        from memsif.answer.query import QueryPipeline
 
         if not question or not question.strip():
             raise MemSIFError("ask needs a non-empty question.")

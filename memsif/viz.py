@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 
-from memsif.answercheck import declined
+from memsif.answer.check import declined
 from memsif.interaction.titles import trajectory_name
 from memsif.io.dates import implausible
 from memsif.markdown import code_span, escape_html, escape_markdown
@@ -32,10 +32,10 @@ from memsif.records import (
     TrajectoryDecision,
 )
 
-if TYPE_CHECKING:  # memsif.query loads the retrieval stack; the figures need only its Answer's fields
+if TYPE_CHECKING:  # memsif.answer.query loads the retrieval stack; the figures need only its Answer's fields
     from datetime import datetime
 
-    from memsif.query import Answer
+    from memsif.answer.query import Answer
 
 #: Marker colour and label per boundary outcome.
 OUTCOMES = {
@@ -489,7 +489,7 @@ def best_evidence(evidence: Sequence[Evidence]) -> list[Evidence]:
 
 
 def answer_markdown(answer: Answer, supporting: int = 3, clip_chars: int = 200) -> str:
-    """The chat's answer message for a ``memsif.query.Answer``: the answer, which model gave it (with
+    """The chat's answer message for a ``memsif.answer.query.Answer``: the answer, which model gave it (with
     the demo-model warning), mentions not in its context, and the best supporting messages (highest
     evidence priority first). An answer that found nothing (no model asked: nothing passed the
     relevance floor; or the model said the memory does not hold it, ``answercheck.declined``) lists no
@@ -526,7 +526,7 @@ def answer_markdown(answer: Answer, supporting: int = 3, clip_chars: int = 200) 
 
 
 def trace_markdown(answer: Answer) -> tuple[str, str]:
-    """(title, body) of a ``memsif.query.Answer``'s trace for a collapsible chat message: facts and
+    """(title, body) of a ``memsif.answer.query.Answer``'s trace for a collapsible chat message: facts and
     evidence with their source ids, sufficiency probability, whether it traced back, tokens and
     seconds (§3.5). What the memory holds, the rules' words and the errors are shown as written (escaped)."""
     p = answer.sufficiency_prob

@@ -6,11 +6,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from memsif.answer.retrieval import EVIDENCE_CHARS
 from memsif.errors import MemSIFError, TranscriptError
 from memsif.io import load_transcripts
 from memsif.prompts import core_extract
 from memsif.records import Message
-from memsif.retrieval import EVIDENCE_CHARS
 from tests.fakes import FakeLLM, KeywordEmbedder
 
 MAY = datetime(2023, 5, 8)
@@ -131,7 +131,7 @@ def test_mixed_aware_and_naive_times_follow_one_rule_on_every_entry_path(engine_
 
 # ------------------------------------------------------- class: a question with no relevant memory
 def test_a_question_about_nothing_in_memory_is_answered_i_dont_know_without_the_model(engine_factory):
-    from memsif.query import NOTHING_RELEVANT
+    from memsif.answer.query import NOTHING_RELEVANT
 
     texts = ["I planted San Marzano tomatoes.", "The tomato seedlings are doing well.", "Slugs ate the lettuce."]
     llm = FakeLLM({"segment_judge": 0.6, "trajectory_judge": 0.5, "answer": "Tomatoes."})

@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 from memsif import records
-from memsif.query import Answer
+from memsif.answer.query import Answer
 
 ROOT = Path(__file__).resolve().parents[1] / "memsif"
 #: Modules that parse or write JSON documents whose keys happen to share record field names.

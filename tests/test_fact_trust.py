@@ -9,7 +9,7 @@ from datetime import datetime
 
 import pytest
 
-from memsif.answercheck import unsupported_mentions
+from memsif.answer.check import unsupported_mentions
 from memsif.facts.active import is_statement, stated
 from memsif.facts.dates import settle_dates
 from memsif.records import Message

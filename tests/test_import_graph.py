@@ -4,11 +4,12 @@ those inside functions and under ``TYPE_CHECKING`` too: a late import is still a
 
 The layers, lowest first (a module may import its own layer's modules or lower ones):
 
-0. foundations: records, errors, config, timeparse, lexical, matching, entities, locks, language
+0. foundations: records, errors, config, timeparse, lexical, matching, entities, locks, answer.language
 1. back-ends and what they read: embed, llm, store, prompts, io
 2. the method's steps: interaction (Structured Interaction Memory), facts (Dual-Track Fact Memory),
-   answercheck, relevance
-3. pipelines: ingest, retrieval, query, transfer, upgrade
+   answer.check, answer.relevance
+3. pipelines: ingest, answer.retrieval, answer.query (question answering, §3.5, is the ``answer``
+   package), transfer, upgrade
 4. the engine and its parts (editing: the person's corrections; search)
 5. what uses the engine: eval, viz, cli, inspector
 """
@@ -25,10 +26,11 @@ ROOT = Path(__file__).resolve().parents[1] / "memsif"
 LAYERS: dict[str, int] = {
     "memsif": 0, "memsif.records": 0, "memsif.errors": 0, "memsif.config": 0, "memsif.timeparse": 0,
     "memsif.lexical": 0, "memsif.matching": 0, "memsif.entities": 0, "memsif.locks": 0,
-    "memsif.language": 0,
+    "memsif.answer.language": 0,
     "memsif.embed": 1, "memsif.llm": 1, "memsif.store": 1, "memsif.prompts": 1, "memsif.io": 1,
-    "memsif.interaction": 2, "memsif.facts": 2, "memsif.answercheck": 2, "memsif.relevance": 2,
-    "memsif.ingest": 3, "memsif.retrieval": 3, "memsif.query": 3, "memsif.transfer": 3, "memsif.upgrade": 3,
+    "memsif.interaction": 2, "memsif.facts": 2, "memsif.answer.check": 2, "memsif.answer.relevance": 2,
+    "memsif.ingest": 3, "memsif.answer.retrieval": 3, "memsif.answer.query": 3, "memsif.transfer": 3,
+    "memsif.upgrade": 3,
     "memsif.editing": 4, "memsif.search": 4, "memsif.engine": 4,
     "memsif.eval": 5, "memsif.viz": 5, "memsif.cli": 5, "memsif.__main__": 5, "memsif.inspector": 5,
 }

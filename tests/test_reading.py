@@ -66,8 +66,8 @@ def test_the_llamacpp_back_end_announces_the_uncached_tokens_and_measures_its_pr
 
 
 def test_the_chat_says_what_the_model_reads_before_the_answer_streams():
+    from memsif.answer.query import Answer
     from memsif.inspector.chat import _streamed_answer
-    from memsif.query import Answer
 
     def ask(question, namespace, on_text):
         announce_reading(640, 20.0)

@@ -1,10 +1,10 @@
-"""The rules that answer "not in this memory" without the model (``memsif.relevance``), on questions
+"""The rules that answer "not in this memory" without the model (``memsif.answer.relevance``), on questions
 shaped like the labelled never-discussed and other-language sets."""
 
 import pytest
 
+from memsif.answer.relevance import Said, judge
 from memsif.entities import SpacyEntityExtractor
-from memsif.relevance import Said, judge
 
 SPEAKERS = ["Caroline", "Melanie"]
 MEMORY = ["I went to the LGBTQ support group yesterday, it was so powerful.",

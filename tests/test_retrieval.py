@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from memsif import lexical
+from memsif.answer.query import QueryPipeline
 from memsif.config import MemSIFConfig
 from memsif.interaction.sentences import build_sentences
-from memsif.query import QueryPipeline
 from memsif.records import EventTrajectory, Message, TopicalSegment
 from memsif.store import MemoryStore, SentenceQuery, StoredMessage
 from tests.fakes import FakeLLM, HashEmbedder, KeywordEmbedder, trust_sufficiency
@@ -350,7 +350,7 @@ def test_hybrid_rag_baseline_fills_its_budget_with_sentences():
 
 
 def test_the_dense_search_leaves_out_the_named_speakers_and_their_sentences_rise():
-    from memsif.retrieval import named_speakers, without_names
+    from memsif.answer.retrieval import named_speakers, without_names
 
     speakers = ["Caroline", "Melanie", "Jon Snow"]
     question = "What did Caroline's mother tell jon about the race?"
@@ -385,7 +385,7 @@ def test_ingest_into_a_namespace_stored_before_the_index_indexes_the_old_message
 
 
 def test_an_answer_naming_what_its_context_lacks_is_flagged_and_the_demo_model_is_named(engine_factory):
-    from memsif.answercheck import unsupported_mentions
+    from memsif.answer.check import unsupported_mentions
     from memsif.viz import answer_markdown
 
     assert unsupported_mentions("Melanie went to Paris in June, with two kids.",

@@ -83,7 +83,7 @@ def test_the_trajectory_graph_stays_readable_at_150_segments():
 
 
 def test_the_trace_says_why_facts_and_evidence_came_in():
-    from memsif.query import Answer
+    from memsif.answer.query import Answer
     from memsif.records import Evidence, RetrievedFact
     from memsif.viz import trace_markdown
 
@@ -134,7 +134,7 @@ def test_what_a_transcript_brings_is_escaped_in_every_figure_and_markdown_view(e
     escaped form of message text, speaker names, fact statements and questions: the literal text is
     shown, no tag, link or emphasis is made. Table rows keep it as written (Gradio shows a str cell as
     text)."""
-    from memsif.query import Answer
+    from memsif.answer.query import Answer
     from memsif.records import CandidateCluster, Evidence, RetrievedFact
     from memsif.viz import (
         LensRow,
@@ -201,7 +201,7 @@ def test_what_a_transcript_brings_is_escaped_in_every_figure_and_markdown_view(e
 def test_an_answer_that_found_nothing_lists_no_supporting_messages(said):
     """"I don't know" is not an answer with support: the nearest messages stay in the trace. A reply of
     the relevance floor names no model (none was asked). An answer lists its supporting messages."""
-    from memsif.query import NOTHING_RELEVANT, Answer
+    from memsif.answer.query import NOTHING_RELEVANT, Answer
     from memsif.records import Evidence
     from memsif.viz import answer_markdown
 
@@ -232,8 +232,8 @@ def test_a_statement_drawn_from_a_dated_message_carries_its_day_once():
 def test_an_id_holding_backticks_or_markup_is_one_code_span():
     """An id comes from the file (a JSONL ``id``, a fact's id): shown as one code span whatever it
     holds, fenced by more backticks than it has in a row, so that its backticks and tags stay text."""
+    from memsif.answer.query import Answer
     from memsif.markdown import code_span
-    from memsif.query import Answer
     from memsif.records import Evidence, RetrievedFact
     from memsif.viz import answer_markdown, trace_markdown
 

@@ -207,7 +207,7 @@ class NaiveRAGSystem(_TurnBaseline):
 
 
 def context_paths(answer: Any) -> dict[str, str]:
-    """How each source turn entered a ``memsif.query.Answer``'s context: "trajectory E3", "fact
+    """How each source turn entered a ``memsif.answer.query.Answer``'s context: "trajectory E3", "fact
     source (S4)" (a fact's source sentence), "search (S12)" (the hybrid search, in Topical Segment
     S12), or "fact F4" (only as a fact's provenance). The first path that brought it wins."""
     out: dict[str, str] = {}
@@ -223,7 +223,7 @@ def context_paths(answer: Any) -> dict[str, str]:
 
 
 def _counted(llm: CountingLLM, ask: Callable[[], Any], extra: Callable[[Any], dict[str, Any]]) -> SystemAnswer:
-    """Run ``ask`` (returning a ``memsif.query.Answer``) and count its LLM calls, tokens and seconds."""
+    """Run ``ask`` (returning a ``memsif.answer.query.Answer``) and count its LLM calls, tokens and seconds."""
     start = time.perf_counter()
     calls, tokens = llm.snapshot()
     result = ask()
@@ -242,7 +242,7 @@ class HybridRAGSystem:
     name = "hybrid-rag"
 
     def __init__(self, llm: CountingLLM, config: MemSIFConfig, embedder: Embedder, budget: int | None = None) -> None:
-        from memsif.query import QueryPipeline
+        from memsif.answer.query import QueryPipeline
         from memsif.store import MemoryStore
 
         self.llm, self.embedder = llm, embedder

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
+from memsif.answer.query import Answer
 from memsif.inspector import corefacts
 from memsif.inspector.activefacts import ActiveFactsTab
 from memsif.inspector.common import Inspector, SessionSettings, guard, new_session
@@ -24,7 +25,6 @@ from memsif.inspector.place import message_in_context
 from memsif.llm import Reading, reading_reported
 from memsif.locks import interactive
 from memsif.markdown import escape_markdown
-from memsif.query import Answer
 from memsif.records import Message
 from memsif.viz import answer_markdown, best_evidence, trace_markdown
 

@@ -19,6 +19,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
+from memsif.answer.query import Answer
 from memsif.engine import MemSIF
 from memsif.errors import JobCancelled, MemSIFError, NotFoundError
 from memsif.eval.data import load_locomo, load_longmemeval
@@ -37,7 +38,6 @@ from memsif.inspector.common import (
 )
 from memsif.locks import check_cancelled, job
 from memsif.markdown import code_span, escape_markdown
-from memsif.query import Answer
 from memsif.viz import LensRow, evidence_lens
 
 EVAL_COLUMNS = ["question", "category", "TED", "gold evidence", "MemSIF", "Hybrid RAG", "Naive RAG",

@@ -25,7 +25,7 @@ facts, and ranks its evidence with ``aggregation_segment_weight`` for the segmen
 (its answer is spread over many events, not one topic).
 
 The items fill the answer context after the facts until ``context_tokens`` is used, and are shown
-in chronological order under their dates (``memsif.query`` assembles the context). It costs no LLM
+in chronological order under their dates (``memsif.answer.query`` assembles the context). It costs no LLM
 call, which keeps retrieval within a second on 2 cores, and its provenance is exact.
 """
 

@@ -10,7 +10,7 @@ The memory holds nothing about the question, and the answer says so without the 
    question's frame: "What brand of **motorcycle** does Caroline ride?";
    ``EntityExtractor.asked_things``) occurs in any message (Snowball stems, five-letter prefixes);
 4. the best cosine between the question and anything retrieved is below ``relevance_floor``, for a
-   question in a language the embedder serves (``memsif.language``; MiniLM: English). The floor was
+   question in a language the embedder serves (``memsif.answer.language``; MiniLM: English). The floor was
    measured in English: a question in another language scores low against English messages whatever
    it asks, so there the floor is not applied, and the rule says so.
 
@@ -26,9 +26,9 @@ from collections.abc import Callable, Sequence
 from functools import cached_property
 
 from memsif import lexical
-from memsif.answercheck import HYPOTHETICAL, asked_names, found_in, mentions
+from memsif.answer.check import HYPOTHETICAL, asked_names, found_in, mentions
+from memsif.answer.language import detect, embedder_languages
 from memsif.entities import EntityExtractor
-from memsif.language import detect, embedder_languages
 
 
 class Said:

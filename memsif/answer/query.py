@@ -7,7 +7,7 @@ evidence; answer from facts + evidence; then accumulate the evidence into candid
 promote those that pass Eq. 4. Query-local evidence is dropped after the answer.
 
 Query-local evidence (whole sentences of the source turns, with their ids) and the facts come from
-``memsif.retrieval.EvidenceRetriever``; this module reads gate → fill → answer → accumulate.
+``memsif.answer.retrieval.EvidenceRetriever``; this module reads gate → fill → answer → accumulate.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from memsif.answercheck import answer_check_threshold, check_context, closest_lines, refusal, unsupported_mentions
+from memsif.answer.check import answer_check_threshold, check_context, closest_lines, refusal, unsupported_mentions
+from memsif.answer.relevance import Said, judge
+from memsif.answer.retrieval import EXCERPTS, EvidenceRetriever, named_speakers
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
@@ -33,8 +35,6 @@ from memsif.llm.profiles import profile_of
 from memsif.prompts import answer as answer_prompt
 from memsif.prompts import sufficiency
 from memsif.records import Evidence, RetrievedFact
-from memsif.relevance import Said, judge
-from memsif.retrieval import EXCERPTS, EvidenceRetriever, named_speakers
 from memsif.store import Store
 from memsif.timeparse import annotate_relative_dates, dated, day_text
 
@@ -101,12 +101,12 @@ class Answer(BaseModel):
                                                       "retrieved, a name it asks about that nothing retrieved "
                                                       "mentions, or ``relevance`` below ``relevance_floor``.")
     relevance_rule: str = Field("", description="What the relevance rules decided, and why.")
-    language: str = Field("", description="The question's language (ISO 639-1, ``memsif.language.detect``).")
+    language: str = Field("", description="The question's language (ISO 639-1, ``memsif.answer.language.detect``).")
     aggregation: bool = Field(False, description="The question asks for several things about the speakers it "
                                                  "names: their facts were gathered (the aggregation path).")
     aggregation_rule: str = Field("", description="Why the aggregation path was or was not taken.")
     answer_check_prob: float | None = Field(None, description="The model's P(yes) that ``context`` states what is "
-                                            "asked (``memsif.answercheck``); None when not asked.")
+                                            "asked (``memsif.answer.check``); None when not asked.")
     answer_check_rule: str = Field("", description="What the answer check decided, and why.")
     not_stated: bool = Field(False, description="The answer check found the asked detail missing: the answer "
                                                 "says so, with ``closest``, instead of a generated answer.")
@@ -119,7 +119,7 @@ class Answer(BaseModel):
 
 
 def check_answer(config: MemSIFConfig, llm: LLM, question: str, question_date: str | None, result: Answer) -> None:
-    """The answer check (``memsif.answercheck.check_context``) when ``config.answer_check`` asks it of
+    """The answer check (``memsif.answer.check.check_context``) when ``config.answer_check`` asks it of
     ``llm``: sets ``result.answer_check_prob``, ``answer_check_rule``, ``not_stated`` and ``closest``."""
     min_p = answer_check_threshold(config.answer_check, llm)
     if min_p is None:
@@ -326,7 +326,7 @@ class QueryPipeline:
     def _relevance(self, question: str, facts: list[RetrievedFact], evidence: list[Evidence], result: Answer,
                    namespace: str) -> None:
         """``result.relevance``, ``nothing_relevant``, ``relevance_rule`` and ``language`` by
-        ``memsif.relevance.judge`` (the rules are documented there)."""
+        ``memsif.answer.relevance.judge`` (the rules are documented there)."""
         cosines = [f.score for f in facts] + [e.scores["dense"] for e in evidence if "dense" in e.scores]
         result.relevance = round(max(cosines), 4) if cosines else None
         verdict = judge(question, result.relevance, self.config.relevance_floor, self.store.speakers(namespace),

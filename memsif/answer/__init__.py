@@ -1,0 +1,10 @@
+"""Question answering over the memory (§3.5, Fig. 2 right): facts first, the sufficiency gate, tracing
+back to Structured Interaction Memory for query-local evidence, the answer, and the post-answer
+accumulation into ActiveFact clusters (§3.4).
+
+- ``query``: the pipeline (``QueryPipeline``) and its trace (``Answer``);
+- ``retrieval``: the facts and the evidence sentences for one question (``EvidenceRetriever``);
+- ``relevance``: whether anything retrieved is about the question (the "nothing in memory" rule);
+- ``check``: the answer check and the unsupported-mention flag;
+- ``language``: which languages a question and the embedder are in.
+"""
