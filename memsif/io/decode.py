@@ -71,7 +71,7 @@ def _binary_kind(data: bytes) -> str | None:
         signature = match.byte_match or b""
         if match.offset == 0 and (len(signature) >= 4 or any(b < 0x20 or b > 0x7e for b in signature)) \
                 and not mime.startswith("text/") and "json" not in mime and "xml" not in mime:
-            return match.name or match.extension.lstrip(".").upper()
+            return str(match.name or match.extension.lstrip(".").upper())
     return None
 
 

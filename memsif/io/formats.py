@@ -87,7 +87,7 @@ class JsonlLine(_Model):
     id: str | int | None = None
 
     @classmethod
-    def from_obj(cls, obj: dict) -> JsonlLine:
+    def from_obj(cls, obj: dict[str, Any]) -> JsonlLine:
         if "speaker" not in obj and "role" in obj:
             obj = {**obj, "speaker": obj.get("name") or obj["role"]}
         if "text" not in obj and "content" in obj:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from memsif.io.speakers import with_one_spelling
 from memsif.records import Message
@@ -77,7 +78,7 @@ def differences(stored: Message, given: Message) -> list[Difference]:
     return out
 
 
-def _content(m: Message) -> tuple:
+def _content(m: Message) -> tuple[str, str, datetime | None]:
     return m.speaker, m.text, m.time
 
 
@@ -99,7 +100,7 @@ def _renumbered(session: list[Message], taken: set[str], sessions: set[str]) -> 
     is a difference)."""
     if all(_TEXT_ID.match(m.id) for m in session):
         after = max((int(x.group(1)) for t in taken if (x := _TEXT_ID.match(t))), default=0)
-        first = min(int(_TEXT_ID.match(m.id).group(1)) for m in session)
+        first = min(int(x.group(1)) for m in session if (x := _TEXT_ID.match(m.id)))
         ids = [f"D{int(x.group(1)) - first + after + 1}:{x.group(2)}" for m in session if (x := _TEXT_ID.match(m.id))]
         return ids, f"session_{after + 1}"
     prefixes = {x.group(1) for m in session if (x := _NUMBERED_ID.match(m.id))}
@@ -107,7 +108,7 @@ def _renumbered(session: list[Message], taken: set[str], sessions: set[str]) -> 
         (prefix,) = prefixes
         after = max((int(x.group(2)) for t in taken if (x := _NUMBERED_ID.match(t)) and x.group(1) == prefix),
                     default=0)
-        ids = [f"{prefix}{int(_NUMBERED_ID.match(m.id).group(2)) + after}" for m in session]
+        ids = [f"{prefix}{int(x.group(2)) + after}" for m in session if (x := _NUMBERED_ID.match(m.id))]
         sid = session[0].session_id
         if sid in sessions:
             numbers = [int(t) for t in sessions if t.isdigit()]

@@ -25,7 +25,7 @@ def left_out_as(role: Any) -> str | None:
     return NOT_CONVERSATION.get(role.strip().casefold()) if isinstance(role, str) else None
 
 
-def tool_call_in(message: dict) -> str | None:
+def tool_call_in(message: dict[str, Any]) -> str | None:
     """"tool call" (or "tool result") when a message without text is a tool call (``tool_calls``,
     ``function_call``) or holds only tool parts in its ``content``; None otherwise."""
     if message.get("tool_calls") or message.get("function_call"):

@@ -51,8 +51,8 @@ def one_spelling(names: Sequence[str], stored: Sequence[str] = ()) -> tuple[dict
     best: dict[str, str] = {}
     for counts in (given, kept):  # stored spellings last: they win
         by_person: dict[str, list[str]] = {}
-        for spelling in counts:
-            by_person.setdefault(spelling.casefold(), []).append(spelling)
+        for written in counts:
+            by_person.setdefault(written.casefold(), []).append(written)
         best.update({person: max(spellings, key=lambda s: counts[s])  # max keeps the first of a tie
                      for person, spellings in by_person.items()})
     spelling = {n: best[normal_name(n).casefold()] for n in dict.fromkeys(names)}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -250,7 +250,7 @@ def _samples(data: Any) -> list[Any]:
     return data if isinstance(data, list) else [data]
 
 
-def _require_dict(item: Any, path: str, position: str) -> dict:
+def _require_dict(item: Any, path: str, position: str) -> dict[str, Any]:
     if not isinstance(item, dict):
         raise TranscriptError(f"each sample must be a JSON object, found {fm.type_name(item)}", path=path,
                               position=position)
@@ -318,7 +318,8 @@ def _unique_samples(found: list[Transcript]) -> list[Transcript]:
 
 
 # -------------------------------------------------------------------------------------- LoCoMo
-def _each_sample(data: Any, path: str, wanted: str | None, id_key: str, load) -> list[Transcript]:
+def _each_sample(data: Any, path: str, wanted: str | None, id_key: str,
+                 load: Callable[[dict[str, Any], str, int, str], Transcript]) -> list[Transcript]:
     """Every sample object of a LoCoMo or LongMemEval file (or only ``wanted``), each read by ``load``."""
     out = []
     for i, item in enumerate(_samples(data)):
@@ -329,7 +330,7 @@ def _each_sample(data: Any, path: str, wanted: str | None, id_key: str, load) ->
     return out
 
 
-def _load_locomo(item: dict, path: str, i: int, sid: str) -> Transcript:
+def _load_locomo(item: dict[str, Any], path: str, i: int, sid: str) -> Transcript:
     conv = item.get("conversation")
     if not isinstance(conv, dict):
         raise TranscriptError(f"'conversation' is {fm.type_name(conv)}, expected an object of session_<n> lists",
@@ -374,7 +375,7 @@ def _load_locomo(item: dict, path: str, i: int, sid: str) -> Transcript:
 
 
 # --------------------------------------------------------------------------------- LongMemEval
-def _load_longmemeval(item: dict, path: str, i: int, sid: str) -> Transcript:
+def _load_longmemeval(item: dict[str, Any], path: str, i: int, sid: str) -> Transcript:
     sample = fm.validate(fm.LongMemEvalSample, item, path=path, sample=sid, position=f"item {i}")
     sessions = sample.haystack_sessions
     ids = [str(x) for x in (sample.haystack_session_ids or [f"s{k}" for k in range(len(sessions))])]
@@ -455,8 +456,7 @@ def _load_chatgpt(conv: fm.ChatGPTConversation, path: str, sid: str, key: str) -
     leaf = conv.current_node if conv.current_node in nodes else None
     if leaf is None:
         leaves = [k for k, n in nodes.items() if not n.children]
-        leaf = max(leaves, key=lambda k: (nodes[k].message.create_time if nodes[k].message else 0) or 0,
-                   default=None)
+        leaf = max(leaves, key=lambda k: (m.create_time if (m := nodes[k].message) else 0) or 0, default=None)
     branch, seen = [], set()
     while leaf is not None and leaf in nodes and leaf not in seen:
         seen.add(leaf)
@@ -563,7 +563,7 @@ def _load_openai_all(data: Any, path: str, wanted: str | None) -> list[Transcrip
     return [Transcript(sid, messages, "openai", path, {}, warnings, source_ids=False)]
 
 
-def _not_conversation(role: str | None, text: str, message: dict) -> str | None:
+def _not_conversation(role: str | None, text: str, message: dict[str, Any]) -> str | None:
     """What a message of an OpenAI list or a JSONL line is when it is not the conversation: a prompt or
     tool output by its role (when it holds text), or a tool call without text; None otherwise (a
     message without text is skipped anyway)."""

@@ -30,7 +30,7 @@ from memsif.llm.packaged import is_packaged, packaged_gguf
 
 log = logging.getLogger(__name__)
 
-_CACHE: dict[tuple, LLM] = {}
+_CACHE: dict[tuple[object, ...], LLM] = {}
 
 #: What the transformers stand-in costs against llama.cpp for the packaged 1.5B (README, "Models":
 #: ``benchmarks/app_memory.py`` peaks, a decoding step 0.21 s against 0.05 s).

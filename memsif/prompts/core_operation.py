@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from memsif.prompts import Prompt
 from memsif.records import CoreFact, FactOp
@@ -13,7 +14,7 @@ SYSTEM = "You maintain a memory of facts. Answer with one letter."
 LETTERS = "ABCDEFG"
 
 
-def _date(fact_time) -> str:
+def _date(fact_time: datetime | None) -> str:
     return f"{fact_time.day} {fact_time:%B %Y}" if fact_time else "unknown date"
 
 
