@@ -403,28 +403,34 @@ def changed_quantity(state: FactState, cand: Candidate, messages: Mapping[str, M
     return None
 
 
-class CoreFactBuilder:
-    """Extracts and consolidates CoreFacts; every operation (and failure) goes to the log."""
+class _FactStep:
+    """What CoreFact extraction and consolidation share: the model and the embedder they call, the clock
+    of the operation log, the model calls made, and how an operation is written into the log."""
 
-    def __init__(self, llm: LLM, embedder: Embedder, schema: Sequence[FactType],
-                 now: Callable[[], datetime] = lambda: datetime.now(UTC).replace(tzinfo=None),
-                 ask_operation: bool = True, messages: Mapping[str, Message] | None = None,
-                 verify_min_p: float | None = None, second_pass: bool = False) -> None:
-        """``ask_operation``: whether the LLM chooses the operation when no rule decides (``operation_trusted``;
-        else Add by rule). ``messages``: the namespace's messages by id (the changed-quantity rule reads their
-        values). ``verify_min_p``: the P(yes) the verification needs (``verifier_threshold``; None: not asked).
-        ``second_pass``: read again a batch whose refusals leave a cited writer factless (``build_core_facts``)."""
-        self.llm, self.ask_operation, self.verify_min_p = llm, ask_operation, verify_min_p
-        self.second_pass = second_pass
-        self.messages = messages or {}
-        self._message_values: dict[str, Values] = {}  # the quantity rule reads old messages again and again
-        self.embedder = embedder
-        self.schema = tuple(schema)
-        self.response_model = core_extract.response_schema(self.schema)
-        self.now = now
-        self.llm_calls = 0
+    llm: LLM
+    embedder: Embedder
+    now: Callable[[], datetime]
+    llm_calls: int
 
-    # ---------------------------------------------------------------- extraction
+    def _log(self, namespace: str, op: FactOp, fact_ids: list[str], *, reason: str, decided_by: Literal["rule", "llm"],
+             before: Sequence[CoreFact] = (), after: Sequence[CoreFact] = (), scores: OperationScores | None = None,
+             event_time: datetime | None = None, prompt: Prompt | None = None,
+             error: str | None = None) -> FactOperation:
+        return FactOperation(
+            namespace=namespace, op=op, fact_ids=fact_ids, before=[f.model_copy(deep=True) for f in before],
+            after=[f.model_copy(deep=True) for f in after], reason=reason, decided_by=decided_by,
+            scores=scores.model_copy(deep=True) if scores is not None else OperationScores(),
+            event_time=event_time, recorded_at=self.now(), prompt_version=prompt.version if prompt else None,
+            model=self.llm.name if prompt and self.llm is not None else None, error=error)
+
+
+class FactExtractor(_FactStep):
+    """CoreFact extraction (§3.3): a batch of messages → the model's candidates, or a NOOP saying why
+    there are none."""
+
+    schema: tuple[FactType, ...]
+    response_model: type[core_extract.ExtractedFacts]
+
     def extract(self, namespace: str, messages: Sequence[Message], segment_of: dict[str, str],
                 trajectory_of: dict[str, str | None], message_vectors: np.ndarray | None = None
                 ) -> tuple[list[Candidate], list[FactOperation]]:
@@ -514,7 +520,17 @@ class CoreFactBuilder:
         return [_candidate(namespace, item, vector, messages, message_vectors, salvage_note, segment_of, trajectory_of)
                 for item, vector in zip(items, vectors, strict=True)], failures
 
-    # ------------------------------------------------------------- consolidation
+
+class FactConsolidator(_FactStep):
+    """CoreFact consolidation (§3.3): a candidate through the grounding gate, the claim rules, a
+    person's corrections and the verification, then Add / Update / Merge / Supersede by rule or by the
+    model's choice, each logged."""
+
+    ask_operation: bool
+    verify_min_p: float | None
+    messages: Mapping[str, Message]
+    _message_values: dict[str, Values]
+
     def ground(self, cand: Candidate) -> grounding.Grounding:
         """The grounding gate's verdict on a candidate (no model involved)."""
         return grounding.check(cand.fact.subject, cand.fact.statement, cand.cited, cand.speakers, cand.vector,
@@ -685,13 +701,25 @@ class CoreFactBuilder:
         return self._log(ns, FactOp.SUPERSEDE, [target.id, new.id], before=[before], after=[target, new],
                          reason=reason, decided_by=decided_by, scores=scores, event_time=new.event_time)
 
-    def _log(self, namespace: str, op: FactOp, fact_ids: list[str], *, reason: str, decided_by: Literal["rule", "llm"],
-             before: Sequence[CoreFact] = (), after: Sequence[CoreFact] = (), scores: OperationScores | None = None,
-             event_time: datetime | None = None, prompt: Prompt | None = None,
-             error: str | None = None) -> FactOperation:
-        return FactOperation(
-            namespace=namespace, op=op, fact_ids=fact_ids, before=[f.model_copy(deep=True) for f in before],
-            after=[f.model_copy(deep=True) for f in after], reason=reason, decided_by=decided_by,
-            scores=scores.model_copy(deep=True) if scores is not None else OperationScores(),
-            event_time=event_time, recorded_at=self.now(), prompt_version=prompt.version if prompt else None,
-            model=self.llm.name if prompt and self.llm is not None else None, error=error)
+
+class CoreFactBuilder(FactExtractor, FactConsolidator):
+    """Extracts and consolidates CoreFacts (``FactExtractor``, ``FactConsolidator``); every operation (and
+    failure) goes to the log."""
+
+    def __init__(self, llm: LLM, embedder: Embedder, schema: Sequence[FactType],
+                 now: Callable[[], datetime] = lambda: datetime.now(UTC).replace(tzinfo=None),
+                 ask_operation: bool = True, messages: Mapping[str, Message] | None = None,
+                 verify_min_p: float | None = None, second_pass: bool = False) -> None:
+        """``ask_operation``: whether the LLM chooses the operation when no rule decides (``operation_trusted``;
+        else Add by rule). ``messages``: the namespace's messages by id (the changed-quantity rule reads their
+        values). ``verify_min_p``: the P(yes) the verification needs (``verifier_threshold``; None: not asked).
+        ``second_pass``: read again a batch whose refusals leave a cited writer factless (``build_core_facts``)."""
+        self.llm, self.ask_operation, self.verify_min_p = llm, ask_operation, verify_min_p
+        self.second_pass = second_pass
+        self.messages = messages or {}
+        self._message_values: dict[str, Values] = {}  # the quantity rule reads old messages again and again
+        self.embedder = embedder
+        self.schema = tuple(schema)
+        self.response_model = core_extract.response_schema(self.schema)
+        self.now = now
+        self.llm_calls = 0
