@@ -471,7 +471,7 @@ def test_a_plain_text_file_is_offered_as_the_whole_file_not_by_its_stem(app_url,
 
 
 def test_a_build_that_replaces_a_memory_empties_the_chat_about_the_old_one():
-    from memsif.inspector.build import chat_after_build
+    from memsif.inspector.chat import chat_after_build
     from memsif.inspector.common import BuiltSource
 
     chat, trace, pick, context, plot = chat_after_build(BuiltSource("b.txt", None, "b.txt", ["b"], replaced=True))

@@ -92,3 +92,18 @@ def test_the_graph_sees_late_and_type_checking_imports():
     assert graph.has_edge("memsif.engine", "memsif.ingest")
     assert graph.has_edge("memsif.engine", "memsif.transfer")  # imported inside a method
     assert layer("memsif.store.qdrant") == 1 and layer("memsif.inspector.demo") == 5
+
+
+#: The inspector's tabs: each builds its components and handlers; demo.py wires the events across them.
+TABS = {f"memsif.inspector.{t}" for t in ("build", "chat", "trajectories", "corefacts", "activefacts", "search",
+                                           "evaluate", "settings")}
+
+
+def test_no_tab_imports_another_tab():
+    """A tab needs another's handler only through the Protocols of ``inspector.common`` (the Tab contract),
+    handed over by ``demo._tabs``."""
+    graph = import_graph()
+    assert TABS <= set(graph), TABS - set(graph)
+    crossing = sorted(f"{a} → {b}" for a, b in graph.edges if a in TABS and b in TABS)
+    assert not crossing, "tabs importing tabs:\n" + "\n".join(crossing)
+    assert graph.has_edge("memsif.inspector.demo", "memsif.inspector.chat"), "the check sees the wiring's imports"

@@ -20,7 +20,6 @@ import gradio as gr
 
 from memsif.config import default_data_dir
 from memsif.errors import JobCancelled, MemSIFError, SourceConflict
-from memsif.inspector import chat
 from memsif.inspector.common import (
     EXAMPLE,
     EXAMPLE_MEMORY,
@@ -293,14 +292,6 @@ def read_source(file, sample: str | None) -> tuple[list, BuiltSource]:
         path=path, sample=sample or None, name=Path(path).name, samples=[t.sample_id for t in transcripts],
         hint=question_hint(transcripts), questions=sum(len(t.extra.get("qa", [])) for t in transcripts),
         session_titles={c["sample_id"]: c["title"] for t in transcripts for c in t.extra.get("sessions", [])})
-
-
-def chat_after_build(source: BuiltSource | None):
-    """The Chat tab after a build: emptied when the build replaced another memory (its answers were
-    about that one), else left as it is. Returns (chat, trace, message picker, message context, plot)."""
-    if not (source and source.replaced):
-        return (gr.skip(),) * len(chat.EMPTY)
-    return chat.EMPTY
 
 
 #: What the Build tab's views show after a delete: the timeline and the segment table.

@@ -17,10 +17,15 @@ from types import SimpleNamespace
 import gradio as gr
 
 from memsif.answer.query import Answer
-from memsif.inspector import corefacts
-from memsif.inspector.activefacts import ActiveFactsTab
-from memsif.inspector.common import Inspector, SessionSettings, guard, new_session
-from memsif.inspector.corefacts import CoreFactsTab
+from memsif.inspector.common import (
+    BuiltSource,
+    ClusterViews,
+    FactExtraction,
+    Inspector,
+    SessionSettings,
+    guard,
+    new_session,
+)
 from memsif.inspector.place import message_in_context
 from memsif.llm import Reading, reading_reported
 from memsif.locks import interactive
@@ -100,6 +105,14 @@ def layout() -> SimpleNamespace:
 EMPTY = ([], None, gr.Dropdown(choices=[], value=None, interactive=False), "", None)
 
 
+def chat_after_build(source: BuiltSource | None):
+    """The Chat tab after a build: emptied when the build replaced another memory (its answers were
+    about that one), else left as it is. Returns (chat, trace, message picker, message context, plot)."""
+    if not (source and source.replaced):
+        return (gr.skip(),) * len(EMPTY)
+    return EMPTY
+
+
 def views(ui: SimpleNamespace) -> list:
     """The tab's views a delete empties, in ``EMPTY``'s order."""
     return [ui.chatbot, ui.trace, ui.pick, ui.context, ui.context_plot]
@@ -112,8 +125,8 @@ class ChatTab:
     (``facts``)."""
 
     app: Inspector
-    facts: CoreFactsTab
-    clusters: ActiveFactsTab
+    facts: FactExtraction
+    clusters: ClusterViews
 
     @guard
     def chat(self, question: str, history: list | None, write: bool, namespace: str | None,
@@ -172,15 +185,13 @@ class ChatTab:
         eng = self.app.session_engine(namespace, settings)
         return message_in_context(eng, namespace, message_id) if eng is not None and namespace else ("", None)
 
-    def wire(self, page: SimpleNamespace) -> None:
-        """The tab's events: an answer also redraws the ActiveFacts tab (its question joined a cluster) and,
-        for a turn written into memory, extracts its CoreFacts."""
+    def wire(self, page: SimpleNamespace) -> gr.events.Dependency:
+        """The tab's events: an answer also redraws the ActiveFacts tab (its question joined a cluster).
+        Returns the answer's event (demo.py chains the CoreFact extraction of a turn written into memory)."""
         c, a, per_session = page.chat, page.activefacts, [page.namespace, page.settings]
         asked = gr.on([c.question.submit, c.send_btn.click], self.chat,
                       inputs=[c.question, c.chatbot, c.write, *per_session],
                       outputs=[page.namespace, c.chatbot, c.question, c.trace, a.plot, a.table, c.pick], api_name="ask")
-        asked.success(self.facts_after_chat, inputs=[c.write, *per_session],
-                      outputs=corefacts.progress_views(page.corefacts), show_progress_on=page.corefacts.status,
-                      api_name=False)
         c.pick.change(self.message_context, inputs=[c.pick, *per_session], outputs=[c.context, c.context_plot],
                       api_name="message")
+        return asked

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 import gradio as gr
 
@@ -232,6 +232,27 @@ def model_share(namespace: str) -> str:
 
 #: Columns of the message tables (sources of a fact or a cluster).
 MESSAGE_COLUMNS = ["message", "session", "time", "speaker", "text"]
+
+
+# What a tab's handlers may need of another tab's (the Tab contract): demo.py hands them over, and no tab
+# imports another.
+class ClusterViews(Protocol):
+    """The ActiveFacts tab's redraw (an answer's question joined a cluster)."""
+
+    def clusters_view(self, namespace: str | None, settings: SessionSettings | None = None) -> Any: ...
+
+
+class FactExtraction(Protocol):
+    """The CoreFacts tab's extraction (a chat turn written into memory is read for CoreFacts)."""
+
+    def build_facts(self, namespace: str | None, settings: SessionSettings | None, progress: Any = ...) -> Any: ...
+
+
+class Builder(Protocol):
+    """The Build tab's build (Settings rebuilds the session's memory through it)."""
+
+    def build(self, file: Any, sample: str | None, namespace: str | None, settings: SessionSettings | None,
+              previous: BuiltSource | None = None, live: bool = False, progress: Any = ...) -> Any: ...
 
 
 class Inspector:

@@ -81,9 +81,12 @@ def build_demo(engine: MemSIF, *, forget_sessions: bool = False, mcp: bool = Fal
         demo.load(new_session, outputs=page.namespace, api_name=False).then(
             _preloader(app), outputs=[page.build.models, page.settings_tab.running], api_name=False,
             show_progress="hidden")
-        for tab in (tabs.build, tabs.chat, tabs.trajectories, tabs.corefacts, tabs.activefacts, tabs.search,
-                    tabs.evaluate):
+        for tab in (tabs.build, tabs.trajectories, tabs.corefacts, tabs.activefacts, tabs.search, tabs.evaluate):
             tab.wire(page)
+        asked = tabs.chat.wire(page)
+        asked.success(tabs.chat.facts_after_chat, inputs=[page.chat.write, page.namespace, page.settings],
+                      outputs=corefacts.progress_views(page.corefacts), show_progress_on=page.corefacts.status,
+                      api_name=False)
         _wire_across_tabs(page, tabs)
         if mcp:  # per-session page endpoints mean nothing to an agent: out of MCP's tool list, still in the API docs
             for fn in demo.fns.values():
@@ -138,7 +141,7 @@ def _wire_across_tabs(page: SimpleNamespace, tabs: SimpleNamespace) -> None:
     for done in (built, rebuilt):
         done.success(tabs.trajectories.trajectories_view, inputs=per_session, outputs=trajectories.views(t)[:3],
                      api_name=False)
-        done.then(build.chat_after_build, inputs=page.source, outputs=chat.views(c), api_name=False)
+        done.then(chat.chat_after_build, inputs=page.source, outputs=chat.views(c), api_name=False)
         done.success(lambda src: gr.Textbox(placeholder=src.hint if src else "Ask this memory a question"),
                      inputs=page.source, outputs=c.question, api_name=False)
         done.success(tabs.corefacts.facts_after_build, inputs=[page.source, *per_session],

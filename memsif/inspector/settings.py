@@ -9,8 +9,7 @@ from types import SimpleNamespace
 import gradio as gr
 
 from memsif.errors import MemSIFError
-from memsif.inspector.build import BuildTab
-from memsif.inspector.common import BuiltSource, Inspector, SessionSettings, delete_memory, guard
+from memsif.inspector.common import Builder, BuiltSource, Inspector, SessionSettings, delete_memory, guard
 from memsif.markdown import code_span, escape_html
 
 
@@ -20,7 +19,7 @@ class SettingsTab:
     through the Build tab's handler (``build``)."""
 
     app: Inspector
-    build: BuildTab
+    build: Builder
 
     def apply_settings(self, alpha: float, tau_split: float, tau_merge: float, top_k: float, theta_src: float,
                        theta_qry: float, model: str):
