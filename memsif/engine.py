@@ -8,28 +8,23 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from memsif.config import MemSIFConfig
 from memsif.editing import Corrections
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
-from memsif.errors import ConfigError, MemSIFError, NotFoundError, SourceConflict
+from memsif.errors import ConfigError, MemSIFError, SourceConflict
 from memsif.ingest import IngestPipeline, IngestReport, ProgressFn
 from memsif.io.placement import Placement, place
 from memsif.io.transcripts import Transcript
 from memsif.llm import LLM
 from memsif.locks import interactive
+from memsif.reads import Reads
 from memsif.records import (
-    ActiveFact,
-    CandidateCluster,
-    CoreFact,
-    Decision,
-    EventTrajectory,
     FactOp,
     FactOperation,
     Message,
-    TopicalSegment,
 )
 from memsif.search import Search
 from memsif.store import Store, open_store
@@ -70,9 +65,10 @@ def open_by_record(store: Store, embedder_model: str) -> bool:
     return store.dim is not None
 
 
-class MemSIF(Corrections, Search):
+class MemSIF(Reads, Corrections, Search):
     """Long-term memory engine (paper §3). Back-ends are passed in or loaded lazily from config. A
-    person's corrections are ``Corrections``' (``edit_fact``, ``delete_fact``, ``restore_fact``), search ``Search``'s.
+    memory's reads are ``Reads``', a person's corrections ``Corrections``' (``edit_fact``, ``delete_fact``,
+    ``restore_fact``), search ``Search``'s.
 
     Args:
         config: settings; ``MemSIFConfig.from_env()`` when omitted.
@@ -239,19 +235,7 @@ class MemSIF(Corrections, Search):
         self._require(namespace)
         return self.ingest([], namespace, progress, core_facts=True)
 
-    # ----------------------------------------------------------------- reads
-    def namespaces(self) -> list[str]:
-        return self.store.namespaces()
-
-    def has_memory(self, namespace: str) -> bool:
-        """Whether ``namespace`` holds any message."""
-        return self.store.count("message", namespace) > 0
-
-    def _require(self, namespace: str) -> None:
-        if not self.has_memory(namespace):
-            raise NotFoundError(f"No memory in namespace {namespace!r} (known: "
-                                f"{', '.join(self.store.namespaces()[:10]) or 'none'}). Ingest a transcript first.")
-
+    # ----------------------------------------------------------------- reads (and ``Reads``)
     def missing_sentence_index(self, namespace: str) -> int:
         """How many of ``namespace``'s messages have no sentence in the hybrid index (stores built
         before it existed; the upgrade step "sentence_index" adds them)."""
@@ -272,23 +256,6 @@ class MemSIF(Corrections, Search):
         self._require(namespace)
         with self._namespace_lock(namespace):
             return run_steps(self.store, self.embedder, namespace, steps)
-
-    def messages(self, namespace: str) -> list[Message]:
-        self._require(namespace)
-        return [row.message for row in self.store.messages(namespace, with_vectors=False)]
-
-    def segments(self, namespace: str) -> list[TopicalSegment]:
-        self._require(namespace)
-        return self.store.segments(namespace)
-
-    def trajectories(self, namespace: str) -> list[EventTrajectory]:
-        self._require(namespace)
-        return self.store.trajectories(namespace)
-
-    def decisions(self, namespace: str, kind: Literal["segment", "trajectory"] | None = None) -> list[Decision]:
-        """Recorded decisions in order; ``kind`` is "segment" or "trajectory" (or None for all)."""
-        self._require(namespace)
-        return self.store.decisions(namespace, kind)
 
     def ask(self, question: str, *, namespace: str, question_date: str | None = None, generate: bool = True,
             on_text: Callable[[str], None] | None = None) -> Answer:
@@ -312,29 +279,6 @@ class MemSIF(Corrections, Search):
         with self._namespace_lock(namespace, "clusters"), interactive():
             return pipeline.ask(question.strip(), namespace=namespace, question_date=question_date,
                                 generate=generate, on_text=on_text)
-
-    def active_facts(self, namespace: str, deleted: bool = False) -> list[ActiveFact]:
-        """Promoted ActiveFacts of ``namespace`` in id order (with ``deleted`` those a person deleted too)."""
-        self._require(namespace)
-        return [a for a in self.store.active_facts(namespace) if deleted or a.status == "current"]
-
-    def clusters(self, namespace: str) -> list[CandidateCluster]:
-        """Candidate clusters C_k with their Score_src and Score_qry, in id order."""
-        self._require(namespace)
-        return self.store.clusters(namespace)
-
-    def facts(self, namespace: str, history: bool = False) -> list[CoreFact]:
-        """CoreFacts of ``namespace``: current ones, or with ``history`` the superseded ones too."""
-        self._require(namespace)
-        facts = [f for f, _ in self.store.facts(namespace)]
-        return facts if history else [f for f in facts if f.status == "current"]
-
-    def fact_log(self, namespace: str, op: str | None = None, subject: str | None = None) -> list[FactOperation]:
-        """The CoreFact operation log, optionally filtered by operation and by subject (case-insensitive)."""
-        from memsif.facts.core import select_operations
-
-        self._require(namespace)
-        return select_operations(self.store.fact_ops(namespace), op, subject)
 
     def export_namespace(self, namespace: str, decimals: int | None = None,
                          provenance: dict[str, Any] | None = None) -> NamespaceExport:

@@ -10,7 +10,7 @@ The layers, lowest first (a module may import its own layer's modules or lower o
    answer.check, answer.relevance
 3. pipelines: ingest, answer.retrieval, answer.query (question answering, §3.5, is the ``answer``
    package), transfer, upgrade
-4. the engine and its parts (editing: the person's corrections; search)
+4. the engine and its parts (reads; editing: the person's corrections; search)
 5. what uses the engine: eval, viz, cli, inspector
 """
 
@@ -31,7 +31,7 @@ LAYERS: dict[str, int] = {
     "memsif.interaction": 2, "memsif.facts": 2, "memsif.answer.check": 2, "memsif.answer.relevance": 2,
     "memsif.ingest": 3, "memsif.answer.retrieval": 3, "memsif.answer.query": 3, "memsif.transfer": 3,
     "memsif.upgrade": 3,
-    "memsif.editing": 4, "memsif.search": 4, "memsif.engine": 4,
+    "memsif.editing": 4, "memsif.search": 4, "memsif.reads": 4, "memsif.engine": 4,
     "memsif.eval": 5, "memsif.viz": 5, "memsif.cli": 5, "memsif.__main__": 5, "memsif.inspector": 5,
 }
 
