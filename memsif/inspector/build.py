@@ -303,6 +303,53 @@ def views(ui: SimpleNamespace) -> list:
     return [ui.timeline, ui.table]
 
 
+def layout(live_wait: str) -> SimpleNamespace:
+    """The Build tab's components (inside the caller's ``gr.Tab``); ``live_wait`` says what building the
+    example live takes (``BuildTab.example_wait``)."""
+    ui = SimpleNamespace()
+    with gr.Row():
+        ui.upload = gr.File(label="Transcript (LoCoMo, LongMemEval, a ChatGPT or Claude export's "
+                            "conversations.json, "
+                            "OpenAI messages, JSONL or text; ≤ 20 MB)",
+                            file_types=[".json", ".jsonl", ".txt", ".md", ".log", ".text", ".gz"],
+                            elem_id="upload")
+        ui.sample = gr.Dropdown(label="Conversation (an export's are one history by default; LoCoMo's samples)",
+                                choices=[], elem_id="sample-pick",
+                                allow_custom_value=True)
+    gr.Markdown("Without a file, **Build memory** shows the bundled LoCoMo conversation conv-26 (419 messages) at "
+                f"once, from its memory prebuilt with the default models{live_wait}. "
+                "Uploads are always built live; the build says how long it has left as it goes. Building another "
+                "transcript replaces this session's memory; the same "
+                "file grown (an export downloaded again) adds its new messages, and an edited one replaces what "
+                "changed.")
+    ui.models = gr.Markdown(elem_id="models-status")
+    with gr.Row():
+        ui.build_btn = gr.Button("Build memory", variant="primary", elem_id="build-btn", scale=3)
+        ui.live = gr.Checkbox(label="Build the example live (no file)", value=False, elem_id="build-live", scale=1)
+    ui.summary = gr.Markdown(elem_id="build-summary")
+    ui.timeline = gr.Plot(label="φ(u_t, S_i) per message against τ_split and τ_merge", elem_id="timeline")
+    with gr.Accordion("What the timeline shows", open=False):
+        gr.Markdown(NOTATION_TIMELINE)
+    ui.table = gr.Dataframe(headers=SEGMENT_COLUMNS, label="Topical Segments", wrap=True, max_height=400,
+                            elem_id="segments",
+                            column_widths=["8%", "9%", "9%", "7%", "7%", "12%", "18%", "30%"])
+    with gr.Accordion("Download or restore this memory", open=False, elem_id="carry-memory"):
+        gr.Markdown("**Download this memory** writes all of it (messages, segments, trajectories, facts and their "
+                    "operation log, including your corrections) as one MemSIF export. Upload such a file in the "
+                    "box above and **Build memory** to restore it into this session (it replaces what the session "
+                    "holds).")
+        ui.download_btn = gr.Button("Download this memory", size="sm", elem_id="download-btn")
+        ui.download = gr.File(label="This memory as a MemSIF export", interactive=False, elem_id="download-file")
+        ui.download_status = gr.Markdown(elem_id="download-status")
+    with gr.Accordion("Delete this session's memory", open=False):
+        gr.Markdown("Deletes every message, segment, trajectory, fact, cluster and log of this session. "
+                    "It cannot be undone.")
+        with gr.Row():
+            ui.forget_confirm = gr.Checkbox(label="Yes, delete all of this session's memory", value=False)
+            ui.forget_btn = gr.Button("Delete", size="sm", variant="stop", interactive=False, elem_id="forget-btn")
+    return ui
+
+
 @dataclass(frozen=True)
 class BuildTab:
     """The Build tab's handlers, bound to the page's ``Inspector`` (``app``)."""
@@ -537,50 +584,8 @@ class BuildTab:
         return forget
 
     def layout(self) -> SimpleNamespace:
-        """The Build tab's components (inside the caller's ``gr.Tab``)."""
-        ui = SimpleNamespace()
-        with gr.Row():
-            ui.upload = gr.File(label="Transcript (LoCoMo, LongMemEval, a ChatGPT or Claude export's "
-                                "conversations.json, "
-                                "OpenAI messages, JSONL or text; ≤ 20 MB)",
-                                file_types=[".json", ".jsonl", ".txt", ".md", ".log", ".text", ".gz"],
-                                elem_id="upload")
-            ui.sample = gr.Dropdown(label="Conversation (an export's are one history by default; LoCoMo's samples)",
-                                    choices=[], elem_id="sample-pick",
-                                    allow_custom_value=True)
-        live_wait = self.example_wait()
-        gr.Markdown("Without a file, **Build memory** shows the bundled LoCoMo conversation conv-26 (419 messages) at "
-                    f"once, from its memory prebuilt with the default models{live_wait}. "
-                    "Uploads are always built live; the build says how long it has left as it goes. Building another "
-                    "transcript replaces this session's memory; the same "
-                    "file grown (an export downloaded again) adds its new messages, and an edited one replaces what "
-                    "changed.")
-        ui.models = gr.Markdown(elem_id="models-status")
-        with gr.Row():
-            ui.build_btn = gr.Button("Build memory", variant="primary", elem_id="build-btn", scale=3)
-            ui.live = gr.Checkbox(label="Build the example live (no file)", value=False, elem_id="build-live", scale=1)
-        ui.summary = gr.Markdown(elem_id="build-summary")
-        ui.timeline = gr.Plot(label="φ(u_t, S_i) per message against τ_split and τ_merge", elem_id="timeline")
-        with gr.Accordion("What the timeline shows", open=False):
-            gr.Markdown(NOTATION_TIMELINE)
-        ui.table = gr.Dataframe(headers=SEGMENT_COLUMNS, label="Topical Segments", wrap=True, max_height=400,
-                                elem_id="segments",
-                                column_widths=["8%", "9%", "9%", "7%", "7%", "12%", "18%", "30%"])
-        with gr.Accordion("Download or restore this memory", open=False, elem_id="carry-memory"):
-            gr.Markdown("**Download this memory** writes all of it (messages, segments, trajectories, facts and their "
-                        "operation log, including your corrections) as one MemSIF export. Upload such a file in the "
-                        "box above and **Build memory** to restore it into this session (it replaces what the session "
-                        "holds).")
-            ui.download_btn = gr.Button("Download this memory", size="sm", elem_id="download-btn")
-            ui.download = gr.File(label="This memory as a MemSIF export", interactive=False, elem_id="download-file")
-            ui.download_status = gr.Markdown(elem_id="download-status")
-        with gr.Accordion("Delete this session's memory", open=False):
-            gr.Markdown("Deletes every message, segment, trajectory, fact, cluster and log of this session. "
-                        "It cannot be undone.")
-            with gr.Row():
-                ui.forget_confirm = gr.Checkbox(label="Yes, delete all of this session's memory", value=False)
-                ui.forget_btn = gr.Button("Delete", size="sm", variant="stop", interactive=False, elem_id="forget-btn")
-        return ui
+        """The Build tab's components (``layout``), with what building the example live takes."""
+        return layout(self.example_wait())
 
     def wire(self, page: SimpleNamespace) -> None:
         """The Build tab's own events: the sample list of an upload, the timeline when the tab is shown,
