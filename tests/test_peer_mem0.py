@@ -179,6 +179,7 @@ def _read(path):
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.skipif(not EXAMPLE_OR_DEV["conv-30"].exists(), reason="needs ../shared/data/locomo/locomo_dev.json")
 def test_every_stored_memory_of_both_systems_is_labelled_blind_and_labels_survive_a_new_conversation(
         peer, recorded, tmp_path):
     """``pool`` writes one blind set of all stored memories (Mem0's and MemSIF's current CoreFacts, with
