@@ -4,6 +4,8 @@ accumulation into ActiveFact clusters (§3.4).
 
 - ``query``: the pipeline (``QueryPipeline``) and its trace (``Answer``);
 - ``retrieval``: the facts and the evidence sentences for one question (``EvidenceRetriever``);
+- ``context``: the answer's context from them, within its token budget;
+- ``accumulation``: the evidence an answer used, added to the ActiveFact clusters (§3.4, Eqs. 2–4);
 - ``relevance``: whether anything retrieved is about the question (the "nothing in memory" rule);
 - ``check``: the answer check and the unsupported-mention flag;
 - ``language``: which languages a question and the embedder are in.

@@ -13,22 +13,21 @@ Query-local evidence (whole sentences of the source turns, with their ids) and t
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, Field
 
+from memsif.answer.accumulation import Accumulated, EvidenceAccumulator
 from memsif.answer.check import answer_check_threshold, check_context, closest_lines, refusal, unsupported_mentions
+from memsif.answer.context import fit_lines, render_context
 from memsif.answer.relevance import Said, judge
-from memsif.answer.retrieval import EXCERPTS, EvidenceRetriever, named_speakers
+from memsif.answer.retrieval import EvidenceRetriever, named_speakers
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
 from memsif.errors import CollectionMissing, LLMError, NotFoundError, StoreError
-from memsif.facts.active import Observed, Thresholds, accumulate, normalise_subject, stated
 from memsif.facts.dates import names_a_day
 from memsif.llm import LLM, generate_streamed, runtime_of
 from memsif.llm.profiles import profile_of
@@ -36,7 +35,7 @@ from memsif.prompts import answer as answer_prompt
 from memsif.prompts import sufficiency
 from memsif.records import Evidence, RetrievedFact
 from memsif.store import Store
-from memsif.timeparse import annotate_relative_dates, dated, day_text
+from memsif.timeparse import dated
 
 #: The answer when nothing retrieved passes the relevance floor (``Answer.nothing_relevant``).
 NOTHING_RELEVANT = "I don't know: nothing in this memory is about that."
@@ -144,6 +143,7 @@ class QueryPipeline:
         self.config, self.llm, self.embedder, self.store = config, llm, embedder, store
         self.entities = entities
         self.retriever = EvidenceRetriever(config, llm, embedder, store, entities)
+        self.accumulator = EvidenceAccumulator(config, store, embedder, entities)
         self._said: dict[str, tuple[int, Said]] = {}  # namespace → (message count, its messages' text)
 
     def said(self, namespace: str) -> Said:
@@ -229,9 +229,10 @@ class QueryPipeline:
             self._question_form(question, named, result)
             facts = self.retriever.retrieve_facts(namespace, qv, named if result.aggregation else ())
         floor = round(self.config.flat_share * self.config.context_tokens)  # the facts never take its room
-        fact_lines, used_facts, left = self._fit(
+        fact_lines, used_facts, left = fit_lines(
             facts, lambda f: f"- {f.subject}: {_fact_text(f)}",
-            self.config.context_tokens - floor - (self.llm.count_tokens("Facts:") + 1 if facts else 0))
+            self.config.context_tokens - floor - (self.llm.count_tokens("Facts:") + 1 if facts else 0),
+            self.llm.count_tokens)
         left += floor
         with _stage(result, "sufficiency"):
             self._gate(question, used_facts, result)  # on the facts the answer would see
@@ -241,14 +242,14 @@ class QueryPipeline:
                 used = self.config.context_tokens - left
 
                 def measure(items: list[Evidence]) -> int:  # tokens of the evidence part, as the context holds it
-                    return self.llm.count_tokens(self._render(fact_lines, items)) - used
+                    return self.llm.count_tokens(render_context(fact_lines, items)) - used
                 evidence = self.retriever.trace_back(namespace, question, qv, left, measure, named=named,
                                                      facts=used_facts, aggregation=result.aggregation,
                                                      floor=floor)
                 result.traced_back = True
         self._relevance(question, facts, evidence, result, namespace)
         result.facts_used, result.evidence_used = used_facts, evidence
-        result.context = self._render(fact_lines, evidence)
+        result.context = render_context(fact_lines, evidence)
         result.context_tokens = self.llm.count_tokens(result.context) if result.context else 0
         result.context_source_ids = list(dict.fromkeys(
             [*(m for f in used_facts for m in f.source_message_ids),
@@ -274,9 +275,15 @@ class QueryPipeline:
         if self.config.use_active_facts and evidence and not result.nothing_relevant:
             with _stage(result, "active_facts"):
                 best = sorted(evidence, key=lambda e: -e.score)[:ACCUMULATED_EVIDENCE]
-                self._accumulate(namespace, question, qv, best, result)
+                self._accumulated(self.accumulator.run(namespace, question, qv, best), result)
         result.seconds = time.perf_counter() - start
         return result
+
+    @staticmethod
+    def _accumulated(done: Accumulated, result: Answer) -> None:
+        """What the post-answer accumulation did, on the trace."""
+        result.active_facts_changed, result.clusters_touched = done.active_facts_changed, done.clusters_touched
+        result.errors += [done.error] if done.error else []
 
     def _question_form(self, question: str, named: list[str], result: Answer) -> None:
         """``result.aggregation``: the question names speakers and asks for a set of things about them
@@ -363,66 +370,3 @@ class QueryPipeline:
         self._record_model(result)
         # the question is not support: an answer that repeats its premise ("flew to Tokyo") must find it in the context
         result.unsupported_mentions = unsupported_mentions(result.answer, result.context)
-
-    @staticmethod
-    def _render(fact_lines: list[str], evidence: list[Evidence]) -> str:
-        """Facts, then the evidence in chronological order under its dates, each relative date followed by
-        the period it means ("yesterday [7 May 2023]")."""
-        lines = ["Facts:", *fact_lines] if fact_lines else []
-        if evidence:
-            lines.append(EXCERPTS)
-            day = None
-            for e in evidence:
-                if day_text(e.time) != day:
-                    day = day_text(e.time)
-                    lines.append(f"{day}:")
-                lines.append(f"- {e.subject}: {annotate_relative_dates(e.statement, e.time)[0]}")
-        return "\n".join(lines)
-
-    def _fit(self, items: Sequence[RetrievedFact], render: Callable[[RetrievedFact], str],
-             budget: int) -> tuple[list[str], list[RetrievedFact], int]:
-        """Rendered lines of ``items`` in order while they fit ``budget`` tokens; returns the lines,
-        the items and the tokens left."""
-        lines, used = [], []
-        for item in items:
-            line = render(item)
-            cost = self.llm.count_tokens(line) + 1
-            if cost > budget:
-                continue  # a shorter item further down may still fit
-            budget -= cost
-            lines.append(line)
-            used.append(item)
-        return lines, used, budget
-
-    def _accumulate(self, namespace: str, question: str, qv: np.ndarray, evidence: list[Evidence],
-                    result: Answer) -> None:
-        """Post-answer candidate accumulation and promotion (§3.4, Eqs. 2–4; ``facts.active.accumulate``):
-        keep of each evidence entry only the sentences that state something about people
-        (``facts.active.stated``: no question, greeting, thanks or praise), load the clusters, embed the
-        evidence and find its topics, accumulate, save. A read-only store
-        keeps its clusters as they are (said in ``errors``)."""
-        cfg = self.config
-        if self.store.read_only:
-            result.errors.append(f"the memory at {self.store.location} is open read-only (a read-only folder, or a "
-                                 "snapshot while another process holds it): this question's evidence was not added "
-                                 "to the ActiveFact clusters")
-            return
-        speakers = self.store.speakers(namespace)
-        evidence = [e.model_copy(update={"statement": said}) for e in evidence
-                    if (said := stated(e.statement, speakers))]  # statements only: no question, greeting or praise
-        if not evidence:
-            return
-        clusters = self.store.clusters(namespace)
-        vectors = self.embedder.embed_documents([e.statement for e in evidence])
-        names = {n for c in clusters for n in c.subject.split()}
-        names |= {w for e in evidence for w in normalise_subject(e.subject).split()}
-        topics = ([sorted(t - names) for t in self.entities.extract([e.statement for e in evidence])]
-                  if self.entities is not None else [[] for _ in evidence])
-        done = accumulate(clusters, self.store.active_facts(namespace),
-                          [Observed(e, v, t) for e, v, t in zip(evidence, vectors, topics, strict=True)], question, qv,
-                          Thresholds(cfg.theta_src, cfg.theta_qry, cfg.active_compatible_cosine),
-                          datetime.now(UTC).replace(tzinfo=None), namespace)
-        self.store.put_clusters(namespace, done.clusters)
-        self.store.put_active_facts(namespace, done.active_facts)
-        result.active_facts_changed = [a.id for a, _ in done.active_facts]
-        result.clusters_touched = [c.id for c in done.clusters]
