@@ -6,38 +6,17 @@ its own version of the facts back.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Protocol, cast
+from typing import cast
 
-from memsif.config import MemSIFConfig
-from memsif.embed import Embedder
 from memsif.errors import MemSIFError, StoreError
 from memsif.facts import corrections
 from memsif.facts.core import FactState
+from memsif.parts import EngineCore
 from memsif.records import FactOperation, parse_schema
-from memsif.store import Store
 
-
-class _Engine(Protocol):
-    """What a correction needs of the engine it is part of (``MemSIF``)."""
-
-    config: MemSIFConfig
-
-    @property
-    def store(self) -> Store: ...
-
-    @property
-    def embedder(self) -> Embedder: ...
-
-    def _require(self, namespace: str) -> None: ...
-
-    def _namespace_lock(self, namespace: str, part: str = "memory") -> threading.RLock: ...
-
-#: Seconds a correction waits for the namespace's memory lock (a build or a CoreFact extraction holds
-#: it for minutes) before it is refused with what to do.
 LOCK_WAIT_S = 5.0
 
 
@@ -120,8 +99,8 @@ class Corrections:
         return lost
 
     # ----------------------------------------------------------------- helpers
-    def _engine(self) -> _Engine:
-        return cast(_Engine, self)
+    def _engine(self) -> EngineCore:
+        return cast(EngineCore, self)
 
     def _apply(self, namespace: str, change: Callable[[FactState, datetime], FactOperation]) -> FactOperation:
         """Load ``namespace``'s CoreFacts, ``change(state, now)`` them, store the facts it changed and

@@ -6,9 +6,10 @@ holds no memory.
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, cast
+from typing import Literal, cast
 
 from memsif.errors import NotFoundError
+from memsif.parts import EngineCore
 from memsif.records import (
     ActiveFact,
     CandidateCluster,
@@ -22,19 +23,12 @@ from memsif.records import (
 from memsif.store import Store
 
 
-class _Engine(Protocol):
-    """What the reads need of the engine they are part of (``MemSIF``)."""
-
-    @property
-    def store(self) -> Store: ...
-
-
 class Reads:
     """The reads of a memory (part of ``MemSIF``)."""
 
     @property
     def _stored(self) -> Store:
-        return cast(_Engine, self).store
+        return cast(EngineCore, self).store
 
     def namespaces(self) -> list[str]:
         return self._stored.namespaces()

@@ -8,33 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol, cast
+from typing import Literal, cast
 
 from memsif import lexical
-from memsif.config import MemSIFConfig
-from memsif.embed import Embedder
 from memsif.errors import MemSIFError
-from memsif.records import Message
-from memsif.store import Store
+from memsif.parts import EngineCore
 from memsif.store.base import SentenceQuery
 
-
-class _Engine(Protocol):
-    """What a search needs of the engine it is part of (``MemSIF``)."""
-
-    config: MemSIFConfig
-
-    @property
-    def store(self) -> Store: ...
-
-    @property
-    def embedder(self) -> Embedder: ...
-
-    def _require(self, namespace: str) -> None: ...
-
-    def messages(self, namespace: str) -> list[Message]: ...
-
-#: Sentences the hybrid search takes from each of its two searches before fusing them.
 SEARCH_CANDIDATES = 100
 
 
@@ -69,7 +49,7 @@ class Search:
             MemSIFError: ``text`` is empty.
             NotFoundError: no such namespace.
         """
-        eng = cast(_Engine, self)
+        eng = cast(EngineCore, self)
         words = " ".join((text or "").split())
         if not words:
             raise MemSIFError("search needs words: type what to find (a name, a word, or what it was about).")

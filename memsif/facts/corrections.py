@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -119,10 +119,7 @@ def delete(state: FactState, fact_id: str, now: datetime) -> FactOperation:
     if fact.status != "current":
         raise CorrectionError(f"{fact.id} is {fact.status}, not current: nothing to delete"
                               f"{f' (its current version is {fact.superseded_by})' if fact.superseded_by else ''}.")
-    before = fact.model_copy(deep=True)
-    fact.status, fact.valid_until = "deleted", now
-    return _logged(fact.namespace, FactOp.DELETE, [fact.id], now,
-                   f"a person deleted {fact.id} ({fact.statement!r})", before=[before], after=[fact])
+    return _set_status(fact, "deleted", now)
 
 
 def restore(state: FactState, fact_id: str, now: datetime) -> FactOperation:
@@ -135,10 +132,16 @@ def restore(state: FactState, fact_id: str, now: datetime) -> FactOperation:
     fact = find_fact(state, fact_id)
     if fact.status != "deleted":
         raise CorrectionError(f"{fact.id} is {fact.status}, not deleted: only a deleted fact can be restored.")
+    return _set_status(fact, "current", now)
+
+
+def _set_status(fact: CoreFact, status: Literal["current", "deleted"], now: datetime) -> FactOperation:
+    """``fact`` deleted (``valid_until`` now) or restored, and the person's operation that says so."""
     before = fact.model_copy(deep=True)
-    fact.status, fact.valid_until = "current", None
-    return _logged(fact.namespace, FactOp.RESTORE, [fact.id], now,
-                   f"a person restored {fact.id} ({fact.statement!r})", before=[before], after=[fact])
+    fact.status, fact.valid_until = status, (now if status == "deleted" else None)
+    op, verb = (FactOp.DELETE, "deleted") if status == "deleted" else (FactOp.RESTORE, "restored")
+    return _logged(fact.namespace, op, [fact.id], now, f"a person {verb} {fact.id} ({fact.statement!r})",
+                   before=[before], after=[fact])
 
 
 def set_active_status(facts: Sequence[ActiveFact], fact_id: str, deleted: bool,

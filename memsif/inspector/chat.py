@@ -26,7 +26,7 @@ from memsif.inspector.common import (
     guard,
     new_session,
 )
-from memsif.inspector.place import message_in_context
+from memsif.inspector.place import MessagePlace
 from memsif.llm import Reading, reading_reported
 from memsif.locks import interactive
 from memsif.markdown import escape_markdown
@@ -181,9 +181,8 @@ class ChatTab:
 
     @guard
     def message_context(self, message_id: str | None, namespace: str | None, settings: SessionSettings | None = None):
-        """One message in context (``place.message_in_context``). Returns (markdown, timeline figure)."""
-        eng = self.app.session_engine(namespace, settings)
-        return message_in_context(eng, namespace, message_id) if eng is not None and namespace else ("", None)
+        """One message in context (``place.MessagePlace``). Returns (markdown, timeline figure)."""
+        return MessagePlace(self.app).show(namespace, settings, message_id)
 
     def wire(self, page: SimpleNamespace) -> gr.events.Dependency:
         """The tab's events: an answer also redraws the ActiveFacts tab (its question joined a cluster).

@@ -26,7 +26,7 @@ from memsif.inspector.common import (
 from memsif.inspector.pace import FACTS, left_text
 from memsif.locks import job
 from memsif.markdown import escape_html
-from memsif.records import FactOp, record_number
+from memsif.records import FactOp, FactOperation, record_number
 from memsif.timeparse import parse_time
 from memsif.viz import FACT_COLUMNS, OP_COLUMNS, fact_rows, message_rows, op_rows
 
@@ -203,7 +203,7 @@ class CoreFactsTab:
                   subject: str, when: str, statement: str, op: str | None, subject_filter: str | None):
         """EDIT the selected CoreFact with the fields that differ from it. Returns (what was done or why
         not, the fact id now, fact rows, operation rows)."""
-        def edit(eng, fact_id: str) -> str:
+        def edit(eng, fact_id: str) -> FactOperation:
             fact = next((f for f in eng.facts(namespace, history=True) if f.id == fact_id.strip().upper()), None)
             if fact is None:
                 raise NotFoundError(f"No CoreFact {fact_id!r} in this memory: select one in the table.")
@@ -215,34 +215,33 @@ class CoreFactsTab:
             done = eng.edit_fact(namespace, fact.id, statement=statement if statement != fact.statement else None,
                                  subject=subject if subject != fact.subject else None,
                                  type=type_ if type_ != fact.type else None, when=date)
-            return done.fact_ids[-1]
+            return done
         return self._correct(namespace, settings, fact_id, edit, op, subject_filter)
 
     def delete_fact(self, namespace: str | None, settings: SessionSettings | None, fact_id: str, op: str | None,
                     subject_filter: str | None):
         """DELETE the selected CoreFact. Returns as ``save_fact``."""
-        return self._correct(namespace, settings, fact_id, lambda eng, fid: eng.delete_fact(namespace, fid).fact_ids[0],
+        return self._correct(namespace, settings, fact_id, lambda eng, fid: eng.delete_fact(namespace, fid),
                              op, subject_filter)
 
     def restore_fact(self, namespace: str | None, settings: SessionSettings | None, fact_id: str, op: str | None,
                      subject_filter: str | None):
         """RESTORE the selected deleted CoreFact. Returns as ``save_fact``."""
         return self._correct(namespace, settings, fact_id,
-                             lambda eng, fid: eng.restore_fact(namespace, fid).fact_ids[0], op, subject_filter)
+                             lambda eng, fid: eng.restore_fact(namespace, fid), op, subject_filter)
 
     def _correct(self, namespace: str | None, settings: SessionSettings | None, fact_id: str,
-                 change: Callable[[Any, str], str], op: str | None, subject_filter: str | None):
-        """``change(engine, fact id)`` → the fact id after it; a refusal is said in the status line, with
-        nothing changed."""
+                 change: Callable[[Any, str], FactOperation], op: str | None, subject_filter: str | None):
+        """``change(engine, fact id)`` → its operation (the last id is the fact after it); a refusal is said
+        in the status line, with nothing changed."""
         eng = self.app.session_engine(namespace, settings)
         if eng is None or not (fact_id or "").strip():
             return "Select a fact in the table first.", fact_id, gr.skip(), gr.skip()
         try:
-            now_id = change(eng, fact_id.strip())
+            last = change(eng, fact_id.strip())
         except MemSIFError as exc:
             return f"Not changed: {escape_html(str(exc))}", fact_id, gr.skip(), gr.skip()
-        last = eng.fact_log(namespace)[-1]
-        return (f"**{last.op}** {', '.join(last.fact_ids)}: {escape_html(last.reason)}", now_id,
+        return (f"**{last.op}** {', '.join(last.fact_ids)}: {escape_html(last.reason)}", last.fact_ids[-1],
                 *self.facts_view(namespace, op, subject_filter, settings))
 
     def wire(self, page: SimpleNamespace) -> None:

@@ -1,6 +1,6 @@
 """Search tab: find CoreFacts, ActiveFacts and messages by words and by meaning (``MemSIF.search``:
 the facts' cosine, the messages' hybrid sentence search), with dates and speakers; a selected message
-opens in its Topical Segment, its Event Trajectory and the timeline (``place.message_in_context``).
+opens in its Topical Segment, its Event Trajectory and the timeline (``place.MessagePlace``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import gradio as gr
 
 from memsif.errors import MemSIFError
 from memsif.inspector.common import Inspector, SessionSettings, guard
-from memsif.inspector.place import message_in_context
+from memsif.inspector.place import MessagePlace
 from memsif.markdown import escape_html
 from memsif.search import Found
 
@@ -75,11 +75,10 @@ class SearchTab:
     def open_found(self, namespace: str | None, settings: SessionSettings | None, evt: gr.SelectData):
         """The selected message in its Topical Segment, Event Trajectory and the timeline. Returns (markdown,
         timeline figure)."""
-        eng = self.app.session_engine(namespace, settings)
         row = evt.row_value if getattr(evt, "row_value", None) else None
-        if eng is None or not namespace or not row or row[0] != KINDS["message"]:
+        if not row or row[0] != KINDS["message"]:
             return "Select a message row to see where it sits.", None
-        return message_in_context(eng, namespace, str(row[1]))
+        return MessagePlace(self.app).show(namespace, settings, str(row[1]))
 
     def wire(self, page: SimpleNamespace) -> None:
         """The tab's own events."""
