@@ -42,7 +42,7 @@ def _engine(args: argparse.Namespace, reader: bool = False, **overrides: Any):
     from memsif.store import open_store
 
     config = config_for(args, **overrides)
-    if not reader or config.qdrant_url:
+    if not reader or config.store.qdrant_url:
         return MemSIF(config)
     store = open_store(config, when_busy="snapshot")
     print(f"reading {store.opened_from or f'the memory folder {store.location}'}", file=sys.stderr)
@@ -107,7 +107,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     summary["model_load_seconds"] = load_s
     summary["llm"] = described(engine.llm)
     summary["peak_rss_mb"] = _peak_rss_mb()
-    summary["data_dir"] = str(engine.config.resolved_data_dir)
+    summary["data_dir"] = str(engine.config.store.resolved_data_dir)
     if args.json:
         print(json.dumps(summary))
     else:
@@ -289,7 +289,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     engine = _engine(args)
     ns = engine.import_namespace(data, args.namespace)
     print(f"{ns}: {len(data.messages)} messages, {len(data.segments)} Topical Segments, "
-          f"{len(data.facts)} CoreFacts imported into {engine.config.resolved_data_dir}")
+          f"{len(data.facts)} CoreFacts imported into {engine.config.store.resolved_data_dir}")
     return 0
 
 
@@ -346,12 +346,13 @@ def phi_distribution(decisions: list[SegmentDecision], config: MemSIFConfig, emb
             mapping = SemanticMapping.for_embedder(embedder_name, kind)
         except ValueError:
             continue
-        phi = config.alpha_segment * np.array([mapping(c) for c in cos]) + (1 - config.alpha_segment) * jac
+        alpha = config.method.alpha_segment
+        phi = alpha * np.array([mapping(c) for c in cos]) + (1 - alpha) * jac
         result["mappings"][kind] = {
             "range": [mapping.low, mapping.high], "phi": percentiles(phi),
-            "split_rule": round(float((phi <= config.tau_split).mean()), 3),
-            "judge": round(float(((phi > config.tau_split) & (phi < config.tau_merge)).mean()), 3),
-            "merge_rule": round(float((phi >= config.tau_merge).mean()), 3),
+            "split_rule": round(float((phi <= config.method.tau_split).mean()), 3),
+            "judge": round(float(((phi > config.method.tau_split) & (phi < config.method.tau_merge)).mean()), 3),
+            "merge_rule": round(float((phi >= config.method.tau_merge).mean()), 3),
         }
     return result
 

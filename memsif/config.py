@@ -1,15 +1,19 @@
-"""The one configuration object, with the paper's defaults (Table 13) and `MEMSIF_*` overrides.
+"""The one configuration object, nested by concern, with the paper's defaults (Table 13) and `MEMSIF_*`
+overrides.
 
-Environment variables are read only by :meth:`MemSIFConfig.from_env`, never at import time.
+Environment variables are read only by :meth:`MemSIFConfig.from_env` (and the XDG folders by
+:func:`default_data_dir` and :func:`default_cache_dir`), never at import time.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal, get_args, get_type_hints
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_type_hints
 
 from memsif.errors import ConfigError
 
@@ -54,15 +58,41 @@ def default_cache_dir() -> Path:
     return Path(base) / "memsif"
 
 
+def _in_unit_interval(settings: object, names: tuple[str, ...]) -> None:
+    for name in names:
+        if not 0.0 <= getattr(settings, name) <= 1.0:
+            raise ConfigError(f"{name} must lie in [0, 1], got {getattr(settings, name)}; fix MEMSIF_{name.upper()}.")
+
+
+def _at_least_one(settings: object, names: tuple[str, ...]) -> None:
+    for name in names:
+        if getattr(settings, name) < 1:
+            raise ConfigError(f"{name} must be at least 1, got {getattr(settings, name)}; fix MEMSIF_{name.upper()}.")
+
+
+def _not_negative(settings: object, names: tuple[str, ...]) -> None:
+    for name in names:
+        if getattr(settings, name) < 0:
+            raise ConfigError(f"{name} must not be negative, got {getattr(settings, name)}; "
+                              f"fix MEMSIF_{name.upper()}.")
+
+
+def _one_of(settings: object, choices: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
+    for name, allowed in choices:
+        if getattr(settings, name) not in allowed:
+            raise ConfigError(f"{name} must be one of {allowed}, got {getattr(settings, name)!r}; "
+                              f"fix MEMSIF_{name.upper()}.")
+
+
 @dataclass(frozen=True)
-class MemSIFConfig:
-    """All MemSIF settings. Defaults are the paper's LoCoMo values (Table 13, App. C.1).
+class MethodSettings:
+    """The paper's method constants: Structured Interaction Memory (§3.2, Eq. 1), ActiveFact promotion
+    (§3.4, Eq. 4) and the ablations of Table 3. Defaults are the LoCoMo values (Table 13, App. C.1).
 
     Raises:
-        ConfigError: a value is out of range, or ``tau_split >= tau_merge``.
+        ConfigError: a value is out of range, a mode is unknown, or ``tau_split >= tau_merge``.
     """
 
-    # --- Structured Interaction Memory (§3.2, Eq. 1) ---
     alpha_segment: float = 0.8
     tau_merge: float = 0.60
     tau_split: float = 0.325
@@ -88,7 +118,53 @@ class MemSIFConfig:
     #: (with SmolLM2-135M that turns "always no" into "always yes"), "off". Old values: true/false.
     judge_calibration: JudgeCalibration = "auto"
     judge_context_messages: int = 3  #: messages of the current segment the segment judge sees (latest last)
-    # --- CoreFact consolidation (§3.3) ---
+    # ActiveFact promotion (§3.4, Eq. 4)
+    theta_src: float = 0.45
+    theta_qry: float = 0.45
+    #: An evidence statement joins a candidate cluster of its subject when its cosine with every
+    #: statement of the cluster is at least this ("compatible with the accumulated statements"; complete link).
+    active_compatible_cosine: float = 0.5
+    # Ablations (Table 3)
+    #: False = "w/o TS" at query time: no Topical Segment relevance in the evidence ranking (the
+    #: trajectory path still reaches the segments of a trajectory); construction is unchanged.
+    use_segments: bool = True
+    use_core_facts: bool = True
+    use_active_facts: bool = True
+    #: False = "w/o ET": no Event Trajectories are built or retrieved.
+    use_trajectories: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.judge_calibration, bool):  # the old boolean setting
+            object.__setattr__(self, "judge_calibration", "content-free" if self.judge_calibration else "off")
+        legacy = {**dict.fromkeys(("1", "true", "yes", "on"), "content-free"),
+                  **dict.fromkeys(("0", "false", "no"), "off")}
+        calibration = self.judge_calibration.strip().lower()
+        object.__setattr__(self, "judge_calibration", legacy.get(calibration, calibration))
+        if self.judge_calibration not in ("auto", "content-free", "off"):
+            raise ConfigError(f"judge_calibration must be auto, content-free or off, not {self.judge_calibration!r}; "
+                              "fix MEMSIF_JUDGE_CALIBRATION.")
+        _in_unit_interval(self, ("alpha_segment", "alpha_trajectory", "tau_merge", "tau_split", "theta_src",
+                                 "theta_qry", "judge_threshold", "trajectory_min_phi", "trajectory_choice_margin",
+                                 "active_compatible_cosine"))
+        if self.tau_split >= self.tau_merge:
+            raise ConfigError(
+                f"tau_split ({self.tau_split}) must be below tau_merge ({self.tau_merge}): "
+                "the double-threshold rule (§3.2) needs a gap for the judge."
+            )
+        _one_of(self, (("trajectory_link", TRAJECTORY_LINKS), ("segment_titles", SEGMENT_TITLES),
+                       ("sem_mapping", SEM_MAPPINGS)))
+        _at_least_one(self, ("construction_top_k", "judge_context_messages"))
+
+
+@dataclass(frozen=True)
+class FactSettings:
+    """CoreFact extraction and consolidation (§3.3): the schema, batching, who decides an operation and who
+    verifies a candidate.
+
+    Raises:
+        ConfigError: a value is out of range or a mode is unknown.
+    """
+
     #: Build CoreFacts during ingest (the slow part with the 135M model: ~4 s per extraction call).
     core_facts: bool = True
     #: Fact types "Name:description;Name:description"; empty = Identity, Event, Preference, Relation.
@@ -111,13 +187,21 @@ class MemSIFConfig:
     fact_verification: FactVerificationMode = "auto"
     #: Extract again where refused candidates cited a writer who kept no fact (off: dev, docs/results.md).
     fact_second_pass: bool = False
-    # --- ActiveFact promotion (§3.4, Eq. 4) ---
-    theta_src: float = 0.45
-    theta_qry: float = 0.45
-    #: An evidence statement joins a candidate cluster of its subject when its cosine with every
-    #: statement of the cluster is at least this ("compatible with the accumulated statements"; complete link).
-    active_compatible_cosine: float = 0.5
-    # --- Query (§3.5) ---
+
+    def __post_init__(self) -> None:
+        _one_of(self, (("fact_operation", FACT_OPERATIONS), ("fact_verification", FACT_VERIFICATIONS)))
+        _at_least_one(self, ("fact_parallel", "fact_batch_messages"))
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    """Question answering (§3.5): the answer context's budget and its evidence retrieval, the gates before
+    the model and the generation. What a single question may change (``MemSIF.ask(..., answer=...)``).
+
+    Raises:
+        ConfigError: a value is out of range or a mode is unknown.
+    """
+
     #: Answer-context budget in tokens of the model's tokenizer: facts first, then evidence until full.
     #: 600 by measurement with the packaged 1.5B on 2 cores (README, "Models"): answer F1 33.0 % at
     #: 7.5 s a question, against 26.0 % at 400 tokens (4.8 s) and 36.2 % at 800 (10.0 s); prompt tokens
@@ -204,15 +288,27 @@ class MemSIFConfig:
     answer_check: AnswerCheckMode = "auto"
     answer_temperature: float = 0.1
     answer_max_tokens: int = 512
-    # --- Ablations (Table 3) ---
-    #: False = "w/o TS" at query time: no Topical Segment relevance in the evidence ranking (the
-    #: trajectory path still reaches the segments of a trajectory); construction is unchanged.
-    use_segments: bool = True
-    use_core_facts: bool = True
-    use_active_facts: bool = True
-    #: False = "w/o ET": no Event Trajectories are built or retrieved.
-    use_trajectories: bool = True
-    # --- Models ---
+
+    def __post_init__(self) -> None:
+        _one_of(self, (("sufficiency_gate", SUFFICIENCY_GATES), ("answer_check", ANSWER_CHECKS)))
+        _at_least_one(self, ("context_tokens", "evidence_candidates", "segment_members", "trajectory_anchor_hits"))
+        _not_negative(self, ("fact_top_k", "query_trajectory_top_k", "trajectory_evidence", "speaker_boost",
+                             "segment_weight", "segment_entity_weight", "trajectory_weight", "aggregation_fact_top_k",
+                             "fact_source_weight", "aggregation_segment_weight"))
+        _in_unit_interval(self, ("gate_fact_floor", "segment_decay", "aggregation_segment_decay", "flat_share"))
+        if not 0.0 <= self.relevance_floor < 1.0:
+            raise ConfigError(f"relevance_floor must lie in [0, 1), got {self.relevance_floor}; fix "
+                              "MEMSIF_RELEVANCE_FLOOR (0 turns the floor off).")
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """The LLM (back-end, model, device, dtype, threads) and the embedder and entity recogniser.
+
+    Raises:
+        ConfigError: an unknown back-end, or "openai" without a base URL.
+    """
+
     #: "auto": llama.cpp for GGUF models when llama-cpp-python runs here, else transformers
     #: (memsif.llm.resolved_backend); or "transformers", "llamacpp", "openai".
     llm_backend: LLMBackend = "auto"
@@ -235,79 +331,22 @@ class MemSIFConfig:
     llm_facts_context: bool = True
     embedder_model: str = PACKAGED_EMBEDDER
     use_spacy: bool = True
-    # --- Storage ---
-    data_dir: str = ""
-    qdrant_url: str = ""
-    qdrant_api_key: str = ""
-    cache_dir: str = ""
 
     def __post_init__(self) -> None:
-        if isinstance(self.judge_calibration, bool):  # the old boolean setting
-            object.__setattr__(self, "judge_calibration", "content-free" if self.judge_calibration else "off")
-        legacy = {**dict.fromkeys(("1", "true", "yes", "on"), "content-free"),
-                  **dict.fromkeys(("0", "false", "no"), "off")}
-        object.__setattr__(self, "judge_calibration",
-                           legacy.get(self.judge_calibration.strip().lower(), self.judge_calibration.strip().lower()))
-        if self.judge_calibration not in ("auto", "content-free", "off"):
-            raise ConfigError(f"judge_calibration must be auto, content-free or off, not {self.judge_calibration!r}; "
-                              "fix MEMSIF_JUDGE_CALIBRATION.")
-        for name in ("alpha_segment", "alpha_trajectory", "tau_merge", "tau_split",
-                     "theta_src", "theta_qry", "judge_threshold", "trajectory_min_phi", "trajectory_choice_margin",
-                     "active_compatible_cosine", "gate_fact_floor"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ConfigError(f"{name} must lie in [0, 1], got {value}; fix MEMSIF_{name.upper()}.")
-        if self.tau_split >= self.tau_merge:
-            raise ConfigError(
-                f"tau_split ({self.tau_split}) must be below tau_merge ({self.tau_merge}): "
-                "the double-threshold rule (§3.2) needs a gap for the judge."
-            )
-        for name, allowed in (("fact_operation", FACT_OPERATIONS), ("fact_verification", FACT_VERIFICATIONS),
-                              ("trajectory_link", TRAJECTORY_LINKS), ("sufficiency_gate", SUFFICIENCY_GATES),
-                              ("segment_titles", SEGMENT_TITLES), ("answer_check", ANSWER_CHECKS)):
-            if getattr(self, name) not in allowed:
-                raise ConfigError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}; "
-                                  f"fix MEMSIF_{name.upper()}.")
-        for name in ("context_tokens", "evidence_candidates", "segment_members", "trajectory_anchor_hits",
-                     "fact_parallel", "fact_batch_messages", "construction_top_k", "judge_context_messages"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}; fix MEMSIF_{name.upper()}.")
-        for name in ("fact_top_k", "query_trajectory_top_k", "trajectory_evidence", "speaker_boost", "segment_weight",
-                     "segment_entity_weight", "trajectory_weight", "aggregation_fact_top_k", "fact_source_weight",
-                     "aggregation_segment_weight"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name} must not be negative, got {getattr(self, name)}; "
-                                  f"fix MEMSIF_{name.upper()}.")
-        if not 0.0 <= self.relevance_floor < 1.0:
-            raise ConfigError(f"relevance_floor must lie in [0, 1), got {self.relevance_floor}; fix "
-                              "MEMSIF_RELEVANCE_FLOOR (0 turns the floor off).")
-        for name in ("segment_decay", "aggregation_segment_decay", "flat_share"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ConfigError(f"{name} must lie in [0, 1], got {getattr(self, name)}; fix MEMSIF_{name.upper()}.")
-        if self.llm_backend not in LLM_BACKENDS:
-            raise ConfigError(f"llm_backend must be one of {LLM_BACKENDS}, got {self.llm_backend!r}.")
-        if self.sem_mapping not in SEM_MAPPINGS:
-            raise ConfigError(f"sem_mapping must be one of {SEM_MAPPINGS}, got {self.sem_mapping!r}.")
+        _one_of(self, (("llm_backend", LLM_BACKENDS),))
         if self.llm_backend == "openai" and not self.llm_base_url:
             raise ConfigError("llm_backend 'openai' needs llm_base_url (MEMSIF_LLM_BASE_URL), "
                               "e.g. http://localhost:8000/v1.")
 
-    @property
-    def top_k(self) -> int:
-        """Old name of ``construction_top_k``."""
-        return self.construction_top_k
 
-    @property
-    def trajectory_top_k(self) -> int:
-        """Old name of ``query_trajectory_top_k``."""
-        return self.query_trajectory_top_k
+@dataclass(frozen=True)
+class StoreSettings:
+    """Where memory lives: the local folder (embedded Qdrant) or a Qdrant server, and the model cache."""
 
-    @property
-    def llm_key(self) -> tuple[str | int | None, ...]:
-        """The settings that make one loaded LLM: engines and ``memsif.llm.load_llm`` share a model
-        exactly when their keys are equal."""
-        return (self.llm_backend, self.llm_model, self.llm_gguf_file, self.llm_base_url, self.llm_device,
-                self.llm_dtype, self.llm_threads, self.llm_facts_context, str(self.resolved_cache_dir))
+    data_dir: str = ""
+    qdrant_url: str = ""
+    qdrant_api_key: str = ""
+    cache_dir: str = ""
 
     @property
     def resolved_data_dir(self) -> Path:
@@ -317,41 +356,126 @@ class MemSIFConfig:
     def resolved_cache_dir(self) -> Path:
         return Path(self.cache_dir).expanduser() if self.cache_dir else default_cache_dir()
 
+
+#: The concerns a configuration is made of, by the attribute that holds each.
+GROUPS: Mapping[str, type] = MappingProxyType({"method": MethodSettings, "facts": FactSettings,
+                                               "answer": AnswerSettings, "model": ModelSettings,
+                                               "store": StoreSettings})
+#: Each setting's flat name (``MEMSIF_<NAME>``) and the concern that holds it.
+OWNER: Mapping[str, str] = MappingProxyType(
+    {f.name: group for group, kind in GROUPS.items() for f in fields(kind)}
+    | {"resolved_data_dir": "store", "resolved_cache_dir": "store"})
+
+
+@dataclass(frozen=True, init=False)
+class MemSIFConfig:
+    """All MemSIF settings, nested by concern: the paper's ``method`` constants (§3.2, §3.4, Table 3),
+    CoreFact ``facts`` (§3.3), question ``answer`` settings (§3.5), the ``model`` and the ``store``.
+    Built from the environment only by :meth:`from_env` at the entry points (app, CLI, evaluation) and
+    handed down; nothing below them reads ``MEMSIF_*`` again.
+
+    Any setting may also be given, replaced (:meth:`replace`) and read by its flat name, as before the
+    nesting: ``MemSIFConfig(tau_merge=0.55).tau_merge`` is ``config.method.tau_merge``; the old names
+    ``top_k`` and ``trajectory_top_k`` still work.
+
+    Raises:
+        ConfigError: a value is out of range, a mode is unknown, or ``tau_split >= tau_merge``.
+        TypeError: a setting name that no concern holds.
+    """
+
+    method: MethodSettings
+    facts: FactSettings
+    answer: AnswerSettings
+    model: ModelSettings
+    store: StoreSettings
+
+    def __init__(self, method: MethodSettings | None = None, facts: FactSettings | None = None,
+                 answer: AnswerSettings | None = None, model: ModelSettings | None = None,
+                 store: StoreSettings | None = None, **settings: Any) -> None:
+        groups: dict[str, Any] = {"method": method or MethodSettings(), "facts": facts or FactSettings(),
+                                  "answer": answer or AnswerSettings(), "model": model or ModelSettings(),
+                                  "store": store or StoreSettings()}
+        changes: dict[str, dict[str, Any]] = {}
+        for name, value in settings.items():
+            name = ALIASES.get(name, name)
+            if name not in OWNER or name.startswith("resolved_"):
+                raise TypeError(f"MemSIFConfig has no setting {name!r}; the settings are listed in "
+                                "docs/configuration.md.")
+            changes.setdefault(OWNER[name], {})[name] = value
+        for group, values in changes.items():
+            groups[group] = dataclasses.replace(groups[group], **values)
+        for group, value in groups.items():
+            object.__setattr__(self, group, value)
+
+    if not TYPE_CHECKING:  # flat reading for callers of the flat settings; the package reads the nested ones
+        def __getattr__(self, name: str) -> Any:
+            name = ALIASES.get(name, name)
+            if name not in OWNER:
+                raise AttributeError(f"MemSIFConfig has no setting {name!r}")
+            return getattr(object.__getattribute__(self, OWNER[name]), name)
+
+    def setting(self, name: str) -> Any:
+        """One setting by its flat name (old names accepted), e.g. ``setting("tau_merge")``.
+
+        Raises:
+            KeyError: no concern holds ``name``.
+        """
+        name = ALIASES.get(name, name)
+        return getattr(getattr(self, OWNER[name]), name)
+
+    @property
+    def llm_key(self) -> tuple[str | int | None, ...]:
+        """The settings that make one loaded LLM: engines and ``memsif.llm.load_llm`` share a model
+        exactly when their keys are equal."""
+        m = self.model
+        return (m.llm_backend, m.llm_model, m.llm_gguf_file, m.llm_base_url, m.llm_device,
+                m.llm_dtype, m.llm_threads, m.llm_facts_context, str(self.store.resolved_cache_dir))
+
     def replace(self, **changes: Any) -> MemSIFConfig:
-        """A copy with ``changes`` applied (validated again); old field names are accepted."""
-        return dataclasses.replace(self, **{ALIASES.get(k, k): v for k, v in changes.items()})
+        """A copy with ``changes`` applied (validated again): whole concerns (``answer=AnswerSettings(...)``)
+        and single settings by their flat names (old names accepted), the latter applied last."""
+        groups = {group: changes.pop(group, getattr(self, group)) for group in GROUPS}
+        return MemSIFConfig(**groups, **changes)
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> MemSIFConfig:
-        """Build a config from ``MEMSIF_<FIELD>`` variables, then ``overrides``.
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> MemSIFConfig:
+        """Build a config from ``MEMSIF_<SETTING>`` variables, then ``overrides`` (flat names; ``None``
+        values are skipped). The one place the environment is read.
 
         Example: ``MEMSIF_TAU_MERGE=0.55 MEMSIF_LLM_BACKEND=openai``.
 
         Raises:
-            ConfigError: a variable cannot be parsed as the field's type, or a value is invalid.
+            ConfigError: a variable cannot be parsed as the setting's type, or a value is invalid.
         """
         env = os.environ if environ is None else environ
-        hints = get_type_hints(cls)
         values: dict[str, Any] = {}
         old_names = {new: old for old, new in ALIASES.items()}
-        for f in fields(cls):
-            var = f"MEMSIF_{f.name.upper()}"
-            if var not in env and f.name in old_names:
-                var = f"MEMSIF_{old_names[f.name].upper()}"
-            raw = env.get(var)
-            if raw is None:
-                continue
-            kind = hints[f.name]
-            try:
-                if kind is bool:
-                    values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on")
-                elif kind is int:
-                    values[f.name] = int(raw)
-                elif kind is float:
-                    values[f.name] = float(raw)
-                else:
-                    values[f.name] = raw
-            except ValueError as exc:
-                raise ConfigError(f"{var}={raw!r} is not a valid {kind.__name__}.") from exc
+        for kind in GROUPS.values():
+            hints = get_type_hints(kind)
+            for f in fields(kind):
+                var = f"MEMSIF_{f.name.upper()}"
+                if var not in env and f.name in old_names:
+                    var = f"MEMSIF_{old_names[f.name].upper()}"
+                raw = env.get(var)
+                if raw is not None:
+                    values[f.name] = _parsed(var, raw, hints[f.name])
         values.update({ALIASES.get(k, k): v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+def _parsed(var: str, raw: str, kind: Any) -> Any:
+    """``raw`` as the setting's type: booleans from 1/true/yes/on, numbers, else the text.
+
+    Raises:
+        ConfigError: ``raw`` is not a number where one is needed.
+    """
+    try:
+        if kind is bool:
+            return raw.strip().lower() in ("1", "true", "yes", "on")
+        if kind is int:
+            return int(raw)
+        if kind is float:
+            return float(raw)
+        return raw
+    except ValueError as exc:
+        raise ConfigError(f"{var}={raw!r} is not a valid {kind.__name__}.") from exc

@@ -40,7 +40,7 @@ class Corrections:
         """
         eng = self._engine()
         vector = eng.embedder.embed_documents([statement])[0] if statement and statement.strip() else None
-        schema = parse_schema(eng.config.core_schema)
+        schema = parse_schema(eng.config.facts.core_schema)
         return self._apply(namespace, lambda state, now: corrections.edit(
             state, fact_id, vector, now, schema, statement=statement, subject=subject, type=type, when=when))
 

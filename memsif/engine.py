@@ -71,7 +71,8 @@ class MemSIF(Reads, Corrections, Search):
     ``restore_fact``), search ``Search``'s.
 
     Args:
-        config: settings; ``MemSIFConfig.from_env()`` when omitted.
+        config: settings; the defaults (``MemSIFConfig()``) when omitted. The entry points build it
+            from the environment (``MemSIFConfig.from_env()``); the engine never reads it.
         llm, embedder, entities, store: back-ends to use instead of the configured ones
             (tests pass a fake LLM, a deterministic embedder and an in-memory store).
     """
@@ -79,7 +80,7 @@ class MemSIF(Reads, Corrections, Search):
     def __init__(self, config: MemSIFConfig | None = None, *, llm: LLM | None = None,
                  embedder: Embedder | None = None, entities: EntityExtractor | None = None,
                  store: Store | None = None) -> None:
-        self.config = config or MemSIFConfig.from_env()
+        self.config = config or MemSIFConfig()
         self._llm, self._embedder, self._entities, self._store = llm, embedder, entities, store
         # One lock per namespace: a build in one namespace never waits for another session's
         # chat or build (back-ends serialise their own calls; see store._Guarded).
@@ -100,7 +101,7 @@ class MemSIF(Reads, Corrections, Search):
             ConfigError: ``config`` changes a store-binding setting (embedder, data folder, server,
                 NER) — those need another process or store.
         """
-        changed = [f for f in self._STORE_FIELDS if getattr(config, f) != getattr(self.config, f)]
+        changed = [f for f in self._STORE_FIELDS if config.setting(f) != self.config.setting(f)]
         if changed:
             raise ConfigError(f"{', '.join(changed)} cannot change for a running engine (the store is "
                               "bound to them); restart with the new setting instead.")
@@ -130,7 +131,7 @@ class MemSIF(Reads, Corrections, Search):
     def embedder(self) -> Embedder:
         with self._load_locks["embedder"]:
             if self._embedder is None:
-                self._embedder = load_embedder(self.config.embedder_model, self._store)
+                self._embedder = load_embedder(self.config.model.embedder_model, self._store)
             return self._embedder
 
     @property
@@ -139,7 +140,7 @@ class MemSIF(Reads, Corrections, Search):
             if self._entities is None:
                 from memsif.entities import load_entity_extractor
 
-                self._entities = load_entity_extractor(self.config.use_spacy)
+                self._entities = load_entity_extractor(self.config.model.use_spacy)
             return self._entities
 
     @property
@@ -150,7 +151,7 @@ class MemSIF(Reads, Corrections, Search):
         with self._load_locks["store"]:
             if self._store is None:
                 self._store = open_store(self.config)
-            if self._embedder is None and open_by_record(self._store, self.config.embedder_model):
+            if self._embedder is None and open_by_record(self._store, self.config.model.embedder_model):
                 return self._store
         embedder = self.embedder  # outside the store lock: loading it may take seconds
         with self._load_locks["store"]:
@@ -195,7 +196,7 @@ class MemSIF(Reads, Corrections, Search):
             raise MemSIFError("ingest needs a namespace: pass namespace=... or set Message.namespace.")
         with self._namespace_lock(ns):
             return IngestPipeline(self.config, self, ns).run(messages, progress,
-                                                self.config.core_facts if core_facts is None else core_facts)
+                                                self.config.facts.core_facts if core_facts is None else core_facts)
 
     def ingest_transcript(self, transcript: Transcript, namespace: str | None = None,
                           progress: ProgressFn | None = None, core_facts: bool | None = None,
@@ -321,7 +322,7 @@ def _ingest_loaded(engine: MemSIF, messages: Sequence[Message], ns: str, progres
     """``engine.ingest`` of a loaded transcript's messages, whose load warned about their dates already.
     The caller holds the namespace's lock."""
     return IngestPipeline(engine.config, engine, ns, dates_checked=True).run(
-        messages, progress, engine.config.core_facts if core_facts is None else core_facts)
+        messages, progress, engine.config.facts.core_facts if core_facts is None else core_facts)
 
 
 def _rebuild_corrected(engine: MemSIF, ns: str, stored: list[Message], placement: Placement,

@@ -145,7 +145,7 @@ class IngestPipeline:
             with self.stage("embed_and_entities"):
                 vectors, entity_sets = self.embed(admitted.fresh)
             # how cosine becomes s_sem for this embedder (``matching.COSINE_RANGES``)
-            mapping = SemanticMapping.for_embedder(self.backends.embedder.name, self.config.sem_mapping)
+            mapping = SemanticMapping.for_embedder(self.backends.embedder.name, self.config.method.sem_mapping)
             seg_builder = SegmentBuilder(self.config, mapping, self.backends.llm)
             traj_builder = TrajectoryBuilder(self.config, mapping, self.backends.llm)
             with self.stage("structure"):
@@ -241,7 +241,7 @@ class IngestPipeline:
         """Topical Segments (double-threshold rule) for each new message, and an Event Trajectory for
         each segment as it closes (and for the last one), every decision recorded (§3.2)."""
         out = _Structured()
-        use_trajectories = self.config.use_trajectories
+        use_trajectories = self.config.method.use_trajectories
         new = {m.id for m in fresh}
 
         def assign(seg: SegmentState) -> None:
@@ -320,7 +320,7 @@ class IngestPipeline:
         from memsif.facts.verify import verifier_threshold
         from memsif.records import parse_schema
 
-        store, ns, cfg = self.backends.store, self.namespace, self.config
+        store, ns, cfg = self.backends.store, self.namespace, self.config.facts
         with job(ns, "facts"):
             with self.stage("titles"):
                 self.model_titles(state, progress)
@@ -361,7 +361,7 @@ class IngestPipeline:
         """The LLM's titles for the segments the structure step titled without it (``titles.write_model_titles``),
         before CoreFacts and in their job (so they yield to chat); each stored as it is written."""
         llm = self.backends.llm
-        if titles_by_model(self.config.segment_titles, llm):
+        if titles_by_model(self.config.method.segment_titles, llm):
             write_model_titles(state, llm, lambda seg: self.backends.store.put_segments(
                 self.namespace, [(seg.record, seg.profile.mean)]), progress)
 

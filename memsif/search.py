@@ -55,7 +55,7 @@ class Search:
             raise MemSIFError("search needs words: type what to find (a name, a word, or what it was about).")
         eng._require(namespace)
         vector = eng.embedder.embed_query(words)
-        floor = eng.config.relevance_floor  # below it a fact is not about the words (the answers' floor)
+        floor = eng.config.answer.relevance_floor  # below it a fact is not about the words (the answers' floor)
         found = [Found("core", f.id, f.statement, f.subject, f.event_time, round(score, 4), ["dense"])
                  for f, score in eng.store.search_facts(namespace, vector, limit) if score >= floor]
         found += [Found("active", a.id, a.statement, a.subject.split(":")[0], a.event_time, round(score, 4),

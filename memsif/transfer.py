@@ -342,10 +342,10 @@ def content_fingerprint(config: MemSIFConfig) -> dict[str, Any]:
     else the model's name), the embedder and ``CONTENT_SETTINGS``. A build records it in its export's
     provenance (``"content"``); an export with the same fingerprint shows what this configuration would
     build, whatever the back-end or display name."""
-    model = PACKAGED_MODELS.get(config.llm_model)
-    return {"llm": f"sha256:{model.sha256}" if model and model.sha256 else config.llm_model,
-            "embedder": config.embedder_model,
-            "settings": {name: getattr(config, name) for name in CONTENT_SETTINGS}}
+    model = PACKAGED_MODELS.get(config.model.llm_model)
+    return {"llm": f"sha256:{model.sha256}" if model and model.sha256 else config.model.llm_model,
+            "embedder": config.model.embedder_model,
+            "settings": {name: config.setting(name) for name in CONTENT_SETTINGS}}
 
 
 def same_content(provenance: dict[str, Any], config: MemSIFConfig) -> bool:

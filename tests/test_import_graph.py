@@ -11,7 +11,8 @@ The layers, lowest first (a module may import its own layer's modules or lower o
 3. pipelines: ingest, answer.retrieval, answer.query (question answering, §3.5, is the ``answer``
    package), transfer, upgrade
 4. the engine and its parts (reads; editing: the person's corrections; search)
-5. what uses the engine: eval, viz, cli, inspector
+5. what uses the engine: eval, viz, cli, inspector (the inspector through ``memsif.api``, the engine's
+   public names)
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ LAYERS: dict[str, int] = {
     "memsif.answer.query": 3, "memsif.transfer": 3,
     "memsif.upgrade": 3,
     "memsif.editing": 4, "memsif.search": 4, "memsif.reads": 4, "memsif.parts": 4, "memsif.engine": 4,
+    "memsif.api": 4,
     "memsif.eval": 5, "memsif.viz": 5, "memsif.cli": 5, "memsif.__main__": 5, "memsif.inspector": 5,
 }
 
@@ -108,3 +110,74 @@ def test_no_tab_imports_another_tab():
     crossing = sorted(f"{a} → {b}" for a, b in graph.edges if a in TABS and b in TABS)
     assert not crossing, "tabs importing tabs:\n" + "\n".join(crossing)
     assert graph.has_edge("memsif.inspector.demo", "memsif.inspector.chat"), "the check sees the wiring's imports"
+
+
+#: The engine's public names (``memsif.api``): all the inspector may import of the engine.
+PUBLIC = {
+    "MemSIF", "MemSIFConfig", "LLM_BACKENDS", "default_data_dir", "IngestReport", "ProgressFn",
+    "Message", "Evidence", "FactOp", "FactOperation", "BoundaryRule", "SegmentDecision", "TrajectoryDecision",
+    "record_number", "Answer", "Found", "trajectory_name", "trajectory_terms", "decision_threshold",
+    "MemSIFError", "TranscriptError", "JobCancelled", "NotFoundError", "SourceConflict",
+    "load_transcripts", "as_memories", "HISTORY_FORMATS", "day_text", "parse_time",
+    "NamespaceExport", "check_export", "is_export", "read_export", "same_content", "write_export",
+    "PACKAGED_MODELS", "Reading", "reading_reported", "runtime_of",
+    "job", "interactive", "cancel", "check_cancelled", "queue_position", "sharing",
+}
+#: Beside the engine's public names the inspector may import its own modules and its neighbours in the top
+#: layer: the views (viz), the evaluation harness (Evaluate tab) and the text escaping the views share.
+INSPECTOR_NEIGHBOURS = ("memsif.inspector", "memsif.viz", "memsif.eval", "memsif.markdown")
+
+
+def _imports(path: Path) -> list[tuple[str, list[str]]]:
+    """Every ``import memsif…`` and ``from memsif… import names`` of ``path``, late ones too."""
+    found: list[tuple[str, list[str]]] = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(a.name, []) for a in node.names if a.name.startswith("memsif")]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("memsif"):
+            found.append((node.module, [a.name for a in node.names]))
+    return found
+
+
+def test_the_inspector_imports_only_the_engines_public_names():
+    import memsif.api
+
+    assert set(memsif.api.__all__) == PUBLIC
+    assert all(hasattr(memsif.api, name) for name in PUBLIC)
+    inside, outside = [], []
+    for path in sorted((ROOT / "inspector").glob("*.py")):
+        for module, names in _imports(path):
+            if module == "memsif.api":
+                outside += [f"{path.name}: {n}" for n in names if n not in PUBLIC]
+            elif not module.startswith(INSPECTOR_NEIGHBOURS):
+                inside.append(f"{path.name}: {module}")
+    assert not inside, "the inspector reaches into the engine:\n" + "\n".join(inside)
+    assert not outside, "names memsif.api does not offer:\n" + "\n".join(outside)
+
+
+#: The entry points, the only modules that build settings from the environment (``MemSIFConfig.from_env``),
+#: and the one place that reads it. ``llm.llamacpp_cpu`` reads and sets llama.cpp's own GGML_BACKEND_PATH
+#: (which CPU library llama.cpp loads), no MemSIF setting.
+ENTRY_POINTS = {"memsif.cli", "memsif.__main__", "memsif.eval.cli", "memsif.config", "memsif.llm.llamacpp_cpu"}
+
+
+def _reads_environment(tree: ast.AST) -> list[int]:
+    """Lines of ``tree`` that read the environment: ``os.environ``, ``os.getenv``, ``from_env(...)``."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb", "from_env"):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and node.module == "os" and \
+                {a.name for a in node.names} & {"environ", "getenv", "environb"}:
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+def test_nothing_below_the_entry_points_reads_the_environment():
+    modules = {_module_name(p): p for p in ROOT.rglob("*.py")}
+    assert ENTRY_POINTS <= set(modules)
+    readers = [f"{name}:{line}" for name, path in sorted(modules.items()) if name not in ENTRY_POINTS
+               for line in _reads_environment(ast.parse(path.read_text(), filename=str(path)))]
+    assert not readers, "settings read below the entry points (build them with MemSIFConfig.from_env at an " \
+                        "entry point and hand them down):\n" + "\n".join(readers)
+    assert _reads_environment(ast.parse("import os\nx = os.environ.get('A')\nc = MemSIFConfig.from_env()")) == [2, 3]

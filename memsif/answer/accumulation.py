@@ -39,7 +39,7 @@ class EvidenceAccumulator:
         (``facts.active.stated``: no question, greeting, thanks or praise), load the clusters, embed the
         evidence and find its topics, accumulate, save. A read-only store
         keeps its clusters as they are (said in ``Accumulated.error``)."""
-        cfg = self.config
+        cfg = self.config.method
         if self.store.read_only:
             return Accumulated(error=f"the memory at {self.store.location} is open read-only (a read-only folder, "
                                      "or a snapshot while another process holds it): this question's evidence was not "

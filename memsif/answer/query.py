@@ -118,12 +118,12 @@ class Answer(BaseModel):
 
 
 def check_answer(config: MemSIFConfig, llm: LLM, question: str, question_date: str | None, result: Answer) -> None:
-    """The answer check (``memsif.answer.check.check_context``) when ``config.answer_check`` asks it of
+    """The answer check (``memsif.answer.check.check_context``) when ``config.answer.answer_check`` asks it of
     ``llm``: sets ``result.answer_check_prob``, ``answer_check_rule``, ``not_stated`` and ``closest``."""
-    min_p = answer_check_threshold(config.answer_check, llm)
+    min_p = answer_check_threshold(config.answer.answer_check, llm)
     if min_p is None:
         result.answer_check_rule = (f"not asked: {llm.name or 'the model'} is not measured for the answer check "
-                                    f"(answer_check={config.answer_check})")
+                                    f"(answer_check={config.answer.answer_check})")
         return
     verdict = check_context(llm, question, result.context, question_date, min_p)
     result.answer_check_prob, result.answer_check_rule = verdict.p_yes, verdict.rule
@@ -161,7 +161,7 @@ class QueryPipeline:
         hybrid sentence index existed."""
         if self.store.count("sentence", namespace) == 0:
             self._require_still_there(namespace)
-            data = "" if self.config.qdrant_url else f" --data-dir {self.config.resolved_data_dir}"
+            data = "" if self.config.store.qdrant_url else f" --data-dir {self.config.store.resolved_data_dir}"
             raise StoreError(f"Namespace {namespace!r} was stored before the hybrid sentence index existed, so "
                              f"it cannot be searched yet. Add the index (nothing stored changes): "
                              f"python -m memsif upgrade{data}")
@@ -180,7 +180,7 @@ class QueryPipeline:
         relevance floor on conv-26, Qwen2.5-Coder-1.5B sent 19 of 152 questions facts-only and lost 7.9
         points of answer F1 on them [−12.6, −3.6], ``benchmarks/gate_table.py``). Any other model gets
         facts + evidence."""
-        mode = self.config.sufficiency_gate
+        mode = self.config.answer.sufficiency_gate
         if mode == "auto":
             profile = profile_of(self.llm.name)
             return profile.judges_sufficiency and not profile.at_chance
@@ -228,10 +228,11 @@ class QueryPipeline:
             named = named_speakers(question, self.store.speakers(namespace))
             self._question_form(question, named, result)
             facts = self.retriever.retrieve_facts(namespace, qv, named if result.aggregation else ())
-        floor = round(self.config.flat_share * self.config.context_tokens)  # the facts never take its room
+        settings = self.config.answer
+        floor = round(settings.flat_share * settings.context_tokens)  # the facts never take its room
         fact_lines, used_facts, left = fit_lines(
             facts, lambda f: f"- {f.subject}: {_fact_text(f)}",
-            self.config.context_tokens - floor - (self.llm.count_tokens("Facts:") + 1 if facts else 0),
+            self.config.answer.context_tokens - floor - (self.llm.count_tokens("Facts:") + 1 if facts else 0),
             self.llm.count_tokens)
         left += floor
         with _stage(result, "sufficiency"):
@@ -239,7 +240,7 @@ class QueryPipeline:
         with _stage(result, "trace_back"):
             evidence: list[Evidence] = []
             if not result.sufficient:
-                used = self.config.context_tokens - left
+                used = self.config.answer.context_tokens - left
 
                 def measure(items: list[Evidence]) -> int:  # tokens of the evidence part, as the context holds it
                     return self.llm.count_tokens(render_context(fact_lines, items)) - used
@@ -272,7 +273,7 @@ class QueryPipeline:
                 else:
                     self._answer(question, question_date, result, tap)
         self._require_still_there(namespace)  # an answer from a memory deleted meanwhile is no answer
-        if self.config.use_active_facts and evidence and not result.nothing_relevant:
+        if self.config.method.use_active_facts and evidence and not result.nothing_relevant:
             with _stage(result, "active_facts"):
                 best = sorted(evidence, key=lambda e: -e.score)[:ACCUMULATED_EVIDENCE]
                 self._accumulated(self.accumulator.run(namespace, question, qv, best), result)
@@ -289,7 +290,7 @@ class QueryPipeline:
         """``result.aggregation``: the question names speakers and asks for a set of things about them
         (``entities.asks_for_several``): the aggregation path (their facts across Event Trajectories,
         up to ``aggregation_fact_top_k``; segments weighted ``aggregation_segment_weight``)."""
-        cfg = self.config
+        cfg = self.config.answer
         several = self.entities is not None and self.entities.asks_for_several(question)
         result.aggregation = bool(named) and several
         if result.aggregation:
@@ -309,9 +310,9 @@ class QueryPipeline:
             return
         if not self.gate_trusted():
             result.gate_rule = (f"sufficiency not asked: {self.llm.name or 'the model'} is not trusted "
-                                f"with it (sufficiency_gate={self.config.sufficiency_gate}); facts + evidence")
+                                f"with it (sufficiency_gate={self.config.answer.sufficiency_gate}); facts + evidence")
             return
-        best, floor = max(f.score for f in facts), self.config.gate_fact_floor
+        best, floor = max(f.score for f in facts), self.config.answer.gate_fact_floor
         relevance = f"best fact {best:.2f} {'≥' if best >= floor else '<'} the gate's relevance floor {floor:.2f}"
         if best < floor:
             result.gate_rule = f"sufficiency not asked: {relevance} (the facts are not about it); facts + evidence"
@@ -325,9 +326,9 @@ class QueryPipeline:
             result.gate_rule = "sufficiency check failed: facts + evidence"
             return
         result.sufficiency_prob = p
-        result.sufficient = p >= self.config.sufficiency_threshold
+        result.sufficient = p >= self.config.answer.sufficiency_threshold
         result.gate_rule = (f"{relevance}; P(sufficient) = {p:.2f} {'≥' if result.sufficient else '<'} "
-                            f"{self.config.sufficiency_threshold}: "
+                            f"{self.config.answer.sufficiency_threshold}: "
                             f"{'facts only' if result.sufficient else 'facts + evidence'}")
 
     def _relevance(self, question: str, facts: list[RetrievedFact], evidence: list[Evidence], result: Answer,
@@ -336,7 +337,7 @@ class QueryPipeline:
         ``memsif.answer.relevance.judge`` (the rules are documented there)."""
         cosines = [f.score for f in facts] + [e.scores["dense"] for e in evidence if "dense" in e.scores]
         result.relevance = round(max(cosines), 4) if cosines else None
-        verdict = judge(question, result.relevance, self.config.relevance_floor, self.store.speakers(namespace),
+        verdict = judge(question, result.relevance, self.config.answer.relevance_floor, self.store.speakers(namespace),
                         lambda: self.said(namespace), getattr(self.embedder, "name", "") or "", self.entities)
         result.nothing_relevant, result.relevance_rule, result.language = verdict
 
@@ -362,8 +363,8 @@ class QueryPipeline:
         """Generate the answer from ``result.context`` (streamed to ``on_text``); record tokens, the
         model and unsupported mentions."""
         prompt = answer_prompt.build(question, result.context, question_date)
-        gen = generate_streamed(self.llm, prompt, on_text, max_new_tokens=self.config.answer_max_tokens,
-                                temperature=self.config.answer_temperature, stop=answer_prompt.STOP)
+        gen = generate_streamed(self.llm, prompt, on_text, max_new_tokens=self.config.answer.answer_max_tokens,
+                                temperature=self.config.answer.answer_temperature, stop=answer_prompt.STOP)
         result.answer = gen.text.strip().split("\n")[0].strip()
         result.tokens_in += gen.tokens_in
         result.tokens_out += gen.tokens_out

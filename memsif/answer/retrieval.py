@@ -142,7 +142,7 @@ class EvidenceRetriever:
         best first, at most ``fact_top_k``; with ``subjects`` (the aggregation path) also up to
         ``aggregation_fact_top_k`` facts of those speakers, whatever their rank among all facts
         (``found_by="subject"``)."""
-        cfg = self.config
+        cfg = self.config.answer
         found = self._facts(namespace, qv, cfg.fact_top_k)
         if subjects and cfg.aggregation_fact_top_k:
             taken = {f.id for f in found}
@@ -152,15 +152,15 @@ class EvidenceRetriever:
 
     def _facts(self, namespace: str, qv: np.ndarray, limit: int, subjects: Sequence[str] = ()) -> list[RetrievedFact]:
         """The ``limit`` facts (CoreFacts and ActiveFacts) nearest ``qv``, of ``subjects`` only when given."""
-        cfg = self.config
+        method = self.config.method
         found: list[RetrievedFact] = []
-        if cfg.use_core_facts:
+        if method.use_core_facts:
             filters = {"subject": list(subjects)} if subjects else {}
             found += [RetrievedFact(kind="core", id=f.id, subject=f.subject, type=f.type, statement=f.statement,
                                     event_time=f.event_time, source_message_ids=f.source_message_ids,
                                     score=round(score, 4))
                       for f, score in self.store.search_facts(namespace, qv, limit, **filters)]
-        if cfg.use_active_facts:
+        if method.use_active_facts:
             # an ActiveFact's subject is "speaker: topic" (normalised): its speaker part is matched
             wanted = {normalise_subject(s) for s in subjects}
             nearest = self.store.search_active_facts(namespace, qv, 4 * limit if subjects else limit)
@@ -187,7 +187,7 @@ class EvidenceRetriever:
         Items are costed piece by piece (sentence, speaker prefix, date line), which overcounts a
         little (the tokenizer merges across pieces); with ``measure`` (the tokens of the whole
         context holding some evidence) the slack this leaves is filled too, never past ``budget``."""
-        cfg = self.config
+        cfg, method = self.config.answer, self.config.method
         qs = lexical.encode_query(question)
         if named is None:
             named = named_speakers(question, self.store.speakers(namespace))
@@ -199,14 +199,14 @@ class EvidenceRetriever:
         hits = self.store.hybrid_search(namespace, query, cfg.evidence_candidates)
         if not hits:
             return []
-        segments = {s.id: s for s in self.store.segments(namespace)} if (cfg.use_segments or cfg.use_trajectories) \
-            else {}
+        structured = method.use_segments or method.use_trajectories
+        segments = {s.id: s for s in self.store.segments(namespace)} if structured else {}
         q_entities = self._question_entities(question)
         weight = cfg.aggregation_segment_weight if aggregation else cfg.segment_weight
-        seg_score = self._segment_scores(hits, segments, q_entities, weight) if cfg.use_segments else {}
+        seg_score = self._segment_scores(hits, segments, q_entities, weight) if method.use_segments else {}
         candidates = [_Candidate(h, h.fused + seg_score.get(h.sentence.segment_id or "", 0.0), "search",
                                  seg_score.get(h.sentence.segment_id or "", 0.0)) for h in hits]
-        if cfg.use_trajectories and cfg.trajectory_path and segments:
+        if method.use_trajectories and cfg.trajectory_path and segments:
             candidates += self._trajectory_path(namespace, query, hits, segments, seg_score)
         if cfg.fact_sources and facts:
             candidates += self._fact_source_path(namespace, query, facts, seg_score)
@@ -233,7 +233,7 @@ class EvidenceRetriever:
         """A Topical Segment's relevance from its members: the fused scores of its best
         ``segment_members`` sentences, plus the Jaccard overlap of its key entities with the
         question's (the J term of φ) scaled to one top fused score; times ``weight``."""
-        cfg = self.config
+        cfg = self.config.answer
         by_segment: dict[str, list[float]] = defaultdict(list)
         for h in hits:
             if h.sentence.segment_id:
@@ -250,7 +250,7 @@ class EvidenceRetriever:
                          segments: dict[str, TopicalSegment], seg_score: dict[str, float]) -> list[_Candidate]:
         """Event Trajectories as the NCE path: for the trajectories of the best hits, search their
         other segments for what the question still lacks (its terms the best hits do not cover)."""
-        cfg = self.config
+        cfg = self.config.answer
         trajectories: list[str] = []
         for h in hits:
             seg = segments.get(h.sentence.segment_id or "")
@@ -311,7 +311,7 @@ class EvidenceRetriever:
         best: dict[str, SentenceHit] = {}
         for h in found:
             best.setdefault(h.sentence.message_id, h)
-        return [_Candidate(h, self.config.fact_source_weight * h.fused, "fact",
+        return [_Candidate(h, self.config.answer.fact_source_weight * h.fused, "fact",
                            seg_score.get(h.sentence.segment_id or "", 0.0)) for h in best.values()]
 
     def _select(self, candidates: list[_Candidate], segments: dict[str, TopicalSegment],
@@ -332,7 +332,7 @@ class EvidenceRetriever:
             flat = {c.hit.sentence.id: c for c in candidates if c.path == "search"}
             fill.take(sorted(flat.values(), key=lambda c: -c.hit.fused), min(floor, budget))
         pool = sorted((c for sid, c in best.items() if sid not in fill.taken), key=lambda c: -c.priority)
-        fill.take(pool, budget, decay if self.config.use_segments and decay < 1.0 else 1.0)
+        fill.take(pool, budget, decay if self.config.method.use_segments and decay < 1.0 else 1.0)
         return [i.evidence() for i in sorted(fill.items.values(), key=lambda i: i.message_index)]
 
 

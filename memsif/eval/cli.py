@@ -267,7 +267,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         paths = args.scale_data or [str(DEFAULT_BENCH)]
         if args.scale_one:
-            print(json.dumps(scale.measure_one(args.scale_one, paths, args.fact_batches, args.questions, args.model)))
+            config = MemSIFConfig.from_env(llm_model=args.model)
+            print(json.dumps(scale.measure_one(args.scale_one, paths, args.fact_batches, args.questions, config)))
         else:
             sizes = [int(x) for x in args.sizes.split(",")]
             print(scale.run(sizes, paths, args.fact_batches, args.questions, args.model))

@@ -373,7 +373,7 @@ def _cached_build(system, sample: EvalSample) -> BuildCost:
     cost = system.build(sample)
     if not isinstance(system, MemSIFSystem):
         return cost
-    record = system.base_engine.config.resolved_data_dir / "eval-builds" / f"{system.base_namespace(sample)}.json"
+    record = system.base_engine.config.store.resolved_data_dir / "eval-builds" / f"{system.base_namespace(sample)}.json"
     record.parent.mkdir(parents=True, exist_ok=True)
     if cost.reused and record.exists():
         return BuildCost(**{**json.loads(record.read_text()), "reused": True})

@@ -62,16 +62,17 @@ def _disk_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
 
 
-def measure_one(n: int, paths: list[str], fact_batches: int, questions: int, model: str | None = None) -> dict:
-    """Build one size in this process (with ``model``, else the configured LLM) and return its figures."""
+def measure_one(n: int, paths: list[str], fact_batches: int, questions: int, config: MemSIFConfig) -> dict:
+    """Build one size in this process under ``config`` (its data folder replaced by a temporary one) and
+    return its figures."""
     from memsif.engine import MemSIF
     from memsif.llm import described
 
     messages, qs = synthetic_history(n, paths)
     data_dir = Path(tempfile.mkdtemp(prefix="memsif-scale-"))
     try:
-        engine = MemSIF(MemSIFConfig.from_env(data_dir=str(data_dir), llm_model=model))
-        batch_messages = engine.config.fact_batch_messages
+        engine = MemSIF(config.replace(data_dir=str(data_dir)))
+        batch_messages = engine.config.facts.fact_batch_messages
         engine.load_models()
         start = time.perf_counter()
         report = engine.ingest(messages, namespace="scale", core_facts=False)

@@ -119,7 +119,7 @@ def render_turn(m: Message) -> str:
 def context_budget(llm: CountingLLM, config: MemSIFConfig) -> int:
     """Context tokens a baseline may fill: the model's window less the answer cap and the prompt
     reserve, at most the paper's 32K."""
-    return max(0, min(MAX_CONTEXT_TOKENS, llm.context_window - config.answer_max_tokens - PROMPT_RESERVE))
+    return max(0, min(MAX_CONTEXT_TOKENS, llm.context_window - config.answer.answer_max_tokens - PROMPT_RESERVE))
 
 
 class _TurnBaseline:
@@ -153,8 +153,8 @@ class _TurnBaseline:
         text = ""
         if generate:
             prompt = answer_prompt.build(question.question, context, question.question_date)
-            gen = self.llm.generate(prompt, max_new_tokens=self.config.answer_max_tokens,
-                                    temperature=self.config.answer_temperature, stop=answer_prompt.STOP)
+            gen = self.llm.generate(prompt, max_new_tokens=self.config.answer.answer_max_tokens,
+                                    temperature=self.config.answer.answer_temperature, stop=answer_prompt.STOP)
             text = gen.text.strip().split("\n")[0].strip()
         calls2, tokens2 = self.llm.snapshot()
         return SystemAnswer(text, context, [self.messages[i].id for i in keep], tokens2 - tokens, calls2 - calls,
@@ -247,7 +247,7 @@ class HybridRAGSystem:
 
         self.llm, self.embedder = llm, embedder
         window = context_budget(llm, config)
-        self.budget = min(window, budget or config.context_tokens)
+        self.budget = min(window, budget or config.answer.context_tokens)
         self.config = config.replace(use_segments=False, use_trajectories=False, use_core_facts=False,
                                      use_active_facts=False, context_tokens=self.budget)
         self.store = MemoryStore(in_memory=True)

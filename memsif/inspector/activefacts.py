@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.errors import MemSIFError
+from memsif.api import MemSIFError
 from memsif.inspector.common import MESSAGE_COLUMNS, Inspector, SessionSettings, guard
 from memsif.markdown import escape_html
 from memsif.viz import cluster_scatter, message_rows
@@ -78,7 +78,7 @@ class ActiveFactsTab:
                          len(c.sources), " | ".join(c.queries),
                          f"{promoted} (deleted by a person)" if promoted in deleted else promoted,
                          ", ".join(c.sources)])
-        return cluster_scatter(clusters, eng.config.theta_src, eng.config.theta_qry), rows
+        return cluster_scatter(clusters, eng.config.method.theta_src, eng.config.method.theta_qry), rows
 
     def cluster_sources(self, namespace: str | None, settings: SessionSettings | None, evt: gr.SelectData):
         """The source messages R_k of the selected candidate cluster and its ActiveFact's id ("" when

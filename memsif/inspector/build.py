@@ -18,8 +18,27 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.config import default_data_dir
-from memsif.errors import JobCancelled, MemSIFError, SourceConflict
+from memsif.api import (
+    HISTORY_FORMATS,
+    BoundaryRule,
+    JobCancelled,
+    MemSIFError,
+    NamespaceExport,
+    SegmentDecision,
+    SourceConflict,
+    TrajectoryDecision,
+    as_memories,
+    check_export,
+    day_text,
+    default_data_dir,
+    is_export,
+    job,
+    load_transcripts,
+    read_export,
+    runtime_of,
+    same_content,
+    write_export,
+)
 from memsif.inspector.common import (
     EXAMPLE,
     EXAMPLE_MEMORY,
@@ -34,14 +53,7 @@ from memsif.inspector.common import (
     new_session,
 )
 from memsif.inspector.pace import FACTS, STRUCTURE, left_text, span_text
-from memsif.io import as_memories, load_transcripts
-from memsif.io.transcripts import HISTORY_FORMATS
-from memsif.llm import runtime_of
-from memsif.locks import job
 from memsif.markdown import code_span, escape_markdown
-from memsif.records import BoundaryRule, SegmentDecision, TrajectoryDecision
-from memsif.timeparse import day_text
-from memsif.transfer import NamespaceExport, check_export, is_export, read_export, same_content, write_export
 from memsif.viz import SEGMENT_COLUMNS, phi_timeline, segment_rows
 
 log = logging.getLogger(__name__)
@@ -171,12 +183,13 @@ def where_it_lies(eng, namespace: str) -> str:
     """One line under every build: the session's namespace, where its memory lies and the command that
     reads it from a terminal while the app runs (a read-only snapshot of the folder)."""
     config = eng.config
-    if config.qdrant_url:
+    if config.store.qdrant_url:
         return (f"\n\n**This session's memory**: namespace {code_span(namespace)} on the Qdrant server "
-                f"{code_span(config.qdrant_url)}.")
-    folder = "" if config.resolved_data_dir == default_data_dir() else f" --data-dir {config.resolved_data_dir}"
+                f"{code_span(config.store.qdrant_url)}.")
+    data_dir = config.store.resolved_data_dir
+    folder = "" if data_dir == default_data_dir() else f" --data-dir {data_dir}"
     return (f"\n\n**This session's memory**: namespace {code_span(namespace)} in "
-            f"{code_span(str(config.resolved_data_dir))}. From a terminal while the app runs: "
+            f"{code_span(str(config.store.resolved_data_dir))}. From a terminal while the app runs: "
             f"{code_span(f'python -m memsif show --namespace {namespace}{folder}')} (also `facts`, `ask`, `export`; "
             f"{code_span(f'python -m memsif namespaces{folder}')} lists them), read from a snapshot, read-only.")
 
@@ -366,7 +379,7 @@ class BuildTab:
         decisions = eng.decisions(namespace, "segment")
         messages = eng.messages(namespace)
         segments = eng.segments(namespace)
-        fig = phi_timeline(decisions, messages, eng.config.tau_split, eng.config.tau_merge, segments)
+        fig = phi_timeline(decisions, messages, eng.config.method.tau_split, eng.config.method.tau_merge, segments)
         return fig, segment_rows(segments, decisions, source.session_titles if source else None)
 
     def _kept(self, namespace: str, previous: BuiltSource | None, settings: SessionSettings | None) -> str:
@@ -393,14 +406,14 @@ class BuildTab:
         from the pace the page knows (``PACE``: this server's, else the prebuilt example's own build, whose
         provenance sets the prior here); "" when neither is known."""
         data = self.app.example()
-        batch = self.app.config.fact_batch_messages
+        batch = self.app.config.facts.fact_batch_messages
         if data is not None:
             self.app.pace.set_prior(data.provenance, batch)
         messages = len(data.messages) if data is not None else 0
         parts = []
         for kind, units, what in ((STRUCTURE, messages, "to its timeline"),
                                   (FACTS, math.ceil(messages / batch), "more for its CoreFacts")):
-            countdown = self.app.pace.countdown(kind, wave=self.app.config.fact_parallel if kind == FACTS else 1)
+            countdown = self.app.pace.countdown(kind, wave=self.app.config.facts.fact_parallel if kind == FACTS else 1)
             countdown.update(0, units)
             if (span := countdown.left()) is not None:
                 parts.append(f"about {span_text(span)} {what}")

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.answer.query import Answer
+from memsif.api import Answer, Message, Reading, interactive, reading_reported
 from memsif.inspector.common import (
     BuiltSource,
     ClusterViews,
@@ -27,10 +27,7 @@ from memsif.inspector.common import (
     new_session,
 )
 from memsif.inspector.place import MessagePlace
-from memsif.llm import Reading, reading_reported
-from memsif.locks import interactive
 from memsif.markdown import escape_markdown
-from memsif.records import Message
 from memsif.viz import answer_markdown, best_evidence, trace_markdown
 
 #: Messages shown on each side of an opened message, within its Topical Segment.

@@ -19,16 +19,22 @@ from typing import Any, Protocol
 
 import gradio as gr
 
-from memsif.config import LLM_BACKENDS, MemSIFConfig
-from memsif.engine import MemSIF
-from memsif.errors import MemSIFError
-from memsif.ingest import ProgressFn
+from memsif.api import (
+    LLM_BACKENDS,
+    PACKAGED_MODELS,
+    MemSIF,
+    MemSIFConfig,
+    MemSIFError,
+    NamespaceExport,
+    ProgressFn,
+    cancel,
+    queue_position,
+    read_export,
+    runtime_of,
+    sharing,
+)
 from memsif.inspector.pace import PaceBook
-from memsif.llm import runtime_of
-from memsif.llm.packaged import PACKAGED_MODELS
-from memsif.locks import cancel, queue_position, sharing
 from memsif.markdown import code_span, escape_html
-from memsif.transfer import NamespaceExport, read_export
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +71,7 @@ class SessionSettings:
             if backend not in LLM_BACKENDS or not model:
                 raise gr.Error(escape_html(f"Model choice {self.model!r} is not 'backend:model' with backend in "
                                            f"{LLM_BACKENDS}."))
-            if backend != base.llm_backend or model != base.llm_model:
+            if backend != base.model.llm_backend or model != base.model.llm_model:
                 changes.update(llm_backend=backend, llm_model=model, llm_gguf_file="")
         return base.replace(**changes)
 
@@ -338,7 +344,7 @@ class Inspector:
         if self.models_loaded():
             yield "done", self.engine_for(settings)
             return
-        cfg = self.config
+        cfg = self.config.model
 
         def describe(_state: JobProgress, seconds: float) -> str:
             return (f"⏳ Loading the models (embedder `{cfg.embedder_model}`, entity recogniser, LLM "
@@ -378,7 +384,7 @@ class Inspector:
     def model_choices(self) -> list[str]:
         """"backend:model" entries the Settings tab offers: the configured model, the packaged models, and
         ``extra_models``."""
-        cfg = self.config
+        cfg = self.config.model
         packaged = [f"auto:{model_id}" for model_id in PACKAGED_MODELS]
         return list(dict.fromkeys([f"{cfg.llm_backend}:{cfg.llm_model}", *packaged, *self.extra_models]))
 
@@ -393,7 +399,7 @@ class Inspector:
             value = getattr(settings, key)
             if abs(float(value) - float(getattr(base, name))) > 1e-9:
                 changed.append(f"{label} {value:g} (default {getattr(base, name):g})")
-        default = f"{base.llm_backend}:{base.llm_model}"
+        default = f"{base.model.llm_backend}:{base.model.llm_model}"
         if settings.model and settings.model != default:
             changed.append(f"model {code_span(settings.model)} (default {code_span(default)})")
         return ("⚙️ Settings in force that differ from the defaults: " + ", ".join(changed) +

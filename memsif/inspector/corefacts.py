@@ -12,7 +12,7 @@ from typing import Any
 
 import gradio as gr
 
-from memsif.errors import JobCancelled, MemSIFError, NotFoundError
+from memsif.api import FactOp, FactOperation, JobCancelled, MemSIFError, NotFoundError, job, parse_time, record_number
 from memsif.inspector.common import (
     MESSAGE_COLUMNS,
     BuiltSource,
@@ -24,10 +24,7 @@ from memsif.inspector.common import (
     model_share,
 )
 from memsif.inspector.pace import FACTS, left_text
-from memsif.locks import job
 from memsif.markdown import escape_html
-from memsif.records import FactOp, FactOperation, record_number
-from memsif.timeparse import parse_time
 from memsif.viz import FACT_COLUMNS, OP_COLUMNS, fact_rows, message_rows, op_rows
 
 EMPTY_STATUS = "CoreFacts are extracted after Structured Interaction Memory is built."
@@ -108,7 +105,7 @@ class CoreFactsTab:
             with job(namespace, "facts"):  # cancellable from its start, also while it waits for the namespace
                 return eng.build_core_facts(namespace, progress=report)
 
-        countdown = self.app.pace.countdown(FACTS, wave=eng.config.fact_parallel)  # batches finish a wave at a time
+        countdown = self.app.pace.countdown(FACTS, wave=eng.config.facts.fact_parallel)  # batches end a wave at a time
 
         def describe(state: JobProgress, seconds: float) -> str:
             if not state.total:
@@ -120,7 +117,7 @@ class CoreFactsTab:
                         f"{model_share(namespace)}. The first pass's facts are all below.")
             countdown.update(state.done, state.total)
             return (f"Extracting CoreFacts: batch {state.done} of {state.total} (up to "
-                    f"{eng.config.fact_batch_messages} messages each) · {seconds:.0f} s{left_text(countdown)}"
+                    f"{eng.config.facts.fact_batch_messages} messages each) · {seconds:.0f} s{left_text(countdown)}"
                     f"{model_share(namespace)}. Facts appear below as each batch is written.")
 
         shown = -1

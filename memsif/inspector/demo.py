@@ -10,8 +10,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.engine import MemSIF
-from memsif.errors import MemSIFError
+from memsif.api import MemSIF, MemSIFError
 from memsif.inspector import activefacts, build, chat, corefacts, evaluate, search, trajectories
 from memsif.inspector.activefacts import ActiveFactsTab
 from memsif.inspector.build import BuildTab

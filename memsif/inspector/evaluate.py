@@ -19,9 +19,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.answer.query import Answer
-from memsif.engine import MemSIF
-from memsif.errors import JobCancelled, MemSIFError, NotFoundError
+from memsif.api import Answer, JobCancelled, MemSIF, MemSIFError, NotFoundError, check_cancelled, job
 from memsif.eval.data import load_locomo, load_longmemeval
 from memsif.eval.metrics import evidence_recall, mean_interval, paired_bootstrap, strict_recall, ted
 from memsif.eval.runner import NCE_TED
@@ -36,7 +34,6 @@ from memsif.inspector.common import (
     in_background,
     model_share,
 )
-from memsif.locks import check_cancelled, job
 from memsif.markdown import code_span, escape_markdown
 from memsif.viz import LensRow, evidence_lens
 
@@ -231,7 +228,7 @@ class EvaluateTab:
                    "do): nothing to evaluate."), None, [], []
             return
         target = eval_namespace(namespace)
-        budget = eng.config.context_tokens
+        budget = eng.config.answer.context_tokens
 
         def work(report):
             eng.delete_namespace(target)

@@ -7,10 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from memsif.api import day_text, trajectory_name
 from memsif.inspector.common import Inspector, SessionSettings
-from memsif.interaction.titles import trajectory_name
 from memsif.markdown import code_span, escape_html, escape_markdown
-from memsif.timeparse import day_text
 from memsif.viz import phi_timeline
 
 #: Messages shown on each side of the message in its Topical Segment.
@@ -65,8 +64,8 @@ class MessagePlace:
                 named = f" ({escape_markdown(name)})" if name and others else ""
                 lines.append(f"\nEvent Trajectory **{segment.trajectory_id}**{named}; its other segments: {spans}"
                              f"{' …' if len(others) > 12 else ''}")
-        fig = phi_timeline(eng.decisions(namespace, "segment"), messages, eng.config.tau_split, eng.config.tau_merge,
-                           segments)
+        method = eng.config.method
+        fig = phi_timeline(eng.decisions(namespace, "segment"), messages, method.tau_split, method.tau_merge, segments)
         fig.add_vline(x=target.index, line_color="#d62728", line_width=2, annotation_text=escape_html(message_id),
                       annotation_position="top")
         return "\n".join(lines), fig

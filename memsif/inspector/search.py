@@ -10,11 +10,10 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.errors import MemSIFError
+from memsif.api import Found, MemSIFError
 from memsif.inspector.common import Inspector, SessionSettings, guard
 from memsif.inspector.place import MessagePlace
 from memsif.markdown import escape_html
-from memsif.search import Found
 
 FOUND_COLUMNS = ["kind", "id", "date", "speaker", "text", "score", "found by", "Topical Segment", "Event Trajectory"]
 KINDS = {"core": "CoreFact", "active": "ActiveFact", "message": "message"}

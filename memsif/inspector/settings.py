@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.errors import MemSIFError
+from memsif.api import MemSIFError
 from memsif.inspector.common import Builder, BuiltSource, Inspector, SessionSettings, delete_memory, guard
 from memsif.markdown import code_span, escape_html
 
@@ -36,7 +36,7 @@ class SettingsTab:
     def reset_settings(self):
         """The sliders and the model back at the app's defaults (the paper's Table 13 unless the
         environment set others); Apply rebuilds with them."""
-        cfg = self.app.config
+        cfg = self.app.config.method
         return (cfg.alpha_segment, cfg.tau_split, cfg.tau_merge, cfg.construction_top_k, cfg.theta_src, cfg.theta_qry,
                 self.app.model_choices()[0], "Defaults restored in the sliders: press Apply and rebuild to use them.")
 
@@ -53,7 +53,7 @@ class SettingsTab:
 
     def layout(self) -> SimpleNamespace:
         """The Settings tab's components, starting from the served engine's configuration."""
-        config = self.app.config
+        config = self.app.config.method
         ui = SimpleNamespace()
         gr.Markdown("Method settings for this session (defaults: the paper's Table 13). Applying them rebuilds "
                     "this session's memory from the last transcript.")

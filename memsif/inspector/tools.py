@@ -20,10 +20,8 @@ from typing import Any
 
 import gradio as gr
 
+from memsif.api import Evidence, as_memories, load_transcripts, parse_time
 from memsif.inspector.common import Inspector, refusal, tool_guard
-from memsif.io import as_memories, load_transcripts
-from memsif.records import Evidence
-from memsif.timeparse import parse_time
 
 #: The fields of each record a tool reply carries (replies are ``model_dump(mode="json")`` of them).
 ASK_FACT_FIELDS = {"id", "kind", "type", "subject", "statement", "source_message_ids"}

@@ -9,12 +9,8 @@ from types import SimpleNamespace
 
 import gradio as gr
 
+from memsif.api import day_text, decision_threshold, record_number, trajectory_name, trajectory_terms
 from memsif.inspector.common import Inspector, SessionSettings, guard
-from memsif.interaction import link
-from memsif.interaction.titles import trajectory_name
-from memsif.interaction.trajectories import trajectory_terms
-from memsif.records import record_number
-from memsif.timeparse import day_text
 from memsif.viz import (
     TRAJECTORY_DETAIL_COLUMNS,
     trajectory_decisions_plot,
@@ -89,8 +85,7 @@ class TrajectoriesTab:
         index = {m.id: m.index for m in messages}
         return (trajectory_graph(segments, trajectories, index),
                 trajectory_decisions_plot(eng.decisions(namespace, "trajectory"), segments, index,
-                                          eng.config.trajectory_choice_margin if eng.config.trajectory_link == "choice"
-                                          else link.model_for(eng.config.trajectory_link, eng.llm).threshold),
+                                          decision_threshold(eng.config.method, eng.llm)),
                 gr.Dropdown(choices=trajectory_choices(segments, trajectories, messages), value=None))
 
     @guard

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from memsif import lexical
+from memsif.config import MethodSettings
 from memsif.llm import LLM
 from memsif.llm.profiles import profile_of
 from memsif.records import Message
@@ -157,3 +158,11 @@ def model_for(mode: str, llm: LLM | None, judge_threshold: float = JUDGE_ALONE.t
     if llm is None or not judged:
         return RULE
     return JUDGE_ALONE if judge_threshold == JUDGE_ALONE.threshold else replace(JUDGE_ALONE, threshold=judge_threshold)
+
+
+def decision_threshold(method: MethodSettings, llm: LLM | None) -> float:
+    """The score a segment's best Event Trajectory must reach to be joined under ``method``: the margin
+    over "none of these" for ``trajectory_link`` "choice", else the link model's threshold (``model_for``)."""
+    if method.trajectory_link == "choice":
+        return method.trajectory_choice_margin
+    return model_for(method.trajectory_link, llm, method.judge_threshold).threshold

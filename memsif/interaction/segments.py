@@ -25,7 +25,7 @@ class SegmentBuilder:
     def __init__(self, config: MemSIFConfig, mapping: SemanticMapping, llm: LLM | None) -> None:
         self.config = config
         self.mapping = mapping
-        self.judge = YesNoJudge(llm, segment_judge.content_free, config.judge_calibration)
+        self.judge = YesNoJudge(llm, segment_judge.content_free, config.method.judge_calibration)
         self.model_name = llm.name if llm is not None else None
         self.judge_calls = 0  # messages that reached the judge
 
@@ -36,7 +36,7 @@ class SegmentBuilder:
         probabilities and the outcome. A failing judge does not stop construction: the decision
         falls back to φ against the thresholds' midpoint and records the error.
         """
-        cfg = self.config
+        cfg = self.config.method
         current = state.current_segment
         base = dict(namespace=state.namespace, message_id=message.id, message_index=message.index,
                     tau_split=cfg.tau_split, tau_merge=cfg.tau_merge)
@@ -66,7 +66,7 @@ class SegmentBuilder:
 
     def _judge(self, state: InteractionState, current: SegmentState, message: Message,
                phi_value: float) -> tuple[BoundaryRule, bool, dict[str, Any]]:
-        cfg = self.config
+        cfg = self.config.method
         prompt = segment_judge.build(state.segment_messages(current, cfg.judge_context_messages), message)
         info: dict[str, Any] = {"prompt_version": prompt.version, "model": self.model_name}
         start = time.perf_counter()

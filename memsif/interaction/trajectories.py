@@ -62,16 +62,17 @@ class TrajectoryBuilder:
                  link_model: link.LinkModel | None = None) -> None:
         self.config = config
         self.mapping = mapping
-        self.link = link_model or link.model_for(config.trajectory_link, llm, config.judge_threshold)
-        self.judge = YesNoJudge(llm, trajectory_judge.content_free, config.judge_calibration) \
+        method = config.method
+        self.link = link_model or link.model_for(method.trajectory_link, llm, method.judge_threshold)
+        self.judge = YesNoJudge(llm, trajectory_judge.content_free, method.judge_calibration) \
             if self.link.uses_judge else None
         self.model_name = llm.name if llm is not None else None
         self.vocabulary = link.Vocabulary()
         self.judge_calls = 0  # candidate pairs that reached the judge
         self.titles = TitleWriter(llm if titles_at_close(config, llm) else None)
         self.choice = ChoiceLinker(llm, GateRule(),
-                                   config.trajectory_choice_margin, config.construction_top_k, config.alpha_trajectory,
-                                   mapping) if config.trajectory_link == "choice" and llm is not None else None
+                                   method.trajectory_choice_margin, method.construction_top_k, method.alpha_trajectory,
+                                   mapping) if method.trajectory_link == "choice" and llm is not None else None
 
     def title(self, state: InteractionState, seg: SegmentState) -> None:
         """Give ``seg`` its title (``interaction.titles``) unless it already has one for its present
@@ -92,7 +93,7 @@ class TrajectoryBuilder:
         """
         if self.choice is not None:
             return self._assign_by_choice(state, seg, self.choice)
-        cfg = self.config
+        cfg = self.config.method
         start = time.perf_counter()
         ranked = top_k_segments(state, seg, cfg.construction_top_k, cfg.alpha_trajectory, self.mapping)
         stems = {s.record.id: self._read(state, s) for s in state.segments[:seg.record.index + 1]}
@@ -165,7 +166,7 @@ class TrajectoryBuilder:
     def _rule(self, best: TrajectoryCandidate | None, created: bool) -> str:
         t = self.link.threshold
         if best is None:
-            floor = f" (none above the judge's φ floor {self.config.trajectory_min_phi:g})" if self.judge else ""
+            floor = f" (none above the judge's φ floor {self.config.method.trajectory_min_phi:g})" if self.judge else ""
             return f"new trajectory: no candidate scored{floor}; {self.link.name}"
         p = best.link_prob or 0.0
         how = f"{self.link.name}: P(same thread) {p:.2f} {'≥' if not created else '<'} {t:g}"
@@ -180,8 +181,8 @@ def titles_at_close(config: MemSIFConfig, llm: LLM | None) -> bool:
     the model-free title at close and the LLM's after the structure (``IngestPipeline.model_titles``),
     so the timeline does not wait for titles (one generation per segment, about as long as the whole
     structure step on 2 cores)."""
-    by_model = titles_by_model(config.segment_titles, llm)
-    return by_model and (config.segment_titles == "model" or config.trajectory_link == "choice")
+    by_model = titles_by_model(config.method.segment_titles, llm)
+    return by_model and (config.method.segment_titles == "model" or config.method.trajectory_link == "choice")
 
 
 def titles_by_model(mode: str, llm: LLM | None) -> bool:

@@ -46,9 +46,10 @@ def resolved_backend(config: MemSIFConfig) -> str:
     Qwen2.5-Coder-1.5B-Instruct: the same prompt speed as transformers in bfloat16, 5× its decoding
     speed and a third of its memory (README, "Models"). What actually runs is ``runtime_of(load_llm(…))``:
     ``load_llm`` falls back to transformers where llama.cpp cannot run, and says so."""
-    if config.llm_backend != "auto":
-        return config.llm_backend
-    gguf = is_packaged(config.llm_model) or bool(config.llm_gguf_file) or config.llm_model.endswith(".gguf")
+    model = config.model
+    if model.llm_backend != "auto":
+        return model.llm_backend
+    gguf = is_packaged(model.llm_model) or bool(model.llm_gguf_file) or model.llm_model.endswith(".gguf")
     return "llamacpp" if gguf else "transformers"
 
 
@@ -87,7 +88,7 @@ def load_llm(config: MemSIFConfig) -> LLM:
                 try:
                     _CACHE[key] = LlamaCppLLM.from_config(config)
                 except LLMError as exc:
-                    if config.llm_backend != "auto":
+                    if config.model.llm_backend != "auto":
                         raise
                     log.warning("llama.cpp cannot run here; using transformers instead. %s", exc)
                     fallback = exc

@@ -84,13 +84,14 @@ class LlamaCppLLM:
 
     @classmethod
     def from_config(cls, config: MemSIFConfig) -> LlamaCppLLM:
-        if is_packaged(config.llm_model):
-            folder, gguf_file = packaged_gguf(config.llm_model, config.resolved_cache_dir)
-            name = packaged_model(config.llm_model).name.replace(", packaged)", ", packaged, llama.cpp)")
-            return cls(str(folder / gguf_file), name, n_threads=config.llm_threads or None,
-                       facts_context=config.llm_facts_context)
-        path = config.llm_model if not config.llm_gguf_file else f"{config.llm_model}/{config.llm_gguf_file}"
-        return cls(path, path, n_threads=config.llm_threads or None, facts_context=config.llm_facts_context)
+        if is_packaged(config.model.llm_model):
+            folder, gguf_file = packaged_gguf(config.model.llm_model, config.store.resolved_cache_dir)
+            name = packaged_model(config.model.llm_model).name.replace(", packaged)", ", packaged, llama.cpp)")
+            return cls(str(folder / gguf_file), name, n_threads=config.model.llm_threads or None,
+                       facts_context=config.model.llm_facts_context)
+        model = config.model
+        path = model.llm_model if not model.llm_gguf_file else f"{model.llm_model}/{model.llm_gguf_file}"
+        return cls(path, path, n_threads=model.llm_threads or None, facts_context=model.llm_facts_context)
 
     def _new_context(self) -> Any:
         """A llama.cpp context over the model file (the weights are memory-mapped, so a second context

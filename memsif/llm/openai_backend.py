@@ -61,7 +61,7 @@ class OpenAICompatibleLLM:
 
     @classmethod
     def from_config(cls, config: MemSIFConfig) -> OpenAICompatibleLLM:
-        return cls(config.llm_base_url, config.llm_model, config.llm_api_key)
+        return cls(config.model.llm_base_url, config.model.llm_model, config.model.llm_api_key)
 
     def _post(self, body: dict) -> dict:
         try:

@@ -74,22 +74,22 @@ class TransformersLLM:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # MemSIF reports its own progress
-        if config.llm_threads:
-            torch.set_num_threads(config.llm_threads)
-        device = config.llm_device
+        if config.model.llm_threads:
+            torch.set_num_threads(config.model.llm_threads)
+        device = config.model.llm_device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        if is_packaged(config.llm_model):
-            folder, gguf_file = packaged_gguf(config.llm_model, config.resolved_cache_dir)
-            source, name = str(folder), packaged_model(config.llm_model).name
+        if is_packaged(config.model.llm_model):
+            folder, gguf_file = packaged_gguf(config.model.llm_model, config.store.resolved_cache_dir)
+            source, name = str(folder), packaged_model(config.model.llm_model).name
         else:
-            source, gguf_file, name = config.llm_model, config.llm_gguf_file, config.llm_model
+            source, gguf_file, name = config.model.llm_model, config.model.llm_gguf_file, config.model.llm_model
         loaded_in = None  # a dtype settled before loading (large GGUF files), else chosen after
         try:
             if gguf_file:
-                loaded_in = gguf_dtype(config.llm_dtype, device, Path(source) / gguf_file)
+                loaded_in = gguf_dtype(config.model.llm_dtype, device, Path(source) / gguf_file)
                 dtype_name = str(loaded_in or torch.float32).replace("torch.", "")
-                cached = _gguf_cache_dir(config.resolved_cache_dir, source, gguf_file, dtype_name)
+                cached = _gguf_cache_dir(config.store.resolved_cache_dir, source, gguf_file, dtype_name)
                 if not (cached / "config.json").exists():
                     log.info("De-quantising %s/%s to %s once (cached in %s)", source, gguf_file, dtype_name, cached)
                     model = AutoModelForCausalLM.from_pretrained(source, gguf_file=gguf_file,
@@ -108,10 +108,10 @@ class TransformersLLM:
                            "or a hub id reachable from here, or use MEMSIF_LLM_BACKEND=openai.") from exc
         if loaded_in is not None:
             dtype = None
-        elif config.llm_dtype == "auto" and device == "cpu":
-            dtype = measured_cpu_dtype(model, config.resolved_cache_dir, name)
+        elif config.model.llm_dtype == "auto" and device == "cpu":
+            dtype = measured_cpu_dtype(model, config.store.resolved_cache_dir, name)
         else:
-            dtype = _resolve_dtype(config.llm_dtype, device)
+            dtype = _resolve_dtype(config.model.llm_dtype, device)
         if dtype is not None:
             model = model.to(dtype)
         return cls(model.to(device), tokenizer, name, device)

@@ -264,9 +264,9 @@ class MemoryStore:
         """The store ``config`` names: a Qdrant server (``qdrant_url``) or the embedded folder
         ``<data_dir>/qdrant`` (read from a snapshot while another process holds it, with
         ``when_busy="snapshot"``)."""
-        if config.qdrant_url:
-            return cls(url=config.qdrant_url, api_key=config.qdrant_api_key)
-        return cls(path=config.resolved_data_dir / "qdrant", when_busy=when_busy)
+        if config.store.qdrant_url:
+            return cls(url=config.store.qdrant_url, api_key=config.store.qdrant_api_key)
+        return cls(path=config.store.resolved_data_dir / "qdrant", when_busy=when_busy)
 
     # ------------------------------------------------------------------ setup
     def ensure_collections(self, embedder_name: str, dim: int) -> None:
