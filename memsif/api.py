@@ -9,7 +9,7 @@ server needs to share one model between a chat and a build.
 from __future__ import annotations
 
 from memsif.answer.query import Answer
-from memsif.config import LLM_BACKENDS, MemSIFConfig, default_data_dir
+from memsif.config import LLM_BACKENDS, AnswerSettings, MemSIFConfig, default_data_dir
 from memsif.engine import IngestReport, MemSIF
 from memsif.errors import JobCancelled, MemSIFError, NotFoundError, SourceConflict, TranscriptError
 from memsif.ingest import ProgressFn
@@ -40,6 +40,7 @@ __all__ = [
     "LLM_BACKENDS",
     "PACKAGED_MODELS",
     "Answer",
+    "AnswerSettings",
     "BoundaryRule",
     "Evidence",
     "FactOp",

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from memsif.config import MemSIFConfig
+from memsif.config import AnswerSettings, MemSIFConfig
 from memsif.editing import Corrections
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
@@ -259,10 +259,11 @@ class MemSIF(Reads, Corrections, Search):
             return run_steps(self.store, self.embedder, namespace, steps)
 
     def ask(self, question: str, *, namespace: str, question_date: str | None = None, generate: bool = True,
-            on_text: Callable[[str], None] | None = None) -> Answer:
+            on_text: Callable[[str], None] | None = None, answer: AnswerSettings | None = None) -> Answer:
         """Answer ``question`` from ``namespace``'s memory with its trace (§3.5); then the ActiveFact
         pipeline runs on the query-local evidence (§3.4). ``on_text`` receives the answer's text piece by
-        piece as it is written. Returns the answer with its trace.
+        piece as it is written; ``answer`` settings (budget, retrieval, gates) apply to this question only,
+        e.g. ``engine.config.answer`` with a larger ``context_tokens``. Returns the answer with its trace.
 
         Raises:
             NotFoundError: the namespace holds no memory.
@@ -275,7 +276,8 @@ class MemSIF(Reads, Corrections, Search):
         if not question or not question.strip():
             raise MemSIFError("ask needs a non-empty question.")
         self._require(namespace)
-        pipeline = QueryPipeline(self.config, self.llm, self.embedder, self.store, self.entity_extractor)
+        config = self.config if answer is None else self.config.replace(answer=answer)
+        pipeline = QueryPipeline(config, self.llm, self.embedder, self.store, self.entity_extractor)
         # candidate clusters are read-modify-written; model calls go before background ingest work
         with self._namespace_lock(namespace, "clusters"), interactive():
             return pipeline.ask(question.strip(), namespace=namespace, question_date=question_date,

@@ -36,3 +36,53 @@ def test_the_package_exports_its_public_names_lazily():
     assert set(memsif.__all__) >= {"MemSIF", "MemSIFConfig", "load_transcripts", "__version__"}
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         memsif.nope  # noqa: B018
+
+
+def test_settings_are_nested_by_concern_and_still_read_by_their_flat_names():
+    from memsif.config import AnswerSettings, MethodSettings
+
+    cfg = MemSIFConfig(tau_merge=0.55, context_tokens=700, llm_threads=1, data_dir="/tmp/x", core_schema="A:a")
+    assert (cfg.method.tau_merge, cfg.answer.context_tokens, cfg.model.llm_threads) == (0.55, 700, 1)
+    assert (cfg.store.data_dir, cfg.facts.core_schema) == ("/tmp/x", "A:a")
+    assert cfg.tau_merge == cfg.setting("tau_merge") == 0.55 and cfg.top_k == cfg.method.construction_top_k
+    # a whole concern, then single settings over it; the rest untouched
+    other = cfg.replace(answer=AnswerSettings(context_tokens=400), flat_share=0.5)
+    assert (other.answer.context_tokens, other.answer.flat_share, other.method) == (400, 0.5, cfg.method)
+    assert cfg.answer.context_tokens == 700, "replace makes a copy"
+    assert MemSIFConfig(method=MethodSettings(tau_merge=0.7)).tau_merge == 0.7
+    assert hash(cfg) == hash(cfg.replace()) and cfg == cfg.replace()
+    with pytest.raises(TypeError, match="no setting 'tau_merj'"):
+        MemSIFConfig(tau_merj=0.5)
+    with pytest.raises(AttributeError, match="tau_merj"):
+        cfg.tau_merj  # noqa: B018
+    with pytest.raises(ConfigError, match="tau_split"):
+        cfg.replace(tau_split=0.6)
+
+
+def test_every_setting_has_one_owner_and_one_environment_name():
+    from dataclasses import fields
+
+    from memsif.config import GROUPS, OWNER
+
+    names = [f.name for kind in GROUPS.values() for f in fields(kind)]
+    assert len(names) == len(set(names)), "a setting name in two concerns"
+    env = {f"MEMSIF_{n.upper()}": "1" for n in ("fact_parallel", "context_tokens", "llm_threads", "judge_context_messages")}
+    cfg = MemSIFConfig.from_env(env)
+    assert (cfg.facts.fact_parallel, cfg.answer.context_tokens, cfg.model.llm_threads) == (1, 1, 1)
+    assert OWNER["qdrant_url"] == "store" and OWNER["theta_src"] == "method"
+
+
+def test_a_question_may_carry_its_own_answer_settings(engine_factory):
+    from datetime import datetime
+
+    from memsif.records import Message
+    from tests.fakes import FakeLLM
+
+    llm = FakeLLM({"answer": "Pottery."})
+    engine = engine_factory(llm=llm)
+    engine.ingest([Message(id="1", namespace="t", speaker="Ana", text="I love pottery and long walks by the sea.",
+                           time=datetime(2023, 5, 8))])
+    small = engine.config.answer.__class__(context_tokens=3, flat_share=0.0)
+    assert engine.ask("What does Ana love?", namespace="t", answer=small).evidence_used == []
+    assert engine.ask("What does Ana love?", namespace="t").evidence_used, "the engine's own settings again"
+    assert engine.config.answer.context_tokens == 600

@@ -114,7 +114,7 @@ def test_no_tab_imports_another_tab():
 
 #: The engine's public names (``memsif.api``): all the inspector may import of the engine.
 PUBLIC = {
-    "MemSIF", "MemSIFConfig", "LLM_BACKENDS", "default_data_dir", "IngestReport", "ProgressFn",
+    "MemSIF", "MemSIFConfig", "AnswerSettings", "LLM_BACKENDS", "default_data_dir", "IngestReport", "ProgressFn",
     "Message", "Evidence", "FactOp", "FactOperation", "BoundaryRule", "SegmentDecision", "TrajectoryDecision",
     "record_number", "Answer", "Found", "trajectory_name", "trajectory_terms", "decision_threshold",
     "MemSIFError", "TranscriptError", "JobCancelled", "NotFoundError", "SourceConflict",
