@@ -66,7 +66,8 @@ def test_every_setting_has_one_owner_and_one_environment_name():
 
     names = [f.name for kind in GROUPS.values() for f in fields(kind)]
     assert len(names) == len(set(names)), "a setting name in two concerns"
-    env = {f"MEMSIF_{n.upper()}": "1" for n in ("fact_parallel", "context_tokens", "llm_threads", "judge_context_messages")}
+    env = {f"MEMSIF_{n.upper()}": "1"
+           for n in ("fact_parallel", "context_tokens", "llm_threads", "judge_context_messages")}
     cfg = MemSIFConfig.from_env(env)
     assert (cfg.facts.fact_parallel, cfg.answer.context_tokens, cfg.model.llm_threads) == (1, 1, 1)
     assert OWNER["qdrant_url"] == "store" and OWNER["theta_src"] == "method"
