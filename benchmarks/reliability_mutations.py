@@ -48,9 +48,9 @@ MUTATIONS = [
     ),
     (
         "other embedder",
-        "memsif/store/qdrant.py",
-        'if meta.get("embedder") != embedder_name or int(meta.get("dim", -1)) != dim:',
-        "if False:",
+        "memsif/store/points.py",
+        "    if recorded != (embedder_name, dim):",
+        "    if False:",
         "tests/test_store.py::test_other_embedder_on_existing_store_is_a_clear_error",
     ),
     (
@@ -113,8 +113,8 @@ MUTATIONS = [
     (
         "namespace deletion",
         "memsif/store/qdrant.py",
-        "for name in _ALL_COLLECTIONS:\n            if name in existing:",
-        "for name in _ALL_COLLECTIONS[:1]:\n            if name in existing:",
+        "for name in ALL_COLLECTIONS:\n            if name in existing:",
+        "for name in ALL_COLLECTIONS[:1]:\n            if name in existing:",
         "tests/test_store.py::test_a_deleted_namespace_is_gone_from_search_views_and_disk_after_a_restart",
     ),
     (
@@ -147,11 +147,11 @@ MUTATIONS = [
     ),
     (
         "operation log readable while written",
-        "memsif/engine.py",
+        "memsif/reads.py",
         "        self._require(namespace)\n"
-        "        return select_operations(self.store.fact_ops(namespace), op, subject)",
-        "        with self._namespace_lock(namespace):\n"
-        "            return select_operations(self.store.fact_ops(namespace), op, subject)",
+        "        return select_operations(self._stored.fact_ops(namespace), op, subject)",
+        "        with cast(EngineCore, self)._namespace_lock(namespace):\n"
+        "            return select_operations(self._stored.fact_ops(namespace), op, subject)",
         "tests/test_concurrency.py::test_a_chat_in_the_same_namespace_does_not_wait_for_its_core_facts",
     ),
     # a person's history as one memory
@@ -199,8 +199,8 @@ MUTATIONS = [
     ),
     (
         "kill -9 during CoreFact extraction",
-        "memsif/ingest.py",
-        "            batches = self._finish_logged_batches(state, batches)",
+        "memsif/facts/step.py",
+        "            batches = self._finish_logged_batches(state, batches, oplog)",
         "            pass",
         "tests/test_crash.py::test_an_extraction_killed_after_a_batchs_log_write_resumes_without_writing_it_twice",
     ),
@@ -264,8 +264,8 @@ MUTATIONS = [
     (
         "one person, several speakers: case",
         "memsif/io/speakers.py",
-        "            by_person.setdefault(spelling.casefold(), []).append(spelling)\n",
-        "            by_person.setdefault(spelling, []).append(spelling)\n",
+        "            by_person.setdefault(written.casefold(), []).append(written)\n",
+        "            by_person.setdefault(written, []).append(written)\n",
         "tests/test_transcript_content.py::test_a_name_written_in_other_case_invisible_characters_or_unicode_form_is_one_speaker[jsonl]",
     ),
     (
@@ -426,9 +426,9 @@ MUTATIONS = [
     ),
     (
         "implausible dates: said once per path",
-        "memsif/engine.py",
-        "    return IngestPipeline(engine.config, engine, ns, dates_checked=True).run(",
-        "    return IngestPipeline(engine.config, engine, ns, dates_checked=False).run(",
+        "memsif/sources.py",
+        "        return IngestPipeline(engine.config, engine, ns, dates_checked=True).run(",
+        "        return IngestPipeline(engine.config, engine, ns, dates_checked=False).run(",
         "tests/test_transcript_content.py::test_the_python_api_warns_about_implausible_dates_once_per_path",
     ),
     (
@@ -670,9 +670,9 @@ MUTATIONS = [
     ),
     (
         "shown as written: a message in context",
-        "memsif/inspector/chat.py",
-        '            text = f"{code_span(mid)} {escape_markdown(m.speaker)}: {escape_markdown(m.text)}"',
-        '            text = f"{code_span(mid)} {m.speaker}: {m.text}"',
+        "memsif/inspector/place.py",
+        '                text = f"{code_span(mid)} {escape_markdown(m.speaker)}: {escape_markdown(m.text)}"',
+        '                text = f"{code_span(mid)} {m.speaker}: {m.text}"',
         "tests/test_app.py::test_markup_in_a_transcript_is_shown_as_written_by_every_endpoint",
     ),
     (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -19,38 +19,37 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from memsif.errors import MemSIFError, SourceConflict
+from memsif.facts.step import CoreFactStep, CoreFactSummary, ProgressFn
 from memsif.interaction.restore import Repair, mean_vector, messages_state, plan_repair, restore
 from memsif.interaction.segments import SegmentBuilder
 from memsif.interaction.sentences import build_sentences
 from memsif.interaction.state import InteractionState
-from memsif.interaction.titles import write_model_titles
-from memsif.interaction.trajectories import TrajectoryBuilder, titles_by_model
+from memsif.interaction.trajectories import TrajectoryBuilder
 from memsif.io.dates import implausible_dates
 from memsif.io.placement import differences
 from memsif.io.speakers import with_one_spelling
 from memsif.locks import check_cancelled, job
 from memsif.matching import SemanticMapping
-from memsif.records import Decision, FactOperation, Message, record_number, spoken_text
+from memsif.records import Decision, Message, record_number, spoken_text
 from memsif.store import StoredMessage
 
 if TYPE_CHECKING:
     from memsif.config import MemSIFConfig
     from memsif.embed import Embedder
     from memsif.entities import EntityExtractor
-    from memsif.facts.core import ReadBatch
     from memsif.interaction.state import SegmentState
     from memsif.llm import LLM
     from memsif.store import Store
 
 log = logging.getLogger(__name__)
 
+__all__ = ["Backends", "CoreFactSummary", "IngestPipeline", "IngestReport", "ProgressFn"]
+
 #: Messages longer than this get a warning at ingest: the default embedder reads 256 word pieces
 #: (about EMBEDDER_READS_CHARS characters of English) and prompts clip each message (memsif.prompts).
 LONG_MESSAGE_CHARS = 2_000
 EMBEDDER_READS_CHARS = 1_000
 
-#: progress(done, total, stage): called while ingesting.
-ProgressFn = Callable[[int, int, str], None]
 
 
 @dataclass
@@ -76,16 +75,6 @@ class IngestReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-@dataclass
-class CoreFactSummary:
-    """What one CoreFact pass did (``IngestReport``'s fact fields)."""
-
-    core_facts: int = 0
-    fact_ops: dict[str, int] = field(default_factory=dict)
-    fact_llm_calls: int = 0
-    fact_errors: int = 0
 
 
 @dataclass
@@ -155,7 +144,7 @@ class IngestPipeline:
             summary = CoreFactSummary()
             if core_facts:
                 with self.stage("core_facts"):
-                    summary = self.core_facts(state, progress)
+                    summary = CoreFactStep(self.config, self.backends, self.namespace, self.stage).run(state, progress)
         return IngestReport(
             namespace=self.namespace, messages=len(admitted.fresh), skipped=admitted.skipped,
             total_messages=len(state.messages), segments=len(state.segments), trajectories=len(state.trajectories),
@@ -301,100 +290,3 @@ class IngestPipeline:
             store.set_sentence_trajectories(ns, {sid: trajectory_of[sid] for sid in structured.reassigned})
             store.put_messages(ns, [StoredMessage(m, state.vectors[m.id], state.entities[m.id],
                                                   state.segment_of.get(m.id)) for m in fresh])
-
-    def core_facts(self, state: InteractionState, progress: ProgressFn | None) -> CoreFactSummary:
-        """CoreFact extraction and consolidation over every message no extraction has read yet (§3.3,
-        ``facts.core.build_core_facts``). Each batch is written as soon as it is done, so readers (the
-        inspector) see CoreFacts appear: its operations first (each names its batch), then the facts
-        they changed, then the segments' read-marks. An extraction interrupted after the log write
-        (kill -9) finishes that batch from its logged operations instead of extracting it again, so no
-        batch's operations are written twice."""
-        from memsif.facts.core import (
-            CoreFactBuilder,
-            FactState,
-            build_core_facts,
-            operation_trusted,
-            owed_second_passes,
-            unread_batches,
-        )
-        from memsif.facts.verify import verifier_threshold
-        from memsif.records import parse_schema
-
-        store, ns, cfg = self.backends.store, self.namespace, self.config.facts
-        with job(ns, "facts"):
-            with self.stage("titles"):
-                self.model_titles(state, progress)
-            batches = unread_batches([s.record for s in state.segments], state.messages, cfg.fact_batch_messages)
-            oplog = store.fact_ops(ns) if batches or cfg.fact_second_pass else []  # read once for both uses
-            batches = self._finish_logged_batches(state, batches, oplog)
-            owed = owed_second_passes(oplog, [s.record for s in state.segments], state.messages) \
-                if cfg.fact_second_pass else []
-            facts = FactState.of([(f, v) for f, v in store.facts(ns, with_vectors=True) if v is not None])
-            builder = CoreFactBuilder(self.backends.llm, self.backends.embedder, parse_schema(cfg.core_schema),
-                                      ask_operation=operation_trusted(cfg.fact_operation, self.backends.llm),
-                                      messages=state.messages,
-                                      verify_min_p=verifier_threshold(cfg.fact_verification, self.backends.llm),
-                                      second_pass=cfg.fact_second_pass)
-            trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
-            summary = CoreFactSummary()
-            seq = store.count("fact_op", ns)
-            if progress and batches:
-                progress(0, len(batches), "core facts")
-            for done in build_core_facts(builder, facts, ns, batches, state.segment_of, trajectory_of,
-                                         state.vectors, cfg.fact_parallel, owed):
-                check_cancelled()  # a batch finished after its memory was replaced is not written
-                for op in done.operations:
-                    op.batch = done.batch.key
-                seq = store.put_fact_ops(ns, done.operations, seq)
-                store.put_facts(ns, done.changed)
-                self._mark_read(state, done.batch)
-                for op in done.operations:
-                    summary.fact_ops[op.op.value] = summary.fact_ops.get(op.op.value, 0) + 1
-                summary.fact_errors += sum(1 for op in done.operations if op.error)
-                if progress:
-                    progress(done.index + 1, done.total,
-                             "core facts, second pass" if done.second_pass else "core facts")
-        summary.core_facts, summary.fact_llm_calls = len(facts.current()), builder.llm_calls
-        return summary
-
-    def model_titles(self, state: InteractionState, progress: ProgressFn | None) -> None:
-        """The LLM's titles for the segments the structure step titled without it (``titles.write_model_titles``),
-        before CoreFacts and in their job (so they yield to chat); each stored as it is written."""
-        llm = self.backends.llm
-        if titles_by_model(self.config.method.segment_titles, llm):
-            write_model_titles(state, llm, lambda seg: self.backends.store.put_segments(
-                self.namespace, [(seg.record, seg.profile.mean)]), progress)
-
-    def _mark_read(self, state: InteractionState, batch: ReadBatch) -> None:
-        """Store the segments' read-marks of a finished batch (its last write)."""
-        for sid, upto in batch.read_upto.items():
-            state.segment(sid).record.facts_extracted_upto = upto
-        self.backends.store.put_segments(self.namespace, [(state.segment(sid).record, state.segment(sid).profile.mean)
-                                                        for sid in sorted(batch.read_upto, key=record_number)])
-
-    def _finish_logged_batches(self, state: InteractionState, batches: list[ReadBatch],
-                               oplog: Sequence[FactOperation]) -> list[ReadBatch]:
-        """The batches still to extract: one whose operations the namespace's ``oplog`` already holds (an
-        extraction killed after its log write) gets the facts those operations left and its read-marks,
-        and is not extracted again. Logged as a repair."""
-        if not batches:
-            return batches
-        logged: dict[str, list[FactOperation]] = {}
-        for op in oplog:
-            if op.batch:
-                logged.setdefault(op.batch, []).append(op)
-        todo = []
-        for batch in batches:
-            ops = logged.get(batch.key)
-            if not ops:
-                todo.append(batch)
-                continue
-            after = {f.id: f for op in ops for f in op.after}
-            if after:
-                vectors = self.backends.embedder.embed_documents([f.statement for f in after.values()])
-                self.backends.store.put_facts(self.namespace, list(zip(after.values(), vectors, strict=True)))
-            self._mark_read(state, batch)
-            log.warning("namespace %s: finished CoreFact batch %s from its %d logged operations (an interrupted "
-                        "extraction)", self.namespace, batch.key, len(ops))
-        return todo
-

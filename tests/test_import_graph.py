@@ -33,7 +33,8 @@ LAYERS: dict[str, int] = {
     "memsif.ingest": 3, "memsif.answer.retrieval": 3, "memsif.answer.context": 3, "memsif.answer.accumulation": 3,
     "memsif.answer.query": 3, "memsif.transfer": 3,
     "memsif.upgrade": 3,
-    "memsif.editing": 4, "memsif.search": 4, "memsif.reads": 4, "memsif.parts": 4, "memsif.engine": 4,
+    "memsif.editing": 4, "memsif.search": 4, "memsif.sources": 4, "memsif.reads": 4, "memsif.parts": 4,
+    "memsif.engine": 4,
     "memsif.api": 4,
     "memsif.eval": 5, "memsif.viz": 5, "memsif.cli": 5, "memsif.__main__": 5, "memsif.inspector": 5,
 }

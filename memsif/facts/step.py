@@ -1,0 +1,154 @@
+"""The CoreFact step of an ingest (§3.3): extraction and consolidation over every message no extraction
+has read yet, each batch written as soon as it is done, and the model's segment titles before it, in the
+same job so both yield to a chat answer. ``ingest.IngestPipeline`` runs it after the structure."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from memsif.facts.core import (
+    CoreFactBuilder,
+    FactState,
+    ReadBatch,
+    build_core_facts,
+    operation_trusted,
+    owed_second_passes,
+    unread_batches,
+)
+from memsif.facts.verify import verifier_threshold
+from memsif.interaction.state import InteractionState
+from memsif.interaction.titles import write_model_titles
+from memsif.interaction.trajectories import titles_by_model
+from memsif.locks import check_cancelled, job
+from memsif.records import FactOperation, parse_schema, record_number
+
+if TYPE_CHECKING:
+    from memsif.config import MemSIFConfig
+    from memsif.embed import Embedder
+    from memsif.llm import LLM
+    from memsif.store import Store
+
+log = logging.getLogger("memsif.ingest")
+
+#: progress(done, total, stage): called while ingesting.
+ProgressFn = Callable[[int, int, str], None]
+
+
+@dataclass
+class CoreFactSummary:
+    """What one CoreFact pass did (``IngestReport``'s fact fields)."""
+
+    core_facts: int = 0
+    fact_ops: dict[str, int] = field(default_factory=dict)
+    fact_llm_calls: int = 0
+    fact_errors: int = 0
+
+
+class FactBackends(Protocol):
+    """The back-ends the CoreFact step uses, each loaded when first read (``MemSIF`` is one)."""
+
+    @property
+    def llm(self) -> LLM: ...
+    @property
+    def embedder(self) -> Embedder: ...
+    @property
+    def store(self) -> Store: ...
+
+
+class CoreFactStep:
+    """One namespace's CoreFact pass under ``config`` with ``backends``; ``stage(name)`` times a part of
+    it (the pipeline's stage timer)."""
+
+    def __init__(self, config: MemSIFConfig, backends: FactBackends, namespace: str,
+                 stage: Callable[[str], AbstractContextManager[None]]) -> None:
+        self.config, self.backends, self.namespace, self.stage = config, backends, namespace, stage
+
+    def run(self, state: InteractionState, progress: ProgressFn | None) -> CoreFactSummary:
+        """CoreFact extraction and consolidation over every message no extraction has read yet (§3.3,
+        ``facts.core.build_core_facts``). Each batch is written as soon as it is done, so readers (the
+        inspector) see CoreFacts appear: its operations first (each names its batch), then the facts
+        they changed, then the segments' read-marks. An extraction interrupted after the log write
+        (kill -9) finishes that batch from its logged operations instead of extracting it again, so no
+        batch's operations are written twice."""
+        store, ns, cfg = self.backends.store, self.namespace, self.config.facts
+        with job(ns, "facts"):
+            with self.stage("titles"):
+                self.model_titles(state, progress)
+            batches = unread_batches([s.record for s in state.segments], state.messages, cfg.fact_batch_messages)
+            oplog = store.fact_ops(ns) if batches or cfg.fact_second_pass else []  # read once for both uses
+            batches = self._finish_logged_batches(state, batches, oplog)
+            owed = owed_second_passes(oplog, [s.record for s in state.segments], state.messages) \
+                if cfg.fact_second_pass else []
+            facts = FactState.of([(f, v) for f, v in store.facts(ns, with_vectors=True) if v is not None])
+            builder = CoreFactBuilder(self.backends.llm, self.backends.embedder, parse_schema(cfg.core_schema),
+                                      ask_operation=operation_trusted(cfg.fact_operation, self.backends.llm),
+                                      messages=state.messages,
+                                      verify_min_p=verifier_threshold(cfg.fact_verification, self.backends.llm),
+                                      second_pass=cfg.fact_second_pass)
+            trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
+            summary = CoreFactSummary()
+            seq = store.count("fact_op", ns)
+            if progress and batches:
+                progress(0, len(batches), "core facts")
+            for done in build_core_facts(builder, facts, ns, batches, state.segment_of, trajectory_of,
+                                         state.vectors, cfg.fact_parallel, owed):
+                check_cancelled()  # a batch finished after its memory was replaced is not written
+                for op in done.operations:
+                    op.batch = done.batch.key
+                seq = store.put_fact_ops(ns, done.operations, seq)
+                store.put_facts(ns, done.changed)
+                self._mark_read(state, done.batch)
+                for op in done.operations:
+                    summary.fact_ops[op.op.value] = summary.fact_ops.get(op.op.value, 0) + 1
+                summary.fact_errors += sum(1 for op in done.operations if op.error)
+                if progress:
+                    progress(done.index + 1, done.total,
+                             "core facts, second pass" if done.second_pass else "core facts")
+        summary.core_facts, summary.fact_llm_calls = len(facts.current()), builder.llm_calls
+        return summary
+
+    def model_titles(self, state: InteractionState, progress: ProgressFn | None) -> None:
+        """The LLM's titles for the segments the structure step titled without it (``titles.write_model_titles``),
+        before CoreFacts and in their job (so they yield to chat); each stored as it is written."""
+        llm = self.backends.llm
+        if titles_by_model(self.config.method.segment_titles, llm):
+            write_model_titles(state, llm, lambda seg: self.backends.store.put_segments(
+                self.namespace, [(seg.record, seg.profile.mean)]), progress)
+
+    def _mark_read(self, state: InteractionState, batch: ReadBatch) -> None:
+        """Store the segments' read-marks of a finished batch (its last write)."""
+        for sid, upto in batch.read_upto.items():
+            state.segment(sid).record.facts_extracted_upto = upto
+        self.backends.store.put_segments(self.namespace, [(state.segment(sid).record, state.segment(sid).profile.mean)
+                                                        for sid in sorted(batch.read_upto, key=record_number)])
+
+    def _finish_logged_batches(self, state: InteractionState, batches: list[ReadBatch],
+                               oplog: Sequence[FactOperation]) -> list[ReadBatch]:
+        """The batches still to extract: one whose operations the namespace's ``oplog`` already holds (an
+        extraction killed after its log write) gets the facts those operations left and its read-marks,
+        and is not extracted again. Logged as a repair."""
+        if not batches:
+            return batches
+        logged: dict[str, list[FactOperation]] = {}
+        for op in oplog:
+            if op.batch:
+                logged.setdefault(op.batch, []).append(op)
+        todo = []
+        for batch in batches:
+            ops = logged.get(batch.key)
+            if not ops:
+                todo.append(batch)
+                continue
+            after = {f.id: f for op in ops for f in op.after}
+            if after:
+                vectors = self.backends.embedder.embed_documents([f.statement for f in after.values()])
+                self.backends.store.put_facts(self.namespace, list(zip(after.values(), vectors, strict=True)))
+            self._mark_read(state, batch)
+            log.warning("namespace %s: finished CoreFact batch %s from its %d logged operations (an interrupted "
+                        "extraction)", self.namespace, batch.key, len(ops))
+        return todo
+
