@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import gradio as gr
 
 from memsif.api import MemSIFError
-from memsif.inspector.common import MESSAGE_COLUMNS, Inspector, SessionSettings, guard
+from memsif.inspector.common import MESSAGE_COLUMNS, Inspector, Page, SessionSettings, guard
 from memsif.markdown import escape_html
 from memsif.viz import cluster_scatter, message_rows
 
@@ -103,7 +103,7 @@ class ActiveFactsTab:
             return f"Not changed: {escape_html(str(exc))}", gr.skip(), gr.skip()
         return f"**{op.op}** {escape_html(op.reason)}", *self.clusters_view(namespace, settings)
 
-    def wire(self, page: SimpleNamespace) -> None:
+    def wire(self, page: Page) -> None:
         """The tab's own events."""
         a, per_session = page.activefacts, [page.namespace, page.settings]
         a.refresh_btn.click(self.clusters_view, inputs=per_session, outputs=[a.plot, a.table], api_name="clusters")

@@ -45,6 +45,7 @@ from memsif.inspector.common import (
     BuiltSource,
     Inspector,
     JobProgress,
+    Page,
     SessionSettings,
     delete_memory,
     guard,
@@ -600,7 +601,7 @@ class BuildTab:
         """The Build tab's components (``layout``), with what building the example live takes."""
         return layout(self.example_wait())
 
-    def wire(self, page: SimpleNamespace) -> None:
+    def wire(self, page: Page) -> None:
         """The Build tab's own events: the sample list of an upload, the timeline when the tab is shown,
         and the delete's confirmation (the build and the delete, which reach every tab: ``demo``)."""
         b, per_session = page.build, [page.namespace, page.settings]

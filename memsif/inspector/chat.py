@@ -22,6 +22,7 @@ from memsif.inspector.common import (
     ClusterViews,
     FactExtraction,
     Inspector,
+    Page,
     SessionSettings,
     guard,
     new_session,
@@ -181,7 +182,7 @@ class ChatTab:
         """One message in context (``place.MessagePlace``). Returns (markdown, timeline figure)."""
         return MessagePlace(self.app).show(namespace, settings, message_id)
 
-    def wire(self, page: SimpleNamespace) -> gr.events.Dependency:
+    def wire(self, page: Page) -> gr.events.Dependency:
         """The tab's events: an answer also redraws the ActiveFacts tab (its question joined a cluster).
         Returns the answer's event (demo.py chains the CoreFact extraction of a turn written into memory)."""
         c, a, per_session = page.chat, page.activefacts, [page.namespace, page.settings]

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
+from types import MappingProxyType, SimpleNamespace
 from typing import Any, Protocol
 
 import gradio as gr
@@ -242,6 +242,25 @@ MESSAGE_COLUMNS = ["message", "session", "time", "speaker", "text"]
 
 # What a tab's handlers may need of another tab's (the Tab contract): demo.py hands them over, and no tab
 # imports another.
+@dataclass(frozen=True)
+class Page:
+    """The page of one inspector: the per-session state (the session's namespace, its ``SessionSettings`` and
+    ``BuiltSource``) and each tab's components as that tab's ``layout`` made them (its ``gr.Tab`` as ``tab``).
+    A tab reads another tab's components only here, in its ``wire``; ``demo.py`` makes the page."""
+
+    namespace: gr.State
+    settings: gr.State
+    source: gr.State
+    build: SimpleNamespace
+    chat: SimpleNamespace
+    trajectories: SimpleNamespace
+    corefacts: SimpleNamespace
+    activefacts: SimpleNamespace
+    search: SimpleNamespace
+    evaluate: SimpleNamespace
+    settings_tab: SimpleNamespace
+
+
 class ClusterViews(Protocol):
     """The ActiveFacts tab's redraw (an answer's question joined a cluster)."""
 

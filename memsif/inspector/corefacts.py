@@ -18,6 +18,7 @@ from memsif.inspector.common import (
     BuiltSource,
     Inspector,
     JobProgress,
+    Page,
     SessionSettings,
     guard,
     in_background,
@@ -241,7 +242,7 @@ class CoreFactsTab:
         return (f"**{last.op}** {', '.join(last.fact_ids)}: {escape_html(last.reason)}", last.fact_ids[-1],
                 *self.facts_view(namespace, op, subject_filter, settings))
 
-    def wire(self, page: SimpleNamespace) -> None:
+    def wire(self, page: Page) -> None:
         """The tab's own events."""
         f, namespace, settings = page.corefacts, page.namespace, page.settings
         f.extract_btn.click(self.build_facts, inputs=[namespace, settings], outputs=progress_views(f),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from types import SimpleNamespace
+from dataclasses import dataclass
 
 import gradio as gr
 
@@ -15,7 +15,7 @@ from memsif.inspector import activefacts, build, chat, corefacts, evaluate, sear
 from memsif.inspector.activefacts import ActiveFactsTab
 from memsif.inspector.build import BuildTab
 from memsif.inspector.chat import ChatTab
-from memsif.inspector.common import Inspector, model_in_use, new_session
+from memsif.inspector.common import Inspector, Page, model_in_use, new_session
 from memsif.inspector.corefacts import CoreFactsTab
 from memsif.inspector.evaluate import EvaluateTab
 from memsif.inspector.search import SearchTab
@@ -98,19 +98,33 @@ def build_demo(engine: MemSIF, *, forget_sessions: bool = False, mcp: bool = Fal
     return demo
 
 
-def _tabs(app: Inspector) -> SimpleNamespace:
+@dataclass(frozen=True)
+class Tabs:
+    """Every tab's handlers, bound to one ``Inspector``."""
+
+    build: BuildTab
+    chat: ChatTab
+    trajectories: TrajectoriesTab
+    corefacts: CoreFactsTab
+    activefacts: ActiveFactsTab
+    search: SearchTab
+    evaluate: EvaluateTab
+    settings: SettingsTab
+
+
+def _tabs(app: Inspector) -> Tabs:
     """Every tab's handlers, bound to ``app``; the tabs a tab's handlers call into are handed to it here."""
     facts, clusters, built = CoreFactsTab(app), ActiveFactsTab(app), BuildTab(app)
-    return SimpleNamespace(build=built, chat=ChatTab(app, facts=facts, clusters=clusters),
+    return Tabs(build=built, chat=ChatTab(app, facts=facts, clusters=clusters),
                            trajectories=TrajectoriesTab(app), corefacts=facts, activefacts=clusters,
                            search=SearchTab(app), evaluate=EvaluateTab(app), settings=SettingsTab(app, build=built))
 
 
-def _layout(tabs: SimpleNamespace, app: Inspector, forget_sessions: bool) -> SimpleNamespace:
+def _layout(tabs: Tabs, app: Inspector, forget_sessions: bool) -> Page:
     """The page's per-session state (namespace, ``SessionSettings``, ``BuiltSource``) and each tab's
     components, under the tab module's name."""
-    page = SimpleNamespace(namespace=gr.State(delete_callback=app.forget_session if forget_sessions else None),
-                           settings=gr.State(), source=gr.State())
+    states = {"namespace": gr.State(delete_callback=app.forget_session if forget_sessions else None),
+              "settings": gr.State(), "source": gr.State()}
     gr.Markdown("# MemSIF inspector\nLong-term memory for LLM agents, built in the open: Topical Segments and "
                 "Event Trajectories (Structured Interaction Memory), CoreFacts and ActiveFacts (Dual-Track Fact "
                 "Memory). Build from a transcript, then chat with it and see why each answer came out.")
@@ -119,15 +133,15 @@ def _layout(tabs: SimpleNamespace, app: Inspector, forget_sessions: bool) -> Sim
                ("ActiveFacts", "activefacts", activefacts.layout), ("Search", "search", search.layout),
                ("Evaluate", "evaluate", evaluate.layout),
                ("Settings", "settings_tab", tabs.settings.layout)]
+    components = {}
     for title, name, layout in layouts:
         with gr.Tab(title) as tab:
-            ui = layout()
-        ui.tab = tab
-        setattr(page, name, ui)
-    return page
+            components[name] = layout()
+        components[name].tab = tab
+    return Page(**states, **components)
 
 
-def _wire_across_tabs(page: SimpleNamespace, tabs: SimpleNamespace) -> None:
+def _wire_across_tabs(page: Page, tabs: Tabs) -> None:
     """The events that reach every tab: a build (or a rebuild with new settings) redraws the
     trajectories, empties a chat about a replaced memory, sets the chat's example question and
     extracts CoreFacts; a delete empties every tab's views (each tab's ``EMPTY``)."""

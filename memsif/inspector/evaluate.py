@@ -28,6 +28,7 @@ from memsif.inspector.common import (
     BuiltSource,
     Inspector,
     JobProgress,
+    Page,
     SessionSettings,
     eval_namespace,
     guard,
@@ -257,7 +258,7 @@ class EvaluateTab:
             return
         yield summary, evidence_lens(rows, nce_only=True), table_rows(rows), rows
 
-    def wire(self, page: SimpleNamespace) -> None:
+    def wire(self, page: Page) -> None:
         """The tab's own events."""
         e = page.evaluate
         e.run_btn.click(self.evaluate, inputs=[page.namespace, page.source, page.settings], outputs=views(e),

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import gradio as gr
 
 from memsif.api import Found, MemSIFError
-from memsif.inspector.common import Inspector, SessionSettings, guard
+from memsif.inspector.common import Inspector, Page, SessionSettings, guard
 from memsif.inspector.place import MessagePlace
 from memsif.markdown import escape_html
 
@@ -79,7 +79,7 @@ class SearchTab:
             return "Select a message row to see where it sits.", None
         return MessagePlace(self.app).show(namespace, settings, str(row[1]))
 
-    def wire(self, page: SimpleNamespace) -> None:
+    def wire(self, page: Page) -> None:
         """The tab's own events."""
         s, per_session = page.search, [page.namespace, page.settings]
         shown = views(s)

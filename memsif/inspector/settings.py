@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import gradio as gr
 
 from memsif.api import MemSIFError
-from memsif.inspector.common import Builder, BuiltSource, Inspector, SessionSettings, delete_memory, guard
+from memsif.inspector.common import Builder, BuiltSource, Inspector, Page, SessionSettings, delete_memory, guard
 from memsif.markdown import code_span, escape_html
 
 
@@ -74,7 +74,7 @@ class SettingsTab:
         ui.running = gr.Markdown(elem_id="model-running")  # the model in use and what runs it (demo._preload)
         return ui
 
-    def wire(self, page: SimpleNamespace) -> gr.events.Dependency:
+    def wire(self, page: Page) -> gr.events.Dependency:
         """The Settings tab's events: Apply validates and keeps the settings, then rebuilds the session's
         memory with them (returned: the rebuild, which the page chains the other tabs after); Reset
         restores the sliders."""

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import gradio as gr
 
 from memsif.api import day_text, decision_threshold, record_number, trajectory_name, trajectory_terms
-from memsif.inspector.common import Inspector, SessionSettings, guard
+from memsif.inspector.common import Inspector, Page, SessionSettings, guard
 from memsif.viz import (
     TRAJECTORY_DETAIL_COLUMNS,
     trajectory_decisions_plot,
@@ -98,7 +98,7 @@ class TrajectoriesTab:
         return trajectory_detail_rows(trajectory_id, eng.segments(namespace), eng.trajectories(namespace),
                                       eng.messages(namespace), eng.decisions(namespace, "trajectory"))
 
-    def wire(self, page: SimpleNamespace) -> None:
+    def wire(self, page: Page) -> None:
         """The tab's own events (plotly sizes a figure drawn in a hidden tab at half width: drawn again
         when the tab is shown)."""
         t, per_session = page.trajectories, [page.namespace, page.settings]
