@@ -64,7 +64,7 @@ def test_the_guard_sees_dict_access():
 
 # --------------------------------------------------------------------------- size
 MAX_FUNCTION_LINES = 60
-MAX_CLASS_LINES = 300
+MAX_CLASS_LINES = 250
 #: Functions and classes still over the limits, with their size when the limit was set: each may only
 #: shrink, and leaves this table once it fits (the test says so). Nothing may join it.
 STILL_OVER: dict[str, int] = {}
@@ -82,7 +82,7 @@ def _sizes() -> dict[str, tuple[int, int]]:
     return out
 
 
-def test_no_function_over_60_lines_and_no_class_over_300_beyond_those_still_listed():
+def test_no_function_over_60_lines_and_no_class_over_250_beyond_those_still_listed():
     sizes = _sizes()
     over = {name: lines for name, (lines, limit) in sizes.items() if lines > limit}
     new = [f"{n} ({lines} lines)" for n, lines in over.items() if n not in STILL_OVER]

@@ -228,19 +228,18 @@ class QueryPipeline:
             named = named_speakers(question, self.store.speakers(namespace))
             self._question_form(question, named, result)
             facts = self.retriever.retrieve_facts(namespace, qv, named if result.aggregation else ())
-        settings = self.config.answer
-        floor = round(settings.flat_share * settings.context_tokens)  # the facts never take its room
-        fact_lines, used_facts, left = fit_lines(
-            facts, lambda f: f"- {f.subject}: {_fact_text(f)}",
-            self.config.answer.context_tokens - floor - (self.llm.count_tokens("Facts:") + 1 if facts else 0),
-            self.llm.count_tokens)
+        budget = self.config.answer.context_tokens
+        floor = round(self.config.answer.flat_share * budget)  # the facts never take its room
+        room = budget - floor - (self.llm.count_tokens("Facts:") + 1 if facts else 0)
+        fact_lines, used_facts, left = fit_lines(facts, lambda f: f"- {f.subject}: {_fact_text(f)}", room,
+                                                 self.llm.count_tokens)
         left += floor
         with _stage(result, "sufficiency"):
             self._gate(question, used_facts, result)  # on the facts the answer would see
         with _stage(result, "trace_back"):
             evidence: list[Evidence] = []
             if not result.sufficient:
-                used = self.config.answer.context_tokens - left
+                used = budget - left
 
                 def measure(items: list[Evidence]) -> int:  # tokens of the evidence part, as the context holds it
                     return self.llm.count_tokens(render_context(fact_lines, items)) - used

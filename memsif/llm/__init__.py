@@ -1,7 +1,13 @@
-"""LLM back-ends behind one small protocol (``memsif.llm.base``), and the one that a config names.
+"""The backbone LLM (§4.1: one model for every step) behind one small protocol (``memsif.llm.base``),
+and the one that a config names: the segment and trajectory judges (§3.2), CoreFact extraction and
+verification (§3.3), the sufficiency gate and the answer (§3.5).
 
-Decisions that pick among a few options are *scored*, not generated: ``yes_probability`` runs one
-forward pass and compares the probabilities of the answer tokens (docs/models.md, "The judges' decision points").
+Back-ends: ``llamacpp_backend`` (GGUF, the default; ``llamacpp_cpu`` picks its CPU library),
+``transformers_backend``, ``openai_backend`` (any OpenAI-compatible server); ``structured`` holds the
+constrained decoding they share, ``packaged`` the models that PyPI packages carry, ``profiles`` what was
+measured of each model. Decisions that pick among a few options are *scored*, not generated:
+``yes_probability`` runs one forward pass and compares the probabilities of the answer tokens
+(docs/models.md, "The judges' decision points").
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
-"""Prompts: one module per LLM task, each with a name, a version and (where the task generates)
-its response schema. The LLM sees short local labels and excerpts, never store ids."""
+"""Prompts of every LLM step (§3.2–3.5; the paper's prompt templates, App. F): one module per task, each
+with a name, a version and (where the task generates) its response schema — ``segment_judge`` and
+``trajectory_judge``/``trajectory_choice`` (§3.2), ``core_extract``, ``core_operation`` and
+``fact_verify`` (§3.3), ``sufficiency``, ``answer`` and ``answer_check`` (§3.5), ``eval_judge``
+(the LLM-judge metric, App. D). The LLM sees short local labels and excerpts, never store ids.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
-"""Persistence of all engine state in Qdrant (embedded folder, in-memory, or a server).
+"""Persistence of all memory state in Qdrant (embedded folder, in-memory, or a server): messages and the
+sentence index, Topical Segments and Event Trajectories with their decisions (§3.2), CoreFacts and their
+operation log (§3.3), candidate clusters and ActiveFacts (§3.4).
 
-``base.py``: the ``Store`` contract; ``qdrant.py``: ``MemoryStore``, typed records in and out (collection
-names are its own); ``connection.py``: opening and guarding the Qdrant client.
+``base.py``: the ``Store`` contract; ``qdrant.py``: ``MemoryStore`` (its collections listed there), made
+of ``writes.py`` (``StoreWrites``) and ``reads.py`` (``StoreReads``) over ``points.py`` (point ids,
+filters, payloads, the hybrid search's requests); ``connection.py``: opening and guarding the client.
 """
 
 from __future__ import annotations
