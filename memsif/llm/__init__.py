@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 _CACHE: dict[tuple[object, ...], LLM] = {}
 
 #: What the transformers stand-in costs against llama.cpp for the packaged 1.5B (README, "Models":
-#: ``benchmarks/app_memory.py`` peaks, a decoding step 0.21 s against 0.05 s).
+#: ``benchmarks/speed/app_memory.py`` peaks, a decoding step 0.21 s against 0.05 s).
 FALLBACK_COST = ("about 4.3 GB of memory instead of 2.9 GB (5.5 GB the first time, while the GGUF is "
                  "de-quantised), and each generated token about 4× slower (CoreFacts and answers take that "
                  "much longer).")

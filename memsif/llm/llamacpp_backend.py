@@ -23,7 +23,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,11 @@ from memsif.llm.llamacpp_cpu import INSTALL_COMMAND, CpuLibrary, choose_cpu_libr
 from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
 from memsif.locks import FACTS, FairLock, check_cancelled, current_class
 from memsif.prompts import Prompt
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+    from llama_cpp.llama_types import ChatCompletionRequestMessage
+    from llguidance import LLTokenizer
 
 #: Prompt tokens the extraction's context evaluates between two chances to let a more urgent call in
 #: (~0.9 s with the 1.5B on 2 cores). The chunk does not change the prompt's speed: 1,000 tokens took
@@ -80,7 +85,7 @@ class LlamaCppLLM:
         self._yes = self._first_tokens(YES_WORDS)
         self._no = self._first_tokens(NO_WORDS)
         self._lock = FairLock()
-        self._lltokenizer = None  # llguidance's view of the vocabulary, built on first JSON call
+        self._lltokenizer: LLTokenizer | None = None  # llguidance's view of the vocabulary, built on first JSON call
 
     @classmethod
     def from_config(cls, config: MemSIFConfig) -> LlamaCppLLM:
@@ -93,7 +98,7 @@ class LlamaCppLLM:
         path = model.llm_model if not model.llm_gguf_file else f"{model.llm_model}/{model.llm_gguf_file}"
         return cls(path, path, n_threads=model.llm_threads or None, facts_context=model.llm_facts_context)
 
-    def _new_context(self) -> Any:
+    def _new_context(self) -> Llama:
         """A llama.cpp context over the model file (the weights are memory-mapped, so a second context
         shares them and adds its KV cache and compute buffers).
 
@@ -142,7 +147,8 @@ class LlamaCppLLM:
         return sorted(ids)
 
     def _render(self, prompt: Prompt) -> str:
-        messages = [{"role": "system", "content": prompt.system}, {"role": "user", "content": prompt.text}]
+        messages: list[ChatCompletionRequestMessage] = [{"role": "system", "content": prompt.system},
+                                                        {"role": "user", "content": prompt.text}]
         if self._format is None:
             return f"{prompt.system}\n\n{prompt.text}\n\nAnswer:"
         return self._format(messages=messages).prompt
@@ -207,14 +213,14 @@ class LlamaCppLLM:
         return label_shares([probs[i].sum() for i in ids], labels, self.name)
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
-                 json_schema: dict | None = None, stop: Sequence[str] = ()) -> Generation:
+                 json_schema: dict[str, Any] | None = None, stop: Sequence[str] = ()) -> Generation:
         """With ``json_schema``, every sampled token keeps the reply inside the schema (llguidance's
         token masks; llama.cpp's own grammar sampling where llguidance is not installed, ~30 % slower
         per token here). The key/value cache of the prefix this prompt shares with the previous one
         is reused (fixed instructions before the varying part are computed once)."""
         text = self._render(prompt)
         tokens = self._prompt_tokens(text)
-        kwargs = {}
+        kwargs: dict[str, Any] = {}
         if json_schema is not None:
             kwargs.update(self._json_constraint(json_schema, len(tokens)))
         llm = self._context()
@@ -231,7 +237,7 @@ class LlamaCppLLM:
         """The tokens create_completion makes of ``text`` (the model's BOS where its vocabulary adds one)."""
         return self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
 
-    def _json_constraint(self, json_schema: dict, n_prompt: int) -> dict:
+    def _json_constraint(self, json_schema: dict[str, Any], n_prompt: int) -> dict[str, Any]:
         """create_completion arguments that keep the reply inside ``json_schema``: a llguidance
         logits processor (compact JSON with ", " and ": " separators, the layout the model writes
         unprompted), else a llama.cpp grammar."""
@@ -324,6 +330,6 @@ def _probe(model_path: str, timeout_s: float = PROBE_TIMEOUT_S, command: Sequenc
         raise BackendUnavailable(*probe_failure(None, said, model_path, timeout_s, cpu)) from exc
     if result.returncode != 0:
         raise BackendUnavailable(*probe_failure(result.returncode, result.stderr, model_path, cpu=cpu))
-    said = re.search(r"prompt_tokens_per_s ([0-9.]+)", result.stdout or "")
-    _PROBED[model_path] = float(said[1]) if said and float(said[1]) > 0 else None
+    found = re.search(r"prompt_tokens_per_s ([0-9.]+)", result.stdout or "")
+    _PROBED[model_path] = float(found[1]) if found and float(found[1]) > 0 else None
     return _PROBED[model_path]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any, cast
 
 import httpx
 
@@ -39,7 +40,7 @@ class _Refused(LLMError):
 JSON_FORMATS = ("json_schema", "json_object")
 
 
-def _response_format(form: str, schema: dict) -> dict:
+def _response_format(form: str, schema: dict[str, Any]) -> dict[str, Any]:
     if form == "json_schema":
         return {"type": "json_schema", "json_schema": {"name": "response", "schema": schema}}
     return {"type": "json_object", "schema": schema}
@@ -63,11 +64,11 @@ class OpenAICompatibleLLM:
     def from_config(cls, config: MemSIFConfig) -> OpenAICompatibleLLM:
         return cls(config.model.llm_base_url, config.model.llm_model, config.model.llm_api_key)
 
-    def _post(self, body: dict) -> dict:
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         try:
             response = self._client.post(self._url, json=body)
             response.raise_for_status()
-            return response.json()
+            return cast(dict[str, Any], response.json())
         except httpx.HTTPStatusError as exc:
             raise _Refused(f"{self._url} answered {exc.response.status_code}: {exc.response.text[:300]}",
                            exc.response.status_code) from exc
@@ -76,7 +77,7 @@ class OpenAICompatibleLLM:
                            "check MEMSIF_LLM_BASE_URL and that the server is running.") from exc
 
     @staticmethod
-    def _messages(prompt: Prompt) -> list[dict]:
+    def _messages(prompt: Prompt) -> list[dict[str, str]]:
         return [{"role": "system", "content": prompt.system}, {"role": "user", "content": prompt.text}]
 
     def yes_probability(self, prompts: Sequence[Prompt]) -> list[float]:
@@ -106,9 +107,9 @@ class OpenAICompatibleLLM:
         return label_shares(values, labels, self.name, f" among its top tokens: {[t['token'] for t in top][:8]}")
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
-                 json_schema: dict | None = None, stop: Sequence[str] = ()) -> Generation:
-        body = {"model": self.name, "messages": self._messages(prompt), "max_tokens": max_new_tokens,
-                "temperature": temperature}
+                 json_schema: dict[str, Any] | None = None, stop: Sequence[str] = ()) -> Generation:
+        body: dict[str, Any] = {"model": self.name, "messages": self._messages(prompt),
+                                "max_tokens": max_new_tokens, "temperature": temperature}
         if stop:
             body["stop"] = list(stop)
         if json_schema is not None:

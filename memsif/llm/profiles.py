@@ -55,11 +55,11 @@ class ModelProfile:
 UNMEASURED = ModelProfile(match="")
 
 #: The measured models. Qwen2.5-Coder-1.5B (the default): segment judge AUC 0.86 with p0 0.83,
-#: trajectory judge p0 0.63 (``benchmarks/model_steps.py``); verification at P(yes) ≥ 0.65 (fitted on
-#: 137 labelled facts of conv-26 and conv-30, tested on conv-47: ``benchmarks/fact_verifier.py``); the
-#: operation letter chosen right 4 of 15 times (``benchmarks/fact_operations.py``); asked about sufficiency
-#: it lost 7.9 points of answer F1 on the questions it sent facts-only (``benchmarks/gate_table.py``); its
-#: trajectory joins were 8–22 % precise (``benchmarks/trajectory_decision.py``). SmolLM2-135M: at chance
+#: trajectory judge p0 0.63 (``benchmarks/quality/model_steps.py``); verification at P(yes) ≥ 0.65 (fitted on
+#: 137 labelled facts of conv-26 and conv-30, tested on conv-47: ``benchmarks/quality/fact_verifier.py``); the
+#: operation letter chosen right 4 of 15 times (``benchmarks/quality/fact_operations.py``); asked about sufficiency
+#: it lost 7.9 points of answer F1 on the questions it sent facts-only (``benchmarks/quality/gate_table.py``); its
+#: trajectory joins were 8–22 % precise (``benchmarks/quality/trajectory_decision.py``). SmolLM2-135M: at chance
 #: on every judgement (segment AUC 0.55, judge-check separation 0.54).
 PROFILES: tuple[ModelProfile, ...] = (
     ModelProfile(match="Qwen2.5-Coder-1.5B-Instruct",

@@ -13,11 +13,15 @@ from __future__ import annotations
 import json
 import re
 import threading
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
 from memsif.errors import LLMOutputError
+
+if TYPE_CHECKING:
+    from lmformatenforcer.tokenenforcer import TokenEnforcerTokenizerData
+    from transformers import LogitsProcessor, PreTrainedTokenizerBase
 
 T = TypeVar("T", bound=BaseModel)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
@@ -84,13 +88,13 @@ class JsonSchemaLogits:
     """Builds transformers logits processors that keep generation inside a JSON schema
     (lm-format-enforcer). The tokenizer's prefix tree is built once per tokenizer (~2 s for 49k tokens)."""
 
-    def __init__(self, tokenizer) -> None:
+    def __init__(self, tokenizer: PreTrainedTokenizerBase) -> None:
         self._tokenizer = tokenizer
-        self._data = None
+        self._data: TokenEnforcerTokenizerData | None = None
         self._layout_tokens: list[int] = []
         self._lock = threading.Lock()
 
-    def _tokenizer_data(self):
+    def _tokenizer_data(self) -> TokenEnforcerTokenizerData:
         from lmformatenforcer.tokenenforcer import TokenEnforcerTokenizerData
 
         with self._lock:
@@ -99,16 +103,16 @@ class JsonSchemaLogits:
                 vocab_size = len(tok)
                 token_0 = tok.encode("0", add_special_tokens=False)[-1]
                 special = set(tok.all_special_ids)
-                regular = []
+                regular: list[tuple[int, str, bool]] = []
                 for idx in range(vocab_size):
                     if idx in special:
                         continue
-                    after_0 = tok.decode([token_0, idx])[1:]
-                    alone = tok.decode([idx])
+                    after_0 = cast(str, tok.decode([token_0, idx]))[1:]
+                    alone = cast(str, tok.decode([idx]))
                     regular.append((idx, after_0, len(after_0) > len(alone)))
 
                 def decode(tokens: list[int]) -> str:
-                    return tok.decode(tokens).rstrip("\ufffd")
+                    return cast(str, tok.decode(tokens)).rstrip("\ufffd")
 
                 self._data = TokenEnforcerTokenizerData(regular, decode, tok.eos_token_id, False, vocab_size)
                 # Tokens of layout whitespace (newlines, tabs, runs of spaces): lm-format-enforcer's
@@ -116,7 +120,7 @@ class JsonSchemaLogits:
                 self._layout_tokens = [idx for idx, text, _ in regular if re.search(r"[\r\n\t]| {2}", text)]
             return self._data
 
-    def processor(self, schema: dict[str, Any], prompt_length: int):
+    def processor(self, schema: dict[str, Any], prompt_length: int) -> LogitsProcessor:
         """A ``LogitsProcessor`` for one generation whose prompt has ``prompt_length`` tokens."""
         import torch
         from lmformatenforcer import CharacterLevelParserConfig, JsonSchemaParser, TokenEnforcer
@@ -140,7 +144,7 @@ class JsonSchemaLogits:
                     allowed = torch.tensor(enforcer.get_allowed_tokens(reply).allowed_tokens, dtype=torch.long)
                     compact = allowed[~torch.isin(allowed, layout)]
                     mask[row, compact if len(compact) else allowed] = 0.0  # never leave nothing allowed
-                return scores + mask
+                return cast(torch.FloatTensor, scores + mask)
 
         return _Mask()
 

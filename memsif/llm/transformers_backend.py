@@ -14,8 +14,9 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
@@ -24,10 +25,18 @@ from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
 from memsif.locks import FairLock, check_cancelled
 from memsif.prompts import Prompt
 
+if TYPE_CHECKING:
+    import torch
+    from torch import Tensor
+    from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase, TextIteratorStreamer
+    from transformers.cache_utils import DynamicLayer
+
+    from memsif.llm.structured import JsonSchemaLogits
+
 log = logging.getLogger(__name__)
 
 
-def _answer_token_ids(tokenizer, words: Sequence[str]) -> list[int]:
+def _answer_token_ids(tokenizer: PreTrainedTokenizerBase, words: Sequence[str]) -> list[int]:
     ids: set[int] = set()
     for word in words:
         for variant in (word, " " + word):
@@ -40,11 +49,12 @@ def _answer_token_ids(tokenizer, words: Sequence[str]) -> list[int]:
 class TransformersLLM:
     """A causal LM run by transformers/torch on CPU or GPU."""
 
-    def __init__(self, model, tokenizer, name: str, device: str = "cpu") -> None:
+    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, name: str,
+                 device: str = "cpu") -> None:
         import torch
 
         self._torch = torch
-        self._model = model.eval()
+        self._model = model.eval()  # type: ignore[no-untyped-call]  # transformers leaves PreTrainedModel.eval unannotated
         self._tok = tokenizer
         if self._tok.pad_token_id is None:
             self._tok.pad_token = self._tok.eos_token
@@ -56,9 +66,9 @@ class TransformersLLM:
         self._yes = _answer_token_ids(tokenizer, YES_WORDS)
         self._no = _answer_token_ids(tokenizer, NO_WORDS)
         self._lock = FairLock()
-        self._json = None
+        self._json: JsonSchemaLogits | None = None
         self._kv_ids: list[int] = []  # the stored prompt prefix of scored calls and its key/value tensors
-        self._kv: list = []
+        self._kv: list[tuple[Tensor, Tensor]] = []
         #: tokens the model attends to (prompt + answer)
         self.context_window = int(getattr(model.config, "max_position_embeddings", 0) or 4096)
 
@@ -73,7 +83,7 @@ class TransformersLLM:
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()  # MemSIF reports its own progress
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # MemSIF reports its own progress
         if config.model.llm_threads:
             torch.set_num_threads(config.model.llm_threads)
         device = config.model.llm_device
@@ -100,12 +110,13 @@ class TransformersLLM:
                     model = AutoModelForCausalLM.from_pretrained(cached, dtype=loaded_in or torch.float32)
                     tokenizer = AutoTokenizer.from_pretrained(cached)
             else:
-                dtype = torch.float32 if device == "cpu" else "auto"
-                model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
+                load_dtype = torch.float32 if device == "cpu" else "auto"
+                model = AutoModelForCausalLM.from_pretrained(source, dtype=load_dtype)
                 tokenizer = AutoTokenizer.from_pretrained(source)
         except (OSError, ValueError) as exc:
             raise LLMError(f"Could not load LLM {source!r} ({exc}). Set MEMSIF_LLM_MODEL to a local folder "
                            "or a hub id reachable from here, or use MEMSIF_LLM_BACKEND=openai.") from exc
+        dtype: torch.dtype | None
         if loaded_in is not None:
             dtype = None
         elif config.model.llm_dtype == "auto" and device == "cpu":
@@ -113,16 +124,16 @@ class TransformersLLM:
         else:
             dtype = _resolve_dtype(config.model.llm_dtype, device)
         if dtype is not None:
-            model = model.to(dtype)
-        return cls(model.to(device), tokenizer, name, device)
+            model = model.to(dtype)  # type: ignore[arg-type]  # @wraps(nn.Module.to) hides the binding of self
+        return cls(model.to(device), tokenizer, name, device)  # type: ignore[arg-type]  # as above
 
     def _render(self, prompt: Prompt) -> str:
         messages = [{"role": "system", "content": prompt.system}, {"role": "user", "content": prompt.text}]
         if getattr(self._tok, "chat_template", None):
-            return self._tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            return cast(str, self._tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
         return f"{prompt.system}\n\n{prompt.text}\n\nAnswer:"
 
-    def _last_token_probs(self, prompts: Sequence[Prompt]):
+    def _last_token_probs(self, prompts: Sequence[Prompt]) -> Tensor:
         """(n, vocab) softmax of the next-token logits after each rendered prompt.
 
         Scored decisions are mostly prompt tokens, so tokens are computed once where they can be: the
@@ -161,9 +172,9 @@ class TransformersLLM:
             if len(rows) == 1:
                 self._store_cache(rows[0], out.cache)
             logits = out.logits[torch.arange(len(rows)), torch.searchsorted(keep, last)]
-            return torch.softmax(logits.float(), dim=-1)
+            return cast("Tensor", torch.softmax(logits.float(), dim=-1))
 
-    def _stored_cache(self, length: int):
+    def _stored_cache(self, length: int) -> DynamicCache:
         """A fresh cache holding the first ``length`` tokens of the stored prefix (None for 0)."""
         from transformers import DynamicCache
 
@@ -174,10 +185,11 @@ class TransformersLLM:
             cache.update(keys[:, :, :length].clone(), values[:, :, :length].clone(), layer)
         return cache
 
-    def _store_cache(self, ids: Sequence[int], cache) -> None:
+    def _store_cache(self, ids: Sequence[int], cache: DynamicCache) -> None:
         """Keep ``cache`` (batch of one, covering ``ids``) for the next scored call's shared prefix."""
         self._kv_ids = list(ids)
-        self._kv = [(layer.keys, layer.values) for layer in cache.layers] if ids else []
+        layers = cast("list[DynamicLayer]", cache.layers)
+        self._kv = [(cast("Tensor", layer.keys), cast("Tensor", layer.values)) for layer in layers] if ids else []
 
     def yes_probability(self, prompts: Sequence[Prompt]) -> list[float]:
         if not prompts:
@@ -198,7 +210,7 @@ class TransformersLLM:
         return label_shares([float(probs[i].sum()) for i in ids], labels, self.name)
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
-                 json_schema: dict | None = None, stop: Sequence[str] = ()) -> Generation:
+                 json_schema: dict[str, Any] | None = None, stop: Sequence[str] = ()) -> Generation:
         """Free text, or with ``json_schema`` only tokens that keep the reply valid JSON of that schema;
         generation also ends at any of the ``stop`` strings."""
         return self._generate([prompt], max_new_tokens, temperature, json_schema, stop)[0]
@@ -212,14 +224,14 @@ class TransformersLLM:
         from transformers import TextIteratorStreamer
 
         streamer = TextIteratorStreamer(self._tok, skip_prompt=True, skip_special_tokens=True)
-        box: dict = {}
+        box: dict[str, Any] = {}
 
         def run() -> None:
             try:
                 box["result"] = self._generate([prompt], max_new_tokens, temperature, None, stop, streamer)
             except Exception as exc:  # handed to the caller below
                 box["error"] = exc
-                streamer.end()
+                streamer.end()  # type: ignore[no-untyped-call]  # transformers leaves it unannotated
 
         worker = threading.Thread(target=run, daemon=True)
         worker.start()
@@ -232,20 +244,21 @@ class TransformersLLM:
         yield box["result"][0]
 
     def generate_batch(self, prompts: Sequence[Prompt], max_new_tokens: int = 512, temperature: float = 0.1,
-                       json_schema: dict | None = None) -> list[Generation]:
+                       json_schema: dict[str, Any] | None = None) -> list[Generation]:
         """``generate`` for several prompts as one left-padded batch (``memsif.llm.generate_many``):
         on CPU the per-token cost of a small model is mostly fixed overhead, so four prompts decode in
         about 1.4× the time of one."""
         return self._generate(list(prompts), max_new_tokens, temperature, json_schema, ())
 
     def _generate(self, prompts: list[Prompt], max_new_tokens: int, temperature: float,
-                  json_schema: dict | None, stop: Sequence[str], streamer=None) -> list[Generation]:
+                  json_schema: dict[str, Any] | None, stop: Sequence[str],
+                  streamer: TextIteratorStreamer | None = None) -> list[Generation]:
         torch = self._torch
         texts = [self._render(p) for p in prompts]
         with self._lock, torch.inference_mode():
             batch = self._tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self._device)
             width = int(batch["input_ids"].shape[1])
-            kwargs: dict = {"do_sample": temperature > 0}
+            kwargs: dict[str, Any] = {"do_sample": temperature > 0}
             if streamer is not None:
                 kwargs["streamer"] = streamer
             if temperature > 0:
@@ -262,7 +275,7 @@ class TransformersLLM:
                 kwargs.update(stop_strings=list(stop), tokenizer=self._tok)
             from transformers import StoppingCriteriaList
 
-            criteria = [_YieldToInteractive(self._lock)]
+            criteria: list[_YieldToInteractive | _LoopStop] = [_YieldToInteractive(self._lock)]
             if json_schema is None and len(prompts) == 1:
                 criteria.append(_LoopStop(width))
             kwargs["stopping_criteria"] = StoppingCriteriaList(criteria)
@@ -274,7 +287,7 @@ class TransformersLLM:
             new_tokens = out[row, width:]
             n_out = int((new_tokens != self._tok.pad_token_id).sum()) if len(prompts) > 1 else int(new_tokens.shape[0])
             # A reply cut mid-character (stop rule, token cap) would end in U+FFFD; drop that fragment.
-            text = self._tok.decode(new_tokens, skip_special_tokens=True).rstrip("\ufffd")
+            text = cast(str, self._tok.decode(new_tokens, skip_special_tokens=True)).rstrip("\ufffd")
             results.append(Generation(text, n_in, n_out))
         return results
 
@@ -301,7 +314,7 @@ class _YieldToInteractive:
     def __init__(self, lock: FairLock) -> None:
         self.lock = lock
 
-    def __call__(self, input_ids, scores, **kwargs):
+    def __call__(self, input_ids: Tensor, scores: Tensor, **kwargs: Any) -> Tensor:
         import torch
 
         check_cancelled()  # a job whose memory was replaced stops mid-reply
@@ -318,10 +331,10 @@ class _LoopStop:
         self.prompt_length = prompt_length
         self.n = n
 
-    def __call__(self, input_ids, scores, **kwargs):
+    def __call__(self, input_ids: Tensor, scores: Tensor, **kwargs: Any) -> Tensor:
         import torch
 
-        done = []
+        done: list[bool] = []
         for row in input_ids[:, self.prompt_length:].tolist():
             tail = tuple(row[-self.n:])
             earlier = {tuple(row[i:i + self.n]) for i in range(0, len(row) - self.n)}
@@ -345,7 +358,7 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def _time_forward(model, steps: int = 3, prompt_tokens: int = 192, decode_tokens: int = 8) -> float:
+def _time_forward(model: PreTrainedModel, steps: int = 3, prompt_tokens: int = 192, decode_tokens: int = 8) -> float:
     """Seconds of the fastest of ``steps`` runs of a prompt forward plus single-token decode steps
     (what a judge call and a generation do), after one warm-up run."""
     import torch
@@ -363,7 +376,8 @@ def _time_forward(model, steps: int = 3, prompt_tokens: int = 192, decode_tokens
     return best
 
 
-def measured_cpu_dtype(model, cache_root: Path, name: str, timer=_time_forward):
+def measured_cpu_dtype(model: PreTrainedModel, cache_root: Path, name: str,
+                       timer: Callable[[PreTrainedModel], float] = _time_forward) -> torch.dtype:
     """float32 or bfloat16, whichever runs ``model`` faster on this CPU (``llm_dtype=auto``): a prompt
     forward and eight decode steps timed in both (on a bfloat16 copy, so the float32 weights stay
     exact). The choice is cached in ``cache_root/dtype-choice.json`` per CPU model, torch version and
@@ -376,15 +390,17 @@ def measured_cpu_dtype(model, cache_root: Path, name: str, timer=_time_forward):
     key = f"{_cpu_name()}|torch {torch.__version__}|{name}"
     cache = cache_root / "dtype-choice.json"
     try:
-        known = json.loads(cache.read_text())
+        known: dict[str, Any] = json.loads(cache.read_text())
     except (OSError, ValueError):
         known = {}
     if key in known:
         return {"float32": torch.float32, "bfloat16": torch.bfloat16}[known[key]["dtype"]]
     if sum(p.numel() for p in model.parameters()) > MEASURE_DTYPE_MAX_PARAMS:
-        return _resolve_dtype("auto", "cpu")
+        by_flags = _resolve_dtype("auto", "cpu")
+        assert by_flags is not None  # "auto" on CPU always names a dtype
+        return by_flags
     fp32 = timer(model)
-    bf16 = timer(copy.deepcopy(model).to(torch.bfloat16))
+    bf16 = timer(copy.deepcopy(model).to(torch.bfloat16))  # type: ignore[arg-type]  # @wraps(nn.Module.to) hides the binding of self
     chosen = "bfloat16" if bf16 < fp32 else "float32"
     log.info("llm_dtype auto on %s: float32 %.3f s, bfloat16 %.3f s per probe → %s", key, fp32, bf16, chosen)
     known[key] = {"dtype": chosen, "float32_s": round(fp32, 4), "bfloat16_s": round(bf16, 4)}
@@ -398,7 +414,7 @@ def measured_cpu_dtype(model, cache_root: Path, name: str, timer=_time_forward):
     return torch.bfloat16 if chosen == "bfloat16" else torch.float32
 
 
-def _resolve_dtype(setting: str, device: str):
+def _resolve_dtype(setting: str, device: str) -> torch.dtype | None:
     """torch dtype for ``llm_dtype``; None keeps what was loaded."""
     import torch
 
@@ -420,7 +436,7 @@ def _resolve_dtype(setting: str, device: str):
 BF16_GGUF_BYTES = 500_000_000
 
 
-def gguf_dtype(setting: str, device: str, path: Path):
+def gguf_dtype(setting: str, device: str, path: Path) -> torch.dtype | None:
     """The torch dtype to de-quantise the GGUF file ``path`` into, or None to load it in float32 and
     choose after (``measured_cpu_dtype``): the ``llm_dtype`` setting when it names one; under "auto"
     on CPU, bfloat16 for files of ``BF16_GGUF_BYTES`` and more.
@@ -446,12 +462,12 @@ def _gguf_cache_dir(cache_root: Path, source: str, gguf_file: str, dtype: str = 
     return cache_root / "transformers" / f"{Path(gguf_file).stem}-{digest}{suffix}"
 
 
-def _save_atomically(model, tokenizer, target: Path) -> None:
+def _save_atomically(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, target: Path) -> None:
     """Write to a temporary sibling and rename, so a crash never leaves a half-written cache."""
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")
     # The weights are already de-quantised to float32; drop the GGUF marks that make
     # transformers refuse to serialise them.
-    model.hf_quantizer = None
+    model.hf_quantizer = None  # type: ignore[assignment]  # undeclared on PreTrainedModel: typed by nn.Module.__getattr__
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     try:
