@@ -31,10 +31,12 @@ them carries it:
                    ▼
     readers   FairLock.__enter__ (via _current)   embed.py, llm/transformers_backend.py,
                                                   llm/llamacpp_backend.py: the call's turn in line
-              current_class                       llm/llamacpp_backend.py: extraction on its own context
               current_kind                        what a waiting job is said to wait behind
               check_cancelled                     ingest.py between steps, inspector/evaluate.py per
                                                   question, both LLM back-ends per token
+
+Which llama.cpp context a call runs on is not read from here: the code that starts CoreFact extraction
+calls the back-end's handle for it (``llm.for_job("facts")``, ``memsif.llm.base.for_job``).
 
 A thread started for a job does not inherit it: the function it runs opens ``job`` itself (the
 inspector's ``in_background`` work functions do), so a worker thread of a build counts as that build.
@@ -127,11 +129,6 @@ def check_cancelled() -> None:
     reason = cancelled_reason()
     if reason is not None:
         raise JobCancelled(reason)
-
-
-def current_class() -> int:
-    """The class (INTERACTIVE, STRUCTURE or FACTS) of the model calls this thread makes now."""
-    return _current()[1]
 
 
 def current_kind() -> str:

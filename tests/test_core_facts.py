@@ -237,7 +237,7 @@ def test_extraction_batches_never_cross_a_session():
 
 @pytest.mark.parametrize("mode", ["auto", "rules"])
 def test_an_untrusted_model_is_not_asked_the_operation_and_the_candidate_is_added(engine_factory, mode):
-    """The 1.5B and the 135M put about the same probability on every letter (benchmarks/
+    """The 1.5B and the 135M put about the same probability on every letter (benchmarks/quality/
     fact_operations.py): under "auto" a model not profiled to choose it is not asked, and a
     candidate that no rule decides is added beside the similar fact, the log saying why."""
     llm = FakeLLM({"core_extract": extraction(SUSHI), "core_operation": "D"})
@@ -349,3 +349,22 @@ def test_a_second_pass_an_interrupted_run_owes_is_found_from_the_log_and_old_log
     assert notes.writers == ["Caroline"] and batch.read_upto == {}
     old = [op.model_copy(update={"extraction_pass": None}) for op in first_pass]
     assert owed_second_passes(old, segments, messages) == [], "a log written without the second pass owes none"
+
+
+def test_corefact_extraction_tells_the_llm_its_job_by_the_handle_it_calls(engine_factory):
+    """The CoreFact step calls the back-end's "facts" handle (llama.cpp: a context of its own); a question
+    calls the back-end itself."""
+    asked_for: list[str] = []
+
+    class Serving(FakeLLM):
+        def for_job(self, kind):
+            asked_for.append(kind)
+            return self
+
+    facts = {"facts": [{"subject": "Ana", "type": "Preference", "statement": "Ana loves pottery.", "sources": [1]}]}
+    llm = Serving({"core_extract": json.dumps(facts), "core_operation": "A", "answer": "Pottery."})
+    engine = engine_factory(llm=llm, core_facts=True)
+    engine.ingest([Message(id="1", namespace="t", speaker="Ana", text="I love pottery.", time=datetime(2023, 5, 8))])
+    assert asked_for == ["facts"] and llm.calls["core_extract"]
+    engine.ask("What does Ana love?", namespace="t")
+    assert asked_for == ["facts"]

@@ -161,15 +161,16 @@ def test_llamacpp_lets_a_chat_answer_in_between_two_tokens_of_a_corefact_extract
         assert "GGML_NATIVE=OFF" in str(exc)
         return
     long = Prompt("x", "v", "Name the first twenty prime numbers, one per line, with one sentence about each.")
+    facts = llm.for_job("facts")  # CoreFact extraction's handle: its own context
     with job("extraction", "facts"):
-        llm.generate(long, max_new_tokens=40)  # both timed runs below start from this cached prompt
-        alone = llm.generate(long, max_new_tokens=40).text
+        facts.generate(long, max_new_tokens=40)  # both timed runs below start from this cached prompt
+        alone = facts.generate(long, max_new_tokens=40).text
     started, events, replies = threading.Event(), [], {}
 
     def extract():
         with job("extraction", "facts"):
             pieces = []
-            for piece in llm.generate_stream(long, max_new_tokens=40):
+            for piece in facts.generate_stream(long, max_new_tokens=40):
                 if isinstance(piece, str):
                     pieces.append(piece)
                     started.set()
@@ -196,7 +197,7 @@ def test_llamacpp_lets_a_chat_answer_in_between_two_tokens_of_a_corefact_extract
 
     def score():
         with job("extraction", "facts"):
-            (scores["facts"],) = llm.yes_probability([judge])
+            (scores["facts"],) = facts.yes_probability([judge])
         events.append("judge done")
 
     worker = threading.Thread(target=score)

@@ -23,6 +23,7 @@ from memsif.facts.verify import verifier_threshold
 from memsif.interaction.state import InteractionState
 from memsif.interaction.titles import write_model_titles
 from memsif.interaction.trajectories import titles_by_model
+from memsif.llm.base import for_job
 from memsif.locks import check_cancelled, job
 from memsif.records import FactOperation, parse_schema, record_number
 
@@ -76,18 +77,19 @@ class CoreFactStep:
         batch's operations are written twice."""
         store, ns, cfg = self.backends.store, self.namespace, self.config.facts
         with job(ns, "facts"):
+            llm = for_job(self.backends.llm, "facts")  # the back-end's handle for extraction's calls
             with self.stage("titles"):
-                self.model_titles(state, progress)
+                self.model_titles(state, progress, llm)
             batches = unread_batches([s.record for s in state.segments], state.messages, cfg.fact_batch_messages)
             oplog = store.fact_ops(ns) if batches or cfg.fact_second_pass else []  # read once for both uses
             batches = self._finish_logged_batches(state, batches, oplog)
             owed = owed_second_passes(oplog, [s.record for s in state.segments], state.messages) \
                 if cfg.fact_second_pass else []
             facts = FactState.of([(f, v) for f, v in store.facts(ns, with_vectors=True) if v is not None])
-            builder = CoreFactBuilder(self.backends.llm, self.backends.embedder, parse_schema(cfg.core_schema),
-                                      ask_operation=operation_trusted(cfg.fact_operation, self.backends.llm),
+            builder = CoreFactBuilder(llm, self.backends.embedder, parse_schema(cfg.core_schema),
+                                      ask_operation=operation_trusted(cfg.fact_operation, llm),
                                       messages=state.messages,
-                                      verify_min_p=verifier_threshold(cfg.fact_verification, self.backends.llm),
+                                      verify_min_p=verifier_threshold(cfg.fact_verification, llm),
                                       second_pass=cfg.fact_second_pass)
             trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
             summary = CoreFactSummary()
@@ -111,10 +113,9 @@ class CoreFactStep:
         summary.core_facts, summary.fact_llm_calls = len(facts.current()), builder.llm_calls
         return summary
 
-    def model_titles(self, state: InteractionState, progress: ProgressFn | None) -> None:
-        """The LLM's titles for the segments the structure step titled without it (``titles.write_model_titles``),
+    def model_titles(self, state: InteractionState, progress: ProgressFn | None, llm: LLM) -> None:
+        """``llm``'s titles for the segments the structure step titled without it (``titles.write_model_titles``),
         before CoreFacts and in their job (so they yield to chat); each stored as it is written."""
-        llm = self.backends.llm
         if titles_by_model(self.config.method.segment_titles, llm):
             write_model_titles(state, llm, lambda seg: self.backends.store.put_segments(
                 self.namespace, [(seg.record, seg.profile.mean)]), progress)

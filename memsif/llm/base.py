@@ -182,6 +182,21 @@ class StreamGenerator(Protocol):
 
 
 @runtime_checkable
+class ServesJobs(Protocol):
+    """A back-end that runs some kinds of job on a context of their own (llama.cpp: CoreFact extraction,
+    so a chat answer runs between two of its tokens); ``for_job`` hands out the handle those calls use."""
+
+    def for_job(self, kind: str) -> LLM: ...
+
+
+def for_job(llm: LLM, kind: str) -> LLM:
+    """``llm`` as the calls of a job of ``kind`` (``memsif.locks.KINDS``: "facts" for CoreFact extraction)
+    use it: the back-end's handle for that kind where it serves kinds apart (``ServesJobs``), else ``llm``.
+    The code that starts the job says which job it is, by the handle it calls."""
+    return llm.for_job(kind) if isinstance(llm, ServesJobs) else llm
+
+
+@runtime_checkable
 class HasContextWindow(Protocol):
     """A back-end that knows how many tokens it attends to (prompt + answer)."""
 

@@ -5,11 +5,12 @@ on 2 cores (README, "Models"). ``MEMSIF_LLM_BACKEND=llamacpp`` forces it.
 Scored decisions evaluate the prompt once and read the last token's logits; the KV cache of the
 longest common prefix with the previous prompt is reused (judge prompts share their template).
 
-CoreFact extraction (the FACTS class of ``memsif.locks``) runs in a llama.cpp context of its own, made
-on its first call over the same memory-mapped weights. Between two of its tokens it lets a waiting chat
-answer or build call run on the shared context, then goes on with its KV cache untouched: on one
-context a chat answer had to wait out the extraction call under way (5–25 s each with the 1.5B) and
-then cost the extraction its cached prompt prefix.
+CoreFact extraction runs in a llama.cpp context of its own, made on its first call over the same
+memory-mapped weights: the CoreFact step calls the back-end's ``for_job("facts")`` handle
+(``FactsHandle``). Between two of its tokens it lets a waiting chat answer or build call run on the
+shared context, then goes on with its KV cache untouched: on one context a chat answer had to wait out
+the extraction call under way (5–25 s each with the 1.5B) and then cost the extraction its cached
+prompt prefix.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from memsif.errors import BackendUnavailable, LLMError
 from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, Runtime, announce_reading, label_shares
 from memsif.llm.llamacpp_cpu import INSTALL_COMMAND, CpuLibrary, choose_cpu_library, probe_failure
 from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
-from memsif.locks import FACTS, FairLock, check_cancelled, current_class
+from memsif.llm.structured import llguidance_mask
+from memsif.locks import FairLock, check_cancelled
 from memsif.prompts import Prompt
 
 if TYPE_CHECKING:
@@ -111,11 +113,14 @@ class LlamaCppLLM:
         except (ValueError, RuntimeError) as exc:
             raise LLMError(f"llama.cpp could not load {self._path} ({exc}).") from exc
 
-    def _context(self) -> Any:
-        """The context for this thread's calls: CoreFact extraction's own (made on its first call),
-        else the shared one."""
-        if current_class() != FACTS:
-            return self._llm
+    def for_job(self, kind: str) -> LlamaCppLLM | FactsHandle:
+        """The handle a job of ``kind`` calls: CoreFact extraction's ("facts") runs on its own context
+        (``FactsHandle``); every other job on the shared one (this back-end)."""
+        return FactsHandle(self) if kind == "facts" else self
+
+    def facts_context(self) -> Any:
+        """CoreFact extraction's own context, made on its first call (the shared one with
+        ``facts_context=False``)."""
         with self._facts_made:
             if self._facts_llm is None:
                 self._facts_llm = self._new_context()
@@ -189,9 +194,10 @@ class LlamaCppLLM:
         ptr = self._lib.llama_get_logits_ith(llm.ctx, -1)
         return np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),)).astype(np.float64)
 
-    def yes_probability(self, prompts: Sequence[Prompt]) -> list[float]:
+    def yes_probability(self, prompts: Sequence[Prompt], context: Any = None) -> list[float]:
+        """P(yes) of each prompt, on ``context`` (a job's own, ``for_job``; default the shared one)."""
         out = []
-        llm = self._context()
+        llm: Any = context or self._llm
         with self._lock:
             for prompt in prompts:
                 tokens = self._llm.tokenize(self._render(prompt).encode(), add_bos=False, special=True)
@@ -202,9 +208,9 @@ class LlamaCppLLM:
                 out.append(label_shares(masses, ("yes", "no"), self.name)[0])
         return out
 
-    def choice_probabilities(self, prompt: Prompt, labels: Sequence[str]) -> list[float]:
+    def choice_probabilities(self, prompt: Prompt, labels: Sequence[str], context: Any = None) -> list[float]:
         ids = [self._first_tokens([label]) for label in labels]
-        llm = self._context()
+        llm: Any = context or self._llm
         with self._lock:
             tokens = self._llm.tokenize(self._render(prompt).encode(), add_bos=False, special=True)
             logits = self._eval(llm, tokens)
@@ -213,7 +219,8 @@ class LlamaCppLLM:
         return label_shares([probs[i].sum() for i in ids], labels, self.name)
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
-                 json_schema: dict[str, Any] | None = None, stop: Sequence[str] = ()) -> Generation:
+                 json_schema: dict[str, Any] | None = None, stop: Sequence[str] = (),
+                 context: Any = None) -> Generation:
         """With ``json_schema``, every sampled token keeps the reply inside the schema (llguidance's
         token masks; llama.cpp's own grammar sampling where llguidance is not installed, ~30 % slower
         per token here). The key/value cache of the prefix this prompt shares with the previous one
@@ -223,7 +230,7 @@ class LlamaCppLLM:
         kwargs: dict[str, Any] = {}
         if json_schema is not None:
             kwargs.update(self._json_constraint(json_schema, len(tokens)))
-        llm = self._context()
+        llm: Any = context or self._llm
         with self._lock:  # create_completion finds the prompt evaluated and samples at once
             self._prefill(llm, tokens)
             result = llm.create_completion(text, max_tokens=max_new_tokens, temperature=temperature, seed=0,
@@ -239,10 +246,8 @@ class LlamaCppLLM:
 
     def _json_constraint(self, json_schema: dict[str, Any], n_prompt: int) -> dict[str, Any]:
         """create_completion arguments that keep the reply inside ``json_schema``: a llguidance
-        logits processor (compact JSON with ", " and ": " separators, the layout the model writes
-        unprompted), else a llama.cpp grammar."""
+        logits processor (``structured.llguidance_mask``), else a llama.cpp grammar."""
         try:
-            from llguidance import LLMatcher
             from llguidance.llamacpp import lltokenizer_from_vocab
         except ImportError:
             from llama_cpp.llama_grammar import LlamaGrammar
@@ -252,30 +257,14 @@ class LlamaCppLLM:
             with warnings.catch_warnings():  # it calls a deprecated llama.cpp accessor once per token
                 warnings.simplefilter("ignore", DeprecationWarning)
                 self._lltokenizer = lltokenizer_from_vocab(self._llm._model.vocab)  # ~3 s, once
-        grammar = LLMatcher.grammar_from_json_schema(
-            json.dumps(json_schema), defaults={"whitespace_flexible": False, "item_separator": ", ",
-                                               "key_separator": ": "})
-        matcher = LLMatcher(self._lltokenizer, grammar)
-        if matcher.is_error():
-            raise LLMError(f"the JSON schema cannot be compiled into a grammar: {matcher.get_error()}")
-        seen = n_prompt
-
-        def mask(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
-            nonlocal seen
-            if len(input_ids) > seen:
-                matcher.consume_tokens([int(t) for t in input_ids[seen:]])
-                seen = len(input_ids)
-            allowed = np.unpackbits(np.frombuffer(matcher.compute_bitmask(), dtype=np.uint8), bitorder="little")
-            scores[~allowed[:len(scores)].astype(bool)] = -np.inf
-            return scores
-
-        return {"logits_processor": self._lib.LogitsProcessorList([mask])}
+        return {"logits_processor": self._lib.LogitsProcessorList([llguidance_mask(self._lltokenizer, json_schema,
+                                                                                   n_prompt)])}
 
     def generate_stream(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
-                        stop: Sequence[str] = ()) -> Iterator[str | Generation]:
+                        stop: Sequence[str] = (), context: Any = None) -> Iterator[str | Generation]:
         """``generate`` piece by piece (``memsif.llm.generate_streamed``): each new text piece as it is
         sampled, then one ``Generation`` with the whole text and its token counts."""
-        llm = self._context()
+        llm: Any = context or self._llm
         text = self._render(prompt)
         tokens = self._prompt_tokens(text)
         with self._lock:
@@ -293,6 +282,37 @@ class LlamaCppLLM:
 
     def count_tokens(self, text: str) -> int:
         return len(self._llm.tokenize(text.encode(), add_bos=False, special=False))
+
+
+class FactsHandle:
+    """``LlamaCppLLM.for_job("facts")``: the back-end as CoreFact extraction calls it. Its calls run on the
+    extraction's own context (over the same weights), and between two of their tokens or prompt chunks a
+    chat answer or a build call runs on the shared one; everything else is the back-end's."""
+
+    def __init__(self, backend: LlamaCppLLM) -> None:
+        self.backend, self.name = backend, backend.name
+
+    def __getattr__(self, name: str) -> Any:  # runtime, context_window, pauses, …
+        return getattr(self.backend, name)
+
+    def yes_probability(self, prompts: Sequence[Prompt]) -> list[float]:
+        return self.backend.yes_probability(prompts, context=self.backend.facts_context())
+
+    def choice_probabilities(self, prompt: Prompt, labels: Sequence[str]) -> list[float]:
+        return self.backend.choice_probabilities(prompt, labels, context=self.backend.facts_context())
+
+    def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
+                 json_schema: dict[str, Any] | None = None, stop: Sequence[str] = ()) -> Generation:
+        return self.backend.generate(prompt, max_new_tokens, temperature, json_schema, stop,
+                                     context=self.backend.facts_context())
+
+    def generate_stream(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
+                        stop: Sequence[str] = ()) -> Iterator[str | Generation]:
+        return self.backend.generate_stream(prompt, max_new_tokens, temperature, stop,
+                                            context=self.backend.facts_context())
+
+    def count_tokens(self, text: str) -> int:
+        return self.backend.count_tokens(text)
 
 
 _PROBE = """

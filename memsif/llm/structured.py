@@ -13,13 +13,16 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
-from memsif.errors import LLMOutputError
+from memsif.errors import LLMError, LLMOutputError
 
 if TYPE_CHECKING:
+    import numpy as np
+    from llguidance import LLTokenizer
     from lmformatenforcer.tokenenforcer import TokenEnforcerTokenizerData
     from transformers import LogitsProcessor, PreTrainedTokenizerBase
 
@@ -166,3 +169,36 @@ def salvage_items(text: str, item_schema: type[T]) -> list[T]:
         except (json.JSONDecodeError, ValidationError):
             pass
         rest = rest[rest.find(value) + len(value):]
+
+
+def llguidance_mask(tokenizer: LLTokenizer, json_schema: dict[str, Any],
+                    n_prompt: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """A llama.cpp logits processor that keeps a reply inside ``json_schema`` with llguidance's token masks
+    (compact JSON with ", " and ": " separators, the layout the model writes unprompted). It reads the
+    tokens sampled after the first ``n_prompt`` (the prompt's) and masks every score that would leave
+    the schema with -inf.
+
+    Raises:
+        LLMError: the schema cannot be compiled into a grammar.
+    """
+    import numpy as np
+    from llguidance import LLMatcher
+
+    grammar = LLMatcher.grammar_from_json_schema(
+        json.dumps(json_schema), defaults={"whitespace_flexible": False, "item_separator": ", ",
+                                           "key_separator": ": "})
+    matcher = LLMatcher(tokenizer, grammar)
+    if matcher.is_error():
+        raise LLMError(f"the JSON schema cannot be compiled into a grammar: {matcher.get_error()}")
+    seen = n_prompt
+
+    def mask(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        nonlocal seen
+        if len(input_ids) > seen:
+            matcher.consume_tokens([int(t) for t in input_ids[seen:]])
+            seen = len(input_ids)
+        allowed = np.unpackbits(np.frombuffer(matcher.compute_bitmask(), dtype=np.uint8), bitorder="little")
+        scores[~allowed[:len(scores)].astype(bool)] = -np.inf
+        return scores
+
+    return mask
