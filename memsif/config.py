@@ -170,7 +170,7 @@ class FactSettings:
     #: Fact types "Name:description;Name:description"; empty = Identity, Event, Preference, Relation.
     core_schema: str = ""
     #: Extraction batches generated together as one padded batch (consolidation stays in order; 1 = one at
-    #: a time); on 2 CPU cores 8 batches decode in ~1.5× the per-token time of one (benchmarks/profile_build.py).
+    #: a time); on 2 CPU cores 8 batches decode in ~1.5× the per-token time of one (benchmarks/speed/profile_build.py).
     fact_parallel: int = 8
     #: Messages per CoreFact extraction call (consecutive segments share a batch to save calls). 8: with
     #: at most three facts per call, 12 messages of a lively conversation hold more facts than a call
@@ -273,18 +273,18 @@ class AnswerSettings:
     sufficiency_threshold: float = 0.5
     #: The gate's relevance floor: a facts-only context is considered only when the best fact the
     #: answer would see has at least this cosine to the question; below it the model is not asked and
-    #: evidence is added. 0.80 by measurement (``benchmarks/fact_floor.py``, MiniLM, conv-26 built by
+    #: evidence is added. 0.80 by measurement (``benchmarks/quality/fact_floor.py``, MiniLM, conv-26 built by
     #: the 1.5B): of the 21 of 150 questions whose best fact reaches 0.80, 76 % have a fact written
     #: from a gold evidence turn; at 0.70, 80 questions and 41 %; over all questions, 31 %.
     gate_fact_floor: float = 0.80
     #: Below this best cosine between the question and anything retrieved (evidence sentences, facts)
     #: nothing in the memory is about the question: the answer says so without the model. 0.30 by
-    #: measurement (benchmarks/relevance_floor.py, MiniLM): 1 of the 383 dev questions falls below it,
+    #: measurement (benchmarks/quality/relevance_floor.py, MiniLM): 1 of the 383 dev questions falls below it,
     #: and 46 % of hand-written questions about things the conversations never mention. 0 turns it off.
     relevance_floor: float = 0.30
     #: Before the answer, the model's P(yes) that the context states what is asked; below the model's
     #: measured threshold the answer is "not stated" with the closest lines ("auto": measured models only;
-    #: "model": any model; "off"). memsif.answer.check, benchmarks/answer_check.py.
+    #: "model": any model; "off"). memsif.answer.check, benchmarks/quality/answer_check.py.
     answer_check: AnswerCheckMode = "auto"
     answer_temperature: float = 0.1
     answer_max_tokens: int = 512
@@ -323,7 +323,7 @@ class ModelSettings:
     llm_dtype: str = "auto"
     #: CPU threads of the LLM; 0 = every core this process may use. With other jobs on the same cores
     #: fewer can be faster: under an evaluation beside the test suite, llama.cpp's 2 threads decoded at
-    #: 0.33 s a token and 1 thread at 0.10 (idle: 0.036 and 0.051; benchmarks/llamacpp_settings.py).
+    #: 0.33 s a token and 1 thread at 0.10 (idle: 0.036 and 0.051; benchmarks/speed/llamacpp_settings.py).
     llm_threads: int = 0
     #: llama.cpp: CoreFact extraction in a context of its own over the same weights (+0.8 GB with the
     #: packaged 1.5B), so a chat answer or a build runs between two of its tokens instead of after the

@@ -98,7 +98,7 @@ def _set_number(driver, elem_id: str, value: float) -> None:
 def test_a_first_visit_sees_the_prebuilt_example_at_once_then_warnings_and_a_stopped_job(walk_url, tmp_path):
     """The states a visitor meets first: the models loading, said from the first moment; the
     bundled example from its prebuilt memory, not built live, with how it was built (how fast is
-    ``benchmarks/inspector.py``'s ``prebuilt_example_s``: speed is a benchmark's figure, not a test's); a
+    ``benchmarks/speed/inspector.py``'s ``prebuilt_example_s``: speed is a benchmark's figure, not a test's); a
     degenerate build (τ_split at 0.95) warned of, with the setting in force named; a CoreFact job whose
     memory is replaced by another build ends with its reason and no Error badge."""
     from memsif.inspector.build import EXAMPLE_MEMORY

@@ -1,5 +1,5 @@
 """The claim rules and the empty-remark rule (memsif.facts.claims) on real candidates of the labelled dev
-facts (benchmarks/data/corefact-verified-*.jsonl): refused where the cited sentence shows someone else
+facts (benchmarks/quality/data/corefact-verified-*.jsonl): refused where the cited sentence shows someone else
 did it, that it was only wished or denied, or that no liking was said; kept where the writer did it."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a CoreFact, an ActiveFact and an answer may claim (§3.3–3.5): dates settled against the
 sources, the model's verification recorded and enforced, ActiveFacts made of statements only, computed
 spans in answers not flagged. The inputs are real: candidates the packaged 1.5B wrote for dev conv-26
-and conv-30 (benchmarks/data/corefact-stored-*.jsonl) and sentences of their messages."""
+and conv-30 (benchmarks/quality/data/corefact-stored-*.jsonl) and sentences of their messages."""
 
 from __future__ import annotations
 

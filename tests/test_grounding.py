@@ -77,7 +77,7 @@ def test_each_kind_of_bad_candidate_is_rejected_with_its_reason(subject, stateme
 def test_praise_from_the_other_speaker_is_not_a_fact_and_the_question_is_not_support():
     """Melanie's "You'd be a great counselor" is a compliment, not a fact about Caroline: of the labelled
     stored facts whose sources were all another speaker's words, 13 of 14 were unsupported
-    (benchmarks/data/corefact-stored-*.jsonl). Caroline's question states nothing."""
+    (benchmarks/quality/data/corefact-stored-*.jsonl). Caroline's question states nothing."""
     praise = check("Caroline", "Caroline has empathy.", [PRAISE], SPEAKERS)
     assert not praise.passed and "none of D1:12 is by Caroline: another speaker's words" in praise.reason
     assert not check("Melanie", "Melanie has empathy.", [PRAISE], SPEAKERS).passed

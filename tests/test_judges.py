@@ -65,4 +65,4 @@ def test_labelled_pairs_come_from_the_dev_conversations():
 def judges_shift_file():
     from pathlib import Path
 
-    return Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "segment-shifts.jsonl"
+    return Path(__file__).resolve().parents[1] / "benchmarks" / "quality" / "data" / "segment-shifts.jsonl"

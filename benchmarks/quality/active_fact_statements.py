@@ -7,8 +7,8 @@ statements as one JSON line (cluster id, promoted or not, the statement it belon
 With ``--labels`` (the same lines with ``"kind"`` set by hand: statement, question, greeting, praise,
 empty) it prints how many candidate and promoted statements hold a sentence of each kind.
 
-    PYTHONPATH=. python benchmarks/active_fact_statements.py --export assets/example-memory-conv-26.json.gz \
-        --sample conv-26 --out sentences.jsonl [--labels benchmarks/data/activefact-sentences-conv26.jsonl]
+    PYTHONPATH=. python benchmarks/quality/active_fact_statements.py --export assets/example-memory-conv-26.json.gz \
+        --sample conv-26 --out sentences.jsonl [--labels benchmarks/quality/data/activefact-sentences-conv26.jsonl]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from memsif.eval.data import load_locomo
 from memsif.lexical import split_sentences
 from memsif.transfer import import_namespace, read_export
 
-DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
+DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev.json"
 
 
 def main() -> None:

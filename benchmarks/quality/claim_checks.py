@@ -2,11 +2,11 @@
 (``memsif.facts.grounding``: the facts were stored by an earlier gate), on the labelled stored CoreFacts of
 the three dev conversations: what they refuse, by the class the labeller gave, per conversation.
 
-The labelled facts (``benchmarks/data/corefact-verified-*.jsonl``; conv-47's dates-settled file replaces
+The labelled facts (``benchmarks/quality/data/corefact-verified-*.jsonl``; conv-47's dates-settled file replaces
 the facts it relabels) are stored facts of default builds, labelled by hand before any of these rules
 existed. The rules have no fitted constant; each conversation is reported on its own. No model runs.
 
-    PYTHONPATH=. python benchmarks/claim_checks.py [--show]
+    PYTHONPATH=. python benchmarks/quality/claim_checks.py [--show]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from memsif.eval.metrics import wilson
 from memsif.facts import grounding
 from memsif.facts.claims import available, check_claims, empty_remark
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEV = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 LABELS = {"conv-26": ["corefact-verified-conv26.jsonl"], "conv-30": ["corefact-verified-conv30.jsonl"],
           "conv-47": ["corefact-verified-conv47.jsonl", "corefact-verified-conv47-dates-settled.jsonl"]}
@@ -32,7 +32,7 @@ def labelled(conv: str) -> list[dict]:
     """The labelled facts of ``conv``, later files replacing earlier labels of the same fact."""
     by_id: dict[str, dict] = {}
     for name in LABELS[conv]:
-        for line in (ROOT / "benchmarks" / "data" / name).read_text().splitlines():
+        for line in (ROOT / "benchmarks" / "quality" / "data" / name).read_text().splitlines():
             if line.strip():
                 row = json.loads(line)
                 by_id[row["fact_id"]] = row

@@ -4,10 +4,11 @@ Runs the engine's extraction step (``CoreFactBuilder.extract``: the core_extract
 schema, source range checks and the provenance repair) on consecutive batches of a LoCoMo
 conversation, ``fact_batch_messages`` each, starting at ``--start``, and prints one JSON line per
 candidate with ``"supported": null``. Nothing is stored and the gate is not run: label each line by
-reading its cited messages, then add the labelled lines to ``benchmarks/data/corefact-candidates.jsonl``
-and run ``benchmarks/grounding_gate.py`` (gate precision and recall per origin).
+reading its cited messages, then add the labelled lines to ``benchmarks/quality/data/corefact-candidates.jsonl``
+and run ``benchmarks/quality/grounding_gate.py`` (gate precision and recall per origin).
 
-    PYTHONPATH=. python benchmarks/corefact_sample.py --sample conv-26 --batches 14 [--start 0] > candidates.jsonl
+    PYTHONPATH=. python benchmarks/quality/corefact_sample.py --sample conv-26 --batches 14 [--start 0] \
+        > candidates.jsonl
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from memsif.eval.data import load_locomo
 from memsif.facts.core import CoreFactBuilder
 from memsif.records import parse_schema
 
-DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
+DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev.json"
 
 
 def main() -> None:

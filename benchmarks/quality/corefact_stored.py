@@ -10,9 +10,10 @@ With ``--labels FILE ...``: prints per file the facts labelled, the share suppor
 95 % interval, the classes of the unsupported ones, and stored facts per 400 messages when ``--export``
 gives the memory they come from.
 
-    PYTHONPATH=. python benchmarks/corefact_stored.py --export conv47.json.gz > to-label.jsonl
-    PYTHONPATH=. python benchmarks/corefact_stored.py --labels benchmarks/data/corefact-verified-conv47.jsonl
-    PYTHONPATH=. python benchmarks/corefact_stored.py --build conv47.json.gz corefact-verified-conv47.jsonl \
+    PYTHONPATH=. python benchmarks/quality/corefact_stored.py --export conv47.json.gz > to-label.jsonl
+    PYTHONPATH=. python benchmarks/quality/corefact_stored.py \
+        --labels benchmarks/quality/data/corefact-verified-conv47.jsonl
+    PYTHONPATH=. python benchmarks/quality/corefact_stored.py --build conv47.json.gz corefact-verified-conv47.jsonl \
         corefact-verified-conv47-dates-settled.jsonl --build conv26.json.gz corefact-verified-conv26.jsonl
 """
 

@@ -8,7 +8,7 @@ floor the questions whose best fact reaches it and the share of them with a gold
 most a facts-only answer could be right on). Figures, not pass/fail.
 
     python -m memsif eval locomo --data ../shared/data/locomo/locomo_dev.json --retrieval-only --data-dir D
-    PYTHONPATH=. python benchmarks/fact_floor.py --data-dir D [--tag eval] [--samples conv-26,...]
+    PYTHONPATH=. python benchmarks/quality/fact_floor.py --data-dir D [--tag eval] [--samples conv-26,...]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.eval.data import load_locomo
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
+DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev.json"
 FLOORS = (0.6, 0.65, 0.7, 0.75, 0.8, 0.85)
 
 

@@ -1,6 +1,6 @@
 """Does the model choose the right CoreFact operation? (§3.3)
 
-Each pair of ``benchmarks/data/fact-operations.jsonl`` (labelled by hand before any model scored it)
+Each pair of ``benchmarks/quality/data/fact-operations.jsonl`` (labelled by hand before any model scored it)
 is a known current fact and a newer candidate of the same subject and type, with the operation a
 careful reader would apply: ADD, UPDATE, MERGE or SUPERSEDE. Each pair is consolidated by the
 engine's own ``CoreFactBuilder.consolidate`` (real embedder, no grounding gate: the pairs have no
@@ -8,7 +8,7 @@ messages) twice: with the model asked whenever no rule decides (``fact_operation
 with rules only (``rules``: such candidates are added). Printed: accuracy of each, beside always
 choosing ADD, and where the model was asked, the share of its choices per letter position.
 
-    PYTHONPATH=. python benchmarks/fact_operations.py --models packaged:qwen2.5-coder-1.5b-instruct \
+    PYTHONPATH=. python benchmarks/quality/fact_operations.py --models packaged:qwen2.5-coder-1.5b-instruct \
         --out benchmarks/results/dev/fact-operations.json
 """
 

@@ -10,8 +10,8 @@ the labels (who did it: supported against speaker swapped, and against every uns
 model's questions at thresholds fitted on the other two (the highest at which at most ``--max-lost`` of
 their supported facts are refused) and the share of those kept that are supported.
 
-    PYTHONPATH=. python benchmarks/fact_questions.py --out rows.jsonl
-    PYTHONPATH=. python benchmarks/fact_questions.py --report rows.jsonl
+    PYTHONPATH=. python benchmarks/quality/fact_questions.py --out rows.jsonl
+    PYTHONPATH=. python benchmarks/quality/fact_questions.py --report rows.jsonl
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from memsif.llm import load_llm
 from memsif.prompts import Prompt, clip
 from memsif.records import Message, spoken_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEV = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 
 #: Characters of each cited message shown to the speaker choice.

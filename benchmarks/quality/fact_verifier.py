@@ -1,7 +1,7 @@
 """How well the configured model's yes/no verification separates supported from unsupported CoreFacts,
 and where its threshold lies.
 
-Reads labelled stored facts (``benchmarks/data/corefact-stored-*.jsonl``: subject, statement, cited
+Reads labelled stored facts (``benchmarks/quality/data/corefact-stored-*.jsonl``: subject, statement, cited
 message ids, ``supported`` by hand), settles each statement's dates and runs the grounding gate as the
 engine does now (``memsif.facts.dates``, ``memsif.facts.grounding``), and asks the model the
 verification question (``--variant``; "product" is ``memsif.prompts.fact_verify``) for every fact, as
@@ -12,7 +12,7 @@ each pair (P(yes) threshold, word-overlap threshold) over the gate's survivors: 
 A fact whose date the rules rewrote and whose only fault was its date ("date wrong") counts as
 supported among the survivors. ``--out`` keeps the per-fact scores (JSON lines).
 
-    PYTHONPATH=. python benchmarks/fact_verifier.py [--variant product] [--out scores.jsonl]
+    PYTHONPATH=. python benchmarks/quality/fact_verifier.py [--variant product] [--out scores.jsonl]
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ from memsif.llm import load_llm
 from memsif.prompts import Prompt, clip, core_extract, fact_verify
 from memsif.timeparse import annotate_relative_dates, day_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEV = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 LABELS = {
-    "conv-26 stored (a)": ("conv-26", ROOT / "benchmarks/data/corefact-stored-conv26.jsonl"),
-    "conv-26 stored (b)": ("conv-26", ROOT / "benchmarks/data/corefact-stored-conv26-rest.jsonl"),
-    "conv-30 stored": ("conv-30", ROOT / "benchmarks/data/corefact-stored-conv30.jsonl"),
+    "conv-26 stored (a)": ("conv-26", ROOT / "benchmarks/quality/data/corefact-stored-conv26.jsonl"),
+    "conv-26 stored (b)": ("conv-26", ROOT / "benchmarks/quality/data/corefact-stored-conv26-rest.jsonl"),
+    "conv-30 stored": ("conv-30", ROOT / "benchmarks/quality/data/corefact-stored-conv30.jsonl"),
 }
 MIN_P = (0.4, 0.5, 0.6, 0.65, 0.7, 0.75)
 MIN_OVERLAP = (0.5, 0.6, 0.7, 0.8)

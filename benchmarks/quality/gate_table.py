@@ -8,7 +8,7 @@ seconds per question) and, per pair, the paired difference of F1 on the question
 answered from different contexts, with the 95 % interval of a paired bootstrap over those questions
 (``eval.metrics.paired_bootstrap``).
 
-    PYTHONPATH=. python benchmarks/gate_table.py "1.5B gate=RUN_A" "1.5B trace back=RUN_B"
+    PYTHONPATH=. python benchmarks/quality/gate_table.py "1.5B gate=RUN_A" "1.5B trace back=RUN_B"
 """
 
 from __future__ import annotations

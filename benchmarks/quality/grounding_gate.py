@@ -1,17 +1,17 @@
 """Precision and recall of the CoreFact grounding gate on a labelled set of candidate facts.
 
-The set (``benchmarks/data/corefact-candidates.jsonl``) holds candidate facts, each labelled
+The set (``benchmarks/quality/data/corefact-candidates.jsonl``) holds candidate facts, each labelled
 *supported* (its cited messages say it, about its subject) or not, by reading the transcript:
 for LoCoMo conv-26, the 70 the packaged SmolLM2-135M extracted in a build before the gate existed,
 and 42 hand-written ones of the kind a stronger extractor writes (25 supported paraphrases, 17 with
 one error each: wrong person, changed number/place/relative, invented detail, reversed polarity,
 hypothetical taken as fact); the gate's rules were written while reading these. Held out: the first
 45 candidates SmolLM2-135M extracted from conv-30, and the 42 candidates Qwen2.5-Coder-1.5B-Instruct
-extracted from conv-26's first 112 messages (``benchmarks/corefact_sample.py --batches 14``), each
+extracted from conv-26's first 112 messages (``benchmarks/quality/corefact_sample.py --batches 14``), each
 labelled before the gate was run on them. The gate
 runs as the engine runs it (packaged MiniLM embedder, the extraction schema's length limit).
 
-    PYTHONPATH=. python benchmarks/grounding_gate.py --data ../shared/data/locomo/locomo_dev.json \\
+    PYTHONPATH=. python benchmarks/quality/grounding_gate.py --data ../shared/data/locomo/locomo_dev.json \\
         [--out benchmarks/results/dev/grounding-gate.md]
 """
 
@@ -74,7 +74,8 @@ def main() -> None:
     print(text)
     if args.out:
         Path(args.out).write_text(f"# CoreFact grounding gate on labelled conv-26 candidates\n\n"
-                                  f"`PYTHONPATH=. python benchmarks/grounding_gate.py --data {args.data}`\n\n{text}\n")
+                                  "`PYTHONPATH=. python benchmarks/quality/grounding_gate.py "
+                                  f"--data {args.data}`\n\n{text}\n")
 
 
 if __name__ == "__main__":

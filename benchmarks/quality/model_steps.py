@@ -2,12 +2,12 @@
 
 For every model (each in its own process, so load time and peak memory are its own), on the dev
 conversations: the segment judge's ROC AUC on labelled pairs (own session vs another conversation,
-and the hand-labelled within-session shifts of ``benchmarks/data/segment-shifts.jsonl``), its
+and the hand-labelled within-session shifts of ``benchmarks/quality/data/segment-shifts.jsonl``), its
 accuracy at the verdict the engine applies (``judge_calibration=auto``); the trajectory judge's AUC
 (multi-hop evidence in two sessions vs another conversation / the same conversation); seconds per
 judge call; model load seconds; peak RSS. No LLM in any measure.
 
-    PYTHONPATH=. python benchmarks/model_steps.py [--models packaged:smollm2-135m-instruct,...]
+    PYTHONPATH=. python benchmarks/quality/model_steps.py [--models packaged:smollm2-135m-instruct,...]
         [--per-sample 20] [--backend auto] [--out benchmarks/results/dev/model-steps.json]
 """
 
@@ -22,9 +22,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEV = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
-SHIFTS = ROOT / "benchmarks" / "data" / "segment-shifts.jsonl"
+SHIFTS = ROOT / "benchmarks" / "quality" / "data" / "segment-shifts.jsonl"
 MODELS = "packaged:smollm2-135m-instruct,packaged:qwen2.5-coder-1.5b-instruct"
 
 

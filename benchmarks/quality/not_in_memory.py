@@ -4,9 +4,9 @@ For each dev conversation, imports its memory (an export made by ``python -m mem
 scratch folder and asks three labelled sets as the engine asks any question:
 
 - *answerable*: the conversation's own LoCoMo questions (categories 1–4); a refusal here is a loss;
-- *never discussed*: ``benchmarks/data/never-discussed.jsonl`` (hand-written, every specific word
+- *never discussed*: ``benchmarks/quality/data/never-discussed.jsonl`` (hand-written, every specific word
   checked absent from the conversation); a refusal is right, an answer is invented;
-- *other language*: ``benchmarks/data/other-language.jsonl`` (real questions translated into Spanish,
+- *other language*: ``benchmarks/quality/data/other-language.jsonl`` (real questions translated into Spanish,
   German, Portuguese or French; same gold answer and evidence): a refusal is a loss.
 
 Prints per set the share refused by each rule (nothing retrieved, a name nothing retrieved mentions,
@@ -15,7 +15,7 @@ With ``--generate`` the model answers what was not refused: a never-discussed qu
 with anything but a refusal ("not mentioned", "I don't know", …) counts as invented, and the
 other-language answers get token F1 against the gold answer.
 
-    PYTHONPATH=. python benchmarks/not_in_memory.py --memory conv-26=assets/example-memory-conv-26.json.gz \
+    PYTHONPATH=. python benchmarks/quality/not_in_memory.py --memory conv-26=assets/example-memory-conv-26.json.gz \
         --memory conv-30=conv30.json.gz --memory conv-47=conv47.json.gz [--generate] [--out result.json]
 """
 
@@ -37,10 +37,10 @@ from memsif.eval.data import load_locomo
 from memsif.eval.metrics import token_f1
 from memsif.transfer import import_namespace, read_export
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEV = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
-NEVER = ROOT / "benchmarks" / "data" / "never-discussed.jsonl"
-OTHER = ROOT / "benchmarks" / "data" / "other-language.jsonl"
+NEVER = ROOT / "benchmarks" / "quality" / "data" / "never-discussed.jsonl"
+OTHER = ROOT / "benchmarks" / "quality" / "data" / "other-language.jsonl"
 #: How the answers refuse (the engine's own refusal and the model's usual wordings).
 REFUSAL = re.compile(r"don't know|do not know|not mentioned|no information|not (?:stated|specified|say|said|"
                      r"in (?:the|this) memory)|unknown|cannot be determined|no mention|nothing in this memory",

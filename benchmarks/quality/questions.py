@@ -2,7 +2,7 @@
 tokens and seconds per query. Figures, not pass/fail (the full evaluation is ``python -m memsif eval``).
 
     python -m memsif ingest assets/locomo-conv-26.json --data-dir DIR
-    python benchmarks/questions.py --data-dir DIR --data assets/locomo-conv-26.json --sample conv-26 --n 10
+    python benchmarks/quality/questions.py --data-dir DIR --data assets/locomo-conv-26.json --sample conv-26 --n 10
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout without installing
 
 from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF

@@ -8,13 +8,13 @@ speaker names out of the dense query). The quantity is the best dense cosine amo
 - *nothing relevant*: (a) the other dev conversations' scored questions with their two speakers'
   names replaced by this conversation's (a question about this pair on a topic it may never have
   discussed; a few will be on a shared topic, so the label is noisy in that direction), and
-  (b) ``benchmarks/data/nothing-relevant.jsonl``, questions written by hand about things the
+  (b) ``benchmarks/quality/data/nothing-relevant.jsonl``, questions written by hand about things the
   conversation never mentions.
 
 Prints the AUC of the best cosine and, per candidate floor, the share of each set below it (a
 relevant question below the floor would be answered "I do not know").
 
-    PYTHONPATH=. python benchmarks/relevance_floor.py [--out benchmarks/results/dev/relevance-floor.json]
+    PYTHONPATH=. python benchmarks/quality/relevance_floor.py [--out benchmarks/results/dev/relevance-floor.json]
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from memsif.eval.data import load_locomo
 from memsif.interaction.sentences import build_sentences
 from memsif.store import MemoryStore, SentenceQuery, StoredMessage
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
-HAND = ROOT / "benchmarks" / "data" / "nothing-relevant.jsonl"
+HAND = ROOT / "benchmarks" / "quality" / "data" / "nothing-relevant.jsonl"
 FLOORS = [round(x, 2) for x in np.arange(0.15, 0.56, 0.05)]
 
 

@@ -4,17 +4,17 @@ the second pass on. Per pass: the facts it stored, per 400 messages, the operati
 seconds it took (extraction and consolidation, timed in the same run, so the ratio holds on any host).
 
 Writes ``OUT/facts.jsonl`` (each current fact with its pass and its cited messages, dated, with
-``"supported": null`` for a labeller: ``benchmarks/corefact_stored.py --labels`` reads it once
+``"supported": null`` for a labeller: ``benchmarks/quality/corefact_stored.py --labels`` reads it once
 labelled), ``OUT/log.jsonl`` (every operation) and ``OUT/summary.json``; prints the summary.
 
-    PYTHONPATH=. python benchmarks/second_pass.py conv-30.json.gz --out results/conv-30 [--batches 16]
+    PYTHONPATH=. python benchmarks/quality/second_pass.py conv-30.json.gz --out results/conv-30 [--batches 16]
 
 Once ``facts.jsonl`` is labelled (each fact by hand, the pass hidden from the labeller): per pass, the facts
 stored, per 400 messages, and supported (Wilson 95 % interval); and the same after the model-free checks as
 they are now (the grounding gate and the claim rules, replayed on the stored facts: a run made before a
 rule existed is scored as the rule would have left it):
 
-    PYTHONPATH=. python benchmarks/second_pass.py --report results/conv-30 LABELLED.jsonl [...]
+    PYTHONPATH=. python benchmarks/quality/second_pass.py --report results/conv-30 LABELLED.jsonl [...]
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from memsif.records import Message, parse_schema
 from memsif.timeparse import day_text
 from memsif.transfer import read_export
 
-DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
+DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev.json"
 
 
 def report(folder: Path, label_files: list[str]) -> None:

@@ -5,7 +5,7 @@ Walks each memory's segments in order with the namespace's vocabulary as it was 
 the model-free title with ``--no-llm``), and keeps one JSON line per segment: the lines, their source,
 what was refused, seconds. The trajectory benchmark (``trajectory_construction.py``) reads them.
 
-    PYTHONPATH=. python benchmarks/segment_titles.py --memory conv-26=EXPORT.json [--memory ...] \
+    PYTHONPATH=. python benchmarks/quality/segment_titles.py --memory conv-26=EXPORT.json [--memory ...] \
         --out TITLES.jsonl [--no-llm]
 """
 

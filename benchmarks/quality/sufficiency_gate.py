@@ -6,7 +6,7 @@ context held (``sys_fact_ids``) are looked up in the run's memory folder. A ques
 evidence recall counts it; no LLM). The gate's verdict (``sys_sufficient``, P ≥ threshold) is compared
 with that label; for questions without facts the gate was not asked.
 
-    PYTHONPATH=. python benchmarks/sufficiency_gate.py RUN/questions.jsonl --data-dir MEMORY_FOLDER
+    PYTHONPATH=. python benchmarks/quality/sufficiency_gate.py RUN/questions.jsonl --data-dir MEMORY_FOLDER
 """
 
 from __future__ import annotations

@@ -23,10 +23,10 @@ against the thread labels, the largest trajectory's share of segments, model cal
 segment. The gate's effect: the share of true candidates (a trajectory holding a segment of the new
 segment's thread) among the Top-K by φ and among the gated.
 
-    PYTHONPATH=. python benchmarks/trajectory_construction.py --memory conv-26=E26 --memory conv-30=E30 \
+    PYTHONPATH=. python benchmarks/quality/trajectory_construction.py --memory conv-26=E26 --memory conv-30=E30 \
         --memory conv-47=E47 --titles TITLES.jsonl [--choices CACHE.jsonl] [--llm] [--out RESULT.md]
 
-``--titles``: ``benchmarks/segment_titles.py`` output. ``--choices``: the model's option probabilities,
+``--titles``: ``benchmarks/quality/segment_titles.py`` output. ``--choices``: the model's option probabilities,
 kept and reused (a replay asks only what no earlier replay asked); ``--llm`` loads the configured model
 to ask what the cache lacks (without it, a construction that needs an uncached choice is skipped).
 """

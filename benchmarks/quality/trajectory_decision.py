@@ -5,7 +5,7 @@ For every Topical Segment S_i of a built memory and each earlier segment S_j amo
 decision could use — φ, cosine, rare-word overlap (IDF-weighted over the conversation's segments),
 entity Jaccard, the days between them, and, with ``--judge``, the model's P(yes) under the judge
 prompt (``trajectory_judge``: each side's most specific sentences) — then labels each pair from the
-labelled threads (``benchmarks/data/threads-*.jsonl``: same thread, or not) and from the gold
+labelled threads (``benchmarks/quality/data/threads-*.jsonl``: same thread, or not) and from the gold
 evidence of the conversation's questions.
 
 It then replays sequential constructions (each segment joins the trajectory of its best-scoring
@@ -15,7 +15,7 @@ precision of the joins against the thread labels, (c) the largest trajectory's s
 Scores combining the measures are logistic regressions fitted on the two other conversations
 (leave one conversation out), thresholds too.
 
-    PYTHONPATH=. python benchmarks/trajectory_decision.py --memory conv-26=E26 --memory conv-30=E30 \
+    PYTHONPATH=. python benchmarks/quality/trajectory_decision.py --memory conv-26=E26 --memory conv-30=E30 \
         --memory conv-47=E47 [--judge] [--pairs OUT.jsonl] [--from-pairs OUT.jsonl] [--out RESULT.md]
 """
 
@@ -42,9 +42,9 @@ from memsif.prompts import trajectory_judge
 from memsif.records import Message
 from memsif.transfer import read_export
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEV = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
-THREADS = ROOT / "benchmarks" / "data"
+THREADS = ROOT / "benchmarks" / "quality" / "data"
 FEATURES = ("phi", "cosine", "rare", "jaccard", "log_gap_days")
 
 

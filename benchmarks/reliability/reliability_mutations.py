@@ -1,7 +1,7 @@
 """The check that each reliability test fails without its fix: every fix is removed in turn
 from a temporary copy of this checkout and the test that covers it is run there; it must fail.
 
-    python benchmarks/reliability_mutations.py [NAME-FRAGMENT ...]
+    python benchmarks/reliability/reliability_mutations.py [NAME-FRAGMENT ...]
 
 Prints one line per fault class: ``OK`` when the test fails without the fix, ``BAD`` when it still
 passes (the test does not guard the fix), ``??`` when the code the mutation expects has moved.
@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-CHECKOUT = Path(__file__).resolve().parents[1]
+CHECKOUT = Path(__file__).resolve().parents[2]
 
 #: (fault class, file, the fix's code, what replaces it, the test that must then fail)
 MUTATIONS = [

@@ -8,7 +8,7 @@ are off (no state changes between designs); CoreFacts as the design says.
 
     python -m memsif eval locomo --data ../shared/data/locomo/locomo_dev.json --system memsif \\
         --retrieval-only --limit 1 --data-dir D      # builds the memories once
-    python benchmarks/retrieval_designs.py --data ../shared/data/locomo/locomo_dev.json --data-dir D
+    python benchmarks/retrieval/retrieval_designs.py --data ../shared/data/locomo/locomo_dev.json --data-dir D
 
 With ``--rows FILE`` every question's recall is appended to FILE (JSON lines: design, budget,
 sample, question id); ``--report FILE …`` then prints each design against the flat design

@@ -4,7 +4,7 @@ Each conversation is ingested in a fresh process (so peak memory is per conversa
 throw-away data folder; prints one row per conversation and the φ distribution. Figures, not
 pass/fail.
 
-    python benchmarks/structure.py [--data ../shared/data/locomo/locomo_dev.json] [--samples conv-26,...]
+    python benchmarks/retrieval/structure.py [--data ../shared/data/locomo/locomo_dev.json] [--samples conv-26,...]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 
 

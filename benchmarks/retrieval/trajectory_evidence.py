@@ -10,7 +10,7 @@ constructions over the same segments (φ of Eq. 1 against mean-pooled trajectory
 thresholds; single link over member messages; a shared rare key entity). Figures, not pass/fail.
 
     python -m memsif eval locomo --data ../shared/data/locomo/locomo_dev.json --retrieval-only --data-dir D
-    python benchmarks/trajectory_evidence.py --data-dir D [--tag T] [--data ...] [--samples conv-26,...]
+    python benchmarks/retrieval/trajectory_evidence.py --data-dir D [--tag T] [--data ...] [--samples conv-26,...]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from memsif.eval.runner import NCE_TED
 from memsif.matching import SemanticMapping, phi
 from memsif.records import TopicalSegment
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 
 Assignment = dict[str, str]  # segment id -> trajectory label

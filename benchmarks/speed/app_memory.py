@@ -13,7 +13,7 @@ The phase's peak of each figure is reported with the back-end that ran (the page
 the host's CPU (``lscpu``). ``--env KEY=VALUE`` is passed to the app, e.g. ``GGML_BACKEND_PATH=/nowhere``
 makes llama.cpp's probe fail, so the app runs on the transformers fallback as a user would get it.
 
-    PYTHONPATH=. python benchmarks/app_memory.py [--env GGML_BACKEND_PATH=/nowhere] --out FILE.json
+    PYTHONPATH=. python benchmarks/speed/app_memory.py [--env GGML_BACKEND_PATH=/nowhere] --out FILE.json
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from llamacpp_builds import lscpu
 from sharing import wait_for
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "assets" / "locomo-conv-26.json"
 EXAMPLE_MEMORY = ROOT / "assets" / "example-memory-conv-26.json.gz"
 QUESTIONS = ["What did Caroline research?", "When did Melanie paint a sunrise?",
@@ -95,7 +95,7 @@ def main() -> None:
     sampler = Sampler(proc.pid)
     sampler.start()
     result: dict = {"date": time.strftime("%Y-%m-%d"), "host": lscpu(), "env": extra,
-                    "command": "PYTHONPATH=. python benchmarks/app_memory.py " + " ".join(sys.argv[1:])}
+                    "command": "PYTHONPATH=. python benchmarks/speed/app_memory.py " + " ".join(sys.argv[1:])}
     try:
         url = f"http://127.0.0.1:{args.port}/"
         wait_for(url, proc)

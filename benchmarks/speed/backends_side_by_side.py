@@ -6,7 +6,7 @@ one CoreFact extraction prompt with the JSON schema (seconds, tokens written, wh
 and one answer prompt with a context of ``--answer-tokens`` (seconds to the first streamed piece and
 to the end, tokens written).
 
-    PYTHONPATH=. python benchmarks/backends_side_by_side.py [--model packaged:qwen2.5-coder-1.5b-instruct]
+    PYTHONPATH=. python benchmarks/speed/backends_side_by_side.py [--model packaged:qwen2.5-coder-1.5b-instruct]
         [--backends transformers,llamacpp] [--answer-tokens 800]
 """
 
@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def one(model: str, backend: str, answer_tokens: int) -> dict:

@@ -8,7 +8,7 @@ answer seconds (alone, during), the extraction's seconds, the CoreFacts written,
 extraction paused for a more urgent call, and the peak RSS (``ru_maxrss``: weights mapped by two
 contexts count twice there, although they share pages). Time it on an idle machine.
 
-    PYTHONPATH=. python benchmarks/chat_during_extraction.py [--out FILE.json]
+    PYTHONPATH=. python benchmarks/speed/chat_during_extraction.py [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TRANSCRIPT = ROOT / "tests" / "data" / "garden-chat.txt"
 QUESTIONS = ("Which tomato variety did Ana plant?", "When is Ben's flight to Lisbon?")
 

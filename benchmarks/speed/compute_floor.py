@@ -10,7 +10,7 @@ about 2 × (non-embedding parameters) multiply-adds per token plus attention. Th
    the quality target), in the dtype ``llm_dtype=auto`` chose;
 3. the floors they imply: the seconds those prompts would take at the ceiling.
 
-    PYTHONPATH=. python benchmarks/compute_floor.py [--answer-tokens 1550] [--judge-tokens 150]
+    PYTHONPATH=. python benchmarks/speed/compute_floor.py [--answer-tokens 1550] [--judge-tokens 150]
 
 Run it on an idle machine; it prints a markdown table.
 """

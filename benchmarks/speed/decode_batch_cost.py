@@ -4,7 +4,7 @@ JSON schema's forced tokens, a draft model) can pay on this CPU. Where k tokens 
 draft of k saves up to k − 1 steps; where they cost k times one, nothing is saved whatever the
 acceptance.
 
-    PYTHONPATH=. python benchmarks/decode_batch_cost.py --out FILE.json
+    PYTHONPATH=. python benchmarks/speed/decode_batch_cost.py --out FILE.json
 
 The packaged 1.5B on llama.cpp with the CPU library chosen at run time; the median of 8 evaluations per
 k of tokens appended after a ~800-token prompt, with the logits after each of them (what checking a

@@ -5,7 +5,7 @@ the question is read per answer: the prompt-cache / block-attention scheme, whic
 evidence be paid once. Compared, per question, with today's one-pass prompt: the greedy answer, its
 token F1 against the gold answer, and the seconds of each read.
 
-    PYTHONPATH=. python benchmarks/evidence_blocks.py --blocks day --questions 20 --out FILE.jsonl
+    PYTHONPATH=. python benchmarks/speed/evidence_blocks.py --blocks day --questions 20 --out FILE.jsonl
 
 ``--blocks day``: a day's header with its lines is one block (the context's text unchanged);
 ``line``: every line (headers too) is a block. The memory is the shipped example (conv-26).

@@ -3,7 +3,7 @@
 fresh process, every llama.cpp call timed by prompt kind, its prompt reading (tokens not in the
 key/value cache) apart from its generation.
 
-    PYTHONPATH=. python benchmarks/extraction_profile.py --out FILE.json
+    PYTHONPATH=. python benchmarks/speed/extraction_profile.py --out FILE.json
 
 Run it on an idle machine and keep ``lscpu`` beside the result.
 """

@@ -4,7 +4,7 @@ process with the default models, the way a person chats. Per question: the first
 tokens, those the back-end had to read (not in its key/value cache), the context's facts and
 evidence tokens, and the stages' seconds; then the median and the shares.
 
-    PYTHONPATH=. python benchmarks/first_token.py --out FILE.json
+    PYTHONPATH=. python benchmarks/speed/first_token.py --out FILE.json
 
 Run it on an idle machine (prompt reading takes both cores) and keep ``lscpu`` beside the result.
 """

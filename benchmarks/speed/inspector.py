@@ -7,7 +7,7 @@ memory) to its summary and drawn φ timeline (target: 10 s); seconds from clicki
 while the first one builds (then four more questions on two topics feed the ActiveFacts view); and,
 with --wait-facts, seconds until CoreFacts are filled in. Saves a screenshot of every tab to --shots.
 
-    python benchmarks/inspector.py --shots assets/screenshots [--wait-facts]
+    python benchmarks/speed/inspector.py --shots assets/screenshots [--wait-facts]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "assets" / "locomo-conv-26.json"
 SMALL = ROOT / "tests" / "data" / "garden-chat.txt"
 

@@ -8,7 +8,7 @@ are measured in turns (A B C, A B C, …) so that drift of the host hits all ali
 rounds is reported, with the host's CPU model and flags (``lscpu``) beside it. Run it on an idle
 machine:
 
-    PYTHONPATH=. python benchmarks/llamacpp_builds.py --build native=/tmp/llb/native \\
+    PYTHONPATH=. python benchmarks/speed/llamacpp_builds.py --build native=/tmp/llb/native \\
         --build variants=/tmp/llb/variants --build variants:haswell=/tmp/llb/variants --rounds 3 \\
         --out benchmarks/results/llamacpp-builds-HOST.json
 
@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = r"""
 import json, os, sys
@@ -61,7 +61,7 @@ def lscpu() -> dict[str, str]:
 def measure(model: str, folder: str, library: str) -> dict:
     env = {**os.environ, "PYTHONPATH": f"{folder}{os.pathsep}{ROOT}"}
     env.pop("GGML_BACKEND_PATH", None)
-    done = subprocess.run([sys.executable, "-c", CHILD, model, library, str(ROOT / "benchmarks")],
+    done = subprocess.run([sys.executable, "-c", CHILD, model, library, str(ROOT / "benchmarks" / "speed")],
                           capture_output=True, text=True, env=env, timeout=600)
     if done.returncode != 0:
         from memsif.llm.llamacpp_cpu import probe_failure
@@ -105,7 +105,8 @@ def main() -> None:
             row["error"] = next(m["error"] for m in measured if "error" in m)
         rows.append(row)
     result = {"date": time.strftime("%Y-%m-%d"), "host": lscpu(), "model": gguf,
-              "command": "PYTHONPATH=. python benchmarks/llamacpp_builds.py " + " ".join(sys.argv[1:]), "rows": rows}
+              "command": "PYTHONPATH=. python benchmarks/speed/llamacpp_builds.py " + " ".join(sys.argv[1:]),
+              "rows": rows}
     print(json.dumps(result, indent=1))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")

@@ -5,7 +5,7 @@ For each setting: a 600-token prompt evaluated at once (tokens/s), then 20 singl
 scratch folder (llama.cpp's quantiser; Q4_K_M → Q4_0 loses a little precision, so this is a speed
 check, not a candidate default). Run it on an idle machine:
 
-    PYTHONPATH=. python benchmarks/llamacpp_settings.py [--requantize /tmp/q]
+    PYTHONPATH=. python benchmarks/speed/llamacpp_settings.py [--requantize /tmp/q]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from memsif.config import MemSIFConfig
 from memsif.llm.packaged import packaged_gguf
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = [
     {"n_threads": 1, "n_threads_batch": 1},
     {},  # llama-cpp-python's defaults: decode on half the cores, prompts on all

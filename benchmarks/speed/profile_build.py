@@ -8,7 +8,7 @@ model's forward passes split into the prompt's (prefill) and the per-token ones 
 schema mask (lm-format-enforcer's logits processor), and the rest of ``generate`` and of the step
 (tokenising, the grounding gate, consolidation, store writes). Prints a markdown table.
 
-    python benchmarks/profile_build.py [--messages 419] [--batches 4]
+    python benchmarks/speed/profile_build.py [--messages 419] [--batches 4]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.io import load_transcripts
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SECONDS: dict[str, float] = defaultdict(float)
 COUNTS: dict[str, int] = defaultdict(int)
 

@@ -13,7 +13,7 @@ Prints per runtime: seconds for the judge prompts, the largest and mean |P(yes) 
 many verdicts flip at 0.5, seconds for the answer prompt's prefill (one generated token) and for 16
 generated tokens.
 
-    PYTHONPATH=. python benchmarks/runtime_alternatives.py
+    PYTHONPATH=. python benchmarks/speed/runtime_alternatives.py
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from memsif.eval.data import load_locomo
 from memsif.llm import load_llm
 from memsif.prompts import answer, segment_judge, trajectory_judge
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def prompts():

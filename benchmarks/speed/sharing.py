@@ -9,7 +9,7 @@ Starts ``app.py``, then through ``gradio_client`` (one client = one browser sess
    should take about its solo time), with a chat answer timed meanwhile.
 Figures, not pass/fail.
 
-    python benchmarks/sharing.py [--port 7898]
+    python benchmarks/speed/sharing.py [--port 7898]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from gradio_client import Client, handle_file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "assets" / "locomo-conv-26.json"
 
 

@@ -9,7 +9,7 @@ default folder) filled with random sentences, then timed per call:
 
 No model is loaded: vectors are random (384-d, L2-normalised), texts are 12 random words.
 
-    python benchmarks/store_growth.py [--sizes 5000,10000,20000] [--segments 50,200]
+    python benchmarks/speed/store_growth.py [--sizes 5000,10000,20000] [--segments 50,200]
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ once the stage has ended, the time that was actually left; prints per stage the 
 range holds the actual time and the largest error of the range's middle from the tenth unit on
 (while at least a minute was left).
 
-    PYTHONPATH=. python benchmarks/waiting_times.py --sample conv-30 --messages 100 --out FILE.json
-    PYTHONPATH=. python benchmarks/waiting_times.py --sample conv-47 --messages 500 --out FILE.json
+    PYTHONPATH=. python benchmarks/speed/waiting_times.py --sample conv-30 --messages 100 --out FILE.json
+    PYTHONPATH=. python benchmarks/speed/waiting_times.py --sample conv-47 --messages 500 --out FILE.json
 
 The prior is the prebuilt example's provenance, as in the app; a fresh process (no measured pace).
 """
@@ -80,7 +80,7 @@ def main() -> None:
            "wall_s": round(time.monotonic() - start, 1), "segments": report.segments, "summary": summary,
            "prior": book.prior, "steps": steps,
            "cpu": [line for line in lscpu.splitlines() if line.startswith(("Model name", "CPU(s)", "Flags"))],
-           "command": f"PYTHONPATH=. python benchmarks/waiting_times.py --sample {args.sample} "
+           "command": f"PYTHONPATH=. python benchmarks/speed/waiting_times.py --sample {args.sample} "
                       f"--messages {args.messages} --out {args.out}",
            "date": time.strftime("%Y-%m-%d")}
     with open(args.out, "w", encoding="utf-8") as fh:

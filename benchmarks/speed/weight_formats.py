@@ -8,7 +8,7 @@ load seconds (repacking included), a 600-token prompt read on an empty cache (th
 and 32 decode steps (median). Speed only: a format's quality (judge AUC, answer F1, labelled facts)
 is measured separately before it could become a default.
 
-    PYTHONPATH=. python benchmarks/weight_formats.py --out results.jsonl [--formats Q4_K_M,Q4_0,IQ4_NL,Q8_0]
+    PYTHONPATH=. python benchmarks/speed/weight_formats.py --out results.jsonl [--formats Q4_K_M,Q4_0,IQ4_NL,Q8_0]
         [--libraries zen4,skylakex,haswell]
 """
 

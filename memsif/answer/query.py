@@ -178,7 +178,7 @@ class QueryPipeline:
         "never" never; "auto" only for a model whose profile says its verdict was measured not to lose
         answer F1 or evidence recall, ``ModelProfile.judges_sufficiency``: none yet — asked above the
         relevance floor on conv-26, Qwen2.5-Coder-1.5B sent 19 of 152 questions facts-only and lost 7.9
-        points of answer F1 on them [−12.6, −3.6], ``benchmarks/gate_table.py``). Any other model gets
+        points of answer F1 on them [−12.6, −3.6], ``benchmarks/quality/gate_table.py``). Any other model gets
         facts + evidence."""
         mode = self.config.answer.sufficiency_gate
         if mode == "auto":

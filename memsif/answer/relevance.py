@@ -17,7 +17,7 @@ The memory holds nothing about the question, and the answer says so without the 
 A question asking for an inference ("Would Melanie likely enjoy Vivaldi?") may name what the memory
 never mentions: rules 2 and 3 do not read it. ``relevance_floor`` 0 turns rules 2–4 off. Measured on
 labelled sets (the dev conversations' questions, never-discussed and other-language ones):
-``benchmarks/not_in_memory.py``.
+``benchmarks/quality/not_in_memory.py``.
 """
 
 from __future__ import annotations

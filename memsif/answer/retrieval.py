@@ -274,7 +274,7 @@ class EvidenceRetriever:
         # one restricted search over every trajectory's other segments, then at most
         # ``trajectory_evidence`` per trajectory, so one event does not crowd out the rest. The filter
         # names the trajectories and the anchor segments (constant size), not every other segment:
-        # embedded Qdrant checks a list filter point by point (benchmarks/store_growth.py).
+        # embedded Qdrant checks a list filter point by point (benchmarks/speed/store_growth.py).
         limit = cfg.trajectory_evidence * len(trajectories)
         restricted = replace(query, lexical=lacking, candidates=cfg.evidence_candidates)
         found = self.store.hybrid_search(namespace, replace(

@@ -5,7 +5,7 @@ Segment judge (§3.2, "does u_t continue the topic of S_i?"):
 - positive: a message after the three messages before it in its own session;
 - negative ("other conversation"): the same three messages followed by a message of another conversation;
 - hand-labelled ("within session"): topic shifts and continuations inside one session, labelled by
-  reading the conversation before any model saw them (``benchmarks/data/segment-shifts.jsonl``).
+  reading the conversation before any model saw them (``benchmarks/quality/data/segment-shifts.jsonl``).
 
 Trajectory judge (§3.2, "is S_i part of the same evolving event or task as E_j?"):
 - positive: two excerpts (a gold evidence turn and the two turns after it) of one multi-hop question

@@ -41,7 +41,7 @@ def is_statement(sentence: str, speakers: Sequence[str] = ()) -> bool:
     to the listener ("you", or a name called out: "Wow, Caroline, that's awesome!"), spoken in the
     first person or naming someone, and holding a content word that is not greeting, thanks, praise or
     vague feeling (``lexical.EMPTY_STEMS``). Measured on the 500 labelled sentences of a conv-26 run and held
-    out on conv-30 (``benchmarks/active_fact_statements.py``)."""
+    out on conv-30 (``benchmarks/quality/active_fact_statements.py``)."""
     text = spoken_text(sentence).strip()
     words = lexical.words(text)
     if not words or text.endswith("?"):

@@ -81,7 +81,7 @@ EXTRACT_MAX_TOKENS = 320
 def operation_trusted(mode: str, llm: LLM | None) -> bool:
     """Whether ``llm`` chooses the operation when no rule decides (``fact_operation``: "model" always,
     "rules" never, "auto" only for a model whose profile says it chooses better than always-Add on the
-    labelled pairs of ``benchmarks/data/fact-operations.jsonl``: ``ModelProfile.chooses_operation``, none
+    labelled pairs of ``benchmarks/quality/data/fact-operations.jsonl``: ``ModelProfile.chooses_operation``, none
     yet). Otherwise a candidate that no rule decides is added beside the similar facts (the log says so)."""
     if mode == "auto":
         return llm is not None and profile_of(llm.name).chooses_operation

@@ -5,7 +5,7 @@ A candidate that passed the grounding gate is verified when the model's P(yes) t
 wrote in the cited messages states every detail of it (``memsif.prompts.fact_verify``) reaches the
 model's measured threshold, and at least ``VERIFIED_MIN_OVERLAP`` of its content words are in its
 supporting sentences. Thresholds are fitted on labelled stored facts of two dev conversations and
-tested on the third (``benchmarks/fact_verifier.py``).
+tested on the third (``benchmarks/quality/fact_verifier.py``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ VERIFIED_MIN_OVERLAP = 0.7
 def verifier_threshold(mode: str, llm: LLM | None) -> float | None:
     """The P(yes) at or above which ``llm`` verifies a candidate under ``fact_verification`` ``mode``
     ("auto": a model whose profile holds a measured threshold, ``ModelProfile.verify_min_p``, fitted on
-    the labelled stored facts of dev conv-26 and conv-30: ``benchmarks/fact_verifier.py``; "model": any
+    the labelled stored facts of dev conv-26 and conv-30: ``benchmarks/quality/fact_verifier.py``; "model": any
     model, at ``UNMEASURED_VERIFIER_MIN_P`` when unmeasured; "off": none), or None when it is not asked."""
     if llm is None:
         return None

@@ -10,7 +10,7 @@ finished wave of units (the start — models loading, the first prompt's prefix 
 unit; see ``Countdown`` for waves). The range narrows as waves finish: ± max(``FLOOR``, ``SPREAD`` /
 √(waves measured)) around the estimate, ± ``PRIOR`` on a prior.
 
-Checked against real builds with ``benchmarks/waiting_times.py`` (stated against actual at every
+Checked against real builds with ``benchmarks/speed/waiting_times.py`` (stated against actual at every
 progress step; ``docs/results.md``, "Waiting times the inspector states").
 """
 

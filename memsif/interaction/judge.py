@@ -55,7 +55,7 @@ def calibrate(p: float, p0: float) -> float:
 def measured_decision_point(model_name: str, task: str) -> float | None:
     """The raw P(yes) at which the verdicts of the model called ``model_name`` on judge prompt ``task``
     separate labelled pairs best (the balanced-accuracy optimum on the dev conversations' own-session /
-    other-conversation pairs; ``benchmarks/model_steps.py``), from its profile; None when not measured."""
+    other-conversation pairs; ``benchmarks/quality/model_steps.py``), from its profile; None when not measured."""
     return profile_of(model_name).decision_point(task)
 
 

@@ -7,7 +7,7 @@ logistic model over the measures of the pair (``LinkMeasures``): the judge's P(y
 focused prompt (the two segments' most specific sentences), φ (Eq. 1), the overlap of their rare
 words, their entity Jaccard and the days between them. Its weights were fitted on the labelled
 threads of the dev conversations and tested on the conversation left out
-(``benchmarks/trajectory_decision.py``). A model whose judge was not measured gets the same kind of
+(``benchmarks/quality/trajectory_decision.py``). A model whose judge was not measured gets the same kind of
 model without P(yes): a rule, recorded as such.
 
 Rare words: content-word stems weighted by their inverse document frequency over the namespace's
@@ -152,7 +152,7 @@ def model_for(mode: str, llm: LLM | None, judge_threshold: float = JUDGE_ALONE.t
     """The link model for ``trajectory_link`` ``mode`` and ``llm``: "model" asks the judge
     (``JUDGE_ALONE`` at ``judge_threshold``), "rule" never (``RULE``), "auto" only for a model whose
     link model with the judge was fitted and measured on the labelled threads
-    (``ModelProfile.links_trajectories``, ``benchmarks/trajectory_decision.py``; none yet: the 1.5B's joins
+    (``ModelProfile.links_trajectories``, ``benchmarks/quality/trajectory_decision.py``; none yet: the 1.5B's joins
     were 8 %, 9 % and 22 % precise on conv-26, conv-30 and conv-47); always ``RULE`` without an LLM."""
     judged = mode == "model" or (mode == "auto" and llm is not None and profile_of(llm.name).links_trajectories)
     if llm is None or not judged:

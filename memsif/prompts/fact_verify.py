@@ -7,7 +7,7 @@ guess is not what the subject said; the grounding gate already requires one such
 anyone else (a speaker's son, a pet) every cited message. On 160 labelled stored facts of dev
 conv-26 and conv-30 this wording separated supported from unsupported ones best of three (ROC AUC
 0.84; the messages of both speakers with "true of the subject?" 0.80; "every detail, about the
-subject and not someone else?" 0.80): ``benchmarks/fact_verifier.py``.
+subject and not someone else?" 0.80): ``benchmarks/quality/fact_verifier.py``.
 """
 
 from __future__ import annotations
