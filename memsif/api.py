@@ -17,6 +17,7 @@ from memsif.interaction.link import decision_threshold
 from memsif.interaction.titles import trajectory_name
 from memsif.interaction.trajectories import trajectory_terms
 from memsif.io import as_memories, load_transcripts
+from memsif.io.names import checked_namespace, readable
 from memsif.io.transcripts import HISTORY_FORMATS
 from memsif.llm import Reading, reading_reported, runtime_of
 from memsif.llm.packaged import PACKAGED_MODELS
@@ -64,6 +65,7 @@ __all__ = [
     "cancel",
     "check_cancelled",
     "check_export",
+    "checked_namespace",
     "day_text",
     "decision_threshold",
     "default_data_dir",
@@ -74,6 +76,7 @@ __all__ = [
     "parse_time",
     "queue_position",
     "read_export",
+    "readable",
     "reading_reported",
     "record_number",
     "runtime_of",

@@ -15,6 +15,7 @@ from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
 from memsif.errors import ConfigError, MemSIFError
 from memsif.ingest import IngestPipeline, IngestReport, ProgressFn
+from memsif.io.names import checked_namespace
 from memsif.llm import LLM
 from memsif.locks import interactive
 from memsif.reads import Reads
@@ -190,6 +191,7 @@ class MemSIF(Reads, Corrections, Search, Sources):
         ns = namespace or (messages[0].namespace if messages else "")
         if not ns:
             raise MemSIFError("ingest needs a namespace: pass namespace=... or set Message.namespace.")
+        ns = checked_namespace(ns)
         with self._namespace_lock(ns):
             return IngestPipeline(self.config, self, ns).run(messages, progress,
                                                 self.config.facts.core_facts if core_facts is None else core_facts)
@@ -274,7 +276,7 @@ class MemSIF(Reads, Corrections, Search, Sources):
 
         data = parse_export(data)
         check_export(data, self.embedder)
-        ns = namespace or data.namespace
+        ns = checked_namespace(namespace or data.namespace)
         with self._namespace_lock(ns), self._namespace_lock(ns, "clusters"):
             import_namespace(self.store, self.embedder, data, ns)
         return ns

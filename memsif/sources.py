@@ -11,6 +11,7 @@ from typing import cast
 
 from memsif.errors import SourceConflict
 from memsif.ingest import IngestPipeline, IngestReport, ProgressFn
+from memsif.io.names import checked_namespace
 from memsif.io.placement import Placement, place
 from memsif.io.transcripts import Transcript
 from memsif.parts import EngineCore
@@ -41,7 +42,7 @@ class Sources:
                 ``differences`` list each; nothing is written.
             MemSIFError, StoreError, EmbedderError, LLMError: as ``ingest``.
         """
-        eng, ns = cast(EngineCore, self), namespace or transcript.sample_id
+        eng, ns = cast(EngineCore, self), checked_namespace(namespace or transcript.sample_id)
         with eng._namespace_lock(ns), eng._namespace_lock(ns, "clusters"):
             stored = eng.messages(ns) if eng.has_memory(ns) else []
             placement = place(transcript.messages, stored, transcript.source_ids)

@@ -120,7 +120,8 @@ PUBLIC = {
     "record_number", "Answer", "Found", "trajectory_name", "trajectory_terms", "decision_threshold",
     "MemSIFError", "TranscriptError", "JobCancelled", "NotFoundError", "SourceConflict",
     "load_transcripts", "as_memories", "HISTORY_FORMATS", "day_text", "parse_time",
-    "NamespaceExport", "check_export", "is_export", "read_export", "same_content", "write_export",
+    "NamespaceExport", "check_export", "checked_namespace", "readable", "is_export", "read_export", "same_content",
+    "write_export",
     "PACKAGED_MODELS", "Reading", "reading_reported", "runtime_of",
     "job", "interactive", "cancel", "check_cancelled", "queue_position", "sharing",
 }

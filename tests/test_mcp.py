@@ -175,6 +175,7 @@ def test_an_export_of_three_conversations_becomes_one_memory_over_mcp(mcp_url):
     ("memory_ask", {"namespace": "nobody", "question": "Anything?"}, "holds no memory yet: call memory_ingest first"),
     ("memory_ask", {"namespace": "ui-0123456789ab", "question": "Anything?"}, "belongs to a browser session"),
     ("memory_ingest", {"namespace": " ", "transcript": TRANSCRIPT}, "namespace is empty"),
+    ("memory_ingest", {"namespace": "alice\u0007bell", "transcript": TRANSCRIPT}, "holds a control character"),
     ("memory_ingest", {"namespace": "x", "transcript": "{\"chats\": []}"}, "unknown JSON layout"),
     ("memory_facts", {"namespace": "nobody"}, "holds no memory yet"),
     ("memory_correct_fact", {"namespace": "ui-0123456789ab", "fact_id": "F1", "statement": "x"},

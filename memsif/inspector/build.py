@@ -35,6 +35,7 @@ from memsif.api import (
     job,
     load_transcripts,
     read_export,
+    readable,
     runtime_of,
     same_content,
     write_export,
@@ -303,7 +304,7 @@ def read_source(file, sample: str | None) -> tuple[list, BuiltSource]:
     path = checked_path(file) if file is not None else str(EXAMPLE)
     transcripts = as_memories(load_upload(path, sample))
     return transcripts, BuiltSource(
-        path=path, sample=sample or None, name=Path(path).name, samples=[t.sample_id for t in transcripts],
+        path=path, sample=sample or None, name=readable(Path(path).name), samples=[t.sample_id for t in transcripts],
         hint=question_hint(transcripts), questions=sum(len(t.extra.get("qa", [])) for t in transcripts),
         session_titles={c["sample_id"]: c["title"] for t in transcripts for c in t.extra.get("sessions", [])})
 
@@ -478,7 +479,8 @@ class BuildTab:
                                                                                                 settings),
                    gr.skip(), gr.skip())
             return
-        source = BuiltSource(path=path, sample=None, name=Path(path).name, samples=[data.namespace], replaced=True)
+        source = BuiltSource(path=path, sample=None, name=readable(Path(path).name), samples=[data.namespace],
+                             replaced=True)
         if eng.has_memory(namespace):
             delete_memory(eng, namespace, "the memory was replaced by a restored one")
         eng.import_namespace(data, namespace)

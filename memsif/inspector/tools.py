@@ -20,7 +20,7 @@ from typing import Any
 
 import gradio as gr
 
-from memsif.api import Evidence, as_memories, load_transcripts, parse_time
+from memsif.api import Evidence, MemSIFError, as_memories, checked_namespace, load_transcripts, parse_time
 from memsif.inspector.common import Inspector, refusal, tool_guard
 
 #: The fields of each record a tool reply carries (replies are ``model_dump(mode="json")`` of them).
@@ -44,6 +44,10 @@ def _namespace(namespace: str) -> str:
     name = (namespace or "").strip()
     if not name:
         raise refusal("namespace is empty: name the memory to use, e.g. 'alice-assistant'.")
+    try:
+        name = checked_namespace(name)
+    except MemSIFError as exc:
+        raise refusal(str(exc)) from None
     if name.startswith("ui-"):
         raise refusal(f"namespace {name!r} starts with 'ui-', which belongs to a browser session of the inspector; "
                        "choose another name.")

@@ -28,6 +28,7 @@ from memsif.errors import TranscriptError
 from memsif.io import formats as fm
 from memsif.io.dates import implausible_dates
 from memsif.io.decode import decode, repair
+from memsif.io.names import name_of_file
 from memsif.io.roles import TOOL_CALL, left_out_as, left_out_warning, tool_call_in
 from memsif.io.speakers import normal_name, with_one_spelling
 from memsif.records import PHOTO_CAPTION, Message
@@ -166,7 +167,10 @@ def as_memories(transcripts: Sequence[Transcript]) -> list[Transcript]:
     if not history:
         return list(transcripts)
     others = [t for t in transcripts if t.format not in HISTORY_FORMATS]
-    return [one_history(history, Path(history[0].path).stem), *others]
+    name, said = name_of_file(history[0].path)
+    joined = one_history(history, name)
+    joined.warnings[:0] = said
+    return [joined, *others]
 
 
 # ------------------------------------------------------------------------------------ detection
@@ -258,11 +262,16 @@ def _require_dict(item: Any, path: str, position: str) -> dict[str, Any]:
 
 
 def _repair_messages(t: Transcript) -> None:
-    repaired = 0
+    """Lone surrogates replaced in every text a loader took from the file: the sample id (a namespace),
+    and each message's text, speaker, id and session."""
+    t.sample_id, repaired = repair(t.sample_id)
     for m in t.messages:
         m.text, a = repair(m.text)
         m.speaker, b = repair(m.speaker)
-        repaired += a + b
+        m.id, c = repair(m.id)
+        m.session_id, d = repair(m.session_id)
+        m.namespace, e = repair(m.namespace)
+        repaired += a + b + c + d + e
     if repaired:
         t.warnings.append(f"{repaired} character(s) were not valid Unicode (lone surrogates, e.g. half an emoji) "
                           "and were replaced by U+FFFD")
@@ -549,7 +558,7 @@ def _claude_attachments(m: fm.ClaudeMessage, unread: list[str]) -> list[str]:
 # ------------------------------------------------------------------------------ OpenAI messages
 def _load_openai_all(data: Any, path: str, wanted: str | None) -> list[Transcript]:
     items = data["messages"] if isinstance(data, dict) and isinstance(data.get("messages"), list) else data
-    sid = Path(path).stem
+    sid, named = name_of_file(path)
     messages: list[Message] = []
     left_out: Counter[str] = Counter()
     for k, item in enumerate(_samples(items)):
@@ -560,7 +569,7 @@ def _load_openai_all(data: Any, path: str, wanted: str | None) -> list[Transcrip
         elif text:
             messages.append(_msg(sid, f"M{k + 1}", msg.name or msg.role, text, None, "1", len(messages)))
     warnings = ["the messages carry no dates: they are stored undated", *left_out_warning(left_out)]
-    return [Transcript(sid, messages, "openai", path, {}, warnings, source_ids=False)]
+    return [Transcript(sid, messages, "openai", path, {}, named + warnings, source_ids=False)]
 
 
 def _not_conversation(role: str | None, text: str, message: dict[str, Any]) -> str | None:
@@ -583,7 +592,7 @@ def _load_text(raw: str, path: str) -> Transcript:
     line that is neither, continues the message before it. A header holding a date dates the
     session's messages; one without a date starts an undated session (with a warning). A ``System:``,
     ``Developer:``, ``Tool:`` or ``Function:`` message is left out with its continuation lines."""
-    sid = Path(path).stem
+    sid, named = name_of_file(path)
     messages: list[Message] = []
     warnings: list[str] = []
     left_out: Counter[str] = Counter()
@@ -624,12 +633,13 @@ def _load_text(raw: str, path: str) -> Transcript:
         else:
             raise TranscriptError("expected 'Speaker: text' at the start of a line (or a '## DATE' session header) "
                                   "before any other text", path=path, position=f"line {line_no}")
-    return Transcript(sid, messages, "text", path, {}, warnings + left_out_warning(left_out), source_ids=False)
+    return Transcript(sid, messages, "text", path, {}, named + warnings + left_out_warning(left_out),
+                      source_ids=False)
 
 
 # --------------------------------------------------------------------------------------- JSONL
 def _load_jsonl(raw: str, path: str) -> Transcript:
-    sid = Path(path).stem
+    sid, named = name_of_file(path)
     messages: list[Message] = []
     left_out: Counter[str] = Counter()
     numbered = False  # a line without an id: the loader numbers it
@@ -656,4 +666,5 @@ def _load_jsonl(raw: str, path: str) -> Transcript:
         numbered = numbered or rec.id is None
         messages.append(_msg(sid, str(rec.id if rec.id is not None else f"J{line_no}"), rec.speaker, text, when,
                              session, len(messages)))
-    return Transcript(sid, messages, "jsonl", path, warnings=left_out_warning(left_out), source_ids=not numbered)
+    return Transcript(sid, messages, "jsonl", path, warnings=named + left_out_warning(left_out),
+                      source_ids=not numbered)
