@@ -189,3 +189,13 @@ def test_bad_calls_are_refused_with_what_to_do(mcp_url, tool, args, said, capfd)
     failed, text = _call(mcp_url, tool, args)
     assert failed and said in text, text
     assert "Traceback" not in capfd.readouterr().err, "a refusal is not a server fault: no traceback in the log"
+
+
+def test_an_agent_ingests_a_whatsapp_chat_log_and_settles_its_date_order(mcp_url):
+    log = "[10/03/2024, 10:02] Ana: I adopted a beagle named Max.\n[10/03/2024, 10:03] Ben: Lovely!\n"
+    failed, text = _call(mcp_url, "memory_ingest", {"namespace": "whatsapp", "transcript": log})
+    assert failed and "--format chatlog-dmy" in text, text
+    failed, text = _call(mcp_url, "memory_ingest", {"namespace": "whatsapp", "transcript": log,
+                                                   "format": "chatlog-dmy"})
+    assert not failed, text
+    assert json.loads(text)["messages_in_memory"] == 2

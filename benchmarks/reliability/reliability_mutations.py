@@ -696,6 +696,48 @@ MUTATIONS = [
         '        head = f"⚠️ The build failed: {exc}"',
         "tests/test_app.py::test_a_refused_upload_and_a_failed_build_quote_what_they_name_as_written",
     ),
+    (
+        "names: a namespace no store keeps is refused before the build",
+        "memsif/engine.py",
+        "        ns = checked_namespace(ns)\n",
+        "",
+        "tests/test_histories.py::test_the_python_api_refuses_a_namespace_no_store_can_keep_before_any_work",
+    ),
+    (
+        "names: a file name that is not UTF-8",
+        "memsif/io/names.py",
+        "    name = readable(stem)\n",
+        "    name = stem\n",
+        "tests/test_histories.py::test_a_file_name_that_is_not_utf8_names_a_memory_readably_and_the_build_ends",
+    ),
+    (
+        "names: ids with lone surrogates",
+        "memsif/io/transcripts.py",
+        "        m.id, c = repair(m.id)\n",
+        "        c = 0\n",
+        "tests/test_histories.py::test_an_id_from_a_file_that_is_not_valid_unicode_is_repaired",
+    ),
+    (
+        "chat logs: a stamped line read as a chat log, not as JSON or speakers",
+        "memsif/io/transcripts.py",
+        "    if is_chat_log(raw):  # before JSON: an iOS chat log's lines start with \"[\"\n",
+        "    if False:\n",
+        "tests/test_histories.py::test_a_chat_log_is_read_with_its_speakers_dates_and_continuation_lines",
+    ),
+    (
+        "chat logs: a date order that stays ambiguous is refused",
+        "memsif/io/chatlog.py",
+        "    if not (day_first or month_first):\n",
+        "    if False:\n",
+        "tests/test_histories.py::test_a_chat_log_whose_dates_could_be_either_order_is_refused_with_the_format_that_settles_it",
+    ),
+    (
+        "chat logs: a full-width colon ends the speaker's name",
+        "memsif/io/transcripts.py",
+        "_SPEAKER_LINE = re.compile(r\"^([^\\s:：#][^:：\\n]{0,59}?)\\s*[:：]\\s?(.*)$\")",
+        "_SPEAKER_LINE = re.compile(r\"^([^\\s:#][^:\\n]{0,59}?)\\s*:\\s?(.*)$\")",
+        "tests/test_histories.py::test_a_full_width_colon_log_keeps_its_session_date",
+    ),
 ]
 
 

@@ -96,9 +96,10 @@ class AgentTools:
         Args:
             namespace: the memory to write to (created on first use); not starting with 'ui-'.
             transcript: the conversation's text: 'Speaker: text' lines with '## <date>' session headers,
-                JSONL ({"speaker", "text", "time"} per line), or a LoCoMo / LongMemEval / ChatGPT / Claude /
-                OpenAI-messages JSON document.
-            format: 'auto' (detect) or one of locomo, longmemeval, chatgpt, claude, openai, jsonl, text.
+                JSONL ({"speaker", "text", "time"} per line), a chat log ('[31/12/2023, 22:02] Ana: text' lines, as
+                WhatsApp exports them), or a LoCoMo / LongMemEval / ChatGPT / Claude / OpenAI-messages JSON document.
+            format: 'auto' (detect) or one of locomo, longmemeval, chatgpt, claude, openai, jsonl, chatlog,
+                chatlog-dmy, chatlog-mdy (a chat log whose dates are day/month or month/day), text.
             sample: which conversation of a file that holds several (LoCoMo, LongMemEval, an export); empty for all.
             core_facts: also extract and consolidate CoreFacts now.
             replace: the transcript is a corrected version of messages the memory holds (same ids, another

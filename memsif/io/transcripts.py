@@ -26,6 +26,7 @@ from typing import Any
 
 from memsif.errors import TranscriptError
 from memsif.io import formats as fm
+from memsif.io.chatlog import DateOrder, is_chat_log, load_chat_log
 from memsif.io.dates import implausible_dates
 from memsif.io.decode import decode, repair
 from memsif.io.names import name_of_file
@@ -35,9 +36,10 @@ from memsif.records import PHOTO_CAPTION, Message
 from memsif.timeparse import find_date, parse_time
 
 #: Every format ``load_transcripts`` reads; "auto" detects one from the content.
-FORMATS = ("locomo", "longmemeval", "chatgpt", "claude", "openai", "jsonl", "text")
+FORMATS = ("locomo", "longmemeval", "chatgpt", "claude", "openai", "jsonl", "chatlog", "chatlog-dmy", "chatlog-mdy",
+           "text")
 
-_SPEAKER_LINE = re.compile(r"^([^\s:#][^:\n]{0,59}?)\s*:\s?(.*)$")
+_SPEAKER_LINE = re.compile(r"^([^\s:：#][^:：\n]{0,59}?)\s*[:：]\s?(.*)$")  # "：" full-width (CJK logs)
 _HEADER = re.compile(r"^#{1,6}\s*(.*?)\s*$")
 
 
@@ -141,6 +143,8 @@ def load_transcripts(path: str | Path, sample: str | None = None, format: str = 
         found = _LOADERS[fmt](parsed, str(p), sample)
     elif fmt == "jsonl":
         found = [_load_jsonl(raw, str(p))]
+    elif fmt.startswith("chatlog"):
+        found = [_load_chat_log(raw, str(p), fmt)]
     else:
         found = [_load_text(raw, str(p))]
     found = _unique_samples(found)
@@ -187,6 +191,8 @@ def _detect(raw: str, name: str, path: str) -> tuple[str, Any]:
     name = name.lower()
     if name.endswith(".jsonl"):
         return "jsonl", None
+    if is_chat_log(raw):  # before JSON: an iOS chat log's lines start with "["
+        return "chatlog", None
     if raw.lstrip()[:1] in ("[", "{"):
         try:
             data = json.loads(raw)
@@ -635,6 +641,15 @@ def _load_text(raw: str, path: str) -> Transcript:
                                   "before any other text", path=path, position=f"line {line_no}")
     return Transcript(sid, messages, "text", path, {}, named + warnings + left_out_warning(left_out),
                       source_ids=False)
+
+
+def _load_chat_log(raw: str, path: str, fmt: str) -> Transcript:
+    """A messaging app's chat log (``memsif.io.chatlog``); ``fmt`` "chatlog-dmy"/"chatlog-mdy" says how
+    its dates read, "chatlog" lets the file's own dates tell."""
+    sid, named = name_of_file(path)
+    order: DateOrder | None = "dmy" if fmt == "chatlog-dmy" else "mdy" if fmt == "chatlog-mdy" else None
+    messages, warnings = load_chat_log(raw, path, sid, order)
+    return Transcript(sid, messages, "chatlog", path, {}, named + warnings, source_ids=False)
 
 
 # --------------------------------------------------------------------------------------- JSONL
