@@ -106,8 +106,9 @@ CHAT_LOGS = {
         "12/31/23, 10:02\u202fPM - Messages and calls are end-to-end encrypted. No one outside of this chat can "
         "read them.\n12/31/23, 10:02\u202fPM - Ana: Happy new year!\n12/31/23, 10:03\u202fPM - Ben: We adopted a "
         "beagle\ncalled Max today.\n1/1/24, 9:15\u202fAM - Ana: Congrats",
-        [("Ana", "Happy new year!", "2023-12-31 22:02"), ("Ben", "We adopted a beagle\ncalled Max today.",
-                                                          "2023-12-31 22:03"), ("Ana", "Congrats", "2024-01-01 09:15")]),
+        [("Ana", "Happy new year!", "2023-12-31 22:02"),
+         ("Ben", "We adopted a beagle\ncalled Max today.", "2023-12-31 22:03"),
+         ("Ana", "Congrats", "2024-01-01 09:15")]),
     "whatsapp-android-24h-dots": (
         "31.12.23, 22:02 - Ana: Frohes neues Jahr!\n31.12.23, 22:03 - Ben joined using this group's invite link\n"
         "01.01.24, 09:15 - Ben: Danke",
@@ -149,7 +150,8 @@ def test_a_full_width_colon_log_keeps_its_session_date(tmp_path):
     path = tmp_path / "chat.txt"
     path.write_text("## 1 March 2024\n小明：我下周去东京。\n小红：太好了！\n", encoding="utf-8")
     [t] = load_transcripts(path)
-    assert [(m.speaker, m.time.date().isoformat()) for m in t.messages] == [("小明", "2024-03-01"), ("小红", "2024-03-01")]
+    assert [(m.speaker, m.time.date().isoformat()) for m in t.messages] == [("小明", "2024-03-01"),
+                                                                            ("小红", "2024-03-01")]
 
 
 def test_a_chat_log_whose_dates_could_be_either_order_is_refused_with_the_format_that_settles_it(tmp_path):
@@ -157,7 +159,7 @@ def test_a_chat_log_whose_dates_could_be_either_order_is_refused_with_the_format
 
     path = tmp_path / "chat.txt"
     path.write_text("[10/03/2024, 10:02] Ana: hi\n[10/03/2024, 10:03] Ben: yo\n", encoding="utf-8")
-    with pytest.raises(TranscriptError, match="could be day/month or month/day.*--format chatlog-dmy"):
+    with pytest.raises(TranscriptError, match=r"could be day/month or month/day.*--format chatlog-dmy"):
         load_transcripts(path)
     [t] = load_transcripts(path, format="chatlog-dmy")
     assert t.messages[0].time == datetime(2024, 3, 10, 10, 2)
@@ -183,7 +185,7 @@ def test_the_page_builds_from_a_chat_log(tmp_path, engine_factory):
     path = tmp_path / "WhatsApp Chat with Ben.txt"
     path.write_text(CHAT_LOGS["whatsapp-android-12h"][0], encoding="utf-8")
     engine = engine_factory(llm=_llm())
-    *_, (ns, source, summary, _fig, rows) = list(BuildTab(Inspector(engine)).build(
+    *_, (ns, source, summary, _fig, _rows) = list(BuildTab(Inspector(engine)).build(
         str(path), None, "ui-0123456789ab", None, None, progress=lambda *a, **k: None))
     assert not source.failed, summary
     assert [m.speaker for m in engine.messages(ns)] == ["Ana", "Ben", "Ana"]
