@@ -72,7 +72,8 @@ def _progress_bar(desc: str):
 def cmd_ingest(args: argparse.Namespace) -> int:
     from memsif.io import as_memories, load_transcripts
 
-    transcripts = as_memories(load_transcripts(args.path, sample=args.sample, format=args.format))
+    transcripts = as_memories(load_transcripts(args.path, sample=args.sample, format=args.format,
+                                               include_do_not_remember=args.include_do_not_remember))
     for tr in transcripts:
         for warning in tr.warnings:
             print(f"warning: {tr.sample_id}: {warning}", file=sys.stderr)
@@ -402,12 +403,14 @@ def _building_parsers(sub: argparse._SubParsersAction) -> None:
     """ingest, reembed, upgrade, export and import: the commands that write memory or move it."""
     p = sub.add_parser("ingest", help="build Structured Interaction Memory from a transcript")
     p.add_argument("path", help="transcript: LoCoMo or LongMemEval JSON, a ChatGPT or Claude export "
-                   "(conversations.json), an OpenAI message list, JSONL, or plain text")
+                   "(conversations.json), an OpenAI message list, JSONL, a chat log (WhatsApp), or plain text")
     p.add_argument("--format", default="auto", choices=["auto", *TRANSCRIPT_FORMATS],
                    help="read the file as this format (default: detected from the content)")
     p.add_argument("--sample", help="only this sample id (default: every sample in the file; the conversations "
                    "of a ChatGPT or Claude export are one history)")
     p.add_argument("--namespace", help="store under this namespace (default: the sample id; an export's file name)")
+    p.add_argument("--include-do-not-remember", action="store_true", help="also ingest the conversations their "
+                   "person marked do-not-remember (left out by default, with a warning)")
     p.add_argument("--replace", action="store_true", help="the file is a corrected version of what the memory "
                    "holds: stored messages take its version and the memory is rebuilt")
     p.add_argument("--data-dir", help="memory folder (default: $MEMSIF_DATA_DIR or ~/.local/share/memsif)")

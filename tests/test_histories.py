@@ -189,3 +189,185 @@ def test_the_page_builds_from_a_chat_log(tmp_path, engine_factory):
         str(path), None, "ui-0123456789ab", None, None, progress=lambda *a, **k: None))
     assert not source.failed, summary
     assert [m.speaker for m in engine.messages(ns)] == ["Ana", "Ben", "Ana"]
+
+
+# ------------------------------------------------------------------ ChatGPT exports as people download them
+def _node_message(role: str, parts: list, content_type: str = "text", create_time: float | None = 1709460000.0,
+                  **extra) -> dict:
+    return {"author": {"role": role}, "content": {"content_type": content_type, "parts": parts},
+            "create_time": create_time, **extra}
+
+
+def _conversation(cid: str, messages: list[dict], **extra) -> dict:
+    mapping, parent = {}, None
+    for k, m in enumerate(messages):
+        mapping[f"{cid}-n{k}"] = {"message": m, "parent": parent,
+                                  "children": [f"{cid}-n{k + 1}"] if k + 1 < len(messages) else []}
+        parent = f"{cid}-n{k}"
+    return {"id": cid, "title": f"chat {cid}", "create_time": 1709450000.0, "current_node": parent,
+            "mapping": mapping, **extra}
+
+
+def _export(tmp_path: Path, conversations: list[dict], name: str = "conversations.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(conversations), encoding="utf-8")
+    return path
+
+
+# ------------------------------------------------------------------ class: voice conversations
+VOICE = [
+    _node_message("user", [{"content_type": "audio_transcription", "text": "I moved to Lyon last week."},
+                           {"content_type": "audio_asset_pointer", "asset_pointer": "sediment://file_1"}],
+                  content_type="multimodal_text"),
+    _node_message("assistant", [{"content_type": "audio_transcription", "text": "How do you like it?"},
+                                {"content_type": "audio_asset_pointer", "asset_pointer": "sediment://file_2"}],
+                  content_type="multimodal_text"),
+    _node_message("user", [{"content_type": "real_time_user_audio_video_asset_pointer",
+                            "audio_asset_pointer": {"asset_pointer": "sediment://file_3"}}],
+                  content_type="multimodal_text"),
+    _node_message("user", [{"content_type": "image_asset_pointer", "asset_pointer": "file-service://x"},
+                           "Here is the view."], content_type="multimodal_text"),
+]
+
+
+def test_a_voice_message_keeps_its_transcription_and_the_load_names_what_it_left_out(tmp_path):
+    [t] = as_memories(load_transcripts(_export(tmp_path, [_conversation("c1", VOICE)])))
+    assert [m.text for m in t.messages] == ["I moved to Lyon last week.", "How do you like it?",
+                                            "[image]\nHere is the view."]
+    assert "kept the transcription of 2 voice messages; their recordings are not kept" in t.warnings, t.warnings
+    assert any("left out 1 voice message without a transcription" in w for w in t.warnings), t.warnings
+
+
+# ------------------------------------------------------------------ class: model reasoning inside transcripts
+THINK = "<think>The user wants a city. Lyon fits.</think>\nLyon."
+#: format → (file name, content): an assistant reply with its reasoning, in that format's own way
+REASONING = {
+    "text": ("c.txt", f"## 3 March 2024\nAna: Where should I move?\nassistant: {THINK}\n"),
+    "jsonl": ("c.jsonl", "\n".join(json.dumps(x) for x in [
+        {"speaker": "Ana", "text": "Where should I move?"},
+        {"speaker": "assistant", "text": "Lyon.", "reasoning_content": "The user wants a city."}])),
+    "openai": ("c.json", json.dumps([
+        {"role": "user", "content": "Where should I move?"},
+        {"role": "assistant", "content": [{"type": "reasoning", "text": "The user wants a city."},
+                                          {"type": "text", "text": "Lyon."}]}])),
+    "claude": ("c.json", json.dumps([{"uuid": "c1", "chat_messages": [
+        {"sender": "human", "text": "Where should I move?", "created_at": "2024-03-03T10:00:00Z"},
+        {"sender": "assistant", "text": "Lyon.", "created_at": "2024-03-03T10:00:05Z",
+         "content": [{"type": "thinking", "thinking": "The user wants a city."},
+                     {"type": "text", "text": "Lyon."}]}]}])),
+    "chatgpt": ("c.json", json.dumps([_conversation("c1", [
+        _node_message("user", ["Where should I move?"]),
+        _node_message("assistant", [], content_type="thoughts"),
+        _node_message("assistant", [THINK])])])),
+    "locomo": ("c.json", json.dumps([{"sample_id": "s", "conversation": {
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": "Ana", "text": "Where should I move?", "dia_id": "D1:1"},
+                      {"speaker": "Bo", "text": THINK, "dia_id": "D1:2"}]}}])),
+    "chatlog": ("c.txt", f"[2024-03-01 10:02] Ana: Where should I move?\n[2024-03-01 10:03] Bot: {THINK}\n"),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(REASONING))
+def test_a_models_reasoning_is_left_out_and_counted_in_every_format(tmp_path, fmt):
+    name, content = REASONING[fmt]
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    [t] = as_memories(load_transcripts(path))
+    assert [m.text for m in t.messages] == ["Where should I move?", "Lyon."], t.messages
+    assert any(w.startswith("left out 1 reasoning block") or ": left out 1 reasoning block" in w
+               for w in t.warnings), t.warnings
+
+
+def test_a_message_that_held_only_reasoning_is_left_out(engine_factory):
+    from memsif.io.roles import without_reasoning
+
+    assert without_reasoning("<think>cut off while thinking") == ("", 1)
+    assert without_reasoning("thinking in the template</think>Lyon.") == ("Lyon.", 1)
+    assert without_reasoning("No tags: <b>bold</b>.") == ("No tags: <b>bold</b>.", 0)
+
+
+# ------------------------------------------------------------------ class: do-not-remember
+def test_a_conversation_marked_do_not_remember_stays_out_unless_asked_for(tmp_path, engine_factory):
+    path = _export(tmp_path, [
+        _conversation("c1", [_node_message("user", ["I adopted a beagle named Max."])]),
+        _conversation("c2", [_node_message("user", ["My therapist says I should rest."])], is_do_not_remember=True)])
+    [t] = as_memories(load_transcripts(path))
+    assert [m.text for m in t.messages] == ["I adopted a beagle named Max."]
+    assert [w for w in t.warnings if "do-not-remember" in w] == [
+        "left out 1 conversation marked do-not-remember (“chat c2”): include it with --include-do-not-remember "
+        "(Python: include_do_not_remember=True)"]
+    [t] = as_memories(load_transcripts(path, include_do_not_remember=True))
+    assert len(t.messages) == 2 and "included 1 conversation marked do-not-remember, as asked" in t.warnings
+    engine = engine_factory(llm=_llm())
+    engine.ingest_transcript(as_memories(load_transcripts(path))[0], namespace="me")
+    assert "therapist" not in " ".join(m.text for m in engine.messages("me"))
+
+
+def test_a_file_of_only_do_not_remember_conversations_is_refused_with_how_to_include_them(tmp_path):
+    from memsif.errors import TranscriptError
+
+    path = _export(tmp_path, [_conversation("c2", [_node_message("user", ["private"])], is_do_not_remember=True)])
+    with pytest.raises(TranscriptError, match="every conversation of this file is marked do-not-remember"):
+        load_transcripts(path)
+
+
+def test_the_cli_includes_do_not_remember_conversations_only_when_asked(tmp_path, monkeypatch):
+    from memsif import cli
+
+    path = _export(tmp_path, [
+        _conversation("c1", [_node_message("user", ["I adopted a beagle named Max."])]),
+        _conversation("c2", [_node_message("user", ["private"])], do_not_remember=True)])
+    seen = {}
+
+    def spy(*args, **kwargs):  # what the command asked of the loader; nothing is built
+        seen.update(kwargs)
+        raise SystemExit(0)
+
+    monkeypatch.setattr("memsif.io.load_transcripts", spy)
+    for flag, expected in (([], False), (["--include-do-not-remember"], True)):
+        with pytest.raises(SystemExit):
+            cli.main(["ingest", str(path), "--data-dir", str(tmp_path / "d"), "--no-progress", *flag])
+        assert seen["include_do_not_remember"] is expected
+
+
+# ------------------------------------------------------------------ class: messages without a time of their own
+def test_a_message_without_its_own_time_takes_its_conversations_and_the_load_says_so(tmp_path):
+    path = _export(tmp_path, [_conversation("c1", [
+        _node_message("user", ["first, undated"], create_time=None),
+        _node_message("assistant", ["dated"], create_time=1709460100.0),
+        _node_message("user", ["undated after a dated one"], create_time=None)])])
+    [t] = as_memories(load_transcripts(path))
+    times = [m.time for m in t.messages]
+    assert times[0] == datetime.utcfromtimestamp(1709450000.0), "the conversation's start"
+    assert times[2] == times[1] == datetime.utcfromtimestamp(1709460100.0), "the message before it"
+    assert any("2 messages carry no time of its own" in w for w in t.warnings), t.warnings
+
+
+@pytest.mark.parametrize(("name", "content", "undated"), [
+    ("c.jsonl", "\n".join(json.dumps(x) for x in [{"speaker": "Ana", "text": "no time", "session": "a"},
+                                                   {"speaker": "Ana", "text": "dated", "time": "2024-03-03T10:00:00",
+                                                    "session": "b"}]), 1),
+    ("c.txt", "Ana: before any header\n## 3 March 2024\nAna: dated\n", 1),
+])
+def test_a_message_left_undated_among_dated_ones_is_warned_about(tmp_path, name, content, undated):
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    [t] = load_transcripts(path)
+    assert sum(m.time is None for m in t.messages) == undated
+    assert any("no date while the others do" in w and "resolves against nothing" in w for w in t.warnings), t.warnings
+
+
+def test_the_page_keeps_a_voice_transcription_and_leaves_reasoning_and_do_not_remember_out(tmp_path, engine_factory):
+    from memsif.inspector.build import BuildTab
+    from memsif.inspector.common import Inspector
+
+    path = _export(tmp_path, [
+        _conversation("c1", [*VOICE[:2], _node_message("assistant", [THINK])]),
+        _conversation("c2", [_node_message("user", ["private"])], is_do_not_remember=True)])
+    engine = engine_factory(llm=_llm())
+    *_, (ns, source, summary, _fig, _rows) = list(BuildTab(Inspector(engine)).build(
+        str(path), None, "ui-0123456789ab", None, None, progress=lambda *a, **k: None))
+    assert not source.failed, summary
+    assert [m.text for m in engine.messages(ns)] == ["I moved to Lyon last week.", "How do you like it?", "Lyon."]
+    for said in ("do-not-remember", "reasoning block", "transcription of 2 voice messages"):
+        assert said in summary, summary

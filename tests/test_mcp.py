@@ -199,3 +199,21 @@ def test_an_agent_ingests_a_whatsapp_chat_log_and_settles_its_date_order(mcp_url
                                                    "format": "chatlog-dmy"})
     assert not failed, text
     assert json.loads(text)["messages_in_memory"] == 2
+
+
+def test_an_agent_leaves_do_not_remember_conversations_and_reasoning_out_unless_asked(mcp_url):
+    from tests.test_histories import THINK, _conversation, _node_message
+
+    export = json.dumps([
+        _conversation("c1", [_node_message("user", ["Where should I move?"]), _node_message("assistant", [THINK])]),
+        _conversation("c2", [_node_message("user", ["private"])], is_do_not_remember=True)])
+    failed, text = _call(mcp_url, "memory_ingest", {"namespace": "dnr", "transcript": export})
+    assert not failed, text
+    report = json.loads(text)
+    assert report["messages_in_memory"] == 2
+    assert any("marked do-not-remember" in w for w in report["warnings"]), report["warnings"]
+    assert any("reasoning block" in w for w in report["warnings"]), report["warnings"]
+    failed, text = _call(mcp_url, "memory_ingest", {"namespace": "dnr", "transcript": export,
+                                                   "include_do_not_remember": True})
+    assert not failed, text
+    assert json.loads(text)["messages_in_memory"] == 3

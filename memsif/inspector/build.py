@@ -82,9 +82,9 @@ NOTATION_TIMELINE = """
 
 #: What the upload takes, said with every refusal.
 ACCEPTED = ("Accepted: LoCoMo or LongMemEval JSON, a ChatGPT or Claude export's `conversations.json`, an OpenAI "
-            "message list, JSONL (`{\"speaker\", \"text\", \"time\"}` per line) or plain text (`Speaker: text` "
-            "lines, `## date` headers), up to 20 MB; a MemSIF export (`.json.gz`, the Download of this page) restores "
-            "a memory.")
+            "message list, JSONL (`{\"speaker\", \"text\", \"time\"}` per line), a chat log as WhatsApp exports it "
+            "(`[31/12/2023, 22:02] Ana: text` lines) or plain text (`Speaker: text` lines, `## date` headers), up to "
+            "20 MB; a MemSIF export (`.json.gz`, the Download of this page) restores a memory.")
 
 
 class UploadRefused(Exception):

@@ -86,7 +86,7 @@ class AgentTools:
 
     @tool_guard
     def memory_ingest(self, namespace: str, transcript: str, format: str = "auto", sample: str = "",
-                      core_facts: bool = False, replace: bool = False) -> str:
+                      core_facts: bool = False, replace: bool = False, include_do_not_remember: bool = False) -> str:
         """Add a conversation to a named memory and build its Structured Interaction Memory (Topical
         Segments, Event Trajectories); optionally extract CoreFacts too (minutes on the default model).
         Each call appends: a new session whose lines restart the numbering is stored after the sessions
@@ -105,6 +105,8 @@ class AgentTools:
             replace: the transcript is a corrected version of messages the memory holds (same ids, another
                 text, speaker or date): they take its version and the memory is rebuilt. Without it such a
                 call is refused with the differences listed.
+            include_do_not_remember: also ingest the conversations their person marked do-not-remember (left
+                out by default, with a warning); only when that person asked for it.
 
         Returns:
             JSON: namespace, messages added, messages in memory, Topical Segments, Event Trajectories, CoreFact
@@ -117,7 +119,8 @@ class AgentTools:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / f"transcript{suffix}"
             path.write_text(transcript, encoding="utf-8")
-            transcripts = as_memories(load_transcripts(path, sample=sample or None, format=format))
+            transcripts = as_memories(load_transcripts(path, sample=sample or None, format=format,
+                                                       include_do_not_remember=include_do_not_remember))
         eng = self.app.engine()
         reports = [eng.ingest_transcript(t, namespace=ns, core_facts=core_facts, replace=replace) for t in transcripts]
         ops: dict[str, int] = {}

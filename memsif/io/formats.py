@@ -141,6 +141,13 @@ class ChatGPTConversation(_Model):
     create_time: float | None = None
     current_node: str | None = None
     mapping: dict[str, ChatGPTNode]
+    is_do_not_remember: bool | None = None
+    do_not_remember_flag: bool | None = Field(None, alias="do_not_remember")
+
+    @property
+    def do_not_remember(self) -> bool:
+        """Whether its person flagged it so that it would not be remembered."""
+        return bool(self.is_do_not_remember or self.do_not_remember_flag)
 
 
 class ClaudeAttachment(_Model):
@@ -172,6 +179,13 @@ class ClaudeConversation(_Model):
     name: str | None = None
     created_at: str | None = None
     chat_messages: list[ClaudeMessage]
+    is_do_not_remember: bool | None = None
+    do_not_remember_flag: bool | None = Field(None, alias="do_not_remember")
+
+    @property
+    def do_not_remember(self) -> bool:
+        """Whether its person flagged it so that it would not be remembered."""
+        return bool(self.is_do_not_remember or self.do_not_remember_flag)
 
 
 def type_name(value: Any) -> str:

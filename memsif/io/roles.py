@@ -1,10 +1,12 @@
 """Which messages of a transcript are the conversation: what a person (the user) or the assistant
 said. System and developer prompts, tool calls and tool or function output are left out by every
-loader, and the load warns how many of each.
+loader, and so is a model's reasoning (``<think>…</think>`` blocks in a message's text, reasoning or
+thinking parts and fields); the load warns how many of each.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -42,3 +44,40 @@ def left_out_warning(kinds: Counter[str]) -> list[str]:
         return []
     each = ", ".join(f"{k} {kind}{'s' if k != 1 else ''}" for kind, k in kinds.items())
     return [f"left out {n} message{'s that were' if n != 1 else ' that was'} not conversation: {each}"]
+
+
+#: Content-part types and message fields that hold a model's reasoning, not what it said (OpenAI Responses
+#: ``reasoning``, Anthropic ``thinking``/``redacted_thinking``, DeepSeek-style ``reasoning_content``).
+REASONING_PARTS = frozenset({"reasoning", "thinking", "redacted_thinking"})
+REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
+_THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>\s*", re.DOTALL | re.IGNORECASE)
+_OPEN_THINK = re.compile(r"<(?:think|thinking|reasoning)>.*\Z", re.DOTALL | re.IGNORECASE)
+_CLOSE_ONLY = re.compile(r"\A.*?</(?:think|thinking|reasoning)>\s*", re.DOTALL | re.IGNORECASE)
+
+
+def without_reasoning(text: str) -> tuple[str, int]:
+    """``text`` without the model's reasoning blocks, and how many there were: ``<think>…</think>`` (also
+    ``<thinking>``, ``<reasoning>``), one left open at the end (a reply cut off while thinking), and the
+    part before a lone closing tag (chat templates that open the block in the prompt)."""
+    text, n = _THINK.subn("", text)
+    if _OPEN_THINK.search(text):
+        text, n = _OPEN_THINK.sub("", text), n + 1
+    elif not n and _CLOSE_ONLY.match(text):
+        text, n = _CLOSE_ONLY.sub("", text, count=1), 1
+    return text.strip() if n else text, n
+
+
+def reasoning_in(message: dict[str, Any]) -> int:
+    """How many reasoning parts (``REASONING_PARTS``) and non-empty reasoning fields (``REASONING_FIELDS``)
+    a message of an OpenAI list, a JSONL line or a Claude message holds."""
+    content = message.get("content")
+    parts = sum(1 for p in content if isinstance(p, dict) and p.get("type") in REASONING_PARTS) \
+        if isinstance(content, list) else 0
+    return parts + sum(1 for f in REASONING_FIELDS if message.get(f))
+
+
+def reasoning_warning(n: int) -> list[str]:
+    """"left out 2 reasoning blocks (the model's thinking, not what it said)" (or none)."""
+    if not n:
+        return []
+    return [f"left out {n} reasoning block{'s' if n != 1 else ''} (the model's thinking, not what it said)"]

@@ -30,7 +30,16 @@ from memsif.io.chatlog import DateOrder, is_chat_log, load_chat_log
 from memsif.io.dates import implausible_dates
 from memsif.io.decode import decode, repair
 from memsif.io.names import name_of_file
-from memsif.io.roles import TOOL_CALL, left_out_as, left_out_warning, tool_call_in
+from memsif.io.roles import (
+    REASONING_PARTS,
+    TOOL_CALL,
+    left_out_as,
+    left_out_warning,
+    reasoning_in,
+    reasoning_warning,
+    tool_call_in,
+    without_reasoning,
+)
 from memsif.io.speakers import normal_name, with_one_spelling
 from memsif.records import PHOTO_CAPTION, Message
 from memsif.timeparse import find_date, parse_time
@@ -104,14 +113,19 @@ def one_history(transcripts: Sequence[Transcript], name: str) -> Transcript:
         sessions.append({"sample_id": t.sample_id, "title": t.title, "messages": len(t.messages),
                          "first_time": t.first_time.isoformat() if t.first_time else None})
     messages, named = with_one_spelling(messages)  # one person across the conversations too
+    shared = [w for w in transcripts[0].warnings if all(w in t.warnings for t in transcripts)]  # the file's
     return Transcript(name, messages, transcripts[0].format, transcripts[0].path,
                       {"sessions": sessions, "title": f"{len(transcripts)} conversations"},
-                      [f"{t.title}: {w}" for t in transcripts for w in t.warnings] + named,
+                      shared + [f"{t.title}: {w}" for t in transcripts for w in t.warnings if w not in shared] + named,
                       all(t.source_ids for t in transcripts))
 
 
-def load_transcripts(path: str | Path, sample: str | None = None, format: str = "auto") -> list[Transcript]:
-    """Read every sample of a transcript file (or only ``sample``).
+def load_transcripts(path: str | Path, sample: str | None = None, format: str = "auto",
+                     include_do_not_remember: bool = False) -> list[Transcript]:
+    """Read every sample of a transcript file (or only ``sample``). Conversations their person flagged
+    so that they would not be remembered (a ChatGPT export's ``is_do_not_remember``, or
+    ``do_not_remember`` on a conversation) are left out, with a warning, unless
+    ``include_do_not_remember``.
 
     ``format="auto"`` detects it: JSON with ``conversation`` is LoCoMo, with ``haystack_sessions``
     LongMemEval, with ``mapping`` a ChatGPT export, with ``chat_messages`` a Claude export, a list of
@@ -140,7 +154,7 @@ def load_transcripts(path: str | Path, sample: str | None = None, format: str = 
     if fmt in ("locomo", "longmemeval", "chatgpt", "claude", "openai"):
         if parsed is None:
             parsed = _parse_json(raw, str(p))
-        found = _LOADERS[fmt](parsed, str(p), sample)
+        found = _LOADERS[fmt](parsed, str(p), sample, include_do_not_remember)
     elif fmt == "jsonl":
         found = [_load_jsonl(raw, str(p))]
     elif fmt.startswith("chatlog"):
@@ -154,10 +168,11 @@ def load_transcripts(path: str | Path, sample: str | None = None, format: str = 
             raise TranscriptError(f"no sample {sample!r} in this file", path=str(p))
     for t in found:
         _repair_messages(t)
+        t.warnings += _without_reasoning(t)
         t.messages, named = with_one_spelling(t.messages)
         t.messages = _unique_ids(t.messages, t.warnings)
         t.warnings[:0] = warnings
-        t.warnings += named + implausible_dates(t.messages)
+        t.warnings += named + _undated(t) + implausible_dates(t.messages)
     if not any(t.messages for t in found):
         raise TranscriptError("the transcript holds no messages (no non-blank turns)", path=str(p), sample=sample)
     return found
@@ -281,6 +296,49 @@ def _repair_messages(t: Transcript) -> None:
     if repaired:
         t.warnings.append(f"{repaired} character(s) were not valid Unicode (lone surrogates, e.g. half an emoji) "
                           "and were replaced by U+FFFD")
+
+
+def _without_reasoning(t: Transcript) -> list[str]:
+    """Every message's text without the model's reasoning blocks (``roles.without_reasoning``); a message
+    that held only reasoning is left out. Returns the load's warning."""
+    kept: list[Message] = []
+    blocks = 0
+    for m in t.messages:
+        m.text, n = without_reasoning(m.text)
+        blocks += n
+        if m.text:
+            kept.append(m.model_copy(update={"index": len(kept)}) if m.index != len(kept) else m)
+    t.messages = kept
+    return reasoning_warning(blocks)
+
+
+def _undated(t: Transcript) -> list[str]:
+    """A message without a time of its own in a conversation whose other messages are dated takes the
+    time of the message before it in its session, else the conversation's start (``extra["started"]``,
+    exports); one with neither stays undated. Returns the load's warnings, which say so."""
+    if all(m.time is None for m in t.messages) or all(m.time is not None for m in t.messages):
+        return []
+    started: datetime | None = t.extra.get("started")
+    last: dict[str, datetime] = {}
+    took: list[str] = []
+    left: list[str] = []
+    for m in t.messages:
+        if m.time is not None:
+            last[m.session_id] = m.time
+            continue
+        when = last.get(m.session_id) or started
+        (took if when else left).append(m.id)
+        m.time = when
+    out = []
+    if took:
+        out.append(f"{len(took)} message{'s carry' if len(took) != 1 else ' carries'} no time of its own "
+                   f"({', '.join(took[:3])}{' …' if len(took) > 3 else ''}): each takes its conversation's time, "
+                   "the time of the message before it (or the conversation's start)")
+    if left:
+        out.append(f"{len(left)} message{'s carry' if len(left) != 1 else ' carries'} no date while the others do "
+                   f"({', '.join(left[:3])}{' …' if len(left) > 3 else ''}): stored undated, so a relative date "
+                   "in them ('yesterday') resolves against nothing; give each a time, or a '## date' header")
+    return out
 
 
 def _same(a: Message, b: Message) -> bool:
@@ -454,15 +512,43 @@ def _conversation_keys(ids: Sequence[str]) -> list[str]:
     return [f"{k}{i + 1}" for i, k in enumerate(keys)]
 
 
-def _load_chatgpt_all(data: Any, path: str, wanted: str | None) -> list[Transcript]:
+def _load_chatgpt_all(data: Any, path: str, wanted: str | None, include_do_not_remember: bool) -> list[Transcript]:
     convs = []
     for i, item in enumerate(_samples(data)):
         item = _require_dict(item, path, f"conversation {i}")
         conv = fm.validate(fm.ChatGPTConversation, item, path=path, position=f"conversation {i}")
         convs.append((str(conv.conversation_id or conv.id or f"conversation-{i + 1}"), conv))
     keys = _conversation_keys([sid for sid, _ in convs])
-    return [_load_chatgpt(conv, path, sid, key) for (sid, conv), key in zip(convs, keys, strict=True)
-            if wanted is None or sid == wanted]
+    found = [(_load_chatgpt(conv, path, sid, key), conv.do_not_remember)
+             for (sid, conv), key in zip(convs, keys, strict=True) if wanted is None or sid == wanted]
+    return _remembered(found, path, include_do_not_remember)
+
+
+def _remembered(found: list[tuple[Transcript, bool]], path: str, include: bool) -> list[Transcript]:
+    """The conversations of an export its person did not flag do-not-remember (all with ``include``), each
+    carrying the file's warning about those left out.
+
+    Raises:
+        TranscriptError: every conversation is flagged (and not ``include``).
+    """
+    flagged = [t for t, dnr in found if dnr]
+    if include or not flagged:
+        kept = [t for t, _ in found]
+        said = [f"included {len(flagged)} conversation{'s' if len(flagged) != 1 else ''} marked do-not-remember, "
+                "as asked"] if flagged else []
+    else:
+        kept = [t for t, dnr in found if not dnr]
+        titles = ", ".join(f"“{t.title}”" for t in flagged[:3]) + (" …" if len(flagged) > 3 else "")
+        said = [f"left out {len(flagged)} conversation{'s' if len(flagged) != 1 else ''} marked do-not-remember "
+                f"({titles}): include {'them' if len(flagged) != 1 else 'it'} with --include-do-not-remember "
+                "(Python: include_do_not_remember=True)"]
+        if not kept:
+            raise TranscriptError(f"every conversation of this file is marked do-not-remember ({titles}); include "
+                                  "them deliberately with --include-do-not-remember (Python: "
+                                  "include_do_not_remember=True)", path=path)
+    for t in kept:
+        t.warnings[:0] = said
+    return kept
 
 
 def _load_chatgpt(conv: fm.ChatGPTConversation, path: str, sid: str, key: str) -> Transcript:
@@ -478,14 +564,18 @@ def _load_chatgpt(conv: fm.ChatGPTConversation, path: str, sid: str, key: str) -
         branch.append(nodes[leaf])
         leaf = nodes[leaf].parent
     left_out: Counter[str] = Counter()
+    voice = Counter[str]()
     messages: list[Message] = []
     for node in reversed(branch):
         msg = node.message
         if msg is None or msg.content is None:
             continue
-        parts = [p if isinstance(p, str) else (p.get("text") or "[image]" if isinstance(p, dict) else "")
-                 for p in msg.content.parts]
-        text = "\n".join(p for p in parts if p).strip() or (msg.content.text or "").strip()
+        if msg.content.content_type in _CHATGPT_REASONING:
+            voice["reasoning"] += 1
+            continue
+        text, audio = _chatgpt_text(msg.content)
+        if audio:
+            voice["transcribed" if text else "untranscribed"] += 1
         if not text:
             continue
         if kind := _chatgpt_left_out(msg):
@@ -493,8 +583,46 @@ def _load_chatgpt(conv: fm.ChatGPTConversation, path: str, sid: str, key: str) -
             continue
         when = _time(msg.create_time, path, sid, f"message {len(messages) + 1}") if msg.create_time else None
         messages.append(_msg(sid, f"{key}:{len(messages) + 1}", msg.author.role, text, when, sid, len(messages)))
-    return Transcript(sid, messages, "chatgpt", path, {"title": conv.title}, left_out_warning(left_out),
+    started = _time(conv.create_time, path, sid, "create_time") if conv.create_time else None
+    return Transcript(sid, messages, "chatgpt", path, {"title": conv.title, "started": started},
+                      left_out_warning(left_out) + _voice_warning(voice) + reasoning_warning(voice["reasoning"]),
                       source_ids=False)
+
+
+#: Content types of a ChatGPT export message that hold the model's reasoning (o-series models).
+_CHATGPT_REASONING = frozenset({"thoughts", "reasoning_recap"})
+#: Parts of a ChatGPT voice message that are its recorded audio or video (the words are an
+#: ``audio_transcription`` part beside them).
+_CHATGPT_AUDIO = frozenset({"audio_asset_pointer", "real_time_user_audio_video_asset_pointer",
+                            "video_container_asset_pointer"})
+
+
+def _chatgpt_text(content: fm.ChatGPTContent) -> tuple[str, int]:
+    """A ChatGPT message's text (its text parts, a voice message's transcription, "[image]" for an image)
+    and how many audio parts it held (recordings: not kept)."""
+    texts, audio = [], 0
+    for p in content.parts:
+        if isinstance(p, str):
+            texts.append(p)
+        elif isinstance(p, dict) and p.get("content_type") in _CHATGPT_AUDIO:
+            audio += 1
+        elif isinstance(p, dict):
+            texts.append(p.get("text") or "[image]")
+    return "\n".join(t for t in texts if t).strip() or (content.text or "").strip(), audio
+
+
+def _voice_warning(voice: Counter[str]) -> list[str]:
+    """What a load kept and left out of voice messages."""
+    out = []
+    if voice["transcribed"]:
+        n = voice["transcribed"]
+        out.append(f"kept the transcription of {n} voice message{'s' if n != 1 else ''}; "
+                   f"{'their recordings are' if n != 1 else 'its recording is'} not kept")
+    if voice["untranscribed"]:
+        n = voice["untranscribed"]
+        out.append(f"left out {n} voice message{'s' if n != 1 else ''} without a transcription (only a recording, "
+                   "which is not kept)")
+    return out
 
 
 def _chatgpt_left_out(msg: fm.ChatGPTMessage) -> str | None:
@@ -508,15 +636,16 @@ def _chatgpt_left_out(msg: fm.ChatGPTMessage) -> str | None:
 
 
 # ------------------------------------------------------------------------------- Claude export
-def _load_claude_all(data: Any, path: str, wanted: str | None) -> list[Transcript]:
+def _load_claude_all(data: Any, path: str, wanted: str | None, include_do_not_remember: bool) -> list[Transcript]:
     convs = []
     for i, item in enumerate(_samples(data)):
         item = _require_dict(item, path, f"conversation {i}")
         conv = fm.validate(fm.ClaudeConversation, item, path=path, position=f"conversation {i}")
         convs.append((str(conv.uuid or f"conversation-{i + 1}"), conv))
-    return [_load_claude(conv, path, sid, key)
-            for (sid, conv), key in zip(convs, _conversation_keys([sid for sid, _ in convs]), strict=True)
-            if wanted is None or sid == wanted]
+    found = [(_load_claude(conv, path, sid, key), conv.do_not_remember)
+             for (sid, conv), key in zip(convs, _conversation_keys([sid for sid, _ in convs]), strict=True)
+             if wanted is None or sid == wanted]
+    return _remembered(found, path, include_do_not_remember)
 
 
 def _load_claude(conv: fm.ClaudeConversation, path: str, sid: str, key: str) -> Transcript:
@@ -526,8 +655,10 @@ def _load_claude(conv: fm.ClaudeConversation, path: str, sid: str, key: str) -> 
     messages: list[Message] = []
     left_out: Counter[str] = Counter()
     unread: list[str] = []
+    thought = 0
     for k, m in enumerate(conv.chat_messages):
         parts = m.content or []
+        thought += sum(1 for p in parts if p.type in REASONING_PARTS)
         said = "\n".join(p.text for p in parts if p.type == "text" and p.text).strip()
         kind = left_out_as(m.sender) or (None if said else tool_call_in({"content": [{"type": p.type} for p in parts]}))
         if kind:  # a tool call's ``text`` is a placeholder ("This block is not supported …"): never read
@@ -538,13 +669,15 @@ def _load_claude(conv: fm.ClaudeConversation, path: str, sid: str, key: str) -> 
             continue
         when = _time(m.created_at, path, sid, f"chat_messages[{k}].created_at")
         messages.append(_msg(sid, f"{key}:{len(messages) + 1}", m.sender, text, when, sid, len(messages)))
-    warnings = left_out_warning(left_out)
+    warnings = left_out_warning(left_out) + reasoning_warning(thought)
     if unread:
         warnings.append(f"{len(unread)} attachment{'s have' if len(unread) != 1 else ' has'} no extracted text "
                         f"({', '.join(unread[:5])}{' …' if len(unread) > 5 else ''}): only "
                         f"{'their names are' if len(unread) != 1 else 'its name is'} kept, as "
                         "[attachment: <name>] in the message")
-    return Transcript(sid, messages, "claude", path, {"title": conv.name}, warnings, source_ids=False)
+    started = _time(conv.created_at, path, sid, "created_at")
+    return Transcript(sid, messages, "claude", path, {"title": conv.name, "started": started}, warnings,
+                      source_ids=False)
 
 
 def _claude_attachments(m: fm.ClaudeMessage, unread: list[str]) -> list[str]:
@@ -562,20 +695,25 @@ def _claude_attachments(m: fm.ClaudeMessage, unread: list[str]) -> list[str]:
 
 
 # ------------------------------------------------------------------------------ OpenAI messages
-def _load_openai_all(data: Any, path: str, wanted: str | None) -> list[Transcript]:
+def _load_openai_all(data: Any, path: str, wanted: str | None, include_do_not_remember: bool) -> list[Transcript]:
     items = data["messages"] if isinstance(data, dict) and isinstance(data.get("messages"), list) else data
     sid, named = name_of_file(path)
     messages: list[Message] = []
     left_out: Counter[str] = Counter()
+    thought = 0
     for k, item in enumerate(_samples(items)):
+        thought += reasoning_in(item) if isinstance(item, dict) else 0
         msg = fm.validate(fm.OpenAIMessage, item, path=path, position=f"message {k}")
         text = (msg.content or "").strip()
         if kind := _not_conversation(msg.role, text, item):
             left_out[kind] += 1
         elif text:
             messages.append(_msg(sid, f"M{k + 1}", msg.name or msg.role, text, None, "1", len(messages)))
-    warnings = ["the messages carry no dates: they are stored undated", *left_out_warning(left_out)]
-    return [Transcript(sid, messages, "openai", path, {}, named + warnings, source_ids=False)]
+    warnings = ["the messages carry no dates: they are stored undated", *left_out_warning(left_out),
+                *reasoning_warning(thought)]
+    flagged = isinstance(data, dict) and bool(data.get("do_not_remember") or data.get("is_do_not_remember"))
+    t = Transcript(sid, messages, "openai", path, {"title": sid}, named + warnings, source_ids=False)
+    return _remembered([(t, flagged)], path, include_do_not_remember)
 
 
 def _not_conversation(role: str | None, text: str, message: dict[str, Any]) -> str | None:
@@ -585,9 +723,9 @@ def _not_conversation(role: str | None, text: str, message: dict[str, Any]) -> s
     return left_out_as(role) if text else tool_call_in(message)
 
 
-_LOADERS = {"locomo": lambda data, path, wanted: _each_sample(data, path, wanted, "sample_id", _load_locomo),
-            "longmemeval": lambda data, path, wanted: _each_sample(data, path, wanted, "question_id",
-                                                                   _load_longmemeval),
+_LOADERS = {"locomo": lambda data, path, wanted, _: _each_sample(data, path, wanted, "sample_id", _load_locomo),
+            "longmemeval": lambda data, path, wanted, _: _each_sample(data, path, wanted, "question_id",
+                                                                      _load_longmemeval),
             "chatgpt": _load_chatgpt_all,
             "claude": _load_claude_all, "openai": _load_openai_all}
 
@@ -658,6 +796,7 @@ def _load_jsonl(raw: str, path: str) -> Transcript:
     messages: list[Message] = []
     left_out: Counter[str] = Counter()
     numbered = False  # a line without an id: the loader numbers it
+    thought = 0
     for line_no, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
@@ -670,6 +809,7 @@ def _load_jsonl(raw: str, path: str) -> Transcript:
             raise TranscriptError(f'a line is {fm.type_name(obj)}, expected {{"speaker": ..., "text": ..., '
                                   '"time": ...}', path=path, position=where)
         rec = fm.validate(fm.JsonlLine, obj, path=path, position=where, build=fm.JsonlLine.from_obj)
+        thought += reasoning_in(obj)
         text = rec.text.strip()
         if kind := _not_conversation(rec.role or rec.speaker, text, obj):
             left_out[kind] += 1
@@ -681,5 +821,5 @@ def _load_jsonl(raw: str, path: str) -> Transcript:
         numbered = numbered or rec.id is None
         messages.append(_msg(sid, str(rec.id if rec.id is not None else f"J{line_no}"), rec.speaker, text, when,
                              session, len(messages)))
-    return Transcript(sid, messages, "jsonl", path, warnings=named + left_out_warning(left_out),
-                      source_ids=not numbered)
+    return Transcript(sid, messages, "jsonl", path, warnings=named + left_out_warning(left_out) +
+                      reasoning_warning(thought), source_ids=not numbered)
