@@ -371,3 +371,87 @@ def test_the_page_keeps_a_voice_transcription_and_leaves_reasoning_and_do_not_re
     assert [m.text for m in engine.messages(ns)] == ["I moved to Lyon last week.", "How do you like it?", "Lyon."]
     for said in ("do-not-remember", "reasoning block", "transcription of 2 voice messages"):
         assert said in summary, summary
+
+
+# ------------------------------------------------------------------ class: today's ChatGPT export, split and zipped
+def _zip(path: Path, members: dict[str, str | bytes]) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+PARTS = [[_conversation(f"a{k}", [_node_message("user", [f"part one, chat {k}"], create_time=1709460000.0 + k)])
+          for k in range(2)],
+         [_conversation(f"b{k}", [_node_message("user", [f"part two, chat {k}"], create_time=1709470000.0 + k)])
+          for k in range(2)]]
+
+
+@pytest.mark.parametrize("layout", ["zip", "zip-parts", "folder-parts", "zip-in-a-folder-of-the-zip"])
+def test_an_export_in_parts_or_zipped_is_one_history(tmp_path, layout, engine_factory):
+    if layout == "zip":
+        path = _zip(tmp_path / "chatgpt-export.zip", {"conversations.json": json.dumps(PARTS[0] + PARTS[1]),
+                                                      "chat.html": "<html/>", "file-abc.png": b"\x89PNG"})
+    elif layout == "zip-parts":
+        path = _zip(tmp_path / "chatgpt-export.zip", {"conversations-001.json": json.dumps(PARTS[1]),
+                                                      "conversations-000.json": json.dumps(PARTS[0]),
+                                                      "user.json": "{}"})
+    elif layout == "folder-parts":
+        path = tmp_path / "chatgpt-export"
+        path.mkdir()
+        for k, part in enumerate(PARTS):
+            (path / f"conversations-{k:03d}.json").write_text(json.dumps(part), encoding="utf-8")
+    else:
+        path = _zip(tmp_path / "chatgpt-export.zip", {"export/conversations-000.json": json.dumps(PARTS[0]),
+                                                      "export/conversations-001.json": json.dumps(PARTS[1])})
+    [memory] = as_memories(load_transcripts(path))
+    assert memory.sample_id == "chatgpt-export"
+    assert [m.text for m in memory.messages] == ["part one, chat 0", "part one, chat 1", "part two, chat 0",
+                                                 "part two, chat 1"]
+    if "parts" in layout:
+        assert any("read 2 parts of one export" in w for w in memory.warnings), memory.warnings
+    engine = engine_factory(llm=_llm())
+    assert engine.ingest_transcript(memory).total_messages == 4
+
+
+def test_parts_ingested_one_by_one_join_one_memory(tmp_path, engine_factory):
+    engine = engine_factory(llm=_llm())
+    for k, part in enumerate(PARTS):
+        path = tmp_path / f"conversations-{k:03d}.json"
+        path.write_text(json.dumps(part), encoding="utf-8")
+        [memory] = as_memories(load_transcripts(path))
+        assert memory.sample_id == "conversations"
+        engine.ingest_transcript(memory)
+    assert engine.namespaces() == ["conversations"] and len(engine.messages("conversations")) == 4
+
+
+def test_a_claude_export_zip_is_read_too(tmp_path):
+    claude = [{"uuid": "c1", "name": "Lyon", "chat_messages": [
+        {"sender": "human", "text": "Moving to Lyon", "created_at": "2024-03-03T10:00:00Z"}]}]
+    path = _zip(tmp_path / "data-2024-03-03.zip", {"conversations.json": json.dumps(claude), "users.json": "[]",
+                                                   "projects.json": "[]"})
+    [memory] = as_memories(load_transcripts(path))
+    assert memory.format == "claude" and [m.text for m in memory.messages] == ["Moving to Lyon"]
+
+
+def test_a_zip_without_an_export_is_refused_naming_what_it_holds(tmp_path):
+    from memsif.errors import TranscriptError
+
+    path = _zip(tmp_path / "photos.zip", {"IMG_001.jpg": b"\xff\xd8", "notes.txt": "Ana: hi"})
+    with pytest.raises(TranscriptError, match=r"holds no conversations.json.*IMG_001.jpg, notes.txt"):
+        load_transcripts(path)
+
+
+def test_the_page_builds_one_memory_from_an_export_zip(tmp_path, engine_factory):
+    from memsif.inspector.build import BuildTab
+    from memsif.inspector.common import Inspector
+
+    path = _zip(tmp_path / "chatgpt-export.zip", {"conversations-000.json": json.dumps(PARTS[0]),
+                                                  "conversations-001.json": json.dumps(PARTS[1])})
+    engine = engine_factory(llm=_llm())
+    *_, (ns, source, summary, _fig, _rows) = list(BuildTab(Inspector(engine)).build(
+        str(path), None, "ui-0123456789ab", None, None, progress=lambda *a, **k: None))
+    assert not source.failed, summary
+    assert len(engine.messages(ns)) == 4

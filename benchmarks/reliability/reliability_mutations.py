@@ -92,8 +92,8 @@ MUTATIONS = [
     (
         "upload size limit",
         "memsif/inspector/build.py",
-        "if os.path.getsize(path) > MAX_UPLOAD_BYTES:",
-        "if False:",
+        "    if os.path.getsize(path) > limit:",
+        "    if False:",
         "tests/test_app.py::test_uploads_over_the_size_limit_are_refused_before_parsing",
     ),
     (
@@ -172,7 +172,7 @@ MUTATIONS = [
     (
         "multi-conversation export: one memory",
         "memsif/io/transcripts.py",
-        "    return [one_history(history, Path(history[0].path).stem), *others]",
+        "    return [joined, *others]",
         "    return list(transcripts)",
         "tests/test_placement.py::test_the_cli_builds_an_export_into_one_namespace_and_reads_it_again_without_change",
     ),
@@ -413,8 +413,8 @@ MUTATIONS = [
     (
         "implausible dates: a loaded file",
         "memsif/io/transcripts.py",
-        "        t.warnings += named + implausible_dates(t.messages)",
-        "        t.warnings += named",
+        "        t.warnings += named + _undated(t) + implausible_dates(t.messages)",
+        "        t.warnings += named + _undated(t)",
         "tests/test_transcript_content.py::test_a_date_before_1990_or_after_the_load_day_is_kept_and_warned_about_with_its_message[jsonl]",
     ),
     (
@@ -737,6 +737,48 @@ MUTATIONS = [
         "_SPEAKER_LINE = re.compile(r\"^([^\\s:：#][^:：\\n]{0,59}?)\\s*[:：]\\s?(.*)$\")",
         "_SPEAKER_LINE = re.compile(r\"^([^\\s:#][^:\\n]{0,59}?)\\s*:\\s?(.*)$\")",
         "tests/test_histories.py::test_a_full_width_colon_log_keeps_its_session_date",
+    ),
+    (
+        'exports: a ZIP or a folder of parts read as one export',
+        'memsif/io/transcripts.py',
+        "    if is_export_bundle(p):  # a ZIP or a folder: an export's conversations documents, as one\n",
+        '    if False:\n',
+        'tests/test_histories.py::test_an_export_in_parts_or_zipped_is_one_history',
+    ),
+    (
+        'exports: parts ingested one by one join one memory',
+        'memsif/io/transcripts.py',
+        '    joined = one_history(history, history_name(name))\n',
+        '    joined = one_history(history, name)\n',
+        'tests/test_histories.py::test_parts_ingested_one_by_one_join_one_memory',
+    ),
+    (
+        'voice: a recording is not an image',
+        'memsif/io/transcripts.py',
+        '        elif isinstance(p, dict) and p.get("content_type") in _CHATGPT_AUDIO:\n            audio += 1\n',
+        '',
+        'tests/test_histories.py::test_a_voice_message_keeps_its_transcription_and_the_load_names_what_it_left_out',
+    ),
+    (
+        'reasoning: <think> blocks left out in every format',
+        'memsif/io/transcripts.py',
+        '        t.warnings += _without_reasoning(t)\n',
+        '',
+        'tests/test_histories.py::test_a_models_reasoning_is_left_out_and_counted_in_every_format',
+    ),
+    (
+        'do-not-remember: flagged conversations stay out',
+        'memsif/io/transcripts.py',
+        '        kept = [t for t, dnr in found if not dnr]\n',
+        '        kept = [t for t, _ in found]\n',
+        'tests/test_histories.py::test_a_conversation_marked_do_not_remember_stays_out_unless_asked_for',
+    ),
+    (
+        "undated messages: a message takes its conversation's time",
+        'memsif/io/transcripts.py',
+        '        m.time = when\n',
+        '',
+        'tests/test_histories.py::test_a_message_without_its_own_time_takes_its_conversations_and_the_load_says_so',
     ),
 ]
 

@@ -67,6 +67,7 @@ __all__ = ["EXAMPLE", "EXAMPLE_MEMORY", "BuildTab"]
 #: ActiveFact is promoted: ``benchmarks/build_example.py``).
 EXAMPLE_QUESTIONS = 6
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+MAX_ZIP_UPLOAD_BYTES = 200 * 1024 * 1024
 
 NOTATION_TIMELINE = """
 - **φ(u_t, S_i)** (Eq. 1): how well message u_t matches the open Topical Segment S_i:
@@ -81,10 +82,11 @@ NOTATION_TIMELINE = """
 """
 
 #: What the upload takes, said with every refusal.
-ACCEPTED = ("Accepted: LoCoMo or LongMemEval JSON, a ChatGPT or Claude export's `conversations.json`, an OpenAI "
-            "message list, JSONL (`{\"speaker\", \"text\", \"time\"}` per line), a chat log as WhatsApp exports it "
-            "(`[31/12/2023, 22:02] Ana: text` lines) or plain text (`Speaker: text` lines, `## date` headers), up to "
-            "20 MB; a MemSIF export (`.json.gz`, the Download of this page) restores a memory.")
+ACCEPTED = ("Accepted: LoCoMo or LongMemEval JSON, a ChatGPT or Claude export (its ZIP, or `conversations.json`), "
+            "an OpenAI message list, JSONL (`{\"speaker\", \"text\", \"time\"}` per line), a chat log as WhatsApp "
+            "exports it (`[31/12/2023, 22:02] Ana: text` lines) or plain text (`Speaker: text` lines, `## date` "
+            "headers), up to 20 MB (a ZIP up to 200 MB); a MemSIF export (`.json.gz`, the Download of this page) "
+            "restores a memory.")
 
 
 class UploadRefused(Exception):
@@ -105,10 +107,13 @@ def load_upload(path: str, sample: str | None = None) -> list:
 
 
 def checked_path(file) -> str:
-    """The uploaded file's path. Raises gr.Error: the file is over 20 MB."""
+    """The uploaded file's path. Raises gr.Error: the file is over 20 MB (an export's ZIP, whose photos and
+    recordings are not read: over 200 MB)."""
     path = file if isinstance(file, str) else file.name
-    if os.path.getsize(path) > MAX_UPLOAD_BYTES:
-        raise gr.Error(f"The file is larger than {MAX_UPLOAD_BYTES // 2**20} MB; split it and upload the parts.")
+    limit = MAX_ZIP_UPLOAD_BYTES if str(path).lower().endswith(".zip") else MAX_UPLOAD_BYTES
+    if os.path.getsize(path) > limit:
+        raise gr.Error(f"The file is larger than {limit // 2**20} MB; split it and upload the parts"
+                       f"{' (or upload the conversations.json inside it)' if limit == MAX_ZIP_UPLOAD_BYTES else ''}.")
     return path
 
 
@@ -323,10 +328,10 @@ def layout(live_wait: str) -> SimpleNamespace:
     example live takes (``BuildTab.example_wait``)."""
     ui = SimpleNamespace()
     with gr.Row():
-        ui.upload = gr.File(label="Transcript (LoCoMo, LongMemEval, a ChatGPT or Claude export's "
-                            "conversations.json, "
-                            "OpenAI messages, JSONL or text; ≤ 20 MB)",
-                            file_types=[".json", ".jsonl", ".txt", ".md", ".log", ".text", ".gz"],
+        ui.upload = gr.File(label="Transcript (LoCoMo, LongMemEval, a ChatGPT or Claude export: its ZIP or "
+                            "conversations.json, OpenAI messages, JSONL, a WhatsApp chat log or text; ≤ 20 MB, "
+                            "a ZIP ≤ 200 MB)",
+                            file_types=[".json", ".jsonl", ".txt", ".md", ".log", ".text", ".gz", ".zip"],
                             elem_id="upload")
         ui.sample = gr.Dropdown(label="Conversation (an export's are one history by default; LoCoMo's samples)",
                                 choices=[], elem_id="sample-pick",

@@ -37,9 +37,6 @@ def decode(data: bytes, path: str) -> tuple[str, list[str]]:
             except UnicodeDecodeError as exc:
                 raise TranscriptError(f"starts with a {codec.upper()} byte-order mark but is not {codec.upper()} "
                                       f"text ({exc.reason} at byte {exc.start})", path=path) from exc
-    if data.startswith(b"PK\x03\x04"):
-        raise TranscriptError("not a text transcript (looks like a ZIP archive); a ChatGPT or Claude export is a "
-                              "ZIP: upload the conversations.json inside it", path=path)
     kind = _binary_kind(data)
     if kind:
         raise TranscriptError(f"not a text transcript (looks like {kind}); upload a JSON, JSONL or text file",

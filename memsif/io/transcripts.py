@@ -29,6 +29,7 @@ from memsif.io import formats as fm
 from memsif.io.chatlog import DateOrder, is_chat_log, load_chat_log
 from memsif.io.dates import implausible_dates
 from memsif.io.decode import decode, repair
+from memsif.io.exports import history_name, is_export_bundle, read_bundle
 from memsif.io.names import name_of_file
 from memsif.io.roles import (
     REASONING_PARTS,
@@ -140,17 +141,13 @@ def load_transcripts(path: str | Path, sample: str | None = None, format: str = 
     p = Path(path)
     if format not in ("auto", *FORMATS):
         raise TranscriptError(f"unknown format {format!r}; use one of auto, {', '.join(FORMATS)}", path=str(p))
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise TranscriptError(f"cannot read the file ({exc.strerror or exc})", path=str(p)) from exc
-    if not data.strip():
-        raise TranscriptError("the transcript holds no messages (the file is empty)", path=str(p))
-    raw, warnings = decode(data, str(p))
-    raw = raw.lstrip("\ufeff")
-    if not raw.strip():
-        raise TranscriptError("the transcript holds no messages (the file is empty)", path=str(p))
-    fmt, parsed = (format, None) if format != "auto" else _detect(raw, p.name, str(p))
+    parsed: Any
+    if is_export_bundle(p):  # a ZIP or a folder: an export's conversations documents, as one
+        parsed, warnings = read_bundle(p)
+        raw, fmt = "", format if format != "auto" else _detect_json(parsed, str(p))
+    else:
+        raw, warnings = _read_text(p)
+        fmt, parsed = (format, None) if format != "auto" else _detect(raw, p.name, str(p))
     if fmt in ("locomo", "longmemeval", "chatgpt", "claude", "openai"):
         if parsed is None:
             parsed = _parse_json(raw, str(p))
@@ -178,6 +175,25 @@ def load_transcripts(path: str | Path, sample: str | None = None, format: str = 
     return found
 
 
+def _read_text(p: Path) -> tuple[str, list[str]]:
+    """A transcript file's text and the warnings of its decoding.
+
+    Raises:
+        TranscriptError: unreadable, empty or binary.
+    """
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise TranscriptError(f"cannot read the file ({exc.strerror or exc})", path=str(p)) from exc
+    if not data.strip():
+        raise TranscriptError("the transcript holds no messages (the file is empty)", path=str(p))
+    raw, warnings = decode(data, str(p))
+    raw = raw.lstrip("\ufeff")
+    if not raw.strip():
+        raise TranscriptError("the transcript holds no messages (the file is empty)", path=str(p))
+    return raw, warnings
+
+
 def as_memories(transcripts: Sequence[Transcript]) -> list[Transcript]:
     """What each memory of a loaded file holds: the conversations of an export (ChatGPT, Claude) are
     one person's history, joined by :func:`one_history` under the file's name; every sample of a
@@ -187,7 +203,7 @@ def as_memories(transcripts: Sequence[Transcript]) -> list[Transcript]:
         return list(transcripts)
     others = [t for t in transcripts if t.format not in HISTORY_FORMATS]
     name, said = name_of_file(history[0].path)
-    joined = one_history(history, name)
+    joined = one_history(history, history_name(name))
     joined.warnings[:0] = said
     return [joined, *others]
 

@@ -1,0 +1,100 @@
+"""A person's export as they download it: the ZIP a ChatGPT or Claude export comes as, or its
+conversations split into parts (``conversations-000.json``, ``conversations-001.json``, …) in a ZIP or
+a folder. Every part's conversations are read as one ``conversations.json``: one history."""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from memsif.errors import TranscriptError
+from memsif.io.decode import decode
+
+#: A conversations document of an export, whole or one part of it.
+PART = re.compile(r"^conversations(?:-(\d+))?\.json$", re.IGNORECASE)
+#: The most a ZIP's conversation documents may unpack to (a ZIP bomb is refused, not unpacked).
+MAX_UNPACKED = 2 * 1024**3
+
+
+def is_export_bundle(path: Path) -> bool:
+    """Whether ``path`` is a ZIP archive or a folder (read as an export's parts), not one transcript file."""
+    if path.is_dir():
+        return True
+    try:
+        with path.open("rb") as f:
+            return f.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False
+
+
+def history_name(stem: str) -> str:
+    """The name of the history a part belongs to: ``conversations-000`` → ``conversations``."""
+    return re.sub(r"-\d{3,}$", "", stem)
+
+
+def read_bundle(path: Path) -> tuple[list[Any], list[str]]:
+    """Every conversation of an export's ``conversations*.json`` documents (a ZIP's members at any depth,
+    or a folder's files), in part order, and the warnings of their decoding.
+
+    Raises:
+        TranscriptError: the ZIP is damaged or would unpack to more than ``MAX_UNPACKED`` bytes, holds no
+            conversations document (its members are named), or a document is not a JSON list.
+    """
+    documents = _zip_documents(path) if path.is_file() else _folder_documents(path)
+    conversations: list[Any] = []
+    warnings: list[str] = []
+    for name, data in documents:
+        text, said = decode(data, f"{path}:{name}")
+        warnings += [f"{name}: {w}" for w in said]
+        try:
+            doc = json.loads(text.lstrip("\ufeff"))
+        except json.JSONDecodeError as exc:
+            raise TranscriptError(f"{name} is not valid JSON ({exc.msg})", path=str(path),
+                                  position=f"line {exc.lineno}, column {exc.colno}") from exc
+        if not isinstance(doc, list):
+            raise TranscriptError(f"{name} holds a JSON {type(doc).__name__}, not the list of conversations an "
+                                  "export's conversations.json holds", path=str(path))
+        conversations += doc
+    if len(documents) > 1:
+        warnings.append(f"read {len(documents)} parts of one export ({', '.join(n for n, _ in documents[:4])}"
+                        f"{' …' if len(documents) > 4 else ''}) as one history")
+    return conversations, warnings
+
+
+def _order(name: str) -> tuple[int, str]:
+    found = PART.match(Path(name).name)
+    return (int(found.group(1)) if found and found.group(1) else -1, name)
+
+
+def _zip_documents(path: Path) -> list[tuple[str, bytes]]:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = [m for m in archive.infolist() if not m.is_dir()]
+            wanted = sorted((m for m in members if PART.match(Path(m.filename).name)), key=lambda m: _order(m.filename))
+            if not wanted:
+                shown = ", ".join(m.filename for m in members[:8]) + (" …" if len(members) > 8 else "")
+                raise TranscriptError(f"the ZIP holds no conversations.json (nor conversations-000.json, … parts); it "
+                                      f"holds: {shown or 'nothing'}. A ChatGPT or Claude export's ZIP holds one; for "
+                                      "another transcript, upload the file itself", path=str(path))
+            if sum(m.file_size for m in wanted) > MAX_UNPACKED:
+                limit = MAX_UNPACKED // 1024**3
+                raise TranscriptError(f"the ZIP's conversations would unpack to more than {limit} GB; it is not read",
+                                      path=str(path))
+            return [(m.filename, archive.read(m)) for m in wanted]
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise TranscriptError(f"not a text transcript (looks like a ZIP archive) and the archive cannot be read "
+                              f"({exc}); download the export again", path=str(path)) from exc
+
+
+def _folder_documents(path: Path) -> list[tuple[str, bytes]]:
+    files = sorted((f for f in path.rglob("*.json") if PART.match(f.name)), key=lambda f: _order(str(f)))
+    if not files:
+        raise TranscriptError("the folder holds no conversations.json (nor conversations-000.json, … parts) of a "
+                              "ChatGPT or Claude export", path=str(path))
+    try:
+        return [(str(f.relative_to(path)), f.read_bytes()) for f in files]
+    except OSError as exc:
+        raise TranscriptError(f"cannot read the export's files ({exc.strerror or exc})", path=str(path)) from exc
