@@ -35,16 +35,17 @@ def config_for(args: argparse.Namespace, **overrides: Any) -> MemSIFConfig:
 
 
 def _engine(args: argparse.Namespace, reader: bool = False, **overrides: Any):
-    """The engine a command runs on. A ``reader`` (show, ask, facts, export, namespaces, calibrate)
-    whose memory folder another MemSIF process holds (the app, an ingest) reads a snapshot of it,
-    read-only, and says so on stderr; a writer is refused with what to do."""
+    """The engine a command runs on. A ``reader`` (show, ask, facts, export, namespaces, calibrate) reads a
+    snapshot of the memory folder taken as it starts, read-only, and says so on stderr: it never holds the
+    folder, so an ingest or the app can start while it runs. A writer whose folder another MemSIF process
+    holds is refused with what to do."""
     from memsif.engine import MemSIF
     from memsif.store import open_store
 
     config = config_for(args, **overrides)
     if not reader or config.store.qdrant_url:
         return MemSIF(config)
-    store = open_store(config, when_busy="snapshot")
+    store = open_store(config, when_busy="read")
     print(f"reading {store.opened_from or f'the memory folder {store.location}'}", file=sys.stderr)
     return MemSIF(config, store=store)
 
@@ -169,13 +170,36 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _accumulate_in_folder(args: argparse.Namespace, reader: Any, result: Any) -> None:
+    """An answer read from a snapshot adds its evidence to the ActiveFact clusters (§3.4) in the memory
+    folder itself, which is held only for that write; a folder another MemSIF process holds keeps its
+    clusters as they are, and the answer's trace says so."""
+    from memsif.engine import MemSIF
+    from memsif.errors import StoreError
+    from memsif.store import open_store
+
+    if not reader.store.read_only or not result.evidence_used:
+        return
+    try:
+        store = open_store(reader.config)
+    except StoreError as exc:
+        result.errors.append(f"this question's evidence was not added to the ActiveFact clusters: {exc}")
+        return
+    try:
+        MemSIF(reader.config, llm=reader.llm, embedder=reader.embedder, entities=reader.entity_extractor,
+               store=store).accumulate(result, namespace=args.namespace)
+    finally:
+        store.close()
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     from memsif.llm import reading_reported
     from memsif.viz import evidence_how
 
     engine = _engine(args, reader=True)
     with reading_reported(lambda reading: print(reading.text(), file=sys.stderr, flush=True)):  # the wait, said
-        result = engine.ask(args.question, namespace=args.namespace, question_date=args.date)
+        result = engine.ask(args.question, namespace=args.namespace, question_date=args.date, accumulate=False)
+    _accumulate_in_folder(args, engine, result)
     out = result.to_dict()
     if args.json:
         print(json.dumps(out))

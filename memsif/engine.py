@@ -226,11 +226,13 @@ class MemSIF(Reads, Corrections, Search, Sources):
             return run_steps(self.store, self.embedder, namespace, steps)
 
     def ask(self, question: str, *, namespace: str, question_date: str | None = None, generate: bool = True,
-            on_text: Callable[[str], None] | None = None, answer: AnswerSettings | None = None) -> Answer:
+            on_text: Callable[[str], None] | None = None, answer: AnswerSettings | None = None,
+            accumulate: bool = True) -> Answer:
         """Answer ``question`` from ``namespace``'s memory with its trace (§3.5); then the ActiveFact
         pipeline runs on the query-local evidence (§3.4). ``on_text`` receives the answer's text piece by
         piece as it is written; ``answer`` settings (budget, retrieval, gates) apply to this question only,
-        e.g. ``engine.config.answer`` with a larger ``context_tokens``. Returns the answer with its trace.
+        e.g. ``engine.config.answer`` with a larger ``context_tokens``; without ``accumulate`` the evidence is
+        not added to the ActiveFact clusters (``accumulate`` adds it later). Returns the answer with its trace.
 
         Raises:
             NotFoundError: the namespace holds no memory.
@@ -248,7 +250,23 @@ class MemSIF(Reads, Corrections, Search, Sources):
         # candidate clusters are read-modify-written; model calls go before background ingest work
         with self._namespace_lock(namespace, "clusters"), interactive():
             return pipeline.ask(question.strip(), namespace=namespace, question_date=question_date,
-                                generate=generate, on_text=on_text)
+                                generate=generate, on_text=on_text, accumulate=accumulate)
+
+    def accumulate(self, answer: Answer, *, namespace: str) -> Answer:
+        """Add ``answer``'s evidence to ``namespace``'s ActiveFact clusters (§3.4), as ``ask`` does after
+        answering: for an answer read from a snapshot (``ask(..., accumulate=False)``), applied where the
+        memory can be written. Returns ``answer`` with what changed on its trace.
+
+        Raises:
+            NotFoundError: the namespace holds no memory.
+        """
+        from memsif.answer.query import QueryPipeline
+
+        self._require(namespace)
+        pipeline = QueryPipeline(self.config, self.llm, self.embedder, self.store, self.entity_extractor)
+        with self._namespace_lock(namespace, "clusters"):
+            pipeline.accumulate(namespace, answer)
+        return answer
 
     def export_namespace(self, namespace: str, decimals: int | None = None,
                          provenance: dict[str, Any] | None = None) -> NamespaceExport:

@@ -455,3 +455,60 @@ def test_the_page_builds_one_memory_from_an_export_zip(tmp_path, engine_factory)
         str(path), None, "ui-0123456789ab", None, None, progress=lambda *a, **k: None))
     assert not source.failed, summary
     assert len(engine.messages(ns)) == 4
+
+
+# ------------------------------------------------------------------ class: readers beside a writer
+def _stored_memory(tmp_path: Path, engine_factory):
+    """A memory in an embedded folder (closed again), built on fakes that let an answer use evidence."""
+    from memsif.store import MemoryStore
+    from tests.fakes import KeywordEmbedder
+    from tests.test_query import CFG, _messages
+
+    llm = FakeLLM({"core_extract": json.dumps({"facts": []}), "sufficiency": 0.1, "answer": "Camping."})
+    embedder = KeywordEmbedder({"pottery": 0, "lake": 1, "camp": 1})
+    writer = engine_factory(llm=llm, embedder=embedder, store=MemoryStore(path=tmp_path / "data" / "qdrant"), **CFG)
+    writer.ingest(_messages())
+    writer.store.close()
+    return writer.config, llm, embedder
+
+
+def test_a_read_never_holds_the_folder_so_a_writer_can_start_meanwhile(tmp_path, engine_factory):
+    import subprocess
+    import sys
+
+    from memsif.store import open_store
+
+    config, _, _ = _stored_memory(tmp_path, engine_factory)
+    reader = open_store(config, when_busy="read")
+    assert reader.read_only and "a read never holds the folder" in reader.opened_from
+    code = ("import sys; from memsif.store import MemoryStore; s = MemoryStore(path=sys.argv[1]); "
+            "print(s.count('message', 't')); s.close()")
+    writer = subprocess.run([sys.executable, "-c", code, str(tmp_path / "data" / "qdrant")], capture_output=True,
+                            text=True, cwd=Path(__file__).resolve().parents[1])
+    assert writer.returncode == 0 and writer.stdout.strip() == "4", writer.stderr
+    assert reader.count("message", "t") == 4, "the reader goes on reading its snapshot"
+    reader.close()
+
+
+def test_an_answer_read_from_a_snapshot_adds_its_evidence_where_the_folder_is_free(tmp_path, engine_factory):
+    import argparse
+
+    from memsif import cli
+    from memsif.engine import MemSIF
+    from memsif.store import MemoryStore, open_store
+    from tests.fakes import TableEntities
+
+    config, llm, embedder = _stored_memory(tmp_path, engine_factory)
+    reader = MemSIF(config, llm=llm, embedder=embedder, entities=TableEntities(),
+                    store=open_store(config, when_busy="read"))
+    result = reader.ask("Where did Melanie go camping?", namespace="t", accumulate=False)
+    assert result.evidence_used and not result.clusters_touched and not result.errors
+    cli._accumulate_in_folder(argparse.Namespace(namespace="t"), reader, result)
+    assert result.clusters_touched and not result.errors, result.errors
+    folder = MemoryStore(path=tmp_path / "data" / "qdrant")
+    assert {c.id for c in folder.clusters("t")} >= set(result.clusters_touched), "written in the folder itself"
+    holder = folder  # another process holding the folder: the answer's trace says its evidence was not added
+    again = reader.ask("Where did Melanie go camping?", namespace="t", accumulate=False)
+    cli._accumulate_in_folder(argparse.Namespace(namespace="t"), reader, again)
+    assert any("not added to the ActiveFact clusters" in e for e in again.errors), again.errors
+    holder.close()

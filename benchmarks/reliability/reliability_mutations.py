@@ -780,6 +780,20 @@ MUTATIONS = [
         '',
         'tests/test_histories.py::test_a_message_without_its_own_time_takes_its_conversations_and_the_load_says_so',
     ),
+    (
+        'readers: a read never holds the folder',
+        'memsif/store/connection.py',
+        '    if when_busy == "read":\n        return _snapshot(',
+        '    if False:\n        return _snapshot(',
+        'tests/test_histories.py::test_a_read_never_holds_the_folder_so_a_writer_can_start_meanwhile',
+    ),
+    (
+        'readers: an answer from a snapshot feeds the ActiveFact clusters in the folder',
+        'memsif/cli.py',
+        '    if not reader.store.read_only or not result.evidence_used:\n        return\n',
+        '    return\n',
+        'tests/test_histories.py::test_an_answer_read_from_a_snapshot_adds_its_evidence_where_the_folder_is_free',
+    ),
 ]
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from memsif.answer.accumulation import Accumulated, EvidenceAccumulator
@@ -187,11 +188,12 @@ class QueryPipeline:
         return mode == "model"
 
     def ask(self, question: str, *, namespace: str, question_date: str | None = None, generate: bool = True,
-            on_text: Callable[[str], None] | None = None) -> Answer:
+            on_text: Callable[[str], None] | None = None, accumulate: bool = True) -> Answer:
         """Answer ``question`` from ``namespace``'s memory, with the trace (§3.5). With ``generate=False``
         everything but the answer generation runs (retrieval-only evaluation; the ActiveFact pipeline
         still accumulates the evidence that would have been used). ``on_text`` receives the answer's
-        text piece by piece as the model writes it (``memsif.llm.generate_streamed``).
+        text piece by piece as the model writes it (``memsif.llm.generate_streamed``). Without
+        ``accumulate`` the evidence is not added to the ActiveFact clusters (``accumulate`` does it later).
 
         The sufficiency gate (``Answer.gate_rule`` says which rule applied): with no facts, or a
         model not trusted with the check (``sufficiency_gate``; under "auto" any model whose
@@ -206,7 +208,7 @@ class QueryPipeline:
                 tracing back to Structured Interaction Memory).
         """
         try:
-            return self._ask(namespace, question, question_date, generate, on_text)
+            return self._ask(namespace, question, question_date, generate, on_text, accumulate)
         except CollectionMissing as exc:
             self._require_still_there(namespace)
             raise StoreError(str(exc)) from exc
@@ -219,7 +221,7 @@ class QueryPipeline:
                                 "its memory is gone. Ingest the transcript again to ask it questions.")
 
     def _ask(self, namespace: str, question: str, question_date: str | None, generate: bool,
-             on_text: Callable[[str], None] | None) -> Answer:
+             on_text: Callable[[str], None] | None, accumulate: bool) -> Answer:
         self.require_sentence_index(namespace)
         start = time.perf_counter()
         result = Answer(question=question, answer="", sufficient=False, sufficiency_prob=None, traced_back=False)
@@ -272,12 +274,20 @@ class QueryPipeline:
                 else:
                     self._answer(question, question_date, result, tap)
         self._require_still_there(namespace)  # an answer from a memory deleted meanwhile is no answer
-        if self.config.method.use_active_facts and evidence and not result.nothing_relevant:
-            with _stage(result, "active_facts"):
-                best = sorted(evidence, key=lambda e: -e.score)[:ACCUMULATED_EVIDENCE]
-                self._accumulated(self.accumulator.run(namespace, question, qv, best), result)
+        if accumulate:
+            self.accumulate(namespace, result, qv)
         result.seconds = time.perf_counter() - start
         return result
+
+    def accumulate(self, namespace: str, result: Answer, qv: np.ndarray | None = None) -> None:
+        """The post-answer accumulation (§3.4) of ``result``'s best evidence into ``namespace``'s candidate
+        clusters, recorded on ``result`` (``active_facts_changed``, ``clusters_touched``; why not: ``errors``).
+        ``qv``: the question's (d,) vector, embedded again when not given."""
+        if self.config.method.use_active_facts and result.evidence_used and not result.nothing_relevant:
+            with _stage(result, "active_facts"):
+                best = sorted(result.evidence_used, key=lambda e: -e.score)[:ACCUMULATED_EVIDENCE]
+                vector = self.embedder.embed_query(result.question) if qv is None else qv
+                self._accumulated(self.accumulator.run(namespace, result.question, vector, best), result)
 
     @staticmethod
     def _accumulated(done: Accumulated, result: Answer) -> None:

@@ -23,7 +23,8 @@ __all__ = ["MemoryStore", "RecordKind", "SentenceHit", "SentenceQuery", "Store",
 
 def open_store(config: MemSIFConfig, when_busy: WhenBusy = "refuse") -> Store:
     """The store ``config`` names: a Qdrant server (``qdrant_url``) or the embedded folder
-    ``<data_dir>/qdrant``; with ``when_busy="snapshot"`` a folder another process holds is read from a
+    ``<data_dir>/qdrant``; with ``when_busy="read"`` always from a read-only snapshot (a reader never holds
+    the folder), with ``when_busy="snapshot"`` a folder another process holds is read from a
     read-only snapshot (``Store.opened_from`` says so).
 
     Raises:

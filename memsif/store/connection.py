@@ -139,9 +139,10 @@ class Connection:
     opened_from: str = ""
 
 
-#: What an embedded folder that another process holds gives: an error (a writer), or a read-only
-#: snapshot (a reader: the CLI's show, facts, ask, export and namespaces while the app runs).
-WhenBusy = Literal["refuse", "snapshot"]
+#: How an embedded folder is opened: "refuse" (a writer: an error when another process holds it),
+#: "snapshot" (the folder itself when free, else a read-only snapshot), "read" (a reader that must never
+#: hold the folder: always a read-only snapshot, so an ingest or the app can start while it runs).
+WhenBusy = Literal["refuse", "snapshot", "read"]
 
 
 def connect(*, path: str | Path | None = None, url: str | None = None, api_key: str | None = None,
@@ -186,6 +187,14 @@ def _open_folder(path: Path, when_busy: WhenBusy) -> Connection:
     except OSError as exc:
         raise StoreError(os_advice(str(path), exc)) from exc
     check_folder(path)
+    if when_busy == "read" and not (path / "meta.json").exists():  # nothing stored yet: nothing to hold
+        return Connection(Guarded(QdrantClient(location=":memory:", force_disable_check_same_thread=True),
+                                  str(path), lock=True), str(path), is_server=False)
+    if when_busy == "read":
+        return _snapshot(path, f"a snapshot of {path} taken at {time.strftime('%H:%M:%S')}: a read never holds "
+                         "the folder, so an ingest or the app may start meanwhile (what they add later is not seen)",
+                         f"This command reads a snapshot of the memory folder {path}: it can be read, not changed.",
+                         logging.INFO)
     if not writable(path):
         return _snapshot(path, f"a snapshot of the read-only memory folder {path}",
                          f"The memory folder {path} is read-only: it can be read, not changed. Make it writable, or "
@@ -203,8 +212,9 @@ def _open_folder(path: Path, when_busy: WhenBusy) -> Connection:
     return Connection(Guarded(client, str(path), lock=True), str(path), is_server=False)
 
 
-def _snapshot(path: Path, opened_from: str, refusal: str) -> Connection:
-    """``path`` copied into a temporary folder and opened there, refusing writes with ``refusal``."""
+def _snapshot(path: Path, opened_from: str, refusal: str, level: int = logging.WARNING) -> Connection:
+    """``path`` copied into a temporary folder and opened there, refusing writes with ``refusal``; logged at
+    ``level``."""
     snapshot = tempfile.TemporaryDirectory(prefix="memsif-read-only-")
     try:
         copy_folder(path, Path(snapshot.name) / "qdrant")
@@ -212,7 +222,7 @@ def _snapshot(path: Path, opened_from: str, refusal: str) -> Connection:
         snapshot.cleanup()
         raise StoreError(os_advice(str(path), exc) if isinstance(exc, OSError) else
                          f"The memory folder {path} could not be copied to read it: {exc}") from exc
-    log.warning("memory folder %s opened from %s; writes are refused", path, opened_from)
+    log.log(level, "memory folder %s opened from %s; writes are refused", path, opened_from)
     client = QdrantClient(path=str(Path(snapshot.name) / "qdrant"), force_disable_check_same_thread=True)
     return Connection(Guarded(client, str(path), lock=True, read_only=refusal), str(path), is_server=False,
                       read_only=True, snapshot=snapshot, opened_from=opened_from)
