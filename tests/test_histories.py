@@ -512,3 +512,29 @@ def test_an_answer_read_from_a_snapshot_adds_its_evidence_where_the_folder_is_fr
     cli._accumulate_in_folder(argparse.Namespace(namespace="t"), reader, again)
     assert any("not added to the ActiveFact clusters" in e for e in again.errors), again.errors
     holder.close()
+
+
+# ------------------------------------------------------------------ what was stored before stays
+def test_a_memory_built_before_these_readings_keeps_its_messages_and_a_re_ingest_adds_only_the_new(
+        tmp_path, engine_factory):
+    """The export as older loaders stored it: a voice message as its transcription plus "[image]", a
+    recording without words as "[image]", a reply with its <think> block, a message without a time of its
+    own undated. Read again today, the same file adds nothing but what is new and changes nothing stored."""
+    conversation = _conversation("c1", [
+        VOICE[0], VOICE[2],
+        _node_message("assistant", [THINK], create_time=None),
+        _node_message("user", ["A new message, added since."], create_time=1709460500.0)])
+    path = _export(tmp_path, [conversation])
+    [today] = as_memories(load_transcripts(path))
+    assert [m.id for m in today.messages] == ["c1:1", "c1:3", "c1:4"], "a recording without words keeps its number"
+    before = [Message(id="c1:1", namespace="conversations", speaker="user", text="I moved to Lyon last week.\n[image]",
+                      time=datetime.utcfromtimestamp(1709460000.0), session_id="c1"),
+              Message(id="c1:2", namespace="conversations", speaker="user", text="[image]",
+                      time=datetime.utcfromtimestamp(1709460000.0), session_id="c1"),
+              Message(id="c1:3", namespace="conversations", speaker="assistant", text=THINK, time=None,
+                      session_id="c1")]
+    engine = engine_factory(llm=_llm())
+    engine.ingest(before, namespace="conversations")
+    report = engine.ingest_transcript(today, namespace="conversations")
+    assert report.messages == 1 and report.skipped == 2
+    assert [m.text for m in engine.messages("conversations")][:3] == [m.text for m in before], "nothing stored changed"

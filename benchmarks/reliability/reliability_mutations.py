@@ -794,6 +794,13 @@ MUTATIONS = [
         '    return\n',
         'tests/test_histories.py::test_an_answer_read_from_a_snapshot_adds_its_evidence_where_the_folder_is_free',
     ),
+    (
+        'what was stored stays: a re-read of the same file is no conflict',
+        'memsif/io/placement.py',
+        '        if a != b and not read_again(name, a, b):\n',
+        '        if a != b:\n',
+        'tests/test_histories.py::test_a_memory_built_before_these_readings_keeps_its_messages_and_a_re_ingest_adds_only_the_new',
+    ),
 ]
 
 

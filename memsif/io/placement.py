@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memsif.io.roles import without_reasoning
 from memsif.io.speakers import with_one_spelling
 from memsif.records import Message
 from memsif.timeparse import day_text
@@ -69,13 +70,27 @@ def _time_text(m: Message) -> str:
 
 
 def differences(stored: Message, given: Message) -> list[Difference]:
-    """The fields of ``given`` that differ from the stored message with the same id."""
+    """The fields of ``given`` that differ from the stored message with the same id. What the loaders now
+    read differently of the same file is no difference (``read_again``): the stored message stays as it is."""
     out = []
     for name, a, b in (("text", stored.text, given.text), ("speaker", stored.speaker, given.speaker),
                        ("time", _time_text(stored), _time_text(given))):
-        if a != b:
+        if a != b and not read_again(name, a, b):
             out.append(Difference(stored.id, name, a, b))
     return out
+
+
+def read_again(field: str, stored: str, given: str) -> bool:
+    """Whether ``given`` is how today's loaders read the same source as ``stored``: a text without the
+    model's reasoning blocks (``roles.without_reasoning``) or without the "[image]" lines older loaders
+    wrote for a voice recording; a time where the message was stored undated (it now takes its
+    conversation's)."""
+    if field == "time":
+        return stored == "undated"
+    if field != "text":
+        return False
+    unvoiced = "\n".join(line for line in stored.split("\n") if line.strip() != "[image]").strip()
+    return given in (without_reasoning(stored)[0], unvoiced, without_reasoning(unvoiced)[0])
 
 
 def _content(m: Message) -> tuple[str, str, datetime | None]:

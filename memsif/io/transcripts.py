@@ -582,6 +582,7 @@ def _load_chatgpt(conv: fm.ChatGPTConversation, path: str, sid: str, key: str) -
     left_out: Counter[str] = Counter()
     voice = Counter[str]()
     messages: list[Message] = []
+    number = 0
     for node in reversed(branch):
         msg = node.message
         if msg is None or msg.content is None:
@@ -592,13 +593,15 @@ def _load_chatgpt(conv: fm.ChatGPTConversation, path: str, sid: str, key: str) -
         text, audio = _chatgpt_text(msg.content)
         if audio:
             voice["transcribed" if text else "untranscribed"] += 1
-        if not text:
-            continue
-        if kind := _chatgpt_left_out(msg):
+        if kind := (_chatgpt_left_out(msg) if text or audio else None):
             left_out[kind] += 1
             continue
-        when = _time(msg.create_time, path, sid, f"message {len(messages) + 1}") if msg.create_time else None
-        messages.append(_msg(sid, f"{key}:{len(messages) + 1}", msg.author.role, text, when, sid, len(messages)))
+        if text or audio:  # a recording without words keeps its number, so the ids after it never shift
+            number += 1
+        if not text:
+            continue
+        when = _time(msg.create_time, path, sid, f"message {number}") if msg.create_time else None
+        messages.append(_msg(sid, f"{key}:{number}", msg.author.role, text, when, sid, len(messages)))
     started = _time(conv.create_time, path, sid, "create_time") if conv.create_time else None
     return Transcript(sid, messages, "chatgpt", path, {"title": conv.title, "started": started},
                       left_out_warning(left_out) + _voice_warning(voice) + reasoning_warning(voice["reasoning"]),
