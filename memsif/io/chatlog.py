@@ -40,6 +40,7 @@ _HEADER = re.compile(r"^#{1,6}\s*(.*?)\s*$")
 #: Marks the apps put in their lines: left-to-right marks, and no-break spaces before AM/PM.
 _MARKS = str.maketrans({"\u200e": None, "\u200f": None, "\u202f": " ", "\u00a0": " "})
 _SAMPLE_LINES = 30
+_SAMPLE_CHARS = 64 * 1024
 
 
 @dataclass
@@ -76,7 +77,8 @@ def _stamped(line: str) -> tuple[_Stamp, str] | None:
 def is_chat_log(raw: str) -> bool:
     """Whether ``raw`` is a chat log: its first line of conversation (after ``#`` headers) is stamped, and
     so are at least half of its first lines."""
-    lines = [line for line in raw.splitlines() if line.strip() and not _HEADER.match(line)][:_SAMPLE_LINES]
+    head = raw[:_SAMPLE_CHARS].splitlines()  # a large JSON file is not split whole to look at its start
+    lines = [line for line in head if line.strip() and not _HEADER.match(line)][:_SAMPLE_LINES]
     if not lines or _stamped(lines[0]) is None:
         return False
     return sum(_stamped(line) is not None for line in lines) * 2 >= len(lines)

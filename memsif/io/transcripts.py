@@ -131,8 +131,12 @@ def load_transcripts(path: str | Path, sample: str | None = None, format: str = 
     ``format="auto"`` detects it: JSON with ``conversation`` is LoCoMo, with ``haystack_sessions``
     LongMemEval, with ``mapping`` a ChatGPT export, with ``chat_messages`` a Claude export, a list of
     ``role``/``content`` objects (or ``{"messages": [...]}``) an OpenAI message list; one JSON object
-    per line is JSONL; anything else is plain text (``Speaker: text`` lines at column 0, ``#`` headers
-    that may hold a session date, indented lines continue a message).
+    per line is JSONL; lines that start with a date and time are a chat log (``memsif.io.chatlog``);
+    anything else is plain text (``Speaker: text`` lines at column 0, ``#`` headers that may hold a
+    session date, indented lines continue a message). A ZIP, or a folder, is an export's
+    ``conversations*.json`` documents read as one (``memsif.io.exports``). Every format leaves the
+    model's reasoning out (``roles.without_reasoning``), and a message without a time of its own takes
+    its conversation's where it can (the warnings say so).
 
     Raises:
         TranscriptError: unreadable or binary file, unknown layout (saying what was tried), a field of
