@@ -165,8 +165,8 @@ MUTATIONS = [
     (
         "multi-conversation export: ids keyed by conversation",
         "memsif/io/transcripts.py",
-        'f"{key}:{len(messages) + 1}", msg.author.role',
-        'f"M{len(messages) + 1}", msg.author.role',
+        'f"{key}:{number}", msg.author.role',
+        'f"M{number}", msg.author.role',
         "tests/test_placement.py::test_an_export_of_three_conversations_is_one_history_in_the_order_they_happened",
     ),
     (
