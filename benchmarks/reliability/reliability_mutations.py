@@ -827,6 +827,7 @@ def main(only: list[str]) -> int:
                     cwd=root,
                     capture_output=True,
                     text=True,
+                    errors="replace",  # a test may print a file name that is not UTF-8
                     timeout=600,
                 )
             finally:
