@@ -17,6 +17,7 @@ from memsif.interaction.link import decision_threshold
 from memsif.interaction.titles import trajectory_name
 from memsif.interaction.trajectories import trajectory_terms
 from memsif.io import as_memories, load_transcripts
+from memsif.io.chatlog import AmbiguousDates
 from memsif.io.names import checked_namespace, readable
 from memsif.io.transcripts import HISTORY_FORMATS
 from memsif.llm import Reading, reading_reported, runtime_of
@@ -40,6 +41,7 @@ __all__ = [
     "HISTORY_FORMATS",
     "LLM_BACKENDS",
     "PACKAGED_MODELS",
+    "AmbiguousDates",
     "Answer",
     "AnswerSettings",
     "BoundaryRule",

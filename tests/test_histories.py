@@ -538,3 +538,30 @@ def test_a_memory_built_before_these_readings_keeps_its_messages_and_a_re_ingest
     report = engine.ingest_transcript(today, namespace="conversations")
     assert report.messages == 1 and report.skipped == 2
     assert [m.text for m in engine.messages("conversations")][:3] == [m.text for m in before], "nothing stored changed"
+
+
+def test_the_page_settles_a_chat_logs_date_order_and_includes_do_not_remember_only_when_asked(
+        tmp_path, engine_factory):
+    from memsif.inspector.build import BuildTab
+    from memsif.inspector.common import Inspector
+
+    engine = engine_factory(llm=_llm())
+    tab = BuildTab(Inspector(engine))
+    log = tmp_path / "chat.txt"
+    log.write_text("[10/03/2024, 10:02] Ana: I adopted a beagle.\n[10/03/2024, 10:03] Ben: Lovely!\n",
+                   encoding="utf-8")
+    *_, (ns, source, summary, _fig, _rows) = list(tab.build(str(log), None, "ui-0123456789ab", None, None,
+                                                            progress=lambda *a, **k: None))
+    assert "choose the order under Chat-log dates" in summary and engine.namespaces() == []
+    *_, (ns, source, summary, _fig, _rows) = list(tab.build(str(log), None, "ui-0123456789ab", None, None,
+                                                            dates="chatlog-dmy", progress=lambda *a, **k: None))
+    assert not source.failed, summary
+    assert [m.time.month for m in engine.messages(ns)] == [3, 3]
+
+    export = _export(tmp_path, [_conversation("c1", [_node_message("user", ["hi"])]),
+                                _conversation("c2", [_node_message("user", ["private"])], is_do_not_remember=True)])
+    for private, expected in ((False, ["hi"]), (True, ["hi", "private"])):
+        *_, (ns, source, summary, _fig, _rows) = list(tab.build(
+            str(export), None, f"ui-{'1' if private else '2'}23456789ab", None, None, private=private,
+            progress=lambda *a, **k: None))
+        assert sorted(m.text for m in engine.messages(ns)) == expected, summary

@@ -118,7 +118,7 @@ PUBLIC = {
     "MemSIF", "MemSIFConfig", "AnswerSettings", "LLM_BACKENDS", "default_data_dir", "IngestReport", "ProgressFn",
     "Message", "Evidence", "FactOp", "FactOperation", "BoundaryRule", "SegmentDecision", "TrajectoryDecision",
     "record_number", "Answer", "Found", "trajectory_name", "trajectory_terms", "decision_threshold",
-    "MemSIFError", "TranscriptError", "JobCancelled", "NotFoundError", "SourceConflict",
+    "MemSIFError", "TranscriptError", "AmbiguousDates", "JobCancelled", "NotFoundError", "SourceConflict",
     "load_transcripts", "as_memories", "HISTORY_FORMATS", "day_text", "parse_time",
     "NamespaceExport", "check_export", "checked_namespace", "readable", "is_export", "read_export", "same_content",
     "write_export",

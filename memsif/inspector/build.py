@@ -20,6 +20,7 @@ import gradio as gr
 
 from memsif.api import (
     HISTORY_FORMATS,
+    AmbiguousDates,
     BoundaryRule,
     JobCancelled,
     MemSIFError,
@@ -93,12 +94,25 @@ class UploadRefused(Exception):
     """An upload that cannot be read: ``str()`` is the one message the page shows."""
 
 
-def load_upload(path: str, sample: str | None = None) -> list:
+#: The page's choices for a chat log whose dates could be read either way (``chatlog.AmbiguousDates``).
+DATE_ORDERS = [("Detect from the file", "detect"), ("Day first (31/12)", "chatlog-dmy"),
+               ("Month first (12/31)", "chatlog-mdy")]
+
+
+def load_upload(path: str, sample: str | None = None, dates: str = "detect", private: bool = False) -> list:
     """The transcripts of an uploaded file, or :class:`UploadRefused` with one message that names the
     file as the user knows it (not Gradio's temporary folder), says what it looks like and what is
-    accepted (the file's name and what the file said shown as written)."""
+    accepted (the file's name and what the file said shown as written). ``dates``: how to read a chat
+    log whose dates could be either order (``DATE_ORDERS``); ``private``: include the conversations marked
+    do-not-remember."""
     try:
-        return load_transcripts(path, sample=sample or None)
+        try:
+            return load_transcripts(path, sample=sample or None, include_do_not_remember=private)
+        except AmbiguousDates as exc:
+            if dates == "detect":
+                raise AmbiguousDates(f"{exc} On this page: choose the order under Chat-log dates (above) and build "
+                                     "again.") from exc
+            return load_transcripts(path, sample=sample or None, format=dates, include_do_not_remember=private)
     except MemSIFError as exc:
         said = str(exc).replace(str(Path(path).parent) + "/", "").replace(f"file {Path(path).name}: ", "", 1)
         raise UploadRefused(f"⚠️ **{escape_markdown(Path(path).name)}** was not loaded: {escape_markdown(said)}\n\n"
@@ -298,7 +312,17 @@ def stopped_summary(eng, namespace: str, exc: MemSIFError) -> str:
             "messages are skipped. CoreFacts were not extracted.")
 
 
-def read_source(file, sample: str | None) -> tuple[list, BuiltSource]:
+def kept_note(app: Inspector, namespace: str, previous: BuiltSource | None, settings: SessionSettings | None) -> str:
+    """What the session's memory still holds after a refused upload (the refusal replaces the build
+    summary on the page, so it says what stayed)."""
+    eng = app.session_engine(namespace, settings)
+    if eng is None or not previous:
+        return ""
+    return (f" It holds {len(eng.messages(namespace))} messages in {len(eng.segments(namespace))} Topical "
+            f"Segments, from {code_span(previous.name)}.")
+
+
+def read_source(file, sample: str | None, dates: str = "detect", private: bool = False) -> tuple[list, BuiltSource]:
     """The transcripts of an upload (``file``: a path or Gradio's file; None: the bundled example)
     and what the session keeps of it.
 
@@ -307,7 +331,7 @@ def read_source(file, sample: str | None) -> tuple[list, BuiltSource]:
         gr.Error: the file is over 20 MB.
     """
     path = checked_path(file) if file is not None else str(EXAMPLE)
-    transcripts = as_memories(load_upload(path, sample))
+    transcripts = as_memories(load_upload(path, sample, dates, private))
     return transcripts, BuiltSource(
         path=path, sample=sample or None, name=readable(Path(path).name), samples=[t.sample_id for t in transcripts],
         hint=question_hint(transcripts), questions=sum(len(t.extra.get("qa", [])) for t in transcripts),
@@ -336,6 +360,11 @@ def layout(live_wait: str) -> SimpleNamespace:
         ui.sample = gr.Dropdown(label="Conversation (an export's are one history by default; LoCoMo's samples)",
                                 choices=[], elem_id="sample-pick",
                                 allow_custom_value=True)
+    with gr.Row():
+        ui.dates = gr.Dropdown(label="Chat-log dates (a WhatsApp log whose every date could be 31/12 or 12/31)",
+                               choices=DATE_ORDERS, value="detect", elem_id="chatlog-dates")
+        ui.private = gr.Checkbox(label="Include conversations marked do-not-remember (left out by default)",
+                                 value=False, elem_id="include-private")
     gr.Markdown("Without a file, **Build memory** shows the bundled LoCoMo conversation conv-26 (419 messages) at "
                 f"once, from its memory prebuilt with the default models{live_wait}. "
                 "Uploads are always built live; the build says how long it has left as it goes. Building another "
@@ -389,15 +418,6 @@ class BuildTab:
         fig = phi_timeline(decisions, messages, eng.config.method.tau_split, eng.config.method.tau_merge, segments)
         return fig, segment_rows(segments, decisions, source.session_titles if source else None)
 
-    def _kept(self, namespace: str, previous: BuiltSource | None, settings: SessionSettings | None) -> str:
-        """What the session's memory still holds after a refused upload (the refusal replaces the build
-        summary on the page, so it says what stayed)."""
-        eng = self.app.session_engine(namespace, settings)
-        if eng is None or not previous:
-            return ""
-        return (f" It holds {len(eng.messages(namespace))} messages in {len(eng.segments(namespace))} Topical "
-                f"Segments, from {code_span(previous.name)}.")
-
     def prebuilt_for(self, eng, settings: SessionSettings | None) -> NamespaceExport | None:
         """The prebuilt example memory when it shows what this engine would build: its provenance records
         this engine's content fingerprint (the LLM's weights, the embedder, the settings that decide what is
@@ -431,22 +451,24 @@ class BuildTab:
 
     @guard
     def build(self, file, sample: str | None, namespace: str | None, settings: SessionSettings | None,
-              previous: BuiltSource | None = None, live: bool = False, progress=gr.Progress()):  # noqa: B008
+              previous: BuiltSource | None = None, live: bool = False, dates: str = "detect", private: bool = False,
+              progress=gr.Progress()):  # noqa: B008
         """Build Structured Interaction Memory (Topical Segments, Event Trajectories) from the uploaded
         transcript, streaming counts as it goes. Without a file the bundled LoCoMo example is loaded from
         its prebuilt memory in seconds (``EXAMPLE_MEMORY``; built live with ``live``, with session settings
         or another model). Building another transcript than the session's last one replaces the session's
         memory; the same one again adds nothing. CoreFacts follow in ``build_facts`` (the UI chains it).
-        API clients without a browser session get a fresh namespace.
+        API clients without a browser session get a fresh namespace; ``dates`` and ``private`` as ``load_upload``.
         Yields (namespace, source, summary, timeline figure, segment rows)."""
         namespace = namespace or new_session()
         if file is not None and is_export(checked_path(file)):
             yield from self._restore(checked_path(file), namespace, settings, previous)
             return
         try:
-            transcripts, source = read_source(file, None if sample == ALL_CONVERSATIONS else sample)
+            transcripts, source = read_source(file, None if sample == ALL_CONVERSATIONS else sample, dates, private)
         except (UploadRefused, gr.Error) as exc:  # one message in the page; the views and memory stay
-            yield namespace, previous, str(exc) + self._kept(namespace, previous, settings), gr.skip(), gr.skip()
+            kept = kept_note(self.app, namespace, previous, settings)
+            yield namespace, previous, str(exc) + kept, gr.skip(), gr.skip()
             return
         eng = None
         for kind, value in self.app.loading_engine(settings):  # the first click after a start waits for the models
@@ -480,9 +502,8 @@ class BuildTab:
                 data = read_export(path)
             check_export(data, eng.embedder)
         except MemSIFError as exc:
-            yield (namespace, previous, f"Not restored: {escape_markdown(str(exc))}" + self._kept(namespace, previous,
-                                                                                                settings),
-                   gr.skip(), gr.skip())
+            kept = kept_note(self.app, namespace, previous, settings)
+            yield namespace, previous, f"Not restored: {escape_markdown(str(exc))}" + kept, gr.skip(), gr.skip()
             return
         source = BuiltSource(path=path, sample=None, name=readable(Path(path).name), samples=[data.namespace],
                              replaced=True)

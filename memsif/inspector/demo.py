@@ -147,7 +147,8 @@ def _wire_across_tabs(page: Page, tabs: Tabs) -> None:
     extracts CoreFacts; a delete empties every tab's views (each tab's ``EMPTY``)."""
     b, c, f, t = page.build, page.chat, page.corefacts, page.trajectories
     per_session = [page.namespace, page.settings]
-    built = b.build_btn.click(tabs.build.build, inputs=[b.upload, b.sample, *per_session, page.source, b.live],
+    built = b.build_btn.click(tabs.build.build, inputs=[b.upload, b.sample, *per_session, page.source, b.live,
+                                                        b.dates, b.private],
                               outputs=[page.namespace, page.source, b.summary, b.timeline, b.table],
                               api_name="build", show_progress_on=b.summary)
     rebuilt = tabs.settings.wire(page)

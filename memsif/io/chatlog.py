@@ -43,6 +43,10 @@ _SAMPLE_LINES = 30
 _SAMPLE_CHARS = 64 * 1024
 
 
+class AmbiguousDates(TranscriptError):
+    """A chat log whose every date could be day/month or month/day: the reader must say which."""
+
+
 @dataclass
 class _Stamp:
     """A line's stamp: its date's three numbers as written (None: a time alone) and its time."""
@@ -101,7 +105,7 @@ def date_order(dates: list[tuple[int, int, int]], path: str) -> DateOrder | None
                               f"{'/'.join(map(str, next(d for d in short if d[1] > 12)))})", path=path)
     if not (day_first or month_first):
         example = "/".join(f"{n:02d}" for n in short[0])
-        raise TranscriptError(f"the chat log's dates could be day/month or month/day (every one, e.g. {example}, "
+        raise AmbiguousDates(f"the chat log's dates could be day/month or month/day (every one, e.g. {example}, "
                               "has both numbers at 12 or below). Say which: --format chatlog-dmy (31/12) or "
                               "--format chatlog-mdy (12/31); in Python, format='chatlog-dmy'.", path=path)
     return "dmy" if day_first else "mdy"
