@@ -170,16 +170,21 @@ def load_chat_log(raw: str, path: str, sid: str, order: DateOrder | None = None)
         messages.append(Message(id=f"{session if when else 'D1'}:{turns[session]}", namespace=sid,
                                 speaker=said.group("name").strip(), text=said.group("text").strip(), time=when,
                                 session_id=session, index=len(messages)))
-    warnings = []
-    if notices:
-        warnings.append(f"left out {notices[NOTICE]} line{'s' if notices[NOTICE] != 1 else ''} of the chat app's "
-                        "own notices (no speaker: encryption notices, people joining or leaving)")
-    if undated:
-        warnings.append(f"{undated} message{'s carry' if undated != 1 else ' carries'} a time but no date: stored "
-                        "undated; put a '## 1 March 2024' line before each day's messages to date them")
     kept: list[Message] = []
     for m in messages:
         m.text = m.text.strip()
         if m.text:
             kept.append(m.model_copy(update={"index": len(kept)}))
-    return kept, warnings
+    return kept, _warnings(notices[NOTICE], undated)
+
+
+def _warnings(notices: int, undated: int) -> list[str]:
+    """What a chat log's load left out and could not date."""
+    out = []
+    if notices:
+        out.append(f"left out {notices} line{'s' if notices != 1 else ''} of the chat app's own notices (no "
+                   "speaker: encryption notices, people joining or leaving)")
+    if undated:
+        out.append(f"{undated} message{'s carry' if undated != 1 else ' carries'} a time but no date: stored "
+                   "undated; put a '## 1 March 2024' line before each day's messages to date them")
+    return out
