@@ -392,6 +392,10 @@ def test_an_answer_naming_what_its_context_lacks_is_flagged_and_the_demo_model_i
                                 "Melanie (8 May 2023): I took my 2 kids camping.") == ["Paris", "June"]
     assert unsupported_mentions("She has three kids.", "Melanie: I have two kids.") == ["three"]
     assert unsupported_mentions("Yes, on 7 May 2023.", "Caroline (7 May 2023): support group") == []
+    # a capitalised function word of the answer's own language is no name
+    assert unsupported_mentions("Sí, Melanie fue a la playa con sus hijos.", "Melanie: we went to the beach") == []
+    assert unsupported_mentions("Die Kinder waren mit Melanie in Paris.", "Melanie: we went camping") == ["Kinder",
+                                                                                                       "Paris"]
     llm = FakeLLM({"sufficiency": 0.99})
     llm.name = "SmolLM2-135M-Instruct (Q4_1 GGUF, packaged)"
     engine = _facts_engine(engine_factory, llm)

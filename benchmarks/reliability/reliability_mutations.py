@@ -801,6 +801,13 @@ MUTATIONS = [
         '        if a != b:\n',
         'tests/test_histories.py::test_a_memory_built_before_these_readings_keeps_its_messages_and_a_re_ingest_adds_only_the_new',
     ),
+    (
+        "unsupported mentions: a function word of the answer's language is no name",
+        'memsif/answer/check.py',
+        '    context_words = {w.lower for w in tokens} | (function_words(lang) if lang != "en" else frozenset())\n',
+        '    context_words = {w.lower for w in tokens}\n',
+        'tests/test_retrieval.py::test_an_answer_naming_what_its_context_lacks_is_flagged_and_the_demo_model_is_named',
+    ),
 ]
 
 

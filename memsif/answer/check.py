@@ -23,6 +23,7 @@ from datetime import datetime
 from itertools import combinations
 
 from memsif import lexical
+from memsif.answer.language import detect, function_words
 from memsif.errors import LLMError
 from memsif.facts.values import NUMBER_WORDS, values
 from memsif.llm import LLM
@@ -84,11 +85,13 @@ def declined(answer: str) -> bool:
 def unsupported_mentions(answer: str, context: str) -> list[str]:
     """The names, numbers and dates of ``answer`` that ``context`` does not contain, in answer order
     (numbers compared as numbers: "two" matches "2"; words case-insensitively; a span of time the
-    context's dates give is computed, :func:`computed_spans`). [] for an empty answer."""
+    context's dates give is computed, :func:`computed_spans`). A capitalised function word of the answer's
+    language ("Sí", "Die", "Les") is no mention. [] for an empty answer."""
     if not answer.strip():
         return []
     tokens = lexical.words(context)
-    context_words = {w.lower for w in tokens}
+    lang, _ = detect(answer)
+    context_words = {w.lower for w in tokens} | (function_words(lang) if lang != "en" else frozenset())
     context_values = values(context, tokens)
     flagged: list[str] = []
     spans: dict[str, set[int]] | None = None

@@ -35,6 +35,12 @@ def _stop_words() -> dict[str, frozenset[str]]:
                 for code in LATIN_LANGUAGES}
 
 
+def function_words(language: str) -> frozenset[str]:
+    """The function words (spaCy's stop words) of ``language`` (ISO 639-1), lowercase; empty for a language
+    not in ``LATIN_LANGUAGES``."""
+    return _stop_words().get(language, frozenset())
+
+
 def detect(text: str) -> tuple[str, int]:
     """(ISO 639-1 code, how many of ``text``'s words are that language's function words). "und" (for
     undetermined) with 0 for a text in a script other than Latin; English for a text with no letters
