@@ -108,7 +108,8 @@ _UNIT = r"(?:day|week|month|year)s?"
 _WEEKDAY = (r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday"
             r"|mon|tue|tues|wed|thu|thur|thurs|fri|sat)")
 _RELATIVE = re.compile(
-    rf"\b(?:yesterday|today|tonight|tomorrow|the day before yesterday"
+    rf"\b(?:yesterday|today|tonight|tomorrow|the day before yesterday|last night|earlier today|the other day"
+    rf"|this (?:morning|afternoon|evening)|over the weekend"
     rf"|(?:this past|last|next|this|past) (?:{_UNIT}|weekend|{_WEEKDAY})"
     rf"|(?:about |around )?{_NUMBER} {_UNIT} ago|in {_NUMBER} {_UNIT})\b"
     rf"(?! ?[\[(][^\])]*\d{{4}}[\])])",  # not one already annotated ("yesterday [7 May 2023]", "(7 May 2023)")
@@ -142,8 +143,14 @@ def resolve_relative_date(expression: str, base: datetime) -> datetime | None:
     text = re.sub(r"^(?:about|around) ", "", text).replace("this past ", "last ")
     if text == "the day before yesterday":
         return base - timedelta(days=2)
-    if text == "tonight":
+    if text in ("tonight", "earlier today", "this morning", "this afternoon", "this evening"):
         return base
+    if text == "last night":
+        return base - timedelta(days=1)
+    if text == "the other day":
+        return base - timedelta(days=3)
+    if text == "over the weekend":  # said Monday–Thursday: the one before; Friday–Sunday: this one
+        return base - timedelta(days=(base.weekday() - 5) % 7 or 7) if base.weekday() < 4 else base
     words = text.split()
     if len(words) == 2 and (target := _weekday(words[1])) is not None and words[0] in ("last", "this", "next", "past"):
         delta = (base.weekday() - target) % 7
@@ -184,9 +191,11 @@ class RelativeDate:
 def relative_date(expression: str, base: datetime) -> RelativeDate | None:
     """``expression`` said at ``base`` as a :class:`RelativeDate`, or None when it cannot be resolved.
 
-    "yesterday", "last Friday", "two days ago" name a day; "a few days ago", "a couple of weeks ago" say
-    only "about" (some days or weeks before the session); "last week" the week before it, "this week"
-    the week of it; "last weekend" / "this past weekend" the weekend before it; "last month", "two
+    "yesterday", "last night", "this morning", "earlier today", "last Friday", "two days ago" name a day;
+    "a few days ago", "a couple of weeks ago", "the other day" say only "about" (some days or weeks before
+    the session); "last week" the week before it, "this week" the week of it; "last weekend" / "this past
+    weekend" the weekend before it, "over the weekend" the one before it said Monday–Thursday and the one
+    of it said Friday–Sunday; "last month", "two
     months ago" a month; "last year", "five years ago" a year. Never the current date.
     """
     when = resolve_relative_date(expression, base)
@@ -198,12 +207,13 @@ def relative_date(expression: str, base: datetime) -> RelativeDate | None:
     unit = re.search(r"(day|week|month|year)s?\b", text)
     period = "weekend" if "weekend" in text else (unit.group(1) if unit else "day")
     ahead = text.startswith(("next", "in ")) or text == "tomorrow"
-    if text.startswith(("a few", "a couple of", "in a few", "in a couple of")):
+    if text.startswith(("a few", "a couple of", "in a few", "in a couple of")) or text == "the other day":
         return RelativeDate(expression, when, "about", f"a few {period}s {'after' if ahead else 'before'} {said}")
     if period == "day":
         return RelativeDate(expression, when, "day", day_text(when))
     if period == "weekend":
-        where = "of" if text.startswith("this") else ("after" if ahead else "before")
+        spoken_in_it = text == "over the weekend" and base.weekday() >= 4  # said on Friday–Sunday
+        where = "of" if text.startswith("this") or spoken_in_it else ("after" if ahead else "before")
         return RelativeDate(expression, when, "weekend", f"the weekend {where} {said}")
     if period == "week":
         if text.startswith(("this", "past")):

@@ -66,3 +66,40 @@ def test_an_annotated_expression_is_not_annotated_again():
 
 def test_without_a_session_date_nothing_is_resolved():
     assert annotate_relative_dates("I ran yesterday.", None) == ("I ran yesterday.", [])
+
+
+#: phrasing → what it means said on Monday 8 May 2023, Wednesday 10 May 2023 and Saturday 13 May 2023
+TABLE = {
+    "yesterday": ("7 May 2023", "9 May 2023", "12 May 2023"),
+    "last night": ("7 May 2023", "9 May 2023", "12 May 2023"),
+    "this morning": ("8 May 2023", "10 May 2023", "13 May 2023"),
+    "earlier today": ("8 May 2023", "10 May 2023", "13 May 2023"),
+    "two days ago": ("6 May 2023", "8 May 2023", "11 May 2023"),
+    "this past Friday": ("5 May 2023", "5 May 2023", "12 May 2023"),
+    "last weekend": ("the weekend before 8 May 2023", "the weekend before 10 May 2023",
+                     "the weekend before 13 May 2023"),
+    "over the weekend": ("the weekend before 8 May 2023", "the weekend before 10 May 2023",
+                         "the weekend of 13 May 2023"),
+    "last week": ("the week before 8 May 2023", "the week before 10 May 2023", "the week before 13 May 2023"),
+    "the other day": ("a few days before 8 May 2023", "a few days before 10 May 2023",
+                      "a few days before 13 May 2023"),
+}
+SAID_ON = (datetime(2023, 5, 8, 13, 56), datetime(2023, 5, 10, 9, 0), datetime(2023, 5, 13, 20, 0))
+
+
+@pytest.mark.parametrize("phrasing", sorted(TABLE))
+@pytest.mark.parametrize("day", range(3))
+def test_a_relative_date_reaches_the_answer_and_the_facts_as_the_message_meant_it(phrasing, day):
+    """Every path that shows a message's words to the model (the answer's context, a CoreFact's statement)
+    follows the phrasing with the period it means, against the message's own date."""
+    from memsif.answer.context import render_context
+    from memsif.facts.dates import settle_dates
+    from memsif.records import Evidence, Message
+
+    meant, said_on = TABLE[phrasing][day], SAID_ON[day]
+    evidence = Evidence(subject="Ana", statement=f"I went hiking {phrasing}.", time=said_on,
+                        source_message_ids=["D1:1"], score=1.0)
+    assert f"I went hiking {phrasing} [{meant}]." in render_context([], [evidence])
+    source = Message(id="D1:1", namespace="t", speaker="Ana", text=f"I went hiking {phrasing}.", time=said_on)
+    statement, _ = settle_dates(f"Ana went hiking {phrasing}.", [source])
+    assert statement == f"Ana went hiking {phrasing} ({meant})."

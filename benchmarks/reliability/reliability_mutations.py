@@ -808,6 +808,13 @@ MUTATIONS = [
         '    context_words = {w.lower for w in tokens}\n',
         'tests/test_retrieval.py::test_an_answer_naming_what_its_context_lacks_is_flagged_and_the_demo_model_is_named',
     ),
+    (
+        'relative dates: the phrasings people use are resolved on every path',
+        'memsif/timeparse.py',
+        '    rf"|this (?:morning|afternoon|evening)|over the weekend"\n',
+        '',
+        'tests/test_relative_dates.py::test_a_relative_date_reaches_the_answer_and_the_facts_as_the_message_meant_it',
+    ),
 ]
 
 
