@@ -22,7 +22,7 @@ from memsif.io.names import checked_namespace, readable
 from memsif.io.transcripts import HISTORY_FORMATS
 from memsif.llm import Reading, reading_reported, runtime_of
 from memsif.llm.packaged import PACKAGED_MODELS
-from memsif.locks import cancel, check_cancelled, interactive, job, queue_position, sharing
+from memsif.locks import cancel, check_cancelled, interactive, job, queue_position, sharing, waited
 from memsif.records import (
     BoundaryRule,
     Evidence,
@@ -86,5 +86,6 @@ __all__ = [
     "sharing",
     "trajectory_name",
     "trajectory_terms",
+    "waited",
     "write_export",
 ]

@@ -166,6 +166,7 @@ class FairLock:
         self._arrivals = itertools.count()
         self._rounds = itertools.count()
         self._acquired_at = 0.0
+        self._waited: dict[str, float] = {}  # seconds each job spent in line
         self.mean_hold_s = 0.0
         _locks.add(self)
 
@@ -188,6 +189,7 @@ class FairLock:
         cancelled job leaves the line with JobCancelled (``cancel`` wakes every waiter) unless not
         ``cancellable`` (a holder taking back the lock it lent, whose ``with`` block must release it)."""
         self._waiting.append(ticket)
+        queued = time.monotonic()
         try:
             while self._holder is not None or self._next() is not ticket:
                 self._cond.wait()
@@ -198,6 +200,8 @@ class FairLock:
             raise
         finally:
             self._waiting.remove(ticket)
+            if ticket.cls != INTERACTIVE:  # a job's time in line (a chat's own wait is no job's)
+                self._waited[ticket.job] = self._waited.get(ticket.job, 0.0) + time.monotonic() - queued
         self._take(ticket)
 
     def _take(self, ticket: _Ticket) -> None:
@@ -264,6 +268,13 @@ def queue_position(name: str) -> str | None:
         per_call = f" (about {lock.mean_hold_s:.1f} s per call)" if lock.mean_hold_s else ""
         return f"waiting for the model: place {place} in line, behind {behind}{per_call}"
     return None
+
+
+def waited(name: str) -> float:
+    """Seconds job ``name`` has spent in line for the shared models so far (behind a chat answer, another
+    session's job): time in which none of its work was done. A countdown of the job runs on its working
+    time (``inspector.pace.Countdown``)."""
+    return sum(lock._waited.get(name, 0.0) for lock in list(_locks))
 
 
 def sharing(name: str) -> int:

@@ -118,3 +118,52 @@ def test_batches_that_finish_a_wave_at_a_time_are_counted_by_waves():
     clock.now = 1100.0
     countdown.update(17, 20)  # the last wave (four batches) is arriving
     assert sum(countdown.left()) / 2 == pytest.approx(3 * 5.0)
+
+
+def test_the_countdown_stands_still_while_the_job_waits_for_the_model():
+    """A chat answer served before the extraction's next call: the stated time does not count down (no
+    work was done), and the pace is not charged the wait."""
+    clock, paused = Clock(), {"s": 0.0}
+    countdown = PaceBook(prior={FACTS: 100.0}).countdown(FACTS, clock, paused=lambda: paused["s"])
+    countdown.update(0, 20)
+    for done in range(1, 6):
+        clock.now += 10.0
+        countdown.update(done, 20)
+    before = countdown.left()
+    clock.now += 30.0
+    paused["s"] += 30.0  # the whole 30 s in line behind a chat answer
+    assert countdown.left() == pytest.approx(before), "no work done: the same time left"
+    clock.now += 10.0
+    countdown.update(6, 20)
+    assert countdown.pace()[0] == pytest.approx(10.0), "the wait is not charged to the pace"
+
+
+def test_a_jobs_time_in_line_is_counted():
+    import threading
+    import time
+
+    from memsif.locks import FairLock, job, waited
+
+    lock, ready, go = FairLock(), threading.Event(), threading.Event()
+
+    def hold():
+        with job("ns-busy", "structure"), lock:
+            ready.set()
+            go.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    ready.wait(5)
+    before = waited("ns-pace")
+
+    def extraction():
+        with job("ns-pace", "facts"), lock:
+            pass
+
+    waiting = threading.Thread(target=extraction)
+    waiting.start()
+    time.sleep(0.3)
+    go.set()
+    waiting.join(5)
+    holder.join(5)
+    assert waited("ns-pace") - before >= 0.25

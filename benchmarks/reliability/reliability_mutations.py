@@ -815,6 +815,13 @@ MUTATIONS = [
         '',
         'tests/test_relative_dates.py::test_a_relative_date_reaches_the_answer_and_the_facts_as_the_message_meant_it',
     ),
+    (
+        'waits: the countdown stands still while the job waits for the model',
+        'memsif/inspector/pace.py',
+        '        return self.clock() - self.paused()\n',
+        '        return self.clock()\n',
+        'tests/test_pace.py::test_the_countdown_stands_still_while_the_job_waits_for_the_model',
+    ),
 ]
 
 

@@ -39,6 +39,7 @@ from memsif.api import (
     readable,
     runtime_of,
     same_content,
+    waited,
     write_export,
 )
 from memsif.inspector.common import (
@@ -558,7 +559,7 @@ class BuildTab:
                         reports.append(eng.ingest_transcript(t, namespace, report, core_facts=False, replace=True))
             return reports
 
-        countdown = self.app.pace.countdown(STRUCTURE)
+        countdown = self.app.pace.countdown(STRUCTURE, paused=lambda: waited(namespace))
         countdown.update(0, total)
 
         def describe(state: JobProgress, seconds: float) -> str:

@@ -12,7 +12,17 @@ from typing import Any
 
 import gradio as gr
 
-from memsif.api import FactOp, FactOperation, JobCancelled, MemSIFError, NotFoundError, job, parse_time, record_number
+from memsif.api import (
+    FactOp,
+    FactOperation,
+    JobCancelled,
+    MemSIFError,
+    NotFoundError,
+    job,
+    parse_time,
+    record_number,
+    waited,
+)
 from memsif.inspector.common import (
     MESSAGE_COLUMNS,
     BuiltSource,
@@ -106,7 +116,8 @@ class CoreFactsTab:
             with job(namespace, "facts"):  # cancellable from its start, also while it waits for the namespace
                 return eng.build_core_facts(namespace, progress=report)
 
-        countdown = self.app.pace.countdown(FACTS, wave=eng.config.facts.fact_parallel)  # batches end a wave at a time
+        countdown = self.app.pace.countdown(FACTS, wave=eng.config.facts.fact_parallel,  # batches end a wave at a time
+                                            paused=lambda: waited(namespace))  # stands still while a chat is served
 
         def describe(state: JobProgress, seconds: float) -> str:
             if not state.total:

@@ -79,9 +79,11 @@ class PaceBook:
         with self._lock:
             self.measured[kind] = seconds_per_unit
 
-    def countdown(self, kind: str, clock: Callable[[], float] = time.monotonic, wave: int = 1) -> Countdown:
-        """A countdown of one job of ``kind`` whose units finish ``wave`` at a time."""
-        return Countdown(self, kind, clock, max(1, wave))
+    def countdown(self, kind: str, clock: Callable[[], float] = time.monotonic, wave: int = 1,
+                  paused: Callable[[], float] = lambda: 0.0) -> Countdown:
+        """A countdown of one job of ``kind`` whose units finish ``wave`` at a time; ``paused()`` is the
+        seconds the job has spent waiting for the model so far (``locks.waited``): its clock stops then."""
+        return Countdown(self, kind, clock, max(1, wave), paused=paused)
 
 
 @dataclass
@@ -94,13 +96,15 @@ class Countdown:
     the start), over the last ``RECENT_WAVES`` waves when units come in waves; with one wave ended it is
     that wave's time from the start, at the prior's width. A wave's time grows with its units (a last
     wave of one batch takes about an eighth of a full one), so what is left is counted in units: the
-    rest of the wave under way, then every unit after it.
+    rest of the wave under way, then every unit after it. Time counts the job's work only: while it waits for
+    the model (``paused``: a chat answer served first) the countdown stands still and the pace is not charged.
     """
 
     book: PaceBook
     kind: str
     clock: Callable[[], float] = time.monotonic
     wave: int = 1
+    paused: Callable[[], float] = lambda: 0.0
     total: int = 0
     done: int = 0
     _start: float = 0.0
@@ -108,8 +112,12 @@ class Countdown:
     _arriving: float | None = None  # when the wave under way finished its first unit
     _gaps: list[float] = field(default_factory=list)  # seconds between a finished wave's units
 
+    def _now(self) -> float:
+        """The job's working time: the clock less the time it waited for the model."""
+        return self.clock() - self.paused()
+
     def update(self, done: int, total: int) -> None:
-        now = self.clock()
+        now = self._now()
         if total != self.total:  # another stage or a fresh count: measure it afresh
             self.total, self._start, self._ends, self._arriving, self._gaps = total, now, [], None, []
         counted = self._ends[-1][0] if self._ends else 0
@@ -170,7 +178,7 @@ class Countdown:
             gap = sum(self._gaps) / len(self._gaps) if self._gaps else 0.0
             current = (counted + in_wave - self.done) * gap
         else:  # the wave under way has run this long
-            current = max(in_wave * per_unit - (self.clock() - since), 0.0)
+            current = max(in_wave * per_unit - (self._now() - since), 0.0)
         middle = current + per_unit * (self.total - counted - in_wave)
         return middle * (1 - width), middle * (1 + width)
 
