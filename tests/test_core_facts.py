@@ -368,3 +368,23 @@ def test_corefact_extraction_tells_the_llm_its_job_by_the_handle_it_calls(engine
     assert asked_for == ["facts"] and llm.calls["core_extract"]
     engine.ask("What does Ana love?", namespace="t")
     assert asked_for == ["facts"]
+
+
+def test_the_first_batchs_facts_are_written_after_one_extraction_then_batches_go_in_groups(engine_factory):
+    """The first batch is extracted alone, so a reader sees CoreFacts after one extraction call instead of
+    a whole group's; the rest go ``fact_parallel`` at a time (the extraction prompt's fixed part read once)."""
+    batch_messages = MemSIFConfig().fact_batch_messages
+    seen_at_call: list[int] = []
+    engine = None
+
+    def reply(prompt):
+        seen_at_call.append(len(engine.facts("t")))
+        return json.dumps({"facts": [{"subject": "Melanie", "type": "Preference",
+                                      "statement": f"Melanie likes hobby{len(seen_at_call)}.", "sources": [1]}]})
+
+    messages = [msg(f"D1:{k + 1}", f"I like hobby{k // batch_messages + 1}.", MAY) for k in range(5 * batch_messages)]
+    engine = engine_factory(llm=FakeLLM({"core_extract": reply, "core_operation": "A"}),
+                            embedder=KeywordEmbedder({f"hobby{k}": k for k in range(1, 6)}), **CFG, fact_parallel=3)
+    engine.ingest(messages, core_facts=False)
+    engine.build_core_facts("t")
+    assert seen_at_call == [0, 1, 1, 1, 4], "batch 1 alone, then 2-4 together, then 5"

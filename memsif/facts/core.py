@@ -205,18 +205,21 @@ def build_core_facts(builder: CoreFactBuilder, state: FactState, namespace: str,
                      segment_of: Mapping[str, str], trajectory_of: Mapping[str, str | None],
                      vectors: Mapping[str, np.ndarray], parallel: int,
                      owed: Sequence[tuple[ReadBatch, Refusals]] = ()) -> Iterator[BatchResult]:
-    """CoreFact construction over ``batches`` (§3.3): each group of ``parallel`` batches is extracted
-    together (one padded generation where the back-end allows), then every batch is consolidated into
-    ``state`` one at a time in order. Yields each batch's result as soon as it is consolidated, so the
-    caller can store it (an interrupted run resumes after the last stored batch). With the builder's
+    """CoreFact construction over ``batches`` (§3.3): the first batch alone, so its facts are written (and
+    seen) after one extraction rather than a whole group's, then each group of ``parallel`` batches extracted
+    together (one padded generation where the back-end allows; on llama.cpp the group keeps the extraction
+    prompt's fixed part read once), then every batch is consolidated into ``state`` one at a time in order.
+    Yields each batch's result as soon as it is consolidated, so the caller can store it (an interrupted run
+    resumes after the last stored batch). With the builder's
     ``second_pass`` on, once every batch is done, the batches where a refused candidate cited a writer who
     kept no fact (``refusal_notes``) are extracted again, ``parallel`` at a time, asking for that writer's
     facts, and yielded once more (``BatchResult.second_pass``), after the ``owed`` ones of an interrupted
     run (``owed_second_passes``): the first pass's memory is complete as soon as without it. ``vectors``
     maps a message id to its (d,) embedding."""
     pending: list[tuple[ReadBatch, Refusals]] = list(owed)
-    for start in range(0, len(batches), parallel):
-        group = batches[start:start + parallel]
+    starts = [0, *range(1, len(batches), parallel)] if parallel > 1 and batches else range(0, len(batches), parallel)
+    for start, end in zip(starts, [*list(starts)[1:], len(batches)], strict=True):
+        group = batches[start:end]
         extracted = _extract(builder, namespace, group, segment_of, trajectory_of, vectors)
         for k, (batch, (candidates, failures)) in enumerate(zip(group, extracted, strict=True), start):
             ops = [*failures, *(builder.consolidate(state, cand) for cand in candidates)]

@@ -117,7 +117,8 @@ class CoreFactsTab:
                 return eng.build_core_facts(namespace, progress=report)
 
         countdown = self.app.pace.countdown(FACTS, wave=eng.config.facts.fact_parallel,  # batches end a wave at a time
-                                            paused=lambda: waited(namespace))  # stands still while a chat is served
+                                            paused=lambda: waited(namespace),  # stands still while a chat is served
+                                            first_wave=1)  # the first batch is read alone (facts.core)
 
         def describe(state: JobProgress, seconds: float) -> str:
             if not state.total:

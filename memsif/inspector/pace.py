@@ -80,10 +80,11 @@ class PaceBook:
             self.measured[kind] = seconds_per_unit
 
     def countdown(self, kind: str, clock: Callable[[], float] = time.monotonic, wave: int = 1,
-                  paused: Callable[[], float] = lambda: 0.0) -> Countdown:
-        """A countdown of one job of ``kind`` whose units finish ``wave`` at a time; ``paused()`` is the
-        seconds the job has spent waiting for the model so far (``locks.waited``): its clock stops then."""
-        return Countdown(self, kind, clock, max(1, wave), paused=paused)
+                  paused: Callable[[], float] = lambda: 0.0, first_wave: int | None = None) -> Countdown:
+        """A countdown of one job of ``kind`` whose units finish ``wave`` at a time (the first ``first_wave``
+        of them on their own, default a whole wave); ``paused()`` is the seconds the job has spent waiting for
+        the model so far (``locks.waited``): its clock stops then."""
+        return Countdown(self, kind, clock, max(1, wave), paused=paused, first_wave=first_wave or max(1, wave))
 
 
 @dataclass
@@ -105,6 +106,7 @@ class Countdown:
     clock: Callable[[], float] = time.monotonic
     wave: int = 1
     paused: Callable[[], float] = lambda: 0.0
+    first_wave: int = 1  #: units of the first wave (CoreFact extraction reads its first batch alone)
     total: int = 0
     done: int = 0
     _start: float = 0.0
@@ -123,7 +125,7 @@ class Countdown:
         counted = self._ends[-1][0] if self._ends else 0
         if done > counted and self._arriving is None:
             self._arriving = now
-        while total and done >= (boundary := min((len(self._ends) + 1) * self.wave, total)) \
+        while total and done >= (boundary := min(self.first_wave + len(self._ends) * self.wave, total)) \
                 and (not self._ends or boundary > self._ends[-1][0]):
             units = boundary - (self._ends[-1][0] if self._ends else 0)
             if units > 1 and self._arriving is not None:
@@ -173,7 +175,7 @@ class Countdown:
             return None
         per_unit, width, _ = pace
         counted, since = self._ends[-1] if self._ends else (0, self._start)
-        in_wave = min(counted + self.wave, self.total) - counted  # units of the wave under way
+        in_wave = min(counted + (self.wave if self._ends else self.first_wave), self.total) - counted  # under way
         if self.done > counted:  # the wave under way is finishing: its units arrive one after another
             gap = sum(self._gaps) / len(self._gaps) if self._gaps else 0.0
             current = (counted + in_wave - self.done) * gap
