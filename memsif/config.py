@@ -171,6 +171,7 @@ class FactSettings:
     core_schema: str = ""
     #: Extraction batches generated together as one padded batch (consolidation stays in order; 1 = one at
     #: a time); on 2 CPU cores 8 batches decode in ~1.5× the per-token time of one (benchmarks/speed/profile_build.py).
+    #: The first batch goes alone, so the first CoreFacts are written after one call (benchmarks/speed/first_facts.py).
     fact_parallel: int = 8
     #: Messages per CoreFact extraction call (consecutive segments share a batch to save calls). 8: with
     #: at most three facts per call, 12 messages of a lively conversation hold more facts than a call
