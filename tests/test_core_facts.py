@@ -388,3 +388,26 @@ def test_the_first_batchs_facts_are_written_after_one_extraction_then_batches_go
     engine.ingest(messages, core_facts=False)
     engine.build_core_facts("t")
     assert seen_at_call == [0, 1, 1, 1, 4], "batch 1 alone, then 2-4 together, then 5"
+
+
+@pytest.mark.parametrize("parallel", [1, 3, 8])
+@pytest.mark.parametrize("n", [0, 1, 2, 4, 9])
+def test_every_batch_is_extracted_once_in_order_whatever_the_group_size(n, parallel):
+    from memsif.facts.core import FactState, ReadBatch, build_core_facts
+
+    groups: list[list[str]] = []
+
+    class Builder:
+        second_pass = False
+
+        def extract_many(self, namespace, batches, *args, **kwargs):
+            groups.append([b[0].id for b in batches])
+            return [([], []) for _ in batches]
+
+    import numpy as np
+
+    batches = [ReadBatch([msg(f"D1:{k + 1}", "hi", MAY)]) for k in range(n)]
+    vectors = {f"D1:{k + 1}": np.zeros(3) for k in range(n)}
+    done = list(build_core_facts(Builder(), FactState.of([]), "t", batches, {}, {}, vectors, parallel))
+    assert [g for group in groups for g in group] == [f"D1:{k + 1}" for k in range(n)] and len(done) == n
+    assert [len(g) for g in groups][:1] == ([1] if n else []), "the first batch goes alone"

@@ -217,8 +217,9 @@ def build_core_facts(builder: CoreFactBuilder, state: FactState, namespace: str,
     run (``owed_second_passes``): the first pass's memory is complete as soon as without it. ``vectors``
     maps a message id to its (d,) embedding."""
     pending: list[tuple[ReadBatch, Refusals]] = list(owed)
-    starts = [0, *range(1, len(batches), parallel)] if parallel > 1 and batches else range(0, len(batches), parallel)
-    for start, end in zip(starts, [*list(starts)[1:], len(batches)], strict=True):
+    starts = [0, *range(1, len(batches), parallel)] if parallel > 1 else list(range(len(batches)))
+    groups = list(zip(starts, [*starts[1:], len(batches)], strict=True)) if batches else []
+    for start, end in groups:
         group = batches[start:end]
         extracted = _extract(builder, namespace, group, segment_of, trajectory_of, vectors)
         for k, (batch, (candidates, failures)) in enumerate(zip(group, extracted, strict=True), start):
