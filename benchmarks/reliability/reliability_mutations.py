@@ -822,6 +822,13 @@ MUTATIONS = [
         '        return self.clock()\n',
         'tests/test_pace.py::test_the_countdown_stands_still_while_the_job_waits_for_the_model',
     ),
+    (
+        'facts as they are written: the first batch goes alone',
+        'memsif/facts/core.py',
+        '    starts = [0, *range(1, len(batches), parallel)] if parallel > 1 else list(range(len(batches)))\n',
+        '    starts = list(range(0, len(batches), parallel))\n',
+        'tests/test_core_facts.py::test_the_first_batchs_facts_are_written_after_one_extraction_then_batches_go_in_groups',
+    ),
 ]
 
 
