@@ -118,6 +118,13 @@ class MethodSettings:
     #: (with SmolLM2-135M that turns "always no" into "always yes"), "off". Old values: true/false.
     judge_calibration: JudgeCalibration = "auto"
     judge_context_messages: int = 3  #: messages of the current segment the segment judge sees (latest last)
+    #: A message of another session than its predecessor's opens a new Topical Segment by rule
+    #: (``interaction.segments``; False: the paper's rule alone, sessions or not).
+    split_sessions: bool = True
+    #: ... or one that comes at least this many hours after its predecessor (0: session ids only).
+    session_gap_hours: float = 6.0
+    #: A reply of at most this many words is scored with φ read together with its predecessor (0: alone).
+    short_reply_words: int = 8
     # ActiveFact promotion (§3.4, Eq. 4)
     theta_src: float = 0.45
     theta_qry: float = 0.45
@@ -154,6 +161,7 @@ class MethodSettings:
         _one_of(self, (("trajectory_link", TRAJECTORY_LINKS), ("segment_titles", SEGMENT_TITLES),
                        ("sem_mapping", SEM_MAPPINGS)))
         _at_least_one(self, ("construction_top_k", "judge_context_messages"))
+        _not_negative(self, ("session_gap_hours", "short_reply_words"))
 
 
 @dataclass(frozen=True)

@@ -151,6 +151,7 @@ class BoundaryRule(StrEnum):
     """Which part of the double-threshold rule (§3.2) decided a message's segment."""
 
     FIRST = "first"          # the first message of a namespace opens S_1
+    SESSION = "session_rule"  # another session than the predecessor's (or a long gap): new segment by rule
     MERGE = "merge_rule"     # φ ≥ τ_merge: appended without the judge
     SPLIT = "split_rule"     # φ ≤ τ_split: new segment without the judge
     JUDGE = "judge"          # τ_split < φ < τ_merge: the LLM judge decided
@@ -181,6 +182,8 @@ class SegmentDecision(_Record):
     tau_split: float
     tau_merge: float
     rule: BoundaryRule
+    read_with: str | None = Field(None, description="The predecessor a short reply was read with for φ.")
+    gap_hours: float | None = Field(None, description="Hours since the predecessor (None: either undated).")
     judge_prob: float | None = Field(None, description="P(continues the topic), calibrated (judge.py).")
     judge_prob_raw: float | None = Field(None, description="The model's uncalibrated P(yes).")
     judge_prior: float | None = Field(None, description="P(yes) on the content-free prompt.")

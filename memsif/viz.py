@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # memsif.answer.query loads the retrieval stack; the figures 
 OUTCOMES = {
     ("merge_rule", True): ("merged by rule", "#2a9d8f"),
     ("split_rule", False): ("split by rule", "#e76f51"),
+    ("session_rule", False): ("new session", "#264653"),
     ("judge", True): ("judge: continue", "#8ab17d"),
     ("judge", False): ("judge: split", "#f4a261"),
     ("judge_error", True): ("judge error → continue", "#9b5de5"),
@@ -80,6 +81,10 @@ def phi_timeline(decisions: Sequence[Decision], messages: Sequence[Message], tau
             text = (m.text[:140] + "…") if m and len(m.text) > 140 else (m.text if m else "")
             s = d.score
             judge = f"<br>judge P(continue) = {d.judge_prob:.3f}" if d.judge_prob is not None else ""
+            if d.read_with:
+                judge += f"<br>short reply, read with {escape_html(d.read_with)}"
+            if d.rule == "session_rule":
+                judge += "<br>new session" + (f" ({d.gap_hours:.1f} h later)" if d.gap_hours is not None else "")
             hover.append(f"<b>{escape_html(d.message_id)}</b> {escape_html(m.speaker) if m else ''}: "
                          f"{escape_html(text)}<br>"
                          f"φ = {s.phi:.3f} (s_sem {s.s_sem:.3f}, J {s.jaccard:.3f}, cos {s.cosine:.3f})"

@@ -1,11 +1,14 @@
 """Topical Segment construction: the double-threshold rule (§3.2)."""
 
+from pathlib import Path
+
 import pytest
 
 from memsif.records import BoundaryRule
 from tests.conftest import make_messages
 from tests.fakes import FakeLLM, FixedEmbedder, TableEntities
 
+ROOT = Path(__file__).resolve().parent.parent
 # alpha = 1 and the affine mapping make φ = (cos + 1) / 2, easy to compute by hand.
 VECTORS = {"same": [1.0, 0.0], "same again": [1.0, 0.0], "opposite": [-1.0, 0.0], "orthogonal": [0.0, 1.0]}
 CFG = dict(alpha_segment=1.0, sem_mapping="affine", trajectory_min_phi=1.0, judge_calibration=False)
@@ -156,3 +159,83 @@ def test_html_tags_in_a_message_give_no_key_entities(extractor):
     markup = {"img", "src", "onerror", "alert", "style", "script", "evil"}
     assert not markup & set().union(*found), found
     assert {"garden"} <= found[0] and ({"tomatoes", "tomato"} & found[0]) and "garden" in found[2], found
+
+
+def _at(texts, sessions, hours, speakers=None):
+    """Messages with a session each and a time ``hours`` after the first."""
+    from datetime import datetime, timedelta
+
+    from memsif.records import Message
+    speakers = speakers or ["A"] * len(texts)
+    return [Message(id=f"m{i}", namespace="t", speaker=speakers[i], text=t, session_id=sessions[i],
+                    time=datetime(2023, 5, 8) + timedelta(hours=hours[i]), index=i) for i, t in enumerate(texts)]
+
+
+@pytest.mark.parametrize(("sessions", "hours", "gap_setting", "opened"), [
+    (["s1", "s2"], [0, 0], 6.0, True),       # another session, same moment: the transcript's boundary
+    (["s1", "s1"], [0, 7], 6.0, True),       # one session id over 7 hours (a resumed conversation)
+    (["s1", "s1"], [0, 5.9], 6.0, False),    # under the gap: the topic decides (merged here)
+    (["", ""], [0, 30], 6.0, True),          # no session ids: the gap alone
+    (["", ""], [0, 30], 0.0, False),         # gap rule off: session ids only
+    (["s1", ""], [0, 1], 6.0, False),        # one side without a session id is no boundary
+])
+def test_a_new_session_opens_a_new_segment_by_rule_whatever_phi(engine_factory, sessions, hours, gap_setting, opened):
+    llm = FakeLLM()  # a judge call would fail: the rule decides without the model
+    engine = engine_factory(llm=llm, embedder=FixedEmbedder(VECTORS), session_gap_hours=gap_setting, **CFG)
+    engine.ingest(_at(["same", "same again"], sessions, hours))
+    decision = _decisions(engine)[1]
+    assert decision.rule == (BoundaryRule.SESSION if opened else BoundaryRule.MERGE)
+    assert decision.continued is not opened
+    assert decision.score.phi == pytest.approx(1.0)  # φ is still recorded for the timeline
+    assert decision.gap_hours == pytest.approx(hours[1])
+    assert len(engine.segments("t")) == (2 if opened else 1)
+    assert llm.calls == {}
+
+
+def test_the_session_rule_can_be_switched_off(engine_factory):
+    engine = engine_factory(llm=FakeLLM(), embedder=FixedEmbedder(VECTORS), split_sessions=False, **CFG)
+    engine.ingest(_at(["same", "same again"], ["s1", "s2"], [0, 100]))
+    assert _decisions(engine)[1].rule == BoundaryRule.MERGE
+
+
+def test_no_segment_spans_two_sessions_of_a_locomo_conversation(engine_factory):
+    from memsif.io.transcripts import load_transcripts
+    from tests.fakes import HashEmbedder
+    [conv] = load_transcripts(ROOT / "assets" / "locomo-conv-26.json")
+    messages = conv.messages[:80]
+    engine = engine_factory(llm=FakeLLM({"segment_judge": 0.9}), embedder=HashEmbedder())
+    engine.ingest(messages, namespace="t")
+    segments = engine.segments("t")
+    assert all(len(s.session_ids) == 1 for s in segments)
+    starts = {d.message_id for d in _decisions(engine) if d.rule == BoundaryRule.SESSION}
+    firsts = [m.id for a, m in zip(messages, messages[1:]) if a.session_id != m.session_id]
+    assert firsts and starts == set(firsts)
+
+
+REPLY = {"Where did you get the bowl?": [1.0, 0.0, 0.0], "At the mall.": [0.0, 1.0, 0.0],
+         "At the mall, on the way back from the pottery class with my kids.": [0.0, 1.0, 0.0]}
+
+
+@pytest.mark.parametrize(("reply", "speaker", "read_with"), [
+    ("At the mall.", "B", "m0"),              # another speaker's short reply: read with the question
+    ("At the mall.", "A", None),              # the same speaker: a message of its own
+    ("At the mall, on the way back from the pottery class with my kids.", "B", None),  # 14 words: alone
+])
+def test_a_short_reply_is_read_with_the_message_it_answers(engine_factory, reply, speaker, read_with):
+    engine = engine_factory(llm=FakeLLM({"segment_judge": 0.1}), embedder=FixedEmbedder(REPLY), **CFG)
+    engine.ingest(_at(["Where did you get the bowl?", reply], ["s1", "s1"], [0, 0], ["A", speaker]))
+    decision = _decisions(engine)[1]
+    assert decision.read_with == read_with
+    if read_with:  # cos((q + r)/|q + r|, q) = 1/√2 → φ = (1 + 0.707)/2 ≥ τ_merge: kept with its question
+        assert decision.score.phi == pytest.approx((1 + 2 ** -0.5) / 2)
+        assert decision.rule == BoundaryRule.MERGE
+    else:  # alone it is orthogonal to the question: φ = 0.5, the judge (0.1 here) splits it off
+        assert decision.score.phi == pytest.approx(0.5)
+        assert decision.rule == BoundaryRule.JUDGE and not decision.continued
+
+
+def test_a_short_message_of_a_new_session_is_not_read_with_the_last_session(engine_factory):
+    engine = engine_factory(llm=FakeLLM(), embedder=FixedEmbedder(REPLY), **CFG)
+    engine.ingest(_at(["Where did you get the bowl?", "At the mall."], ["s1", "s2"], [0, 48], ["A", "B"]))
+    decision = _decisions(engine)[1]
+    assert decision.rule == BoundaryRule.SESSION and decision.read_with is None

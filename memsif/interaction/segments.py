@@ -2,12 +2,24 @@
 
 For each message u_t in order: φ(u_t, S_i) ≥ τ_merge appends to the current segment S_i;
 φ ≤ τ_split opens a new segment; in between, the LLM judge decides (one scored forward pass).
+
+Two rules come first (product decisions; ``MethodSettings.split_sessions``, ``session_gap_hours``,
+``short_reply_words``):
+
+- a message of another session than its predecessor's, or one at least ``session_gap_hours`` after it,
+  opens a new segment by rule (``BoundaryRule.SESSION``): a topic does not run across a goodbye and the
+  days after it; Event Trajectories join the sessions' segments of one matter;
+- a reply of at most ``short_reply_words`` words ("At the mall.", "Yes!") is scored read together with
+  its predecessor: u_t's embedding is the normalised sum of both, its key entities their union. Alone,
+  such a reply shares almost nothing with any segment, so it would split from the question it answers.
 """
 
 from __future__ import annotations
 
 import time
 from typing import Any
+
+import numpy as np
 
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError
@@ -47,11 +59,15 @@ class SegmentBuilder:
             seg = state.open_segment(message)
             return SegmentDecision(**base, segment_id=seg.record.id, rule=BoundaryRule.NO_SEGMENTS, continued=False)
 
-        score = phi(state.vectors[message.id], state.entities[message.id], current.profile.mean,
-                    current.profile.entities, cfg.alpha_segment, self.mapping)
-        base.update(compared_segment_id=current.record.id, score=score)
+        previous = state.messages[current.record.message_ids[-1]]
+        vector, entities, read_with = self._reading(state, message, previous)
+        score = phi(vector, entities, current.profile.mean, current.profile.entities, cfg.alpha_segment, self.mapping)
+        gap = hours_between(previous, message)
+        base.update(compared_segment_id=current.record.id, score=score, read_with=read_with, gap_hours=gap)
         judged: dict[str, Any] = {}
-        if score.phi >= cfg.tau_merge:
+        if self._new_session(previous, message, gap):
+            rule, continued = BoundaryRule.SESSION, False
+        elif score.phi >= cfg.tau_merge:
             rule, continued = BoundaryRule.MERGE, True
         elif score.phi <= cfg.tau_split:
             rule, continued = BoundaryRule.SPLIT, False
@@ -63,6 +79,28 @@ class SegmentBuilder:
         else:
             segment_id = state.open_segment(message).record.id
         return SegmentDecision(**base, segment_id=segment_id, rule=rule, continued=continued, **judged)
+
+    def _new_session(self, previous: Message, message: Message, gap: float | None) -> bool:
+        """Whether ``message`` starts another session than ``previous``: both name a session and they
+        differ, or ``gap`` (hours) reaches ``session_gap_hours``."""
+        cfg = self.config.method
+        if not cfg.split_sessions:
+            return False
+        if previous.session_id and message.session_id and previous.session_id != message.session_id:
+            return True
+        return bool(cfg.session_gap_hours) and gap is not None and gap >= cfg.session_gap_hours
+
+    def _reading(self, state: InteractionState, message: Message,
+                 previous: Message) -> tuple[np.ndarray, frozenset[str], str | None]:
+        """u_t's (d,) embedding and key entities for φ, and the predecessor's id when a short reply is
+        read with it (another speaker's message of the same session)."""
+        vector, entities = state.vectors[message.id], state.entities[message.id]
+        short = len(message.text.split()) <= self.config.method.short_reply_words
+        if not short or previous.speaker == message.speaker or previous.session_id != message.session_id:
+            return vector, entities, None
+        both = vector + state.vectors[previous.id]
+        norm = float(np.linalg.norm(both))
+        return (both / norm if norm else vector), entities | state.entities[previous.id], previous.id
 
     def _judge(self, state: InteractionState, current: SegmentState, message: Message,
                phi_value: float) -> tuple[BoundaryRule, bool, dict[str, Any]]:
@@ -80,3 +118,11 @@ class SegmentBuilder:
         info.update(judge_prob=verdict.prob, judge_prob_raw=verdict.raw, judge_prior=verdict.prior,
                     seconds=time.perf_counter() - start)
         return BoundaryRule.JUDGE, verdict.prob >= cfg.judge_threshold, info
+
+
+def hours_between(earlier: Message, later: Message) -> float | None:
+    """Hours from ``earlier`` to ``later`` (negative when the transcript goes back in time; None: either
+    is undated)."""
+    if earlier.time is None or later.time is None:
+        return None
+    return (later.time - earlier.time).total_seconds() / 3600
