@@ -1,5 +1,6 @@
 """Topical Segment construction: the double-threshold rule (§3.2)."""
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -208,7 +209,7 @@ def test_no_segment_spans_two_sessions_of_a_locomo_conversation(engine_factory):
     segments = engine.segments("t")
     assert all(len(s.session_ids) == 1 for s in segments)
     starts = {d.message_id for d in _decisions(engine) if d.rule == BoundaryRule.SESSION}
-    firsts = [m.id for a, m in zip(messages, messages[1:]) if a.session_id != m.session_id]
+    firsts = [m.id for a, m in itertools.pairwise(messages) if a.session_id != m.session_id]
     assert firsts and starts == set(firsts)
 
 
