@@ -356,6 +356,12 @@ class StoreSettings:
     qdrant_url: str = ""
     qdrant_api_key: str = ""
     cache_dir: str = ""
+    #: An ingest writes its structure every this many messages as it places them (the page, the shell
+    #: and a chat see the memory grow; a build stopped midway keeps what it wrote and resumes there).
+    persist_every: int = 25
+
+    def __post_init__(self) -> None:
+        _at_least_one(self, ("persist_every",))
 
     @property
     def resolved_data_dir(self) -> Path:

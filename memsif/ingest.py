@@ -91,6 +91,19 @@ class _Structured:
     reassigned: set[str] = field(default_factory=set)  # earlier segments given a trajectory by this ingest
 
 
+@dataclass(frozen=True)
+class Placed:
+    """The progress of one part of a call's messages, counted over the whole call: ``done`` before it."""
+
+    progress: ProgressFn | None
+    done: int
+    total: int
+
+    def __call__(self, done: int, total: int, stage: str) -> None:
+        if self.progress:
+            self.progress(self.done + done, self.total, stage)
+
+
 class Backends(Protocol):
     """The back-ends an ingest uses, each loaded when a step first reads it (``MemSIF`` is one)."""
 
@@ -137,10 +150,18 @@ class IngestPipeline:
             mapping = SemanticMapping.for_embedder(self.backends.embedder.name, self.config.method.sem_mapping)
             seg_builder = SegmentBuilder(self.config, mapping, self.backends.llm)
             traj_builder = TrajectoryBuilder(self.config, mapping, self.backends.llm)
-            with self.stage("structure"):
-                structured = self.structure(state, admitted.fresh, vectors, entity_sets, seg_builder, traj_builder,
-                                            progress)
-            self.persist(state, admitted.fresh, structured)
+            structured = _Structured()
+            every = self.config.store.persist_every
+            fresh = admitted.fresh
+            for first in range(0, max(len(fresh), 1), every):  # one pass with nothing new: closes what was left
+                chunk = slice(first, first + every)
+                with self.stage("structure"):
+                    part = self.structure(state, fresh[chunk], vectors[chunk], entity_sets[chunk], seg_builder,
+                                          traj_builder, Placed(progress, first, len(fresh)),
+                                          last=first + every >= len(fresh))
+                check_cancelled()  # a build stopped meanwhile writes nothing of this part
+                self.persist(state, fresh[chunk], part)
+                structured.decisions += part.decisions
             summary = CoreFactSummary()
             if core_facts:
                 with self.stage("core_facts"):
@@ -226,9 +247,10 @@ class IngestPipeline:
 
     def structure(self, state: InteractionState, fresh: Sequence[Message], vectors: np.ndarray,
                   entity_sets: Sequence[frozenset[str]], segments: SegmentBuilder, trajectories: TrajectoryBuilder,
-                  progress: ProgressFn | None) -> _Structured:
-        """Topical Segments (double-threshold rule) for each new message, and an Event Trajectory for
-        each segment as it closes (and for the last one), every decision recorded (§3.2)."""
+                  progress: ProgressFn | None, last: bool = True) -> _Structured:
+        """Topical Segments (double-threshold rule) for each of ``fresh`` (a part of the call's new messages),
+        and an Event Trajectory for each segment as it closes (and, on the ``last`` part, for the one left
+        open), every decision recorded (§3.2)."""
         out = _Structured()
         use_trajectories = self.config.method.use_trajectories
         new = {m.id for m in fresh}
@@ -254,7 +276,7 @@ class IngestPipeline:
                 if seg.record.trajectory_id is None:
                     assign(seg)
         for k, (msg, vec, ents) in enumerate(zip(fresh, vectors, entity_sets, strict=True)):
-            check_cancelled()  # nothing of this call is stored yet: a cancelled build leaves nothing
+            check_cancelled()  # a cancelled build keeps only the parts it wrote before
             before = state.current_segment
             state.add_message(msg, vec, ents)
             decision = segments.place(state, msg)
@@ -264,13 +286,14 @@ class IngestPipeline:
                 close(before)
             if progress:
                 progress(k + 1, len(fresh), "segments")
-        if state.current_segment is not None:  # left open: titled and assigned as it stands
+        if last and state.current_segment is not None:  # left open: titled and assigned as it stands
             close(state.current_segment)
         return out
 
     def persist(self, state: InteractionState, fresh: list[Message], structured: _Structured) -> None:
-        """The sentence index of the new messages, then every record the structure step touched.
-        Messages go last, so an ingest killed before them is redone by the next one."""
+        """The sentence index of the new messages (one part of the call's), then every record the
+        structure step touched. Messages go last, so a part killed before them is redone by the next
+        ingest; a segment still open is written as it stands, without a title or trajectory yet."""
         store, ns = self.backends.store, self.namespace
         with self.stage("sentences"):
             indexed = fresh
