@@ -829,6 +829,41 @@ MUTATIONS = [
         '    starts = list(range(0, len(batches), parallel))\n',
         'tests/test_core_facts.py::test_the_first_batchs_facts_are_written_after_one_extraction_then_batches_go_in_groups',
     ),
+    (
+        'memory seen as it is made: the other tabs show the memory begun anew',
+        'memsif/inspector/demo.py',
+        '    if source is None or not source.building:\n',
+        '    if True:\n',
+        'tests/test_browser_growing.py::test_every_view_shows_the_new_memory_as_it_is_made',
+    ),
+    (
+        'memory seen as it is made: the timeline is drawn again while messages are placed',
+        'memsif/inspector/build.py',
+        '            if time.monotonic() - drawn >= REDRAW_SECONDS:\n',
+        '            if drawn < 0:\n',
+        'tests/test_browser_growing.py::test_every_view_shows_the_new_memory_as_it_is_made',
+    ),
+    (
+        'memory seen as it is made: the structure is written in parts',
+        'memsif/ingest.py',
+        '            every = self.config.store.persist_every\n',
+        '            every = max(len(admitted.fresh), 1)\n',
+        'tests/test_crash.py::test_a_build_is_readable_while_it_places_its_messages',
+    ),
+    (
+        'segments respect sessions: a new session opens a segment by rule',
+        'memsif/interaction/segments.py',
+        '        if self._new_session(previous, message, gap):\n',
+        '        if False:\n',
+        'tests/test_segments.py::test_no_segment_spans_two_sessions_of_a_locomo_conversation',
+    ),
+    (
+        'segments respect exchanges: a short reply is read with its predecessor',
+        'memsif/interaction/segments.py',
+        '        if not short or previous.speaker',
+        '        if True or previous.speaker',
+        'tests/test_segments.py::test_a_short_reply_is_read_with_the_message_it_answers',
+    ),
 ]
 
 

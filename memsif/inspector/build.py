@@ -69,6 +69,8 @@ __all__ = ["EXAMPLE", "EXAMPLE_MEMORY", "BuildTab"]
 #: ActiveFact is promoted: ``benchmarks/build_example.py``).
 EXAMPLE_QUESTIONS = 6
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+#: While a memory builds, its timeline and segment table are drawn again this often (seconds).
+REDRAW_SECONDS = 10.0
 MAX_ZIP_UPLOAD_BYTES = 200 * 1024 * 1024
 
 NOTATION_TIMELINE = """
@@ -571,21 +573,37 @@ class BuildTab:
                     f"{state.total} new messages placed · {seconds:.0f} s{left_text(countdown)}"
                     f"{model_share(namespace)}")
 
+        # a memory begun anew: every tab shows this namespace from now on, empty at first (``demo``)
+        source.building = source.replaced or not eng.has_memory(namespace)
         try:
-            for kind, value in in_background(work, progress, describe):
+            for (kind, value), views in zip(in_background(work, progress, describe),
+                                            self._growing(namespace, settings, source), strict=False):
                 if kind == "status":
-                    yield namespace, source, value, gr.skip(), gr.skip()
+                    yield namespace, source, value, *views
                 else:
                     reports = value
                     countdown.finish()
         except MemSIFError as exc:  # said in the summary, with the memory that exists; no stale progress
-            source.failed = str(exc)
+            source.failed, source.building = str(exc), False
             fig, rows = self.timeline_view(namespace, settings, source)
             yield namespace, source, stopped_summary(eng, namespace, exc), fig, rows
             return
+        source.building = False
         fig, rows = self.timeline_view(namespace, settings, source)
         summary = self.built_summary(eng, namespace, transcripts, reports, source, replaced, settings)
         yield namespace, source, summary, fig, rows
+
+    def _growing(self, namespace: str, settings: SessionSettings | None, source: BuiltSource):
+        """The timeline and segment table for each status of a live build: drawn from the store at once
+        (the new memory, empty at first) and every ``REDRAW_SECONDS`` as the ingest writes its parts
+        (``StoreSettings.persist_every``); ``gr.skip()`` between."""
+        drawn = -math.inf
+        while True:
+            if time.monotonic() - drawn >= REDRAW_SECONDS:
+                drawn = time.monotonic()
+                yield self.timeline_view(namespace, settings, source)
+            else:
+                yield gr.skip(), gr.skip()
 
     def built_summary(self, eng, namespace: str, transcripts: list, reports: list, source: BuiltSource, replaced: str,
                       settings: SessionSettings | None) -> str:

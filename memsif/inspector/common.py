@@ -81,7 +81,8 @@ class BuiltSource:
     """What a session's memory was built from (``gr.State``): the transcript's ``path`` and chosen
     ``sample`` (None: all), its file ``name``, sample ids, an example question (``hint``), how many
     questions it carries, the conversation titles an export gave (sample id → title); and how the
-    build went: from the ``prebuilt`` example, ``replaced`` another memory, or ``failed`` (why)."""
+    build went: ``building`` (its structure being placed now), from the ``prebuilt`` example,
+    ``replaced`` another memory, or ``failed`` (why)."""
 
     path: str
     sample: str | None
@@ -93,6 +94,7 @@ class BuiltSource:
     prebuilt: bool = False
     replaced: bool = False
     failed: str | None = None
+    building: bool = False
 
 
 def remove_evaluation_copies(eng: MemSIF) -> list[str]:

@@ -261,6 +261,8 @@ class CoreFactsTab:
                             show_progress_on=f.status, api_name="build_facts")
         filtered = [namespace, f.op_filter, f.subject_filter, settings]
         f.refresh_btn.click(self.facts_view, inputs=filtered, outputs=[f.facts, f.ops], api_name="facts")
+        # shown again: the facts written meanwhile (an extraction writes each batch as it is verified)
+        f.tab.select(self.facts_view, inputs=filtered, outputs=[f.facts, f.ops], api_name=False)
         for trigger in (f.op_filter.change, f.subject_filter.submit):
             trigger(self.facts_view, inputs=filtered, outputs=[f.facts, f.ops], api_name=False)
         f.facts.select(self.fact_sources, inputs=[namespace, settings], api_name=False,

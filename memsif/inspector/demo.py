@@ -15,13 +15,14 @@ from memsif.inspector import activefacts, build, chat, corefacts, evaluate, sear
 from memsif.inspector.activefacts import ActiveFactsTab
 from memsif.inspector.build import BuildTab
 from memsif.inspector.chat import ChatTab
-from memsif.inspector.common import Inspector, Page, model_in_use, new_session
+from memsif.inspector.common import BuiltSource, Inspector, Page, model_in_use, new_session
 from memsif.inspector.corefacts import CoreFactsTab
 from memsif.inspector.evaluate import EvaluateTab
 from memsif.inspector.search import SearchTab
 from memsif.inspector.settings import SettingsTab
 from memsif.inspector.tools import AgentTools
 from memsif.inspector.trajectories import TrajectoriesTab
+from memsif.markdown import code_span
 
 
 def _preloader(app: Inspector):
@@ -169,3 +170,17 @@ def _wire_across_tabs(page: Page, tabs: Tabs) -> None:
     outputs = [b.summary, *build.views(b), page.source, *[v for v in views if v not in build.views(b)
                                                           and v is not page.source], b.forget_confirm, b.forget_btn]
     b.forget_btn.click(forget, inputs=[page.namespace, b.forget_confirm], outputs=outputs, api_name="forget")
+    begun = [*corefacts.views(f), *trajectories.views(t), *activefacts.views(page.activefacts)]
+    page.source.change(_begun, inputs=page.source, outputs=begun, api_name=False)
+
+
+def _begun(source: BuiltSource | None) -> list:
+    """The handler that empties the other tabs' views when a build begins a memory anew (``BuiltSource.building``):
+    from then on they show the namespace being built (each tab reads it again when shown), never the memory it
+    replaces; ``gr.skip()`` for any other change of the source (the build's end redraws them itself)."""
+    empty = [*corefacts.EMPTY, *trajectories.EMPTY, *activefacts.EMPTY]
+    if source is None or not source.building:
+        return [gr.skip()] * len(empty)
+    status = (f"Building the memory of {code_span(source.name)}: its CoreFacts are extracted once its Topical "
+              "Segments are placed.")
+    return [status, *empty[1:]]
