@@ -518,6 +518,9 @@ def answer_markdown(answer: Answer, supporting: int = 3, clip_chars: int = 200) 
     if answer.unsupported_mentions:
         missing = escape_markdown(", ".join(answer.unsupported_mentions))
         lines.append(f"\n⚠️ Not in the memory it was given: **{missing}**; check before trusting this answer.")
+    if answer.premise_mentions:
+        asked = escape_markdown(", ".join(answer.premise_mentions))
+        lines.append(f"\nℹ️ Taken from the question, not confirmed by the memory it was given: **{asked}**.")
     best = best_evidence(answer.evidence_used)
     if best[:supporting]:
         lines.append("\n**Best supporting messages**")
@@ -578,6 +581,9 @@ def trace_markdown(answer: Answer) -> tuple[str, str]:
     if answer.unsupported_mentions:
         lines.append(f"\n⚠️ The answer mentions what its context does not hold: "
                      f"{escape_markdown(', '.join(answer.unsupported_mentions))}")
+    if answer.premise_mentions:
+        lines.append(f"\nℹ️ The answer repeats the question's words that its context does not hold: "
+                     f"{escape_markdown(', '.join(answer.premise_mentions))}")
     for err in answer.errors:
         lines.append(f"\n⚠️ {escape_markdown(err)}")
     return title, "\n".join(lines)

@@ -161,4 +161,7 @@ def test_an_answer_that_repeats_the_questions_premise_without_support_is_flagged
     engine = engine_factory(llm=llm)
     engine.ingest(_msgs(texts))
     answer = engine.ask("When did Ana fly to tokyo?", namespace="t")  # the name rule would answer it without the model
-    assert "Tokyo" in answer.unsupported_mentions, "the premise comes from the question, not from the memory"
+    assert "Tokyo" in answer.premise_mentions, "the premise comes from the question, not from the memory"
+    assert "Tokyo" not in answer.unsupported_mentions, "the answer did not invent it: it repeats the question"
+    from memsif.viz import answer_markdown
+    assert "Taken from the question, not confirmed by the memory it was given: **Tokyo**" in answer_markdown(answer)

@@ -396,6 +396,12 @@ def test_an_answer_naming_what_its_context_lacks_is_flagged_and_the_demo_model_i
     assert unsupported_mentions("Sí, Melanie fue a la playa con sus hijos.", "Melanie: we went to the beach") == []
     assert unsupported_mentions("Die Kinder waren mit Melanie in Paris.", "Melanie: we went camping") == ["Kinder",
                                                                                                        "Paris"]
+    # the question's own words are the premise, apart from what the answer brings itself
+    from memsif.answer.check import from_question
+    said = unsupported_mentions("Yes, Calvin played the Hollywood Bowl with Frank Ocean in 2022.",
+                                "Calvin (3 May 2023): the show at the Bowl in LA was huge")
+    assert from_question(said, "Did Calvin play at the Hollywood Bowl in 2022?") == (["Frank", "Ocean"],
+                                                                                   ["Hollywood", "2022"])
     llm = FakeLLM({"sufficiency": 0.99})
     llm.name = "SmolLM2-135M-Instruct (Q4_1 GGUF, packaged)"
     engine = _facts_engine(engine_factory, llm)

@@ -242,9 +242,16 @@ MUTATIONS = [
     (
         "answer repeating an unsupported premise",
         "memsif/answer/query.py",
-        "        result.unsupported_mentions = unsupported_mentions(result.answer, result.context)",
-        '        result.unsupported_mentions = unsupported_mentions(result.answer, f"{question}\\n{result.context}")',
+        "            unsupported_mentions(result.answer, result.context), result.question)",
+        '            unsupported_mentions(result.answer, f"{result.question}\\n{result.context}"), result.question)',
         "tests/test_bad_input.py::test_an_answer_that_repeats_the_questions_premise_without_support_is_flagged",
+    ),
+    (
+        "the question's own words are the premise, not an invention",
+        "memsif/answer/check.py",
+        "        (premise if mention.lower() in said or (value and value <= numbers) else own).append(mention)",
+        "        own.append(mention)",
+        "tests/test_retrieval.py::test_an_answer_naming_what_its_context_lacks_is_flagged_and_the_demo_model_is_named",
     ),
     # what a transcript's messages become
     (

@@ -115,6 +115,19 @@ def unsupported_mentions(answer: str, context: str) -> list[str]:
     return flagged
 
 
+def from_question(mentions: Sequence[str], question: str) -> tuple[list[str], list[str]]:
+    """``mentions`` (``unsupported_mentions``) split into (the answer's own, those the ``question`` says
+    too): a "Yes" that repeats the question's "Hollywood Bowl" invented nothing; it only leans on the
+    question's premise, which the memory it was given does not confirm. Words compare case-insensitively,
+    numbers as numbers."""
+    said = {w.lower for w in lexical.words(question)}
+    numbers = values(question).numbers
+    own, premise = [], []
+    for mention in mentions:
+        value = values(mention).numbers
+        (premise if mention.lower() in said or (value and value <= numbers) else own).append(mention)
+    return own, premise
+
 
 #: Capitalised words a question starts or goes on with that name nothing (besides ``_STARTERS``).
 _QUESTION_WORDS = {"what", "when", "where", "who", "whom", "whose", "which", "why", "how", "did", "does", "do", "is",

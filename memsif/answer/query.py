@@ -21,7 +21,14 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from memsif.answer.accumulation import Accumulated, EvidenceAccumulator
-from memsif.answer.check import answer_check_threshold, check_context, closest_lines, refusal, unsupported_mentions
+from memsif.answer.check import (
+    answer_check_threshold,
+    check_context,
+    closest_lines,
+    from_question,
+    refusal,
+    unsupported_mentions,
+)
 from memsif.answer.context import fit_lines, render_context
 from memsif.answer.relevance import Said, judge
 from memsif.answer.retrieval import EvidenceRetriever, named_speakers
@@ -94,7 +101,11 @@ class Answer(BaseModel):
     backend_warning: str = Field("", description="Markdown warning when the configured back-end could not "
                                                  "run and another stood in (``Runtime.warning``); else empty.")
     unsupported_mentions: list[str] = Field(default_factory=list,
-                                            description="Names, numbers and dates not in ``context``.")
+                                            description="Names, numbers and dates not in ``context`` nor in the "
+                                                        "question.")
+    premise_mentions: list[str] = Field(default_factory=list,
+                                        description="The question's own names, numbers and dates that the answer "
+                                                    "repeats and ``context`` does not hold (the premise, unconfirmed).")
     relevance: float | None = Field(None, description="Best cosine of the question with what was retrieved "
                                                       "(evidence sentences, facts); None when nothing was.")
     nothing_relevant: bool = Field(False, description="Nothing in the memory is about the question: nothing "
@@ -378,5 +389,7 @@ class QueryPipeline:
         result.tokens_in += gen.tokens_in
         result.tokens_out += gen.tokens_out
         self._record_model(result)
-        # the question is not support: an answer that repeats its premise ("flew to Tokyo") must find it in the context
-        result.unsupported_mentions = unsupported_mentions(result.answer, result.context)
+        # the question is not support: an answer that repeats its premise ("flew to Tokyo") must find it in the
+        # context, else it is flagged as the premise, unconfirmed, apart from what the answer brought itself
+        result.unsupported_mentions, result.premise_mentions = from_question(
+            unsupported_mentions(result.answer, result.context), result.question)

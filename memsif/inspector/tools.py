@@ -160,7 +160,8 @@ class AgentTools:
         return _json({
                 "answer": a.answer, "sufficient": a.sufficient, "model": a.model, "model_at_chance": a.model_at_chance,
                 "backend": a.backend, "backend_warning": a.backend_warning,
-                "unsupported_mentions": a.unsupported_mentions, "nothing_relevant": a.nothing_relevant,
+                "unsupported_mentions": a.unsupported_mentions,
+                "premise_mentions": a.premise_mentions, "nothing_relevant": a.nothing_relevant,
                 "relevance": a.relevance,
                 "facts": [f.model_dump(mode="json", include=ASK_FACT_FIELDS) for f in a.facts_used],
                 "evidence": [_evidence(e) for e in a.evidence_used],
