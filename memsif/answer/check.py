@@ -122,7 +122,8 @@ def from_question(mentions: Sequence[str], question: str) -> tuple[list[str], li
     numbers as numbers."""
     said = {w.lower for w in lexical.words(question)}
     numbers = values(question).numbers
-    own, premise = [], []
+    own: list[str] = []
+    premise: list[str] = []
     for mention in mentions:
         value = values(mention).numbers
         (premise if mention.lower() in said or (value and value <= numbers) else own).append(mention)
