@@ -8,6 +8,8 @@ from memsif.entities import SpacyEntityExtractor
 
 SPEAKERS = ["Caroline", "Melanie"]
 MEMORY = ["I went to the LGBTQ support group yesterday, it was so powerful.",
+          "By the way, I bought air tickets to Toronto, and I'm leaving the day after tomorrow.",
+          "I adopted a pup from a shelter in Stamford last week.",
           "Melanie painted a sunrise over the lake last week.",
           "We're thinking about adopting a child next year."]
 
@@ -46,6 +48,20 @@ def test_things_the_memory_mentions_by_stem_pass(question, entities):
 def test_a_name_no_message_mentions_is_refused(entities):
     refused, rule, _, _ = decide("When did Caroline fly to Tokyo?", entities)
     assert refused and "the question names Tokyo, which no message of this memory mentions" in rule
+
+
+@pytest.mark.parametrize(("question", "refused_as"), [
+    ("When did Caroline leave for her trip to Canada?", None),     # Toronto is in Canada
+    ("Does Melanie live in Connecticut?", None),                   # Stamford, Connecticut
+    ("When did Caroline fly to Japan?", "Japan"),                  # no Japanese city either
+    ("When did Melanie visit Texas?", "Texas"),                    # a US state none of whose cities is named
+    ("When did Caroline visit Vancouver?", "Vancouver"),           # a city is not named by another city
+])
+def test_a_country_or_state_is_mentioned_by_one_of_its_cities(entities, question, refused_as):
+    refused, rule, _, _ = decide(question, entities)
+    assert refused is (refused_as is not None), rule
+    if refused_as:
+        assert f"the question names {refused_as}, which no message" in rule
 
 
 def test_an_inference_question_is_judged_by_the_floor_only(entities):
