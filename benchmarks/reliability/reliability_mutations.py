@@ -871,6 +871,13 @@ MUTATIONS = [
         '        if True or previous.speaker',
         'tests/test_segments.py::test_a_short_reply_is_read_with_the_message_it_answers',
     ),
+    (
+        'refusals that do not refuse what memory holds: a country named by one of its cities',
+        'memsif/answer/relevance.py',
+        ' and not city_within(n, memory.text)]:',
+        ']:',
+        'tests/test_relevance.py::test_a_country_or_state_is_mentioned_by_one_of_its_cities',
+    ),
 ]
 
 
