@@ -103,3 +103,28 @@ def test_the_read_commands_read_a_snapshot_while_another_process_holds_the_folde
     refused = _run("ingest", str(path), "--namespace", "alice", data_dir=tmp_path / "d")
     assert refused.returncode == 2 and "in use by another MemSIF process" in refused.stderr, refused.stderr
     assert len(holder.messages("alice")) == 3, "a refused writer changed the memory"
+
+
+def test_the_shell_sees_a_memory_grow_while_it_is_built(engine_factory, tmp_path):
+    """An ingest writes its structure every ``persist_every`` messages: ``namespaces`` run from a shell in
+    the middle of a build lists the namespace with the messages placed so far."""
+    from memsif.store import MemoryStore
+    from tests.conftest import make_messages
+    from tests.fakes import FakeLLM, HashEmbedder
+
+    seen = []
+    calls = iter(range(10_000))
+
+    def judge(prompt):  # a shell beside the build, once, in its middle
+        if next(calls) == 15:
+            listed = _run("namespaces", "--json", data_dir=tmp_path / "d")
+            seen.append(json.loads(listed.stdout.strip().splitlines()[-1])["namespaces"] if listed.stdout else listed)
+        return 0.5
+
+    holder = engine_factory(llm=FakeLLM({"segment_judge": judge, "trajectory_judge": 0.1}),
+                            embedder=HashEmbedder(dim=384, name="all-MiniLM-L6-v2"), persist_every=10,
+                            tau_merge=0.99, tau_split=0.01, store=MemoryStore(path=tmp_path / "d" / "qdrant"))
+    holder.ingest(make_messages([f"Message {i} about the garden." for i in range(40)], namespace="ana"),
+                  namespace="ana")
+    [[row]] = seen
+    assert row["namespace"] == "ana" and 0 < row["messages"] < 40 and row["messages"] % 10 == 0, row
