@@ -57,7 +57,7 @@ def page_url(tmp_path_factory):
         return facts(prompt)
 
     def judge(prompt):  # placing a message takes a moment, so the build is seen as it goes
-        time.sleep(0.1)
+        time.sleep(0.25)
         return 0.7
 
     llm = FakeLLM({"segment_judge": judge, "trajectory_judge": 0.6, "core_extract": extract, "core_operation": "A",

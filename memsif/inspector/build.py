@@ -196,6 +196,19 @@ def _contents(transcripts: list) -> str:
     return "; ".join(parts)
 
 
+def redrawn(draw, every: float | None = None):
+    """For each status of a live build, the timeline and segment table: ``draw()`` at once (the new memory,
+    empty at first) and every ``every`` seconds (``REDRAW_SECONDS``) as the ingest writes its parts
+    (``StoreSettings.persist_every``); ``gr.skip()`` between."""
+    drawn = -math.inf
+    while True:
+        if time.monotonic() - drawn >= (REDRAW_SECONDS if every is None else every):
+            drawn = time.monotonic()
+            yield draw()
+        else:
+            yield gr.skip(), gr.skip()
+
+
 #: A build is degenerate when more than this share of its Topical Segments hold one message …
 SINGLE_SEGMENT_WARN = 0.5
 #: … or when at least ``JUDGE_MIN_VERDICTS`` judge verdicts go one way this often.
@@ -576,8 +589,8 @@ class BuildTab:
         # a memory begun anew: every tab shows this namespace from now on, empty at first (``demo``)
         source.building = source.replaced or not eng.has_memory(namespace)
         try:
-            for (kind, value), views in zip(in_background(work, progress, describe),
-                                            self._growing(namespace, settings, source), strict=False):
+            growing = redrawn(lambda: self.timeline_view(namespace, settings, source))
+            for (kind, value), views in zip(in_background(work, progress, describe), growing, strict=False):
                 if kind == "status":
                     yield namespace, source, value, *views
                 else:
@@ -592,18 +605,6 @@ class BuildTab:
         fig, rows = self.timeline_view(namespace, settings, source)
         summary = self.built_summary(eng, namespace, transcripts, reports, source, replaced, settings)
         yield namespace, source, summary, fig, rows
-
-    def _growing(self, namespace: str, settings: SessionSettings | None, source: BuiltSource):
-        """The timeline and segment table for each status of a live build: drawn from the store at once
-        (the new memory, empty at first) and every ``REDRAW_SECONDS`` as the ingest writes its parts
-        (``StoreSettings.persist_every``); ``gr.skip()`` between."""
-        drawn = -math.inf
-        while True:
-            if time.monotonic() - drawn >= REDRAW_SECONDS:
-                drawn = time.monotonic()
-                yield self.timeline_view(namespace, settings, source)
-            else:
-                yield gr.skip(), gr.skip()
 
     def built_summary(self, eng, namespace: str, transcripts: list, reports: list, source: BuiltSource, replaced: str,
                       settings: SessionSettings | None) -> str:
