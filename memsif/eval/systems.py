@@ -296,11 +296,12 @@ class MemSIFSystem:
 
     def build(self, sample: EvalSample) -> BuildCost:
         """Build (or resume: ingest is idempotent) the sample's memory, then give this ablation a
-        fresh copy of it without any ActiveFact state."""
+        fresh copy of it without any ActiveFact state. "w/o CF" builds no CoreFacts (a later run of
+        another ablation extracts them into the same memory)."""
         base = self.base_namespace(sample)
         start = time.perf_counter()
         calls, tokens = self.llm.snapshot()
-        report = self.base_engine.ingest(sample.messages, namespace=base, core_facts=True)
+        report = self.base_engine.ingest(sample.messages, namespace=base, core_facts=self.ablation != "no-cf")
         calls2, tokens2 = self.llm.snapshot()
         cost = BuildCost(time.perf_counter() - start, calls2 - calls, tokens2 - tokens, len(sample.messages),
                          reused=report.messages == 0 and report.fact_llm_calls == 0)
