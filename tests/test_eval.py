@@ -25,7 +25,7 @@ from memsif.eval.metrics import (
     token_f1,
 )
 from memsif.eval.runner import EvalOptions, run_eval
-from memsif.eval.systems import CountingLLM, FullContextSystem, NaiveRAGSystem, render_turn
+from memsif.eval.systems import CountingLLM, FullContextSystem, MemSIFSystem, NaiveRAGSystem, render_turn
 from memsif.records import Message
 from tests.conftest import LOCOMO_DEV, LONGMEMEVAL, requires_shared
 from tests.fakes import FakeLLM, KeywordEmbedder
@@ -622,3 +622,17 @@ def test_runs_split_by_sample_pool_into_the_run_they_would_have_been(engine_fact
     assert summary["judge_model"] == {"name": "judge-llm"}, "one judge judged both runs: the pooled run names it"
     cost = summary["systems"]["naive-rag"]["cost"]
     assert cost["build_messages"] == 6 + 5 and cost["build_llm_calls"] == 10 and cost["llm_calls_per_message"] == 0.909
+
+
+def test_the_ablation_without_corefacts_builds_none_and_a_later_run_extracts_them(engine_factory):
+    facts = {"facts": [{"subject": "Ann", "type": "Preference", "statement": "Ann has a cat named Miso.",
+                        "sources": [1]}]}
+    counting = CountingLLM(FakeLLM({"segment_judge": 0.9, "trajectory_judge": 0.9, "core_extract": json.dumps(facts),
+                                    "core_operation": "A"}))
+    engine = engine_factory(llm=counting, core_facts=True)
+    without = MemSIFSystem(engine, counting, "t", ablation="no-cf")
+    without.build(_sample())
+    assert engine.facts(without.namespace) == [] and engine.facts(without.base_namespace(_sample())) == []
+    full = MemSIFSystem(engine, counting, "t")
+    cost = full.build(_sample())
+    assert not cost.reused and [f.statement for f in engine.facts(full.namespace)] == ["Ann has a cat named Miso."]
