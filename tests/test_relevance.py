@@ -10,6 +10,7 @@ SPEAKERS = ["Caroline", "Melanie"]
 MEMORY = ["I went to the LGBTQ support group yesterday, it was so powerful.",
           "By the way, I bought air tickets to Toronto, and I'm leaving the day after tomorrow.",
           "I adopted a pup from a shelter in Stamford last week.",
+          "Oh, I've been to Paris yesterday! Daisy is a Labrador.",
           "Melanie painted a sunrise over the lake last week.",
           "We're thinking about adopting a child next year."]
 
@@ -56,12 +57,14 @@ def test_a_name_no_message_mentions_is_refused(entities):
     ("When did Caroline fly to Japan?", "Japan"),                  # no Japanese city either
     ("When did Melanie visit Texas?", "Texas"),                    # a US state none of whose cities is named
     ("When did Caroline visit Vancouver?", "Vancouver"),           # a city is not named by another city
+    ("When did Melanie fly to Australia?", "Australia"),           # "Labrador" the dog, not the small town
+    ("Which cities has Caroline visited?", None),                  # Paris and Toronto are cities
 ])
 def test_a_country_or_state_is_mentioned_by_one_of_its_cities(entities, question, refused_as):
     refused, rule, _, _ = decide(question, entities)
     assert refused is (refused_as is not None), rule
     if refused_as:
-        assert f"the question names {refused_as}, which no message" in rule
+        assert f"the question names {refused_as}, which no message" in rule or refused_as in rule
 
 
 def test_an_inference_question_is_judged_by_the_floor_only(entities):

@@ -874,7 +874,7 @@ MUTATIONS = [
     (
         'refusals that do not refuse what memory holds: a country named by one of its cities',
         'memsif/answer/relevance.py',
-        ' and not city_within(n, memory.text)]:',
+        ' and not place_named(n, memory.text)]:',
         ']:',
         'tests/test_relevance.py::test_a_country_or_state_is_mentioned_by_one_of_its_cities',
     ),

