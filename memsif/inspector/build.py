@@ -196,13 +196,15 @@ def _contents(transcripts: list) -> str:
     return "; ".join(parts)
 
 
-def redrawn(draw, every: float | None = None):
-    """For each status of a live build, the timeline and segment table: ``draw()`` at once (the new memory,
-    empty at first) and every ``every`` seconds (``REDRAW_SECONDS``) as the ingest writes its parts
-    (``StoreSettings.persist_every``); ``gr.skip()`` between."""
-    drawn = -math.inf
+def redrawn(draw, placed, anew: bool, every: float | None = None):
+    """For each status of a live build, the timeline and segment table: empty at once when the memory is
+    begun ``anew`` (else as they are), then ``draw()`` every ``every`` seconds (``REDRAW_SECONDS``) once
+    ``placed()`` says messages were placed (the models are loaded: a read then never waits for them), as
+    the ingest writes its parts (``StoreSettings.persist_every``); ``gr.skip()`` between."""
+    yield (None, []) if anew else (gr.skip(), gr.skip())
+    drawn = time.monotonic()
     while True:
-        if time.monotonic() - drawn >= (REDRAW_SECONDS if every is None else every):
+        if placed() and time.monotonic() - drawn >= (REDRAW_SECONDS if every is None else every):
             drawn = time.monotonic()
             yield draw()
         else:
@@ -577,7 +579,11 @@ class BuildTab:
         countdown = self.app.pace.countdown(STRUCTURE, paused=lambda: waited(namespace))
         countdown.update(0, total)
 
+        placed = JobProgress()
+
         def describe(state: JobProgress, seconds: float) -> str:
+            nonlocal placed
+            placed = state
             if state.stage == "starting":
                 return (f"Loading models and reading {total} messages… {seconds:.0f} s{left_text(countdown)}"
                         f"{model_share(namespace)}")
@@ -586,10 +592,10 @@ class BuildTab:
                     f"{state.total} new messages placed · {seconds:.0f} s{left_text(countdown)}"
                     f"{model_share(namespace)}")
 
-        # a memory begun anew: every tab shows this namespace from now on, empty at first (``demo``)
-        source.building = source.replaced or not eng.has_memory(namespace)
+        source.building = source.replaced or not eng.has_memory(namespace)  # begun anew: every tab shows it (demo)
         try:
-            growing = redrawn(lambda: self.timeline_view(namespace, settings, source))
+            growing = redrawn(lambda: self.timeline_view(namespace, settings, source), lambda: placed.done > 0,
+                              source.building)
             for (kind, value), views in zip(in_background(work, progress, describe), growing, strict=False):
                 if kind == "status":
                     yield namespace, source, value, *views
