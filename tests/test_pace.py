@@ -167,3 +167,14 @@ def test_a_jobs_time_in_line_is_counted():
     waiting.join(5)
     holder.join(5)
     assert waited("ns-pace") - before >= 0.25
+
+
+def test_a_stage_clock_counts_only_its_stage():
+    from memsif.inspector.pace import StageClock
+    now = [0.0]
+    titling = StageClock("titles", clock=lambda: now[0])
+    for t, stage in ((0, "core facts"), (10, "titles"), (25, "titles"), (40, "core facts"), (50, "titles")):
+        now[0] = t
+        titling.see(stage)
+    now[0] = 55
+    assert titling.seconds() == 30 + 5  # 10→40, then 50→55 and still titling

@@ -23,7 +23,7 @@ from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.eval.data import load_locomo
 from memsif.inspector.build import EXAMPLE_MEMORY
-from memsif.inspector.pace import FACTS, STRUCTURE, PaceBook
+from memsif.inspector.pace import FACTS, STRUCTURE, PaceBook, StageClock
 from memsif.records import Message
 from memsif.transfer import read_export
 
@@ -46,11 +46,16 @@ def main() -> None:
     book = PaceBook()
     book.set_prior(read_export(EXAMPLE_MEMORY).provenance, eng.config.fact_batch_messages)
     load_s = eng.load_models()
-    countdowns = {STRUCTURE: book.countdown(STRUCTURE), FACTS: book.countdown(FACTS, wave=eng.config.fact_parallel)}
+    titling = StageClock("titles")  # as the page: the model's segment titles are not the batches' pace
+    countdowns = {STRUCTURE: book.countdown(STRUCTURE),
+                  FACTS: book.countdown(FACTS, wave=eng.config.fact_parallel, first_wave=1, paused=titling.seconds)}
     steps: list[dict] = []
 
     def progress(done: int, total: int, stage: str) -> None:
-        kind = STAGES[stage]
+        titling.see(stage)
+        kind = STAGES.get(stage)
+        if kind is None:  # the titles and the second pass: the page states no countdown for them
+            return
         countdown = countdowns[kind]
         countdown.update(done, total)
         span = countdown.left()

@@ -78,8 +78,6 @@ class CoreFactStep:
         store, ns, cfg = self.backends.store, self.namespace, self.config.facts
         with job(ns, "facts"):
             llm = for_job(self.backends.llm, "facts")  # the back-end's handle for extraction's calls
-            with self.stage("titles"):
-                self.model_titles(state, progress, llm)
             batches = unread_batches([s.record for s in state.segments], state.messages, cfg.fact_batch_messages)
             oplog = store.fact_ops(ns) if batches or cfg.fact_second_pass else []  # read once for both uses
             batches = self._finish_logged_batches(state, batches, oplog)
@@ -110,15 +108,21 @@ class CoreFactStep:
                 if progress:
                     progress(done.index + 1, done.total,
                              "core facts, second pass" if done.second_pass else "core facts")
+                if done.index == 0 and not done.second_pass:  # the first facts are seen, then the titles
+                    self.model_titles(state, progress, llm)
+            if not batches:
+                self.model_titles(state, progress, llm)
         summary.core_facts, summary.fact_llm_calls = len(facts.current()), builder.llm_calls
         return summary
 
     def model_titles(self, state: InteractionState, progress: ProgressFn | None, llm: LLM) -> None:
         """``llm``'s titles for the segments the structure step titled without it (``titles.write_model_titles``),
-        before CoreFacts and in their job (so they yield to chat); each stored as it is written."""
+        after the first CoreFact batch (its facts are seen first) and in the CoreFact job (so they yield to
+        chat); each stored as it is written, timed as the stage "titles"."""
         if titles_by_model(self.config.method.segment_titles, llm):
-            write_model_titles(state, llm, lambda seg: self.backends.store.put_segments(
-                self.namespace, [(seg.record, seg.profile.mean)]), progress)
+            with self.stage("titles"):
+                write_model_titles(state, llm, lambda seg: self.backends.store.put_segments(
+                    self.namespace, [(seg.record, seg.profile.mean)]), progress)
 
     def _mark_read(self, state: InteractionState, batch: ReadBatch) -> None:
         """Store the segments' read-marks of a finished batch (its last write)."""

@@ -34,7 +34,7 @@ from memsif.inspector.common import (
     in_background,
     model_share,
 )
-from memsif.inspector.pace import FACTS, left_text
+from memsif.inspector.pace import FACTS, StageClock, left_text
 from memsif.markdown import escape_html
 from memsif.viz import FACT_COLUMNS, OP_COLUMNS, fact_rows, message_rows, op_rows
 
@@ -116,11 +116,17 @@ class CoreFactsTab:
             with job(namespace, "facts"):  # cancellable from its start, also while it waits for the namespace
                 return eng.build_core_facts(namespace, progress=report)
 
+        titling = StageClock("titles")  # the model's segment titles, after the first batch: not the batches' pace
         countdown = self.app.pace.countdown(FACTS, wave=eng.config.facts.fact_parallel,  # batches end a wave at a time
-                                            paused=lambda: waited(namespace),  # stands still while a chat is served
+                                            # stands still while a chat is served, and while segments are titled
+                                            paused=lambda: waited(namespace) + titling.seconds(),
                                             first_wave=1)  # the first batch is read alone (facts.core)
 
         def describe(state: JobProgress, seconds: float) -> str:
+            titling.see(state.stage)
+            if state.stage == "titles":
+                return (f"Titling the Topical Segments with the model: {state.done} of {state.total} · {seconds:.0f} s"
+                        f"{model_share(namespace)}. The CoreFacts go on after them; those written so far are below.")
             if not state.total:
                 return (f"Loading the model and reading the new messages for CoreFacts… {seconds:.0f} s"
                         f"{model_share(namespace)}")

@@ -191,6 +191,30 @@ class Countdown:
             self.book.record(self.kind, (last[1] - first[1]) / (last[0] - first[0]))
 
 
+@dataclass
+class StageClock:
+    """The seconds a job spent in one ``stage`` of its progress (e.g. the model's segment titles inside the
+    CoreFact job), read from the stage each progress report names: a countdown of the job's other work
+    leaves them out of its pace (``Countdown.paused``)."""
+
+    stage: str
+    clock: Callable[[], float] = time.monotonic
+    _since: float | None = None
+    _spent: float = 0.0
+
+    def see(self, stage: str) -> None:
+        """The job's current stage, at a progress report."""
+        now = self.clock()
+        if stage == self.stage and self._since is None:
+            self._since = now
+        elif stage != self.stage and self._since is not None:
+            self._spent += now - self._since
+            self._since = None
+
+    def seconds(self) -> float:
+        return self._spent + (self.clock() - self._since if self._since is not None else 0.0)
+
+
 def duration(seconds: float) -> str:
     """``seconds`` as a person reads a wait: "40 s", "3 min", "1 h 10 min"."""
     if seconds < 90:
