@@ -878,6 +878,13 @@ MUTATIONS = [
         ']:',
         'tests/test_relevance.py::test_a_country_or_state_is_mentioned_by_one_of_its_cities',
     ),
+    (
+        'facts as they are written: the model titles come after the first batch',
+        'memsif/facts/step.py',
+        '                if done.index == 0 and not done.second_pass:',
+        '                if done.index == done.total - 1 and not done.second_pass:',
+        'tests/test_titles.py::test_by_default_the_timeline_waits_for_no_title_and_the_model_titles_after_the_first_corefacts',
+    ),
 ]
 
 
