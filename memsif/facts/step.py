@@ -110,6 +110,8 @@ class CoreFactStep:
                              "core facts, second pass" if done.second_pass else "core facts")
                 if done.index == 0 and not done.second_pass:  # the first facts are seen, then the titles
                     self.model_titles(state, progress, llm)
+                    if progress:  # the batches go on now (the titles' stage ends)
+                        progress(done.index + 1, done.total, "core facts")
             if not batches:
                 self.model_titles(state, progress, llm)
         summary.core_facts, summary.fact_llm_calls = len(facts.current()), builder.llm_calls

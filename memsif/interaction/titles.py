@@ -221,6 +221,8 @@ def write_model_titles(state: InteractionState, llm: LLM, write: Callable[[Segme
         texts: list[str] = [m.text for m in state.segment_messages(seg)]
         vocabulary.read(seg.record.id, len(texts), partial(list, texts))
     writer = TitleWriter(llm)
+    if progress:  # the stage begins now (a countdown of the job's other work leaves it out)
+        progress(0, len(todo), "titles")
     for k, seg in enumerate(todo):
         check_cancelled()
         messages = state.segment_messages(seg)
