@@ -178,3 +178,20 @@ def test_a_stage_clock_counts_only_its_stage():
         titling.see(stage)
     now[0] = 55
     assert titling.seconds() == 30 + 5  # 10→40, then 50→55 and still titling
+
+
+def test_after_a_lone_first_batch_the_second_waves_first_arrival_gives_the_pace():
+    """CoreFact extraction reads its first batch alone, then eight at a time: the lone batch costs more per
+    batch than a group's (it shares no generation), so once the second wave's first batch arrives, its wait
+    spread over the wave's eight batches is the pace, not the lone batch's time."""
+    clock = Clock()
+    countdown = PaceBook(prior={FACTS: 50.0}).countdown(FACTS, clock, wave=8, first_wave=1)
+    countdown.update(0, 22)
+    clock.now = 14.0
+    countdown.update(1, 22)  # the lone first batch: 14 s
+    assert countdown.basis() == "at this job's first wave"
+    clock.now = 80.0
+    countdown.update(2, 22)  # the second wave (batches 2–9) generated together in 66 s
+    assert countdown.basis() == "at this job's pace"
+    per_batch = 66.0 / 8
+    assert sum(countdown.left()) / 2 == pytest.approx(7 * 0.0 + 13 * per_batch)  # its rest at once, then 13 batches

@@ -155,12 +155,13 @@ class Countdown:
 
     def _second_wave_pace(self) -> float | None:
         """Seconds per unit of the second wave while its units arrive: its wait for the first of them
-        after the first wave ended, and the gaps of the rest (the first wave's time holds the start)."""
-        if self._arriving is None or not self._gaps:
+        after the first wave ended, and the gaps of the rest (the first wave's time holds the start; a first
+        wave of one unit has no gaps: the rest of the wave then comes at once, as a wave's units do)."""
+        if self._arriving is None:
             return None
         counted, since = self._ends[0]
         in_wave = min(counted + self.wave, self.total) - counted
-        gap = sum(self._gaps) / len(self._gaps)
+        gap = sum(self._gaps) / len(self._gaps) if self._gaps else 0.0
         return ((self._arriving - since) + (in_wave - 1) * gap) / in_wave
 
     def basis(self) -> str:
