@@ -885,6 +885,13 @@ MUTATIONS = [
         '                if done.index == done.total - 1 and not done.second_pass:',
         'tests/test_titles.py::test_by_default_the_timeline_waits_for_no_title_and_the_model_titles_after_the_first_corefacts',
     ),
+    (
+        'waits: after a lone first batch the second wave gives the pace',
+        'memsif/inspector/pace.py',
+        '        if self._arriving is None:\n            return None\n        counted, since',
+        '        if self._arriving is None or not self._gaps:\n            return None\n        counted, since',
+        'tests/test_pace.py::test_after_a_lone_first_batch_the_second_waves_first_arrival_gives_the_pace',
+    ),
 ]
 
 
