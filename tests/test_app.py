@@ -626,8 +626,9 @@ def test_a_chat_turn_written_into_memory_counts_as_the_chat_for_whoever_waits_be
         kinds.append(current_kind())
         return 0.5
 
+    # every message goes to the judge, also the chat turn in its own (new) session
     engine = engine_factory(llm=FakeLLM({"segment_judge": judge, "trajectory_judge": 0.5}), tau_split=0.0,
-                            tau_merge=1.0)  # every message goes to the judge
+                            tau_merge=1.0, split_sessions=False)
     engine.ingest(make_messages(["I planted tomatoes.", "They grow fast."], namespace="ui-chat"), namespace="ui-chat")
     kinds.clear()
     app = Inspector(engine)
