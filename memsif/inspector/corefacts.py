@@ -96,6 +96,19 @@ def progress_views(ui: SimpleNamespace) -> list:
     return [ui.status, ui.facts, ui.ops]
 
 
+def aside_text(state: JobProgress, seconds: float, namespace: str) -> str | None:
+    """The CoreFact job's status in a stage without a countdown: the model titling the Topical Segments (after
+    the first batch), or the second pass (its own count, after every batch was read once); else None."""
+    if state.stage == "titles":
+        return (f"Titling the Topical Segments with the model: {state.done} of {state.total} · {seconds:.0f} s"
+                f"{model_share(namespace)}. The CoreFacts go on after them; those written so far are below.")
+    if "second pass" in state.stage:
+        return (f"Second pass: reading again the batches where the checks refused every fact of a speaker "
+                f"whose messages were cited, {state.done} of {state.total} · {seconds:.0f} s"
+                f"{model_share(namespace)}. The first pass's facts are all below.")
+    return None
+
+
 @dataclass(frozen=True)
 class CoreFactsTab:
     """The CoreFacts tab's handlers, bound to the page's ``Inspector`` (``app``)."""
@@ -124,16 +137,11 @@ class CoreFactsTab:
 
         def describe(state: JobProgress, seconds: float) -> str:
             titling.see(state.stage)
-            if state.stage == "titles":
-                return (f"Titling the Topical Segments with the model: {state.done} of {state.total} · {seconds:.0f} s"
-                        f"{model_share(namespace)}. The CoreFacts go on after them; those written so far are below.")
+            if (aside := aside_text(state, seconds, namespace)) is not None:
+                return aside
             if not state.total:
                 return (f"Loading the model and reading the new messages for CoreFacts… {seconds:.0f} s"
                         f"{model_share(namespace)}")
-            if "second pass" in state.stage:  # its own count, after every batch was read once
-                return (f"Second pass: reading again the batches where the checks refused every fact of a speaker "
-                        f"whose messages were cited, {state.done} of {state.total} · {seconds:.0f} s"
-                        f"{model_share(namespace)}. The first pass's facts are all below.")
             countdown.update(state.done, state.total)
             return (f"Extracting CoreFacts: batch {state.done} of {state.total} (up to "
                     f"{eng.config.facts.fact_batch_messages} messages each) · {seconds:.0f} s{left_text(countdown)}"
