@@ -39,6 +39,8 @@ from memsif.markdown import escape_html
 from memsif.viz import FACT_COLUMNS, OP_COLUMNS, fact_rows, message_rows, op_rows
 
 EMPTY_STATUS = "CoreFacts are extracted after Structured Interaction Memory is built."
+#: How the status of an extraction stopped by a delete or a replacing build begins (the reason follows).
+STOPPED = "⏹️ CoreFact extraction stopped:"
 CORRECTION_HELP = ("**Correct a fact**: select it in the table, change what is wrong and **Save correction**, or "
                    "**Delete fact** (it leaves every answer; **Restore fact** brings it back). Each correction is an "
                    "operation in the log below (EDIT, DELETE, RESTORE, decided by the person, with the previous "
@@ -166,7 +168,7 @@ class CoreFactsTab:
                     countdown.finish()
         except (JobCancelled, NotFoundError) as exc:  # its memory was replaced or deleted: a reason, no error
             reason = str(exc) if isinstance(exc, JobCancelled) else "this session's memory was deleted or replaced"
-            yield f"⏹️ CoreFact extraction stopped: {reason}.", *self.facts_view(namespace, None, None, settings)
+            yield f"{STOPPED} {reason}.", *self.facts_view(namespace, None, None, settings)
             return
         facts, ops = self.facts_view(namespace, None, None, settings)
         counts = ", ".join(f"{k} {v}" for k, v in sorted(report.fact_ops.items())) or "no new operations"

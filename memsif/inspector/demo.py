@@ -171,16 +171,17 @@ def _wire_across_tabs(page: Page, tabs: Tabs) -> None:
                                                           and v is not page.source], b.forget_confirm, b.forget_btn]
     b.forget_btn.click(forget, inputs=[page.namespace, b.forget_confirm], outputs=outputs, api_name="forget")
     begun = [*corefacts.views(f), *trajectories.views(t), *activefacts.views(page.activefacts)]
-    page.source.change(_begun, inputs=page.source, outputs=begun, api_name=False)
+    page.source.change(_begun, inputs=[page.source, f.status], outputs=begun, api_name=False)
 
 
-def _begun(source: BuiltSource | None) -> list:
+def _begun(source: BuiltSource | None, status: str | None = None) -> list:
     """The handler that empties the other tabs' views when a build begins a memory anew (``BuiltSource.building``):
     from then on they show the namespace being built (each tab reads it again when shown), never the memory it
-    replaces; ``gr.skip()`` for any other change of the source (the build's end redraws them itself)."""
+    replaces; ``gr.skip()`` for any other change of the source (the build's end redraws them itself). The
+    CoreFacts ``status`` that says why the replaced memory's extraction stopped stays."""
     empty = [*corefacts.EMPTY, *trajectories.EMPTY, *activefacts.EMPTY]
     if source is None or not source.building:
         return [gr.skip()] * len(empty)
-    status = (f"Building the memory of {code_span(source.name)}: its CoreFacts are extracted once its Topical "
-              "Segments are placed.")
-    return [status, *empty[1:]]
+    building = (f"Building the memory of {code_span(source.name)}: its CoreFacts are extracted once its Topical "
+                "Segments are placed.")
+    return [gr.skip() if (status or "").startswith(corefacts.STOPPED) else building, *empty[1:]]
