@@ -7,6 +7,7 @@ accumulation into ActiveFact clusters (§3.4).
 - ``context``: the answer's context from them, within its token budget;
 - ``accumulation``: the evidence an answer used, added to the ActiveFact clusters (§3.4, Eqs. 2–4);
 - ``relevance``: whether anything retrieved is about the question (the "nothing in memory" rule);
-- ``check``: the answer check and the unsupported-mention flag;
+- ``places``: a country or US state the messages name by one of its cities (GeoNames);
+- ``check``: the answer check, the unsupported-mention flag and the question's premise;
 - ``language``: which languages a question and the embedder are in.
 """
