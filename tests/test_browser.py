@@ -84,6 +84,16 @@ def upload_and_build(driver, url: str, path: Path) -> None:
     driver.find_element(By.ID, "build-btn").click()
 
 
+def build_until_facts(driver, url: str, path: Path, seconds: float = 120) -> None:
+    """``upload_and_build``, then wait for the build's summary and, on the CoreFacts tab, for its extraction
+    to end (the tab stays shown)."""
+    upload_and_build(driver, url, path)
+    WebDriverWait(driver, 60).until(lambda d: "Topical Segments" in d.find_element(By.ID, "build-summary").text)
+    _tab(driver, "CoreFacts")
+    WebDriverWait(driver, seconds).until(
+        lambda d: "current CoreFacts" in d.find_element(By.ID, "corefacts-status").text)
+
+
 def test_upload_build_plots_chat_and_a_second_session_sees_nothing(app_url, tmp_path):
     shots = Path(os.environ.get("MEMSIF_SCREENSHOT_DIR", tmp_path))
     shots.mkdir(parents=True, exist_ok=True)

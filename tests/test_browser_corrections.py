@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from tests.test_browser import CHROMEDRIVER, CHROMIUM, _browser, _tab, upload_and_build
+from tests.test_browser import CHROMEDRIVER, CHROMIUM, _browser, _tab, build_until_facts
 from tests.test_browser_walk import _text
 
 webdriver = pytest.importorskip("selenium.webdriver")
@@ -90,10 +90,7 @@ def test_a_person_edits_deletes_restores_searches_downloads_and_restores_a_memor
     path.write_text(TRANSCRIPT)
     d = _browser()
     try:
-        upload_and_build(d, page_url, path)
-        WebDriverWait(d, 60).until(lambda d: "Topical Segments" in _text(d, "build-summary"))
-        _tab(d, "CoreFacts")
-        WebDriverWait(d, 120).until(lambda d: "current CoreFacts" in _text(d, "corefacts-status"))
+        build_until_facts(d, page_url, path)
 
         _select_fact(d, CELLO)
         box = d.find_element(By.CSS_SELECTOR, "#fact-statement textarea")

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.test_browser import CHROMEDRIVER, CHROMIUM, _browser, _tab, upload_and_build
+from tests.test_browser import CHROMEDRIVER, CHROMIUM, _browser, _tab, build_until_facts
 from tests.test_browser_walk import _text
 
 webdriver = pytest.importorskip("selenium.webdriver")
@@ -90,10 +90,7 @@ def test_every_view_shows_the_new_memory_as_it_is_made(page_url, tmp_path):
     new.write_text(_long())
     d = _browser()
     try:
-        upload_and_build(d, page_url, old)
-        WebDriverWait(d, 60).until(lambda d: "Topical Segments" in _text(d, "build-summary"))
-        _tab(d, "CoreFacts")
-        WebDriverWait(d, 60).until(lambda d: "current CoreFacts" in _text(d, "corefacts-status"))
+        build_until_facts(d, page_url, old)
         WebDriverWait(d, 15).until(lambda d: any("quartet" in c for c in _rows(d, "corefacts-table")))
         _tab(d, "Build")
         assert _segments(d) == OLD

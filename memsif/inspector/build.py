@@ -418,6 +418,65 @@ def layout(live_wait: str) -> SimpleNamespace:
 
 
 @dataclass(frozen=True)
+class MemoryFile:
+    """A session's memory as one file: downloaded as a MemSIF export, and restored from one through the
+    upload box (bound to the page's ``Inspector``, ``app``)."""
+
+    app: Inspector
+
+    def restore(self, path: str, namespace: str, settings: SessionSettings | None, previous: BuiltSource | None,
+                timeline_view):
+        """Restore a MemSIF export (``transfer.write_export``'s file, e.g. this page's download) into the
+        session's namespace, replacing what it holds, with the export's own checks (format version,
+        embedder) said when it is refused; ``timeline_view(namespace, settings)`` draws it. Yields as
+        ``BuildTab.build``."""
+        eng = None
+        for kind, value in self.app.loading_engine(settings):
+            if kind == "status":
+                yield namespace, previous, value, gr.skip(), gr.skip()
+            else:
+                eng = value
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                data = read_export(path)
+            check_export(data, eng.embedder)
+        except MemSIFError as exc:
+            kept = kept_note(self.app, namespace, previous, settings)
+            yield namespace, previous, f"Not restored: {escape_markdown(str(exc))}" + kept, gr.skip(), gr.skip()
+            return
+        source = BuiltSource(path=path, sample=None, name=readable(Path(path).name), samples=[data.namespace],
+                             replaced=True)
+        if eng.has_memory(namespace):
+            delete_memory(eng, namespace, "the memory was replaced by a restored one")
+        eng.import_namespace(data, namespace)
+        current = sum(f.fact.status == "current" for f in data.facts)
+        corrections = sum(op.decided_by == "person" for op in data.fact_ops)
+        notes = "".join(f" ⚠️ {escape_markdown(str(w.message))}" for w in caught)
+        fig, rows = timeline_view(namespace, settings)
+        yield (namespace, source, f"**Restored** {code_span(source.name)} (exported from namespace "
+               f"{code_span(data.namespace)}): **{len(data.messages)} messages**, {len(data.segments)} Topical "
+               f"Segments, {len(data.trajectories)} Event Trajectories, {current} current CoreFacts "
+               f"({corrections} corrections by a person in its log), {len(data.active_facts)} ActiveFacts.{notes}"
+               + structure_health(eng, namespace) + where_it_lies(eng, namespace), fig, rows)
+
+    def download(self, namespace: str | None, settings: SessionSettings | None) -> tuple[str | None, str]:
+        """This session's memory as a MemSIF export file (``.json.gz``: messages, segments, trajectories,
+        facts with their whole operation log, clusters), to download and restore later through the
+        upload box. Returns (the file's path, what was written or why not)."""
+        eng = self.app.session_engine(namespace, settings)
+        if eng is None:
+            return None, "No memory yet: build one first."
+        data = eng.export_namespace(namespace)
+        folder = Path(tempfile.mkdtemp(prefix="memsif-download-"))
+        day = datetime.now().strftime("%Y-%m-%d")
+        path = write_export(data, folder / f"memsif-memory-{day}.json.gz")
+        return str(path), (f"{code_span(path.name)}: {len(data.messages)} messages, {len(data.facts)} CoreFacts with "
+                           f"{len(data.fact_ops)} logged operations ({path.stat().st_size / 2**20:.1f} MiB). Upload it "
+                           "in the box above and **Build memory** to restore it.")
+
+
+@dataclass(frozen=True)
 class BuildTab:
     """The Build tab's handlers, bound to the page's ``Inspector`` (``app``)."""
 
@@ -480,7 +539,8 @@ class BuildTab:
         Yields (namespace, source, summary, timeline figure, segment rows)."""
         namespace = namespace or new_session()
         if file is not None and is_export(checked_path(file)):
-            yield from self._restore(checked_path(file), namespace, settings, previous)
+            yield from MemoryFile(self.app).restore(checked_path(file), namespace, settings, previous,
+                                                    self.timeline_view)
             return
         try:
             transcripts, source = read_source(file, None if sample == ALL_CONVERSATIONS else sample, dates, private)
@@ -504,54 +564,9 @@ class BuildTab:
             return
         yield from self._build_live(eng, namespace, transcripts, source, previous, settings, progress)
 
-    def _restore(self, path: str, namespace: str, settings: SessionSettings | None, previous: BuiltSource | None):
-        """Restore a MemSIF export (``transfer.write_export``'s file, e.g. this page's download) into the
-        session's namespace, replacing what it holds, with the export's own checks (format version,
-        embedder) said when it is refused. Yields as ``build``."""
-        eng = None
-        for kind, value in self.app.loading_engine(settings):
-            if kind == "status":
-                yield namespace, previous, value, gr.skip(), gr.skip()
-            else:
-                eng = value
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                data = read_export(path)
-            check_export(data, eng.embedder)
-        except MemSIFError as exc:
-            kept = kept_note(self.app, namespace, previous, settings)
-            yield namespace, previous, f"Not restored: {escape_markdown(str(exc))}" + kept, gr.skip(), gr.skip()
-            return
-        source = BuiltSource(path=path, sample=None, name=readable(Path(path).name), samples=[data.namespace],
-                             replaced=True)
-        if eng.has_memory(namespace):
-            delete_memory(eng, namespace, "the memory was replaced by a restored one")
-        eng.import_namespace(data, namespace)
-        current = sum(f.fact.status == "current" for f in data.facts)
-        corrections = sum(op.decided_by == "person" for op in data.fact_ops)
-        notes = "".join(f" ⚠️ {escape_markdown(str(w.message))}" for w in caught)
-        fig, rows = self.timeline_view(namespace, settings)
-        yield (namespace, source, f"**Restored** {code_span(source.name)} (exported from namespace "
-               f"{code_span(data.namespace)}): **{len(data.messages)} messages**, {len(data.segments)} Topical "
-               f"Segments, {len(data.trajectories)} Event Trajectories, {current} current CoreFacts "
-               f"({corrections} corrections by a person in its log), {len(data.active_facts)} ActiveFacts.{notes}"
-               + structure_health(eng, namespace) + where_it_lies(eng, namespace), fig, rows)
-
     def download(self, namespace: str | None, settings: SessionSettings | None) -> tuple[str | None, str]:
-        """This session's memory as a MemSIF export file (``.json.gz``: messages, segments, trajectories,
-        facts with their whole operation log, clusters), to download and restore later through the
-        upload box. Returns (the file's path, what was written or why not)."""
-        eng = self.app.session_engine(namespace, settings)
-        if eng is None:
-            return None, "No memory yet: build one first."
-        data = eng.export_namespace(namespace)
-        folder = Path(tempfile.mkdtemp(prefix="memsif-download-"))
-        day = datetime.now().strftime("%Y-%m-%d")
-        path = write_export(data, folder / f"memsif-memory-{day}.json.gz")
-        return str(path), (f"{code_span(path.name)}: {len(data.messages)} messages, {len(data.facts)} CoreFacts with "
-                           f"{len(data.fact_ops)} logged operations ({path.stat().st_size / 2**20:.1f} MiB). Upload it "
-                           "in the box above and **Build memory** to restore it.")
+        """``MemoryFile.download`` (the page's handler)."""
+        return MemoryFile(self.app).download(namespace, settings)
 
     def _build_live(self, eng, namespace: str, transcripts: list, source: BuiltSource, previous: BuiltSource | None,
                     settings: SessionSettings | None, progress: gr.Progress):
