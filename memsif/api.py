@@ -3,7 +3,7 @@ import. Everything else in ``memsif`` is the engine's inside and may change with
 
 The engine (§3) with its settings, the records it stores and returns (§3.2–3.5), the errors it raises,
 transcript loading, the export format, the trace of an answer (§3.5), and the job and lock handles a
-server needs to share one model between a chat and a build.
+server needs to share one model between a chat and a build (and the model work a build has ahead).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from memsif.config import LLM_BACKENDS, AnswerSettings, MemSIFConfig, default_da
 from memsif.engine import IngestReport, MemSIF
 from memsif.errors import JobCancelled, MemSIFError, NotFoundError, SourceConflict, TranscriptError
 from memsif.ingest import ProgressFn
+from memsif.interaction.forecast import Workload, workload
 from memsif.interaction.link import decision_threshold
 from memsif.interaction.titles import trajectory_name
 from memsif.interaction.trajectories import trajectory_terms
@@ -63,6 +64,7 @@ __all__ = [
     "SourceConflict",
     "TrajectoryDecision",
     "TranscriptError",
+    "Workload",
     "as_memories",
     "cancel",
     "check_cancelled",
@@ -87,5 +89,6 @@ __all__ = [
     "trajectory_name",
     "trajectory_terms",
     "waited",
+    "workload",
     "write_export",
 ]

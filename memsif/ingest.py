@@ -20,6 +20,7 @@ import numpy as np
 
 from memsif.errors import MemSIFError, SourceConflict
 from memsif.facts.step import CoreFactStep, CoreFactSummary, ProgressFn
+from memsif.interaction.forecast import Workload, forecast, published
 from memsif.interaction.restore import Repair, mean_vector, messages_state, plan_repair, restore
 from memsif.interaction.segments import SegmentBuilder
 from memsif.interaction.sentences import build_sentences
@@ -153,15 +154,18 @@ class IngestPipeline:
             structured = _Structured()
             every = self.config.store.persist_every
             fresh = admitted.fresh
-            for first in range(0, max(len(fresh), 1), every):  # one pass with nothing new: closes what was left
-                chunk = slice(first, first + every)
-                with self.stage("structure"):
-                    part = self.structure(state, fresh[chunk], vectors[chunk], entity_sets[chunk], seg_builder,
-                                          traj_builder, Placed(progress, first, len(fresh)),
-                                          last=first + every >= len(fresh))
-                check_cancelled()  # a build stopped meanwhile writes nothing of this part
-                self.persist(state, fresh[chunk], part)
-                structured.decisions += part.decisions
+            with self.stage("forecast"):  # the judge work ahead, for the waits a page states
+                work = forecast(self.config, mapping, state, fresh, vectors, entity_sets)
+            with published(self.namespace, work):
+                for first in range(0, max(len(fresh), 1), every):  # one pass with nothing new: closes what was left
+                    chunk = slice(first, first + every)
+                    with self.stage("structure"):
+                        part = self.structure(state, fresh[chunk], vectors[chunk], entity_sets[chunk], seg_builder,
+                                              traj_builder, Placed(progress, first, len(fresh)),
+                                              last=first + every >= len(fresh), work=work)
+                    check_cancelled()  # a build stopped meanwhile writes nothing of this part
+                    self.persist(state, fresh[chunk], part)
+                    structured.decisions += part.decisions
             summary = CoreFactSummary()
             if core_facts:
                 with self.stage("core_facts"):
@@ -247,10 +251,10 @@ class IngestPipeline:
 
     def structure(self, state: InteractionState, fresh: Sequence[Message], vectors: np.ndarray,
                   entity_sets: Sequence[frozenset[str]], segments: SegmentBuilder, trajectories: TrajectoryBuilder,
-                  progress: ProgressFn | None, last: bool = True) -> _Structured:
+                  progress: ProgressFn | None, last: bool = True, work: Workload | None = None) -> _Structured:
         """Topical Segments (double-threshold rule) for each of ``fresh`` (a part of the call's new messages),
         and an Event Trajectory for each segment as it closes (and, on the ``last`` part, for the one left
-        open), every decision recorded (§3.2)."""
+        open), every decision recorded (§3.2). ``work``: told the judge prompts sent, before each progress."""
         out = _Structured()
         use_trajectories = self.config.method.use_trajectories
         new = {m.id for m in fresh}
@@ -284,6 +288,8 @@ class IngestPipeline:
             out.touched.add(decision.segment_id)
             if before is not None and not decision.continued:  # ``before`` closed
                 close(before)
+            if work is not None:
+                work.sent, work.calls = segments.judge_chars, segments.judge_calls
             if progress:
                 progress(k + 1, len(fresh), "segments")
         if last and state.current_segment is not None:  # left open: titled and assigned as it stands

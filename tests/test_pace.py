@@ -195,3 +195,79 @@ def test_after_a_lone_first_batch_the_second_waves_first_arrival_gives_the_pace(
     assert countdown.basis() == "at this job's pace"
     per_batch = 66.0 / 8
     assert sum(countdown.left()) / 2 == pytest.approx(7 * 0.0 + 13 * per_batch)  # its rest at once, then 13 batches
+
+
+def test_a_build_that_publishes_its_workload_is_counted_in_judge_prompt_characters():
+    """Messages the rules place cost nothing; the time left is seconds per judge prompt character sent so far,
+    times the characters expected for the messages not yet placed (``interaction.forecast``)."""
+    from memsif.interaction.forecast import Workload
+
+    clock = Clock()
+    expected = [0, 400, 0, 0, 200, 0, 0, 0, 600, 0, 0, 300]  # judge prompts the forecast expects (0: a rule)
+    work = Workload(expected)
+    countdown = PaceBook(prior={STRUCTURE: 10.0}).countdown(STRUCTURE, clock, work=lambda: work)
+    countdown.update(0, len(expected))
+    clock.now = 3.0  # the start: models, embeddings
+    countdown.update(1, len(expected))
+    assert countdown.basis() == "at the example build's pace", "no judge call measured yet"
+    for done in range(2, 6):
+        if expected[done - 1]:  # the message's judge call: 1 s per 100 characters
+            clock.now += expected[done - 1] / 100
+            work.sent, work.calls = work.sent + expected[done - 1], work.calls + 1
+        countdown.update(done, len(expected))
+    low, high = countdown.left()
+    assert (low + high) / 2 == pytest.approx((600 + 300) / 100)  # the two calls still expected, at 1 s / 100 chars
+    message_pace = (clock.now - 3.0) / 4 * (len(expected) - 5)  # what a pace per message would say
+    assert message_pace == pytest.approx(10.5) and (low + high) / 2 != pytest.approx(message_pace)
+    clock.now += 2.0  # no message placed for 2 s: the judge call under way is not the next one, nothing to subtract
+    assert (sum(countdown.left()) / 2) == pytest.approx(9.0)
+
+
+def test_the_next_judge_call_under_way_counts_down_and_a_workload_of_another_count_is_not_used():
+    from memsif.interaction.forecast import Workload
+
+    clock = Clock()
+    work = Workload([0, 300, 500, 0])
+    countdown = PaceBook().countdown(STRUCTURE, clock, work=lambda: work)
+    countdown.update(1, 4)
+    clock.now, work.sent, work.calls = 3.0, 300, 1
+    countdown.update(2, 4)
+    assert sum(countdown.left()) / 2 == pytest.approx(5.0)  # the next message's 500 characters at 1 s / 100
+    clock.now += 2.0  # 2 s into it
+    assert sum(countdown.left()) / 2 == pytest.approx(3.0)
+    other = PaceBook().countdown(STRUCTURE, clock, work=lambda: Workload([0, 300, 500]))  # another call's messages
+    other.update(1, 4)
+    clock.now += 1.0
+    other.update(2, 4)
+    assert sum(other.left()) / 2 == pytest.approx(2.0), "a message pace: 1 s for one message, 2 left"
+
+
+def test_before_its_first_judge_call_a_build_is_not_said_to_be_nearly_done():
+    """Messages the rules place take no time: until a judge call is measured, the pace per character of this
+    server's last build counts, else the book's pace per message, else no time is stated (never ~0 s)."""
+    from memsif.interaction.forecast import Workload
+
+    clock = Clock()
+    expected = [0] * 12 + [500, 0, 500, 0]
+    book = PaceBook()
+    first = book.countdown(STRUCTURE, clock, work=lambda: Workload(expected))
+    for done in range(1, 13):  # twelve messages placed by rule, in a blink
+        clock.now += 0.001
+        first.update(done, len(expected))
+    assert first.left() is None and left_text(first) == "", "no pace known: no time stated, not 0 s"
+    book.prior[STRUCTURE] = 0.5
+    assert first.left() == pytest.approx((0.5 * 4 * 0.5, 0.5 * 4 * 1.5))  # the prior per message, ±50 %
+    assert first.basis() == "at the example build's pace"
+    work = Workload(expected)
+    job = book.countdown(STRUCTURE, clock, work=lambda: work)
+    job.update(1, len(expected))
+    for done in range(2, 17):
+        if expected[done - 1]:
+            clock.now += 5.0  # 1 s per 100 characters
+            work.sent, work.calls = work.sent + expected[done - 1], work.calls + 1
+        job.update(done, len(expected))
+    job.finish()
+    later = book.countdown(STRUCTURE, clock, work=lambda: Workload(expected))
+    later.update(1, len(expected))
+    later.update(12, len(expected))
+    assert sum(later.left()) / 2 == pytest.approx(10.0) and later.basis() == "at this server's last pace"

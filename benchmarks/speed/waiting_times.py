@@ -8,6 +8,11 @@ the share within ±30 % and the largest and median error of the range's middle.
 
     PYTHONPATH=. python benchmarks/speed/waiting_times.py --sample conv-30 --messages 100 --out FILE.json
     PYTHONPATH=. python benchmarks/speed/waiting_times.py --sample conv-47 --messages 500 --out FILE.json
+    PYTHONPATH=. python benchmarks/speed/waiting_times.py --sample conv-47 --first 300 --messages 150 \
+        --structure-only --min-left 10 --out FILE.json
+
+The structure's countdown reads the build's workload (``memsif.interaction.forecast``) as the page does; the
+output records the judge prompt characters the forecast expected and those sent.
 
 The prior is the prebuilt example's provenance, as in the app; a fresh process (no measured pace).
 """
@@ -25,6 +30,7 @@ from memsif.engine import MemSIF
 from memsif.eval.data import load_locomo
 from memsif.inspector.build import EXAMPLE_MEMORY
 from memsif.inspector.pace import FACTS, STRUCTURE, PaceBook, StageClock
+from memsif.interaction.forecast import workload
 from memsif.records import Message
 from memsif.transfer import read_export
 
@@ -44,23 +50,31 @@ def main() -> None:
     parser.add_argument("--data", default="../shared/data/locomo/locomo_dev.json")
     parser.add_argument("--sample", default="conv-30")
     parser.add_argument("--messages", type=int, default=100)
+    parser.add_argument("--first", type=int, default=0, help="the conversation's message to start from (default 0)")
+    parser.add_argument("--structure-only", action="store_true",
+                        help="build Structured Interaction Memory only (no CoreFacts): its waits in a minute")
     parser.add_argument("--out", required=True)
     parser.add_argument("--min-left", type=float, default=MIN_LEFT_S,
                         help="seconds left below which a step's error is not counted (default 60)")
     args = parser.parse_args()
     [sample] = load_locomo(args.data, [args.sample])
-    messages: list[Message] = sample.messages[:args.messages]
+    messages: list[Message] = sample.messages[args.first:args.first + args.messages]
     eng = MemSIF(MemSIFConfig.from_env(data_dir=tempfile.mkdtemp(prefix="memsif-waits-")))
     book = PaceBook()
     book.set_prior(read_export(EXAMPLE_MEMORY).provenance, eng.config.fact_batch_messages)
     load_s = eng.load_models()
     titling = StageClock("titles")  # as the page: the model's segment titles are not the batches' pace
-    countdowns = {STRUCTURE: book.countdown(STRUCTURE),
+    countdowns = {STRUCTURE: book.countdown(STRUCTURE, work=lambda: workload("waits")),
                   FACTS: book.countdown(FACTS, wave=eng.config.fact_parallel, first_wave=1, paused=titling.seconds)}
     steps: list[dict] = []
 
+    expected = sent = 0
+
     def progress(done: int, total: int, stage: str) -> None:
+        nonlocal expected, sent
         titling.see(stage)
+        if (work := workload("waits")) is not None:  # what the forecast expected, what was sent
+            expected, sent = sum(work.expected), work.sent
         kind = STAGES.get(stage)
         if kind is None:  # the titles and the second pass: the page states no countdown for them
             return
@@ -72,10 +86,11 @@ def main() -> None:
                       "basis": countdown.basis()})
 
     start = time.monotonic()
-    report = eng.ingest(messages, namespace="waits", progress=progress, core_facts=True)
-    ends = {kind: max(s["t"] for s in steps if s["kind"] == kind) for kind in (STRUCTURE, FACTS)}
+    report = eng.ingest(messages, namespace="waits", progress=progress, core_facts=not args.structure_only)
+    kinds = (STRUCTURE,) if args.structure_only else (STRUCTURE, FACTS)
+    ends = {kind: max(s["t"] for s in steps if s["kind"] == kind) for kind in kinds}
     summary = {}
-    for kind in (STRUCTURE, FACTS):
+    for kind in kinds:
         rows = [s for s in steps if s["kind"] == kind and s["low"] is not None]
         for s in rows:
             s["actual"] = ends[kind] - s["t"]
@@ -93,12 +108,14 @@ def main() -> None:
             "median_middle_error": round(sorted(errors)[len(errors) // 2], 3) if errors else None,
             "first_stated": [rows[0]["low"], rows[0]["high"], rows[0]["basis"]] if rows else None}
     lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    out = {"sample": args.sample, "messages": len(messages), "model_load_s": round(load_s, 1),
+    out = {"sample": args.sample, "first": args.first, "messages": len(messages), "model_load_s": round(load_s, 1),
            "wall_s": round(time.monotonic() - start, 1), "segments": report.segments, "summary": summary,
            "prior": book.prior, "steps": steps,
            "cpu": [line for line in lscpu.splitlines() if line.startswith(("Model name", "CPU(s)", "Flags"))],
+           "judge_calls": report.judge_calls_segment, "judge_prompt_chars": {"expected": expected, "sent": sent},
            "command": f"PYTHONPATH=. python benchmarks/speed/waiting_times.py --sample {args.sample} "
-                      f"--messages {args.messages} --min-left {args.min_left:g} --out {args.out}",
+                      f"--first {args.first} --messages {args.messages} --min-left {args.min_left:g}"
+                      f"{' --structure-only' if args.structure_only else ''} --out {args.out}",
            "date": time.strftime("%Y-%m-%d")}
     with open(args.out, "w", encoding="utf-8") as fh:
         json.dump(out, fh, indent=1)

@@ -40,6 +40,7 @@ from memsif.api import (
     runtime_of,
     same_content,
     waited,
+    workload,
     write_export,
 )
 from memsif.inspector.common import (
@@ -591,7 +592,8 @@ class BuildTab:
                         reports.append(eng.ingest_transcript(t, namespace, report, core_facts=False, replace=True))
             return reports
 
-        countdown = self.app.pace.countdown(STRUCTURE, paused=lambda: waited(namespace))
+        countdown = self.app.pace.countdown(STRUCTURE, paused=lambda: waited(namespace),
+                                            work=lambda: workload(namespace))  # counted in judge calls once known
         countdown.update(0, total)
 
         placed = JobProgress()

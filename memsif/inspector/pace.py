@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memsif.api import Workload
+
 #: Relative half-width of a range estimated from a prior (another machine, another load).
 PRIOR = 0.5
 #: The narrowest relative half-width a job's own pace gives: builds of Structured Interaction Memory
@@ -36,6 +38,9 @@ SPREAD = 0.3
 RECENT_WAVES = 3
 #: Kinds of work with a pace: messages placed (Structured Interaction Memory), extraction batches.
 STRUCTURE, FACTS = "structure", "facts"
+#: A kind's pace per judge prompt character (``Countdown`` of a job with a workload) is kept under its name
+#: with this suffix.
+PER_CHAR = " per judge character"
 
 
 def prior_from(provenance: dict[str, Any], batch_messages: int) -> dict[str, float]:
@@ -80,11 +85,14 @@ class PaceBook:
             self.measured[kind] = seconds_per_unit
 
     def countdown(self, kind: str, clock: Callable[[], float] = time.monotonic, wave: int = 1,
-                  paused: Callable[[], float] = lambda: 0.0, first_wave: int | None = None) -> Countdown:
+                  paused: Callable[[], float] = lambda: 0.0, first_wave: int | None = None,
+                  work: Callable[[], Workload | None] = lambda: None) -> Countdown:
         """A countdown of one job of ``kind`` whose units finish ``wave`` at a time (the first ``first_wave``
         of them on their own, default a whole wave); ``paused()`` is the seconds the job has spent waiting for
-        the model so far (``locks.waited``): its clock stops then."""
-        return Countdown(self, kind, clock, max(1, wave), paused=paused, first_wave=first_wave or max(1, wave))
+        the model so far (``locks.waited``): its clock stops then; ``work()`` the model work of the job's
+        structure step (``interaction.forecast.workload``), None where it publishes none."""
+        return Countdown(self, kind, clock, max(1, wave), paused=paused, first_wave=first_wave or max(1, wave),
+                         work=work)
 
 
 @dataclass
@@ -99,6 +107,11 @@ class Countdown:
     wave of one batch takes about an eighth of a full one), so what is left is counted in units: the
     rest of the wave under way, then every unit after it. Time counts the job's work only: while it waits for
     the model (``paused``: a chat answer served first) the countdown stands still and the pace is not charged.
+
+    A job that publishes its **workload** (``work``: a build of Structured Interaction Memory, whose messages
+    cost nothing but their segment-judge calls) is counted in judge prompt characters instead, once a call
+    has been made after its first unit: seconds per character sent so far, times the characters its forecast
+    expects for the messages not yet placed (``interaction.forecast``).
     """
 
     book: PaceBook
@@ -107,12 +120,14 @@ class Countdown:
     wave: int = 1
     paused: Callable[[], float] = lambda: 0.0
     first_wave: int = 1  #: units of the first wave (CoreFact extraction reads its first batch alone)
+    work: Callable[[], Workload | None] = lambda: None
     total: int = 0
     done: int = 0
     _start: float = 0.0
     _ends: list[tuple[int, float]] = field(default_factory=list)  # (units done, time) at each wave's end
     _arriving: float | None = None  # when the wave under way finished its first unit
     _gaps: list[float] = field(default_factory=list)  # seconds between a finished wave's units
+    _sent: list[tuple[int, int]] = field(default_factory=list)  # (judge characters, calls) at each wave's end
 
     def _now(self) -> float:
         """The job's working time: the clock less the time it waited for the model."""
@@ -121,7 +136,8 @@ class Countdown:
     def update(self, done: int, total: int) -> None:
         now = self._now()
         if total != self.total:  # another stage or a fresh count: measure it afresh
-            self.total, self._start, self._ends, self._arriving, self._gaps = total, now, [], None, []
+            self.total, self._start, self._ends, self._arriving, self._gaps, self._sent = total, now, [], None, [], []
+        work = self._workload()
         counted = self._ends[-1][0] if self._ends else 0
         if done > counted and self._arriving is None:
             self._arriving = now
@@ -131,6 +147,7 @@ class Countdown:
             if units > 1 and self._arriving is not None:
                 self._gaps.append((now - self._arriving) / (units - 1))
             self._ends.append((boundary, now))
+            self._sent.append((work.sent, work.calls) if work else (0, 0))
             self._arriving = None
         self.done = done
 
@@ -166,11 +183,55 @@ class Countdown:
 
     def basis(self) -> str:
         """Where ``pace`` comes from, in words ("" when nothing gives one)."""
+        if self._workload() is not None:
+            return by_work[2] if (by_work := self._by_work()) else ""
         pace = self.pace()
         return pace[2] if pace else ""
 
+    def _workload(self) -> Workload | None:
+        """The job's published workload when it counts this countdown's units (one per message), else None."""
+        work = self.work() if self.wave == 1 else None
+        return work if work is not None and work.messages == self.total else None
+
+    def _per_char(self) -> tuple[float, int] | None:
+        """(seconds per judge prompt character, judge calls it was measured on) since the first unit, once a
+        call was made after it; else None."""
+        if len(self._ends) < 2 or self._sent[-1][1] <= self._sent[0][1]:
+            return None
+        seconds = self._ends[-1][1] - self._ends[0][1]
+        return seconds / (self._sent[-1][0] - self._sent[0][0]), self._sent[-1][1] - self._sent[0][1]
+
+    def _by_work(self) -> tuple[float, float, str] | None:
+        """(middle, relative half-width, basis) of the time left of a job with a workload: counted in judge
+        prompt characters at this job's pace once it has one, else at this server's last build's; before
+        either, the book's pace per message (the job's own is no measure: the rules place messages at once).
+        None without a workload, or without any pace."""
+        work = self._workload()
+        if work is None:
+            return None
+        counted, since = self._ends[-1] if self._ends else (0, self._start)
+        if (own := self._per_char()) is not None:
+            per_char, width, basis = own[0], max(FLOOR, min(PRIOR, SPREAD / math.sqrt(own[1]))), "at this job's pace"
+        elif (last := self.book.pace(self.kind + PER_CHAR)) is not None:
+            per_char, width, basis = last[0], max(FLOOR, SPREAD), "at this server's last pace"
+        elif (known := self.book.pace(self.kind)) is not None:
+            width = PRIOR if known[1] == "prior" else max(FLOOR, SPREAD)
+            basis = "at the example build's pace" if known[1] == "prior" else "at this server's last pace"
+            return known[0] * (self.total - counted), width, basis
+        else:
+            return None
+        ahead = work.expected_from(counted)
+        next_message = ahead - work.expected_from(counted + 1)
+        current = max(next_message * per_char - (self._now() - since), 0.0)  # the message under way
+        return current + per_char * (ahead - next_message), width, basis
+
     def left(self) -> tuple[float, float] | None:
         """(low, high) seconds this job has left, or None when no pace is known yet."""
+        if self._workload() is not None:
+            if (by_work := self._by_work()) is None:
+                return None
+            middle, width, _ = by_work
+            return middle * (1 - width), middle * (1 + width)
         pace = self.pace()
         if pace is None or not self.total:
             return None
@@ -186,10 +247,13 @@ class Countdown:
         return middle * (1 - width), middle * (1 + width)
 
     def finish(self) -> None:
-        """Record this job's pace per unit for the next jobs of its kind (when it measured one)."""
+        """Record this job's pace per unit, and per judge prompt character, for the next jobs of its kind
+        (when it measured them)."""
         if len(self._ends) >= 2:
             first, last = self._ends[0], self._ends[-1]
             self.book.record(self.kind, (last[1] - first[1]) / (last[0] - first[0]))
+        if (per_char := self._per_char()) is not None:
+            self.book.record(self.kind + PER_CHAR, per_char[0])
 
 
 @dataclass

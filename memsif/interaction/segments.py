@@ -40,6 +40,7 @@ class SegmentBuilder:
         self.judge = YesNoJudge(llm, segment_judge.content_free, config.method.judge_calibration)
         self.model_name = llm.name if llm is not None else None
         self.judge_calls = 0  # messages that reached the judge
+        self.judge_chars = 0  # characters of the prompts they were judged with (``interaction.forecast``)
 
     def place(self, state: InteractionState, message: Message) -> SegmentDecision:
         """Append ``message`` (already in ``state``) to the current segment or open a new one.
@@ -109,6 +110,7 @@ class SegmentBuilder:
         info: dict[str, Any] = {"prompt_version": prompt.version, "model": self.model_name}
         start = time.perf_counter()
         self.judge_calls += 1
+        self.judge_chars += len(prompt.text)
         try:
             [verdict] = self.judge.score([prompt])
         except LLMError as exc:
