@@ -10,6 +10,12 @@ finished wave of units (the start — models loading, the first prompt's prefix 
 unit; see ``Countdown`` for waves). The range narrows as waves finish: ± max(``FLOOR``, ``SPREAD`` /
 √(waves measured)) around the estimate, ± ``PRIOR`` on a prior.
 
+A build of Structured Interaction Memory is counted in **judge prompt characters** instead of messages: its
+time is its segment-judge calls (a message the rules place costs milliseconds), so the pace per message
+swings with where the judge happens to be asked. The build publishes a forecast of the judge prompts ahead
+(``interaction.forecast``); its pace per character sent so far, times the characters expected, is the time
+left (``Countdown``, ``work``).
+
 Checked against real builds with ``benchmarks/speed/waiting_times.py`` (stated against actual at every
 progress step; ``docs/results.md``, "Waiting times the inspector states").
 """
