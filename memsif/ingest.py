@@ -154,7 +154,7 @@ class IngestPipeline:
             structured = _Structured()
             every = self.config.store.persist_every
             fresh = admitted.fresh
-            with self.stage("forecast"):  # the judge work ahead, for the waits a page states
+            with self.stage("structure"):  # the judge work ahead (φ of a dry run), for the waits a page states
                 work = forecast(self.config, mapping, state, fresh, vectors, entity_sets)
             with published(self.namespace, work):
                 for first in range(0, max(len(fresh), 1), every):  # one pass with nothing new: closes what was left
