@@ -186,26 +186,35 @@ class IngestPipeline:
         decisions = store.decisions(ns)
         repair = plan_repair(state, store.segments(ns), store.trajectories(ns), decisions)
         if repair.needed:
-            self._write_repair(state, repair)
+            decisions = self._write_repair(state, repair, decisions)
         restore(state, repair.segments, repair.trajectories)
-        stale = set(repair.stale_decisions)
-        kept = [d.seq for d in decisions if d.seq is not None and d.seq not in stale]
-        state.next_decision_seq = kept[-1] + 1 if kept else 0
+        seqs = [d.seq for d in decisions if d.seq is not None]
+        state.next_decision_seq = seqs[-1] + 1 if seqs else 0
         return state
 
-    def _write_repair(self, state: InteractionState, repair: Repair) -> None:
+    def _write_repair(self, state: InteractionState, repair: Repair, decisions: list[Decision]) -> list[Decision]:
+        """Writes ``repair``; returns the decisions kept, numbered without the gaps the stale ones left (a
+        trajectory decision of a segment stored whole can follow the first stale one: it is kept)."""
         store, ns = self.backends.store, self.namespace
         # sentences of messages never stored (read only now: a repair is rare, every ingest loads state)
         store.delete("sentence", ns, [sen.id for sen, _ in store.sentences(ns) if sen.message_id not in state.messages])
         store.delete("segment", ns, repair.dropped_segments)
         store.delete("trajectory", ns, repair.gone_trajectories)
-        store.delete("decision", ns, repair.stale_decisions)
+        stale = set(repair.stale_decisions)
+        store.delete("decision", ns, sorted(stale))
+        kept = [d for d in decisions if d.seq not in stale]
+        moved = [d for d in kept if stale and d.seq is not None and d.seq > min(stale)]
+        if moved:  # numbered on from the first stale one (an upsert by number), the numbers left over deleted
+            old = [d.seq for d in moved]
+            end = store.put_decisions(ns, moved, min(stale))
+            store.delete("decision", ns, [seq for seq in old if seq is not None and seq >= end])
         by_id = {s.id: s for s in repair.segments}
         store.put_segments(ns, [(s, mean_vector(state, s.message_ids)) for s in repair.rewritten_segments])
         store.put_trajectories(ns, [
             (t, mean_vector(state, [m for sid in t.segment_ids for m in by_id[sid].message_ids]))
             for t in repair.rewritten_trajectories])
         log.warning("namespace %s: repaired an interrupted ingest (%s)", ns, repair.summary())
+        return kept
 
     def admit(self, state: InteractionState, messages: Sequence[Message]) -> _Admitted:
         """The messages this call adds: blank ones skipped with a warning, stored ids skipped, the rest

@@ -125,6 +125,48 @@ def test_an_ingest_that_dies_before_its_messages_are_written_is_repaired_and_fin
     assert again.messages == 0 and _shape(restarted) == got, "re-ingesting the transcript changed memory"
 
 
+def test_a_part_killed_after_a_whole_segments_trajectory_decision_leaves_no_gap_in_the_decision_log(tmp_path):
+    """The second part's first message opens a segment, closing one stored whole in the first part: its
+    trajectory decision is logged after that message's segment decision. Killed before the part's messages are
+    written, the segment decision is stale and the trajectory decision kept (its segment and trajectory are
+    stored): the log is numbered on without a gap, and the restart ends with the uninterrupted build's memory."""
+    from tests.fakes import FixedEmbedder
+
+    vectors = {"kiln one": [1.0, 0.0], "kiln two": [1.0, 0.0], "lake one": [-1.0, 0.0], "lake two": [-1.0, 0.0]}
+    texts = ["kiln one", "kiln two", "lake one", "lake two"]
+    messages = [Message(id=f"D1:{i + 1}", namespace="crash", speaker="A", text=t, time=datetime(2023, 5, 8),
+                        session_id="s1", index=i) for i, t in enumerate(texts)]
+
+    def engine(store):
+        return MemSIF(MemSIFConfig(data_dir=str(tmp_path), core_facts=False, sem_mapping="affine", alpha_segment=1.0,
+                                   persist_every=2, segment_titles="rule", trajectory_link="rule"),
+                      llm=FakeLLM(), embedder=FixedEmbedder(vectors), entities=TableEntities(), store=store)
+
+    clean = engine(MemoryStore(in_memory=True))
+    clean.ingest(messages, namespace="crash")
+    store = MemoryStore(in_memory=True)
+    first, original, calls = engine(store), store.put_messages, []
+
+    def die_on_the_second_part(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt("killed")
+        return original(*args, **kwargs)
+
+    store.put_messages = die_on_the_second_part
+    with pytest.raises(KeyboardInterrupt):
+        first.ingest(messages, namespace="crash")
+    store.put_messages = original
+    logged = [(d.kind, getattr(d, "message_id", None) or d.segment_id) for d in store.decisions("crash")]
+    assert logged[2:4] == [("segment", "D1:3"), ("trajectory", "S1")], "the case: S1's decision after a stale one"
+    restarted = engine(store)
+    restarted.ingest(messages, namespace="crash")
+    seqs = [d.seq for d in restarted.decisions("crash")]
+    assert seqs == list(range(len(seqs))), f"a gap in the decision log: {seqs}"
+    assert _shape(restarted)[:2] == _shape(clean)[:2]
+    assert [d.message_id for d in restarted.decisions("crash", "segment")] == [m.id for m in messages]
+
+
 def test_kill_9_in_the_middle_of_an_ingest_then_a_restart_finishes_it(tmp_path):
     proc = subprocess.Popen([sys.executable, str(REPLAY), str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
