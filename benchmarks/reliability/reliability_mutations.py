@@ -892,6 +892,34 @@ MUTATIONS = [
         '        if self._arriving is None or not self._gaps:\n            return None\n        counted, since',
         'tests/test_pace.py::test_after_a_lone_first_batch_the_second_waves_first_arrival_gives_the_pace',
     ),
+    (
+        'waits: a build is counted in judge prompt characters',
+        'memsif/inspector/pace.py',
+        '        if self._workload() is not None:\n            if (by_work',
+        '        if False:\n            if (by_work',
+        'tests/test_pace.py::test_a_build_that_publishes_its_workload_is_counted_in_judge_prompt_characters',
+    ),
+    (
+        'waits: before its first judge call a build is not said to be nearly done',
+        'memsif/inspector/pace.py',
+        '        elif (known := self.book.pace(self.kind)) is not None:',
+        '        elif False:',
+        'tests/test_pace.py::test_before_its_first_judge_call_a_build_is_not_said_to_be_nearly_done',
+    ),
+    (
+        'forecast: the dry run starts from the open segment',
+        'memsif/interaction/forecast.py',
+        '    current = state.current_segment\n',
+        '    current = None\n',
+        'tests/test_forecast.py::test_a_second_call_is_forecast_from_the_memorys_open_segment_and_leaves_it_untouched',
+    ),
+    (
+        'repair: decisions kept after a stale one are numbered on',
+        'memsif/ingest.py',
+        '        if moved:  # numbered on',
+        '        if False:  # numbered on',
+        'tests/test_crash.py::test_a_part_killed_after_a_whole_segments_trajectory_decision_leaves_no_gap_in_the_decision_log',
+    ),
 ]
 
 
