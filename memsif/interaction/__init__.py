@@ -5,7 +5,8 @@ Trajectories for a closed segment), ``link.py`` (whether a segment joins one: th
 measures), ``choice.py`` and ``gate.py`` (the comparative choice among gated threads), ``judge.py``
 (scored yes/no with calibration), ``titles.py`` (segment titles and trajectory names), ``state.py`` (the
 working state of one namespace), ``restore.py`` (that state from stored records; repair of an interrupted
-ingest), ``sentences.py`` (the sentence index that retrieval searches, §3.5).
+ingest), ``sentences.py`` (the sentence index that retrieval searches, §3.5), ``forecast.py`` (the judge prompts
+a build expects, a dry run of the segment rule, for the waits the inspector states).
 """
 
 from memsif.interaction.state import InteractionState, SegmentState, TrajectoryState
