@@ -118,6 +118,54 @@ class Backends(Protocol):
     def store(self) -> Store: ...
 
 
+@dataclass(frozen=True)
+class StoredState:
+    """One namespace's working state read from the store, repaired first where an interrupted ingest left it
+    half written (``interaction.restore``)."""
+
+    backends: Backends
+    namespace: str
+
+    def load(self) -> InteractionState:
+        """The namespace's working state from the store, after repairing what an interrupted ingest
+        left (a repair is written and logged)."""
+        store, ns = self.backends.store, self.namespace
+        state = messages_state(ns, store.dim or self.backends.embedder.dim, store.messages(ns))
+        decisions = store.decisions(ns)
+        repair = plan_repair(state, store.segments(ns), store.trajectories(ns), decisions)
+        if repair.needed:
+            decisions = self._write_repair(state, repair, decisions)
+        restore(state, repair.segments, repair.trajectories)
+        seqs = [d.seq for d in decisions if d.seq is not None]
+        state.next_decision_seq = seqs[-1] + 1 if seqs else 0
+        return state
+
+    def _write_repair(self, state: InteractionState, repair: Repair, decisions: list[Decision]) -> list[Decision]:
+        """Writes ``repair``; returns the decisions kept, numbered without the gaps the stale ones left (a
+        trajectory decision of a segment stored whole can follow the first stale one: it is kept)."""
+        store, ns = self.backends.store, self.namespace
+        # sentences of messages never stored (read only now: a repair is rare, every ingest loads state)
+        store.delete("sentence", ns, [sen.id for sen, _ in store.sentences(ns) if sen.message_id not in state.messages])
+        store.delete("segment", ns, repair.dropped_segments)
+        store.delete("trajectory", ns, repair.gone_trajectories)
+        stale = set(repair.stale_decisions)
+        store.delete("decision", ns, sorted(stale))
+        kept = [d for d in decisions if d.seq not in stale]
+        first = min(stale, default=None)
+        moved = [d for d in kept if first is not None and d.seq is not None and d.seq > first]
+        if first is not None and moved:  # numbered on from the first stale one (an upsert by number)
+            old = [d.seq for d in moved]
+            end = store.put_decisions(ns, moved, first)
+            store.delete("decision", ns, [seq for seq in old if seq is not None and seq >= end])  # left over
+        by_id = {s.id: s for s in repair.segments}
+        store.put_segments(ns, [(s, mean_vector(state, s.message_ids)) for s in repair.rewritten_segments])
+        store.put_trajectories(ns, [
+            (t, mean_vector(state, [m for sid in t.segment_ids for m in by_id[sid].message_ids]))
+            for t in repair.rewritten_trajectories])
+        log.warning("namespace %s: repaired an interrupted ingest (%s)", ns, repair.summary())
+        return kept
+
+
 class IngestPipeline:
     """One namespace's ingest under ``config`` with ``backends`` (loaded when a step first needs them);
     ``dates_checked``: a loader has warned about the messages' implausible dates already."""
@@ -143,7 +191,7 @@ class IngestPipeline:
         start = time.perf_counter()
         with job(self.namespace, "structure"):
             with self.stage("load_state"):
-                state = self.load_state()
+                state = StoredState(self.backends, self.namespace).load()
             admitted = self.admit(state, messages)
             with self.stage("embed_and_entities"):
                 vectors, entity_sets = self.embed(admitted.fresh)
@@ -178,44 +226,6 @@ class IngestPipeline:
             seconds_by_stage=self.stages, warnings=admitted.warnings, **asdict(summary))
 
     # ------------------------------------------------------------------ steps
-    def load_state(self) -> InteractionState:
-        """The namespace's working state from the store, after repairing what an interrupted ingest
-        left (``interaction.restore``; a repair is written and logged)."""
-        store, ns = self.backends.store, self.namespace
-        state = messages_state(ns, store.dim or self.backends.embedder.dim, store.messages(ns))
-        decisions = store.decisions(ns)
-        repair = plan_repair(state, store.segments(ns), store.trajectories(ns), decisions)
-        if repair.needed:
-            decisions = self._write_repair(state, repair, decisions)
-        restore(state, repair.segments, repair.trajectories)
-        seqs = [d.seq for d in decisions if d.seq is not None]
-        state.next_decision_seq = seqs[-1] + 1 if seqs else 0
-        return state
-
-    def _write_repair(self, state: InteractionState, repair: Repair, decisions: list[Decision]) -> list[Decision]:
-        """Writes ``repair``; returns the decisions kept, numbered without the gaps the stale ones left (a
-        trajectory decision of a segment stored whole can follow the first stale one: it is kept)."""
-        store, ns = self.backends.store, self.namespace
-        # sentences of messages never stored (read only now: a repair is rare, every ingest loads state)
-        store.delete("sentence", ns, [sen.id for sen, _ in store.sentences(ns) if sen.message_id not in state.messages])
-        store.delete("segment", ns, repair.dropped_segments)
-        store.delete("trajectory", ns, repair.gone_trajectories)
-        stale = set(repair.stale_decisions)
-        store.delete("decision", ns, sorted(stale))
-        kept = [d for d in decisions if d.seq not in stale]
-        moved = [d for d in kept if stale and d.seq is not None and d.seq > min(stale)]
-        if moved:  # numbered on from the first stale one (an upsert by number), the numbers left over deleted
-            old = [d.seq for d in moved]
-            end = store.put_decisions(ns, moved, min(stale))
-            store.delete("decision", ns, [seq for seq in old if seq is not None and seq >= end])
-        by_id = {s.id: s for s in repair.segments}
-        store.put_segments(ns, [(s, mean_vector(state, s.message_ids)) for s in repair.rewritten_segments])
-        store.put_trajectories(ns, [
-            (t, mean_vector(state, [m for sid in t.segment_ids for m in by_id[sid].message_ids]))
-            for t in repair.rewritten_trajectories])
-        log.warning("namespace %s: repaired an interrupted ingest (%s)", ns, repair.summary())
-        return kept
-
     def admit(self, state: InteractionState, messages: Sequence[Message]) -> _Admitted:
         """The messages this call adds: blank ones skipped with a warning, stored ids skipped, the rest
         numbered after the stored ones; speakers spelled as the memory spells them (one spelling per

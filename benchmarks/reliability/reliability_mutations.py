@@ -63,7 +63,7 @@ MUTATIONS = [
     (
         "kill -9 repair",
         "memsif/ingest.py",
-        "        if repair.needed:\n            self._write_repair(state, repair)\n"
+        "        if repair.needed:\n            decisions = self._write_repair(state, repair, decisions)\n"
         "        restore(state, repair.segments, repair.trajectories)",
         "        restore(state, store.segments(ns), store.trajectories(ns))",
         "tests/test_crash.py",
@@ -249,7 +249,7 @@ MUTATIONS = [
     (
         "the question's own words are the premise, not an invention",
         "memsif/answer/check.py",
-        "        (premise if mention.lower() in said or (value and value <= numbers) else own).append(mention)",
+        "        (premise if worded or (value and value <= numbers) else own).append(mention)",
         "        own.append(mention)",
         "tests/test_retrieval.py::test_an_answer_naming_what_its_context_lacks_is_flagged_and_the_demo_model_is_named",
     ),
@@ -370,7 +370,7 @@ MUTATIONS = [
     (
         "not conversation: ChatGPT export",
         "memsif/io/transcripts.py",
-        "        if kind := _chatgpt_left_out(msg):",
+        "        if kind := (_chatgpt_left_out(msg) if text or audio else None):",
         "        if kind := None:",
         "tests/test_transcript_content.py::test_prompts_tool_calls_and_tool_output_are_left_out_and_counted[chatgpt]",
     ),
@@ -902,7 +902,7 @@ MUTATIONS = [
     (
         'waits: before its first judge call a build is not said to be nearly done',
         'memsif/inspector/pace.py',
-        '        elif (known := self.book.pace(self.kind)) is not None:',
+        '        elif (known := self._book_pace()) is not None:',
         '        elif False:',
         'tests/test_pace.py::test_before_its_first_judge_call_a_build_is_not_said_to_be_nearly_done',
     ),
@@ -916,7 +916,7 @@ MUTATIONS = [
     (
         'repair: decisions kept after a stale one are numbered on',
         'memsif/ingest.py',
-        '        if moved:  # numbered on',
+        '        if first is not None and moved:  # numbered on',
         '        if False:  # numbered on',
         'tests/test_crash.py::test_a_part_killed_after_a_whole_segments_trajectory_decision_leaves_no_gap_in_the_decision_log',
     ),

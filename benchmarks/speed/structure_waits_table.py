@@ -2,7 +2,8 @@
 stated at the same steps (the job's seconds per message since its first, times the messages left): one
 Markdown row per run, then the totals.
 
-    PYTHONPATH=. python benchmarks/speed/structure_waits_table.py benchmarks/results/dev/waiting-times-judge-chars-2026-12-05/*.json
+    PYTHONPATH=. python benchmarks/speed/structure_waits_table.py \
+        benchmarks/results/dev/waiting-times-judge-chars-2026-12-05/*.json
 
 Steps counted as ``waiting_times.py`` counts them: those the page shows (the last reported within half a
 second), from the 10th message on, with at least ``--min-left`` seconds left.

@@ -126,7 +126,8 @@ def from_question(mentions: Sequence[str], question: str) -> tuple[list[str], li
     premise: list[str] = []
     for mention in mentions:
         value = values(mention).numbers
-        (premise if mention.lower() in said or (value and value <= numbers) else own).append(mention)
+        worded = all(word.lower() in said for word in mention.split())  # each word of "Hollywood Bowl"
+        (premise if worded or (value and value <= numbers) else own).append(mention)
     return own, premise
 
 

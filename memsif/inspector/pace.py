@@ -169,6 +169,11 @@ class Countdown:
             if (second := self._second_wave_pace()) is not None:
                 return second, SPREAD, "at this job's pace"
             return (self._ends[0][1] - self._start) / self._ends[0][0], PRIOR, "at this job's first wave"
+        return self._book_pace()
+
+    def _book_pace(self) -> tuple[float, float, str] | None:
+        """(seconds per unit, relative half-width, where it comes from) of the book, for a job without a
+        pace of its own; None when the book has none."""
         known = self.book.pace(self.kind)
         if known is None:
             return None
@@ -220,10 +225,9 @@ class Countdown:
             per_char, width, basis = own[0], max(FLOOR, min(PRIOR, SPREAD / math.sqrt(own[1]))), "at this job's pace"
         elif (last := self.book.pace(self.kind + PER_CHAR)) is not None:
             per_char, width, basis = last[0], max(FLOOR, SPREAD), "at this server's last pace"
-        elif (known := self.book.pace(self.kind)) is not None:
-            width = PRIOR if known[1] == "prior" else max(FLOOR, SPREAD)
-            basis = "at the example build's pace" if known[1] == "prior" else "at this server's last pace"
-            return known[0] * (self.total - counted), width, basis
+        elif (known := self._book_pace()) is not None:
+            per_unit, width, basis = known
+            return per_unit * (self.total - counted), width, basis
         else:
             return None
         ahead = work.expected_from(counted)
