@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "memsif.answer.language": 0,
     "memsif.embed": 1, "memsif.llm": 1, "memsif.store": 1, "memsif.prompts": 1, "memsif.io": 1,
     "memsif.interaction": 2, "memsif.facts": 2, "memsif.answer.check": 2, "memsif.answer.relevance": 2,
+    "memsif.answer.gate": 2,
     "memsif.ingest": 3, "memsif.answer.retrieval": 3, "memsif.answer.context": 3, "memsif.answer.accumulation": 3,
     "memsif.answer.query": 3, "memsif.transfer": 3,
     "memsif.upgrade": 3,

@@ -3,6 +3,7 @@ back to Structured Interaction Memory for query-local evidence, the answer, and 
 accumulation into ActiveFact clusters (§3.4).
 
 - ``query``: the pipeline (``QueryPipeline``) and its trace (``Answer``);
+- ``gate``: the sufficiency gate, whether the facts alone answer (``SufficiencyGate``);
 - ``retrieval``: the facts and the evidence sentences for one question (``EvidenceRetriever``);
 - ``context``: the answer's context from them, within its token budget;
 - ``accumulation``: the evidence an answer used, added to the ActiveFact clusters (§3.4, Eqs. 2–4);

@@ -30,17 +30,17 @@ from memsif.answer.check import (
     unsupported_mentions,
 )
 from memsif.answer.context import fit_lines, render_context
+from memsif.answer.gate import GateVerdict, SufficiencyGate
 from memsif.answer.relevance import Said, judge
 from memsif.answer.retrieval import EvidenceRetriever, named_speakers
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
-from memsif.errors import CollectionMissing, LLMError, NotFoundError, StoreError
+from memsif.errors import CollectionMissing, NotFoundError, StoreError
 from memsif.facts.dates import names_a_day
 from memsif.llm import LLM, generate_streamed, runtime_of
 from memsif.llm.profiles import profile_of
 from memsif.prompts import answer as answer_prompt
-from memsif.prompts import sufficiency
 from memsif.records import Evidence, RetrievedFact
 from memsif.store import Store
 from memsif.timeparse import dated
@@ -156,6 +156,7 @@ class QueryPipeline:
         self.entities = entities
         self.retriever = EvidenceRetriever(config, llm, embedder, store, entities)
         self.accumulator = EvidenceAccumulator(config, store, embedder, entities)
+        self.gate = SufficiencyGate(config, llm)
         self._said: dict[str, tuple[int, Said]] = {}  # namespace → (message count, its messages' text)
 
     def said(self, namespace: str) -> Said:
@@ -185,19 +186,6 @@ class QueryPipeline:
         ``eval judge-check`` separation 0.54): a demo model, said so with every answer."""
         return profile_of(self.llm.name).at_chance
 
-    def gate_trusted(self) -> bool:
-        """Whether the sufficiency verdict may replace the evidence (``sufficiency_gate``: "model" always,
-        "never" never; "auto" only for a model whose profile says its verdict was measured not to lose
-        answer F1 or evidence recall, ``ModelProfile.judges_sufficiency``: none yet — asked above the
-        relevance floor on conv-26, Qwen2.5-Coder-1.5B sent 19 of 152 questions facts-only and lost 7.9
-        points of answer F1 on them [−12.6, −3.6], ``benchmarks/quality/gate_table.py``). Any other model gets
-        facts + evidence."""
-        mode = self.config.answer.sufficiency_gate
-        if mode == "auto":
-            profile = profile_of(self.llm.name)
-            return profile.judges_sufficiency and not profile.at_chance
-        return mode == "model"
-
     def ask(self, question: str, *, namespace: str, question_date: str | None = None, generate: bool = True,
             on_text: Callable[[str], None] | None = None, accumulate: bool = True) -> Answer:
         """Answer ``question`` from ``namespace``'s memory, with the trace (§3.5). With ``generate=False``
@@ -208,7 +196,7 @@ class QueryPipeline:
 
         The sufficiency gate (``Answer.gate_rule`` says which rule applied): with no facts, or a
         model not trusted with the check (``sufficiency_gate``; under "auto" any model whose
-        profile does not trust it: ``gate_trusted``),
+        profile does not trust it: ``SufficiencyGate.trusted``),
         evidence is always added; otherwise the model's P(sufficient) ≥ ``sufficiency_threshold``
         makes the facts the whole context, and a failed check traces back.
 
@@ -248,7 +236,7 @@ class QueryPipeline:
                                                  self.llm.count_tokens)
         left += floor
         with _stage(result, "sufficiency"):
-            self._gate(question, used_facts, result)  # on the facts the answer would see
+            self._gated(self.gate.decide(question, used_facts), result)  # on the facts the answer would see
         with _stage(result, "trace_back"):
             evidence: list[Evidence] = []
             if not result.sufficient:
@@ -301,6 +289,13 @@ class QueryPipeline:
                 self._accumulated(self.accumulator.run(namespace, result.question, vector, best), result)
 
     @staticmethod
+    def _gated(verdict: GateVerdict, result: Answer) -> None:
+        """The sufficiency gate's verdict, on the trace."""
+        result.gate_rule, result.sufficient, result.sufficiency_prob = verdict.rule, verdict.sufficient, verdict.prob
+        result.tokens_in += verdict.tokens_in
+        result.errors += [verdict.error] if verdict.error else []
+
+    @staticmethod
     def _accumulated(done: Accumulated, result: Answer) -> None:
         """What the post-answer accumulation did, on the trace."""
         result.active_facts_changed, result.clusters_touched = done.active_facts_changed, done.clusters_touched
@@ -322,34 +317,6 @@ class QueryPipeline:
             result.aggregation_rule = "asks for several things but names no speaker: the nearest facts"
         else:
             result.aggregation_rule = "asks for one thing: the nearest facts"
-
-    def _gate(self, question: str, facts: list[RetrievedFact], result: Answer) -> None:
-        """The sufficiency gate (§3.5): sets ``result.sufficient``, its probability and ``gate_rule``."""
-        if not facts:
-            result.gate_rule = "no facts retrieved: evidence from Structured Interaction Memory"
-            return
-        if not self.gate_trusted():
-            result.gate_rule = (f"sufficiency not asked: {self.llm.name or 'the model'} is not trusted "
-                                f"with it (sufficiency_gate={self.config.answer.sufficiency_gate}); facts + evidence")
-            return
-        best, floor = max(f.score for f in facts), self.config.answer.gate_fact_floor
-        relevance = f"best fact {best:.2f} {'≥' if best >= floor else '<'} the gate's relevance floor {floor:.2f}"
-        if best < floor:
-            result.gate_rule = f"sufficiency not asked: {relevance} (the facts are not about it); facts + evidence"
-            return
-        prompt = sufficiency.build(question, [f"{f.subject}: {f.statement}" for f in facts])
-        result.tokens_in += self.llm.count_tokens(prompt.text)
-        try:
-            [p] = self.llm.yes_probability([prompt])
-        except LLMError as exc:
-            result.errors.append(f"sufficiency: {type(exc).__name__}: {exc}")
-            result.gate_rule = "sufficiency check failed: facts + evidence"
-            return
-        result.sufficiency_prob = p
-        result.sufficient = p >= self.config.answer.sufficiency_threshold
-        result.gate_rule = (f"{relevance}; P(sufficient) = {p:.2f} {'≥' if result.sufficient else '<'} "
-                            f"{self.config.answer.sufficiency_threshold}: "
-                            f"{'facts only' if result.sufficient else 'facts + evidence'}")
 
     def _relevance(self, question: str, facts: list[RetrievedFact], evidence: list[Evidence], result: Answer,
                    namespace: str) -> None:
