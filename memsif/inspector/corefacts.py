@@ -41,6 +41,10 @@ from memsif.viz import FACT_COLUMNS, OP_COLUMNS, fact_rows, message_rows, op_row
 EMPTY_STATUS = "CoreFacts are extracted after Structured Interaction Memory is built."
 #: How the status of an extraction stopped by a delete or a replacing build begins (the reason follows).
 STOPPED = "⏹️ CoreFact extraction stopped:"
+#: How the status of a running extraction begins (``build_facts``' ``describe`` and ``aside_text``): a build
+#: that replaces its memory stops it, and its own last status then says so (``STOPPED``).
+RUNNING = ("Loading the model and reading", "Extracting CoreFacts:", "Titling the Topical Segments",
+           "Second pass:")
 CORRECTION_HELP = ("**Correct a fact**: select it in the table, change what is wrong and **Save correction**, or "
                    "**Delete fact** (it leaves every answer; **Restore fact** brings it back). Each correction is an "
                    "operation in the log below (EDIT, DELETE, RESTORE, decided by the person, with the previous "

@@ -178,10 +178,12 @@ def _begun(source: BuiltSource | None, status: str | None = None) -> list:
     """The handler that empties the other tabs' views when a build begins a memory anew (``BuiltSource.building``):
     from then on they show the namespace being built (each tab reads it again when shown), never the memory it
     replaces; ``gr.skip()`` for any other change of the source (the build's end redraws them itself). The
-    CoreFacts ``status`` that says why the replaced memory's extraction stopped stays."""
+    CoreFacts ``status`` of an extraction stopped by the build stays: the line that says why, or a running one,
+    which the stopped job replaces with that line itself (so the two never race)."""
     empty = [*corefacts.EMPTY, *trajectories.EMPTY, *activefacts.EMPTY]
     if source is None or not source.building:
         return [gr.skip()] * len(empty)
     building = (f"Building the memory of {code_span(source.name)}: its CoreFacts are extracted once its Topical "
                 "Segments are placed.")
-    return [gr.skip() if (status or "").startswith(corefacts.STOPPED) else building, *empty[1:]]
+    kept = (status or "").startswith((corefacts.STOPPED, *corefacts.RUNNING))
+    return [gr.skip() if kept else building, *empty[1:]]
