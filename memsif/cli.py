@@ -1,4 +1,5 @@
-"""Command line: ``python -m memsif ingest|upgrade|show|ask|facts|calibrate|eval|bench ...`` (``--help`` on each)."""
+"""Command line: ``python -m memsif ingest|relink|upgrade|show|ask|facts|calibrate|eval|bench ...``
+(``--help`` on each)."""
 
 from __future__ import annotations
 
@@ -293,6 +294,28 @@ def _correct_fact(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_relink(args: argparse.Namespace) -> int:
+    """Decide a stored memory's Event Trajectories again over the whole memory (``MemSIF.relink``)."""
+    engine = _engine(args)
+    result = engine.relink(args.namespace)
+    print(f"{args.namespace}: {result.summary()}")
+    if args.verbose:
+        by_id = {s.id: s for s in engine.segments(args.namespace)}
+        for tid, group in zip(result.ids, result.groups, strict=True):
+            if len(group) > 1:
+                titles = "; ".join(dict.fromkeys(by_id[g].title.text for g in group
+                                                 if by_id[g].title and by_id[g].title.lines))
+                sessions = sorted({x for g in group for x in by_id[g].session_ids}, key=_session_order)
+                print(f"  {tid}: {', '.join(group)} (sessions {', '.join(sessions)}) {titles}")
+    engine.close()
+    return 0
+
+
+def _session_order(session_id: str) -> tuple[int, str]:
+    digits = "".join(c for c in session_id if c.isdigit())
+    return (int(digits) if digits else 0, session_id)
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from memsif.transfer import write_export
 
@@ -458,6 +481,13 @@ def _building_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", help="memory folder (default: $MEMSIF_DATA_DIR or ~/.local/share/memsif)")
     p.add_argument("--namespace", action="append", help="only these namespaces (repeat; default: all)")
     p.set_defaults(func=cmd_upgrade)
+
+    p = sub.add_parser("relink", help="decide a stored memory's Event Trajectories again over the whole memory "
+                                      "(the fitted pair score and average linkage; corrections are kept)")
+    p.add_argument("--namespace", required=True)
+    p.add_argument("--data-dir")
+    p.add_argument("--verbose", "-v", action="store_true", help="list the trajectories of two or more segments")
+    p.set_defaults(func=cmd_relink)
 
     p = sub.add_parser("export", help="write a namespace's whole memory (vectors and logs included) to a file")
     p.add_argument("out", help="the file to write (.json, or .json.gz for gzip)")

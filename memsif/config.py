@@ -29,7 +29,7 @@ SemMapping = Literal["auto", "affine", "calibrated"]
 SufficiencyGate = Literal["auto", "model", "never"]
 FactOperationMode = Literal["auto", "model", "rules"]
 FactVerificationMode = Literal["auto", "model", "off"]
-TrajectoryLinkMode = Literal["auto", "model", "rule", "choice"]
+TrajectoryLinkMode = Literal["auto", "cluster", "model", "rule", "choice"]
 SegmentTitleMode = Literal["auto", "model", "rule"]
 JudgeCalibration = Literal["auto", "content-free", "off"]
 AnswerCheckMode = Literal["auto", "model", "off"]
@@ -102,8 +102,10 @@ class MethodSettings:
     #: Top-K candidates whose φ(S_i, E_j) is at or below this are incompatible by rule, without a
     #: judge call (a product decision, see README: it keeps the judge to plausible candidates).
     trajectory_min_phi: float = 0.6
-    #: Trajectory links: "model" (the judge's P(yes), the paper's rule), "rule" (the pair's measures, no LLM call;
-    #: ``interaction.link``), "choice" (gate + one comparative choice; ``interaction.choice``) or "auto" ("rule").
+    #: Trajectory links: "cluster" (the whole memory after each structure step: a fitted pair score over
+    #: model-free measures, then average linkage; ``interaction.relink``), "model" (the judge's P(yes) as each
+    #: segment closes, the paper's rule), "rule" (the pair's measures as each segment closes, no LLM call;
+    #: ``interaction.link``), "choice" (gate + one comparative choice; ``interaction.choice``) or "auto" ("cluster").
     trajectory_link: TrajectoryLinkMode = "auto"
     trajectory_choice_margin: float = 0.3  #: "choice": the best gated thread must beat "none of these" by this
     segment_titles: SegmentTitleMode = "auto"  #: "model", "rule" (model-free) or "auto" (``interaction.titles``)

@@ -21,6 +21,7 @@ import numpy as np
 from memsif.errors import MemSIFError, SourceConflict
 from memsif.facts.step import CoreFactStep, CoreFactSummary, ProgressFn
 from memsif.interaction.forecast import Workload, forecast, published
+from memsif.interaction.relink import Relinker, RelinkResult, whole_memory
 from memsif.interaction.restore import Repair, mean_vector, messages_state, plan_repair, restore
 from memsif.interaction.segments import SegmentBuilder
 from memsif.interaction.sentences import build_sentences
@@ -31,7 +32,7 @@ from memsif.io.placement import differences
 from memsif.io.speakers import with_one_spelling
 from memsif.locks import check_cancelled, job
 from memsif.matching import SemanticMapping
-from memsif.records import Decision, Message, record_number, spoken_text
+from memsif.records import Decision, Message, TrajectoryDecision, record_number, spoken_text
 from memsif.store import StoredMessage
 
 if TYPE_CHECKING:
@@ -214,6 +215,12 @@ class IngestPipeline:
                     check_cancelled()  # a build stopped meanwhile writes nothing of this part
                     self.persist(state, fresh[chunk], part)
                     structured.decisions += part.decisions
+            if whole_memory(self.config.method) and state.segments:
+                with self.stage("relink"):  # Event Trajectories over the whole memory (interaction.relink)
+                    relinked = relink_state(self.config, self.backends, state)
+                    write_relink(self.backends.store, state, relinked)
+                if relinked.note:  # another embedder than the scorer's: said in the report, never silently
+                    admitted.warnings.append(f"Event Trajectories: {relinked.note}")
             summary = CoreFactSummary()
             if core_facts:
                 with self.stage("core_facts"):
@@ -280,7 +287,9 @@ class IngestPipeline:
 
         def assign(seg: SegmentState) -> None:
             trajectories.title(state, seg)
-            out.decisions.append(trajectories.assign(state, seg))
+            decision = trajectories.assign(state, seg)
+            if decision is not None:  # None: its own trajectory until the relink after the structure step
+                out.decisions.append(decision)
             out.touched.add(seg.record.id)
             if seg.record.message_ids[0] not in new:  # its stored sentences name no trajectory yet
                 out.reassigned.add(seg.record.id)
@@ -338,3 +347,47 @@ class IngestPipeline:
             store.set_sentence_trajectories(ns, {sid: trajectory_of[sid] for sid in structured.reassigned})
             store.put_messages(ns, [StoredMessage(m, state.vectors[m.id], state.entities[m.id],
                                                   state.segment_of.get(m.id)) for m in fresh])
+
+
+def relink_state(config: MemSIFConfig, backends: Backends, state: InteractionState) -> RelinkResult:
+    """The whole-memory Event Trajectories of ``state`` (``interaction.relink``), applied to it; segments
+    whose trajectory and fellow members are unchanged since their latest decision get no new one."""
+    store, ns = backends.store, state.namespace
+    embedder = backends.embedder
+    mapping = SemanticMapping.for_embedder(embedder.name, config.method.sem_mapping)
+    relinker = Relinker(embedder.name, mapping, config.method.alpha_trajectory, embedder.embed_documents)
+    previous = {d.segment_id: d for d in store.decisions(ns, "trajectory") if isinstance(d, TrajectoryDecision)}
+    facts: dict[str, np.ndarray] = {}
+    if "fact_cosine" in relinker.scorer.features:
+        rows: dict[str, list[np.ndarray]] = {}
+        for fact, vector in store.facts(ns, with_vectors=True):
+            if fact.valid_until is None and vector is not None:
+                for sid in fact.segment_ids[:1]:
+                    rows.setdefault(sid, []).append(vector)
+        facts = {sid: np.stack(v) for sid, v in rows.items()}
+    return relinker.relink(state, previous, facts)
+
+
+def write_relink(store: Store, state: InteractionState, result: RelinkResult) -> None:
+    """Writes what a relink changed: the trajectories (new and re-pooled), the segments that moved, their
+    sentences' trajectory ids, the CoreFacts written from them (their ``trajectory_ids``), then the
+    retired trajectories' deletion and the decisions. A process killed in between leaves segments and
+    trajectories that the next load repairs (``interaction.restore``) and the next relink redoes."""
+    ns = state.namespace
+    if not result.moved and not result.retired and not result.decisions:
+        return
+    moved = sorted(result.moved, key=record_number)
+    touched = {state.segment(sid).record.trajectory_id for sid in moved}
+    store.put_trajectories(ns, [(t.record, t.profile.mean) for t in state.trajectories if t.record.id in touched])
+    store.put_segments(ns, [(state.segment(sid).record, state.segment(sid).profile.mean) for sid in moved])
+    store.set_sentence_trajectories(ns, {sid: state.segment(sid).record.trajectory_id for sid in moved})
+    if moved:
+        trajectory_of = {s.record.id: s.record.trajectory_id for s in state.segments}
+        changed = []
+        for fact, vector in store.facts(ns, with_vectors=True):
+            now = list(dict.fromkeys(t for sid in fact.segment_ids if (t := trajectory_of.get(sid))))
+            if vector is not None and fact.segment_ids and now != fact.trajectory_ids:
+                changed.append((fact.model_copy(update={"trajectory_ids": now}), vector))
+        store.put_facts(ns, changed)
+    store.delete("trajectory", ns, result.retired)
+    state.next_decision_seq = store.put_decisions(ns, result.decisions, state.next_decision_seq)

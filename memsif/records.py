@@ -214,6 +214,8 @@ class TrajectoryCandidate(_Record):
     choice_probs: list[float] = Field(default_factory=list, description="Choice: this option's probability in "
                                                                         "each of the two orders asked.")
     choice_prob: float | None = Field(None, description="Choice: the two orders' mean.")
+    measures: dict[str, float] = Field(default_factory=dict, description="Whole-memory construction: the pair's "
+                                       "model-free measures (``interaction.pairs``) the pair scorer read.")
     compatible: bool
 
 
@@ -233,6 +235,8 @@ class TrajectoryDecision(_Record):
     none_prob: float | None = Field(None, description="Choice: P(none of these), the two orders' mean.")
     margin: float | None = Field(None, description="Choice: the best option's probability minus P(none of these).")
     gated_out: int | None = Field(None, description="Choice: earlier trajectories the gate left out.")
+    threshold: float | None = Field(None, description="Whole-memory construction: the average P(same thread) a "
+                                                      "group of segments must reach (None: older logs).")
     prompt_version: str | None = None
     model: str | None = None
     error: str | None = None

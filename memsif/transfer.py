@@ -22,9 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memsif import lexical
 from memsif.config import MemSIFConfig
-from memsif.embed import Embedder
+from memsif.embed import Embedder, embedder_name
 from memsif.errors import EmbedderError, ExportWarning, MemSIFError
 from memsif.files import write_file
+from memsif.interaction.clustering import scorer_for
+from memsif.interaction.relink import whole_memory
 from memsif.lexical import SparseVector
 from memsif.llm.packaged import PACKAGED_MODELS
 from memsif.records import (
@@ -339,13 +341,17 @@ def read_export(path: str | Path) -> NamespaceExport:
 
 def content_fingerprint(config: MemSIFConfig) -> dict[str, Any]:
     """What decides a memory's content under ``config``: the LLM's weights (the packaged GGUF's SHA-256,
-    else the model's name), the embedder and ``CONTENT_SETTINGS``. A build records it in its export's
+    else the model's name), the embedder, ``CONTENT_SETTINGS`` and, for the whole-memory Event
+    Trajectories, the pair scorer's version. A build records it in its export's
     provenance (``"content"``); an export with the same fingerprint shows what this configuration would
     build, whatever the back-end or display name."""
     model = PACKAGED_MODELS.get(config.model.llm_model)
-    return {"llm": f"sha256:{model.sha256}" if model and model.sha256 else config.model.llm_model,
-            "embedder": config.model.embedder_model,
-            "settings": {name: config.setting(name) for name in CONTENT_SETTINGS}}
+    out = {"llm": f"sha256:{model.sha256}" if model and model.sha256 else config.model.llm_model,
+           "embedder": config.model.embedder_model,
+           "settings": {name: config.setting(name) for name in CONTENT_SETTINGS}}
+    if whole_memory(config.method):  # the fitted pair scorer decides the Event Trajectories
+        out["trajectory_scorer"] = scorer_for(embedder_name(config.model.embedder_model))[0].version
+    return out
 
 
 def same_content(provenance: dict[str, Any], config: MemSIFConfig) -> bool:

@@ -30,6 +30,7 @@ from memsif.records import (
     SegmentDecision,
     TopicalSegment,
     TrajectoryDecision,
+    record_number,
 )
 
 if TYPE_CHECKING:  # memsif.answer.query loads the retrieval stack; the figures need only its Answer's fields
@@ -163,12 +164,42 @@ SEGMENT_COLUMNS = ["segment", "title", "trajectory", "messages", "first", "last"
 LABEL_SEGMENTS_UP_TO = 60
 
 
+def latest_trajectory_decisions(decisions: Sequence[Decision]) -> dict[str, TrajectoryDecision]:
+    """The latest trajectory decision of each segment (a relink records a segment again when it moved)."""
+    return {d.segment_id: d for d in decisions if isinstance(d, TrajectoryDecision)}
+
+
+def _scored_links(trajectories: Sequence[EventTrajectory],
+                  decisions: dict[str, TrajectoryDecision]) -> list[tuple[str, str, float, str]]:
+    """(segment, fellow member, P(same thread), why) per segment of a trajectory of two or more whose
+    latest decision scored its fellow members: its strongest pair inside the trajectory (each pair once)."""
+    links: dict[tuple[str, str], tuple[float, str]] = {}
+    members = {i: t.id for t in trajectories if len(t.segment_ids) > 1 for i in t.segment_ids}
+    for sid, d in decisions.items():
+        inside = [c for c in d.candidates if c.compatible and c.segment_id and sid in members
+                  and members.get(c.segment_id) == members[sid] and c.link_prob is not None]
+        if inside:
+            best = max(inside, key=lambda c: c.link_prob or 0.0)
+            pair = tuple(sorted((sid, best.segment_id or ""), key=record_number))
+            links[(pair[0], pair[1])] = (best.link_prob or 0.0, _pair_why(best))
+    return [(a, b, p, why) for (a, b), (p, why) in links.items()]
+
+
+def _pair_why(c) -> str:
+    parts = [f"both {' and '.join(c.persons)}"] if c.persons else []
+    parts += [", ".join(f"'{t}'" for t in c.terms)] if c.terms else []
+    parts.append(f"cosine {c.score.cosine:.2f}")
+    return "; ".join(parts)
+
+
 def trajectory_graph(segments: Sequence[TopicalSegment], trajectories: Sequence[EventTrajectory],
-                     first_index: dict[str, int] | None = None) -> go.Figure:
+                     first_index: dict[str, int] | None = None, decisions: Sequence[Decision] = ()) -> go.Figure:
     """Topical Segments as nodes in time order (x = the segment's first message index, or its order
     without ``first_index``), one row per Event Trajectory of two or more segments, the single-segment
-    trajectories together on the bottom row; edges link a trajectory's segments in time order; colour
-    = trajectory. Readable at 150+ segments: no node labels past ``LABEL_SEGMENTS_UP_TO`` segments."""
+    trajectories together on the bottom row; colour = trajectory. Edges: where the latest ``decisions``
+    scored a segment's fellow members (the whole-memory construction), each segment's strongest pair in
+    its trajectory, its P(same thread) written at the middle and its reasons on hover; otherwise the
+    members in time order. Readable at 150+ segments: no node labels past ``LABEL_SEGMENTS_UP_TO`` segments."""
     by_id = {s.id: s for s in segments}
     x_of = {s.id: (first_index.get(s.message_ids[0], k) if first_index and s.message_ids else k)
             for k, s in enumerate(segments)}
@@ -177,13 +208,30 @@ def trajectory_graph(segments: Sequence[TopicalSegment], trajectories: Sequence[
     y_of = {s.id: row.get(s.trajectory_id or "", 0) for s in segments}
     fig = go.Figure()
     ex, ey = [], []
+    scored = [link for link in _scored_links(multi, latest_trajectory_decisions(decisions))
+              if link[0] in by_id and link[1] in by_id]
+    linked = {t for a, _, _, _ in scored for t in [by_id[a].trajectory_id]}
     for t in multi:
+        if t.id in linked:
+            continue
         members = sorted((i for i in t.segment_ids if i in by_id), key=x_of.get)
         for a, b in pairwise(members):
             ex += [x_of[a], x_of[b], None]
             ey += [y_of[a], y_of[b], None]
+    for a, b, _, _ in scored:
+        ex += [x_of[a], x_of[b], None]
+        ey += [y_of[a], y_of[b], None]
     fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line={"color": "#bbb", "width": 1}, hoverinfo="skip",
                              showlegend=False))
+    if scored:  # the score of each drawn link at its middle, its reasons on hover
+        fig.add_trace(go.Scatter(
+            x=[(x_of[a] + x_of[b]) / 2 for a, b, _, _ in scored],
+            y=[(y_of[a] + y_of[b]) / 2 for a, b, _, _ in scored],
+            mode="markers+text" if labelled_links(len(scored)) else "markers",
+            text=[f"{p:.2f}" for _, _, p, _ in scored],
+            textposition="top center", textfont={"size": 9, "color": "#555"},
+            marker={"size": 4, "color": "#888"}, showlegend=False, hoverinfo="text",
+            hovertext=[escape_html(f"{a} – {b}: P(same thread) {p:.2f}; {why}") for a, b, p, why in scored]))
     order = {t.id: k for k, t in enumerate(trajectories)}
     labelled = len(segments) <= LABEL_SEGMENTS_UP_TO
     fig.add_trace(go.Scatter(
@@ -207,6 +255,11 @@ def trajectory_graph(segments: Sequence[TopicalSegment], trajectories: Sequence[
                       title=f"Event Trajectories over time: {len(multi)} link two or more of the {len(segments)} "
                             f"segments")
     return fig
+
+
+def labelled_links(n: int) -> bool:
+    """Whether the graph writes each link's score (hover always gives it)."""
+    return n <= LABEL_SEGMENTS_UP_TO
 
 
 def _short(text: str, limit: int = 40) -> str:
@@ -250,7 +303,8 @@ def trajectory_decisions_plot(decisions: Sequence[Decision], segments: Sequence[
     P(yes) and the rule. ``decisions`` as ``MemSIF.decisions(ns)`` returns them."""
     by_id = {s.id: s for s in segments}
     points: dict[str, tuple[list, list, list]] = {k: ([], [], []) for k in TRAJECTORY_OUTCOMES}
-    chosen = [d for d in decisions if isinstance(d, TrajectoryDecision) and d.segment_id in by_id]
+    chosen = [d for d in latest_trajectory_decisions(decisions).values() if d.segment_id in by_id]
+    threshold = next((d.threshold for d in chosen if d.threshold is not None), threshold)
     for d in chosen:
         seg = by_id[d.segment_id]
         x = first_index.get(seg.message_ids[0], 0) if seg.message_ids else 0

@@ -83,8 +83,9 @@ class TrajectoriesTab:
         segments, trajectories = eng.segments(namespace), eng.trajectories(namespace)
         messages = eng.messages(namespace)
         index = {m.id: m.index for m in messages}
-        return (trajectory_graph(segments, trajectories, index),
-                trajectory_decisions_plot(eng.decisions(namespace, "trajectory"), segments, index,
+        decisions = eng.decisions(namespace, "trajectory")
+        return (trajectory_graph(segments, trajectories, index, decisions),
+                trajectory_decisions_plot(decisions, segments, index,
                                           decision_threshold(eng.config.method, eng.llm)),
                 gr.Dropdown(choices=trajectory_choices(segments, trajectories, messages), value=None))
 

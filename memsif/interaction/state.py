@@ -6,6 +6,7 @@ embeddings, so the store holds no redundant sums), mutated by the builders, then
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,7 +49,18 @@ class InteractionState:
         return self.segments[record_number(segment_id) - 1]
 
     def trajectory(self, trajectory_id: str) -> TrajectoryState:
-        return self.trajectories[record_number(trajectory_id) - 1]
+        """The trajectory of that id (ids may have gaps: a relink retires trajectories).
+
+        Raises:
+            KeyError: no trajectory has that id.
+        """
+        k = record_number(trajectory_id) - 1
+        if 0 <= k < len(self.trajectories) and self.trajectories[k].record.id == trajectory_id:
+            return self.trajectories[k]
+        for t in self.trajectories:
+            if t.record.id == trajectory_id:
+                return t
+        raise KeyError(f"namespace {self.namespace!r} holds no Event Trajectory {trajectory_id}")
 
     def add_message(self, message: Message, vector: np.ndarray, entities: frozenset[str]) -> None:
         self.messages[message.id] = message
@@ -85,14 +97,29 @@ class InteractionState:
             self._refresh_trajectory(traj)
 
     def open_trajectory(self, seg: SegmentState) -> TrajectoryState:
+        """A new trajectory E_{n+1} holding ``seg`` (n the largest number used so far)."""
+        number = max((record_number(t.record.id) for t in self.trajectories), default=0) + 1
         traj = TrajectoryState(
-            EventTrajectory(id=f"E{len(self.trajectories) + 1}", namespace=self.namespace,
-                            index=len(self.trajectories), segment_ids=[]),
+            EventTrajectory(id=f"E{number}", namespace=self.namespace, index=number - 1, segment_ids=[]),
             UnitProfile(self.dim),
         )
         self.trajectories.append(traj)
         self.assign(seg, traj)
         return traj
+
+    def replace_trajectories(self, groups: Sequence[tuple[str, Sequence[str]]]) -> None:
+        """Every Event Trajectory replaced by ``groups``: (trajectory id, its segment ids) each, every
+        segment in one group; a kept id keeps its record's other fields, re-pooled
+        (``interaction.relink``)."""
+        old = {t.record.id: t.record for t in self.trajectories}
+        self.trajectories = []
+        for tid, members in sorted(groups, key=lambda g: record_number(g[0])):
+            record = old[tid].model_copy(update={"segment_ids": []}) if tid in old else EventTrajectory(
+                id=tid, namespace=self.namespace, index=record_number(tid) - 1, segment_ids=[])
+            traj = TrajectoryState(record, UnitProfile(self.dim))
+            self.trajectories.append(traj)
+            for sid in sorted(members, key=record_number):
+                self.assign(self.segment(sid), traj)
 
     def assign(self, seg: SegmentState, traj: TrajectoryState) -> None:
         """Append segment ``seg`` to trajectory ``traj`` and re-pool the trajectory."""

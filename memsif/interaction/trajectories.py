@@ -24,6 +24,7 @@ from memsif.interaction.choice import NAME as CHOICE
 from memsif.interaction.choice import ChoiceLinker
 from memsif.interaction.gate import GateRule
 from memsif.interaction.judge import Verdict, YesNoJudge
+from memsif.interaction.relink import whole_memory
 from memsif.interaction.state import InteractionState, SegmentState
 from memsif.interaction.titles import TitleWriter, meaningful
 from memsif.llm import LLM
@@ -67,6 +68,7 @@ class TrajectoryBuilder:
         self.judge = YesNoJudge(llm, trajectory_judge.content_free, method.judge_calibration) \
             if self.link.uses_judge else None
         self.model_name = llm.name if llm is not None else None
+        self.provisional = whole_memory(method)
         self.vocabulary = link.Vocabulary()
         self.judge_calls = 0  # candidate pairs that reached the judge
         self.titles = TitleWriter(llm if titles_at_close(config, llm) else None)
@@ -85,12 +87,17 @@ class TrajectoryBuilder:
         messages = state.segment_messages(seg)
         seg.record.title = self.titles.title(messages, [state.entities[m.id] for m in messages], self.vocabulary.idf)
 
-    def assign(self, state: InteractionState, seg: SegmentState) -> TrajectoryDecision:
+    def assign(self, state: InteractionState, seg: SegmentState) -> TrajectoryDecision | None:
         """Put ``seg`` into the trajectory of its likeliest earlier segment when the link model's
         P(same thread) reaches its threshold, or open a new trajectory (``link`` module docstring).
+        With the whole-memory construction (``relink.whole_memory``) the segment opens its own
+        trajectory until the relink after the structure step decides, and nothing is recorded (None).
 
         A failing judge leaves the judged candidates unjoined and records the error.
         """
+        if self.provisional:
+            state.open_trajectory(seg)
+            return None
         if self.choice is not None:
             return self._assign_by_choice(state, seg, self.choice)
         cfg = self.config.method
