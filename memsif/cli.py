@@ -86,7 +86,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         report = engine.ingest_transcript(tr, namespace=args.namespace or tr.sample_id,
                                           progress=None if args.no_progress else _progress_bar(tr.sample_id),
                                           core_facts=False if args.no_facts else None, replace=args.replace)
-        for note in report.warnings:
+        for note in [*report.warnings, *([report.trajectory_note] if report.trajectory_note else [])]:
             print(f"note: {report.namespace}: {note}", file=sys.stderr)
         reports.append(report.to_dict())
         if not args.json:

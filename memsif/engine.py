@@ -14,7 +14,7 @@ from memsif.editing import Corrections
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
 from memsif.errors import ConfigError, MemSIFError
-from memsif.ingest import IngestPipeline, IngestReport, ProgressFn, StoredState, relink_state, write_relink
+from memsif.ingest import IngestPipeline, IngestReport, ProgressFn, relink_namespace
 from memsif.interaction.relink import RelinkResult
 from memsif.io.names import checked_namespace
 from memsif.llm import LLM
@@ -205,20 +205,12 @@ class MemSIF(Reads, Corrections, Search, Sources):
         return self.ingest([], namespace, progress, core_facts=True)
 
     def relink(self, namespace: str) -> RelinkResult:
-        """Decide ``namespace``'s Event Trajectories again over the whole memory (§3.2;
-        ``interaction.relink``), as the end of an ingest's structure step does: ids kept by overlap with
-        the earlier trajectories, one recorded decision per segment whose trajectory or fellow members
-        changed, the CoreFacts' trajectory ids followed; corrections and every other record unchanged.
-
-        Raises:
-            NotFoundError: no memory in ``namespace``.
-        """
+        """Decide ``namespace``'s Event Trajectories again over the whole memory, as an ingest's structure
+        step ends (§3.2; ``interaction.relink``); corrections and all else are kept. Raises
+        ``NotFoundError`` for a namespace without memory."""
         self._require(namespace)
         with self._namespace_lock(namespace):
-            state = StoredState(self, namespace).load()
-            result = relink_state(self.config, self, state)
-            write_relink(self.store, state, result)
-            return result
+            return relink_namespace(self.config, self, namespace)
 
     # ----------------------------------------------------------------- reads (and ``Reads``)
     def missing_sentence_index(self, namespace: str) -> int:

@@ -74,6 +74,7 @@ class IngestReport:
     fact_llm_calls: int = 0
     fact_errors: int = 0
     warnings: list[str] = field(default_factory=list)            # e.g. messages too long for the models
+    trajectory_note: str = ""  # the Event Trajectories were linked by the fallback scorer: why (interaction.relink)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -190,6 +191,7 @@ class IngestPipeline:
     def run(self, messages: Sequence[Message], progress: ProgressFn | None, core_facts: bool) -> IngestReport:
         """Every step in order (the caller holds the namespace's lock); see ``MemSIF.ingest``."""
         start = time.perf_counter()
+        trajectory_note = ""
         with job(self.namespace, "structure"):
             with self.stage("load_state"):
                 state = StoredState(self.backends, self.namespace).load()
@@ -219,8 +221,7 @@ class IngestPipeline:
                 with self.stage("relink"):  # Event Trajectories over the whole memory (interaction.relink)
                     relinked = relink_state(self.config, self.backends, state)
                     write_relink(self.backends.store, state, relinked)
-                if relinked.note:  # another embedder than the scorer's: said in the report, never silently
-                    admitted.warnings.append(f"Event Trajectories: {relinked.note}")
+                trajectory_note = relinked.note or ""  # another embedder than the scorer's: said, never silently
             summary = CoreFactSummary()
             if core_facts:
                 with self.stage("core_facts"):
@@ -230,7 +231,8 @@ class IngestPipeline:
             total_messages=len(state.messages), segments=len(state.segments), trajectories=len(state.trajectories),
             judge_calls_segment=seg_builder.judge_calls, judge_calls_trajectory=traj_builder.judge_calls,
             judge_errors=sum(1 for d in structured.decisions if d.error), seconds=time.perf_counter() - start,
-            seconds_by_stage=self.stages, warnings=admitted.warnings, **asdict(summary))
+            seconds_by_stage=self.stages, warnings=admitted.warnings, trajectory_note=trajectory_note,
+            **asdict(summary))
 
     # ------------------------------------------------------------------ steps
     def admit(self, state: InteractionState, messages: Sequence[Message]) -> _Admitted:
@@ -347,6 +349,14 @@ class IngestPipeline:
             store.set_sentence_trajectories(ns, {sid: trajectory_of[sid] for sid in structured.reassigned})
             store.put_messages(ns, [StoredMessage(m, state.vectors[m.id], state.entities[m.id],
                                                   state.segment_of.get(m.id)) for m in fresh])
+
+
+def relink_namespace(config: MemSIFConfig, backends: Backends, namespace: str) -> RelinkResult:
+    """A stored namespace's Event Trajectories decided again and written (the caller holds its lock)."""
+    state = StoredState(backends, namespace).load()
+    result = relink_state(config, backends, state)
+    write_relink(backends.store, state, result)
+    return result
 
 
 def relink_state(config: MemSIFConfig, backends: Backends, state: InteractionState) -> RelinkResult:

@@ -192,6 +192,33 @@ def _pair_why(c) -> str:
     return "; ".join(parts)
 
 
+def _draw_links(fig: go.Figure, multi: Sequence[EventTrajectory], by_id: dict[str, TopicalSegment],
+                x_of: dict[str, int], y_of: dict[str, int], decisions: Sequence[Decision]) -> None:
+    """The trajectory graph's edges: each scored segment's strongest link with its P(same thread) at the
+    middle (reasons on hover); a trajectory without scored links, its members in time order."""
+    ex: list[float | None] = []
+    ey: list[float | None] = []
+    scored = [link for link in _scored_links(multi, latest_trajectory_decisions(decisions))
+              if link[0] in by_id and link[1] in by_id]
+    linked = {by_id[a].trajectory_id for a, _, _, _ in scored}
+    pairs = [(a, b) for t in multi if t.id not in linked
+             for a, b in pairwise(sorted((i for i in t.segment_ids if i in by_id), key=x_of.get))]
+    for a, b in pairs + [(a, b) for a, b, _, _ in scored]:
+        ex += [x_of[a], x_of[b], None]
+        ey += [y_of[a], y_of[b], None]
+    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line={"color": "#bbb", "width": 1}, hoverinfo="skip",
+                             showlegend=False))
+    if scored:
+        fig.add_trace(go.Scatter(
+            x=[(x_of[a] + x_of[b]) / 2 for a, b, _, _ in scored],
+            y=[(y_of[a] + y_of[b]) / 2 for a, b, _, _ in scored],
+            mode="markers+text" if labelled_links(len(scored)) else "markers",
+            text=[f"{p:.2f}" for _, _, p, _ in scored],
+            textposition="top center", textfont={"size": 9, "color": "#555"},
+            marker={"size": 4, "color": "#888"}, showlegend=False, hoverinfo="text",
+            hovertext=[escape_html(f"{a} – {b}: P(same thread) {p:.2f}; {why}") for a, b, p, why in scored]))
+
+
 def trajectory_graph(segments: Sequence[TopicalSegment], trajectories: Sequence[EventTrajectory],
                      first_index: dict[str, int] | None = None, decisions: Sequence[Decision] = ()) -> go.Figure:
     """Topical Segments as nodes in time order (x = the segment's first message index, or its order
@@ -207,31 +234,7 @@ def trajectory_graph(segments: Sequence[TopicalSegment], trajectories: Sequence[
     row = {t.id: k + 1 for k, t in enumerate(sorted(multi, key=lambda t: min(x_of[i] for i in t.segment_ids)))}
     y_of = {s.id: row.get(s.trajectory_id or "", 0) for s in segments}
     fig = go.Figure()
-    ex, ey = [], []
-    scored = [link for link in _scored_links(multi, latest_trajectory_decisions(decisions))
-              if link[0] in by_id and link[1] in by_id]
-    linked = {t for a, _, _, _ in scored for t in [by_id[a].trajectory_id]}
-    for t in multi:
-        if t.id in linked:
-            continue
-        members = sorted((i for i in t.segment_ids if i in by_id), key=x_of.get)
-        for a, b in pairwise(members):
-            ex += [x_of[a], x_of[b], None]
-            ey += [y_of[a], y_of[b], None]
-    for a, b, _, _ in scored:
-        ex += [x_of[a], x_of[b], None]
-        ey += [y_of[a], y_of[b], None]
-    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line={"color": "#bbb", "width": 1}, hoverinfo="skip",
-                             showlegend=False))
-    if scored:  # the score of each drawn link at its middle, its reasons on hover
-        fig.add_trace(go.Scatter(
-            x=[(x_of[a] + x_of[b]) / 2 for a, b, _, _ in scored],
-            y=[(y_of[a] + y_of[b]) / 2 for a, b, _, _ in scored],
-            mode="markers+text" if labelled_links(len(scored)) else "markers",
-            text=[f"{p:.2f}" for _, _, p, _ in scored],
-            textposition="top center", textfont={"size": 9, "color": "#555"},
-            marker={"size": 4, "color": "#888"}, showlegend=False, hoverinfo="text",
-            hovertext=[escape_html(f"{a} – {b}: P(same thread) {p:.2f}; {why}") for a, b, p, why in scored]))
+    _draw_links(fig, multi, by_id, x_of, y_of, decisions)
     order = {t.id: k for k, t in enumerate(trajectories)}
     labelled = len(segments) <= LABEL_SEGMENTS_UP_TO
     fig.add_trace(go.Scatter(

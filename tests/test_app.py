@@ -90,7 +90,7 @@ def test_a_client_builds_the_example_asks_and_reads_every_view(app_url):
     assert "E1" in [value for _, value in picker["choices"]]
     rows = client.predict("E1", api_name="/trajectory")
     assert rows["data"] and rows["data"][0][2] == "D1:1"
-    assert rows["data"][0][1].startswith("new trajectory"), "the first segment's row does not say why it is there"
+    assert rows["data"][0][1].startswith(("in E1 with", "alone in E1")), "the first segment's row does not say why"
     facts_again, _ = client.predict(None, "Caroline", api_name="/facts")
     assert facts_again["data"] == facts["data"]
 
@@ -311,8 +311,8 @@ def test_every_build_reports_structure_health_and_warns_when_degenerate(engine_f
     line = structure_health(engine, "t")
     assert "**Structure health**" in line and "Topical Segments hold one message" in line
     assert "the judge decided 15 of 16 messages" in line
-    assert re.search(r"Event Trajectories: \d+ of \d+ segments joined an earlier one; no model was asked: the link "
-                     r"rule decided", line), line  # the default link asks no model, and says so
+    assert re.search(r"Event Trajectories: \d+ of \d+ segments share one with another \(\d+ trajectories of two or "
+                     r"more\), decided over the whole memory by .+; no model was asked", line), line  # and says so
     assert ("⚠️ The structure looks degenerate" in line) == warned, line
 
 

@@ -165,7 +165,8 @@ def test_a_build_links_sessions_by_story_and_records_why(engine_factory, lexical
     engine = engine_factory(tau_split=0.98, tau_merge=0.99)
     with caplog.at_level(logging.WARNING):
         report = engine.ingest(_sessions(1, 3))
-    assert "no scorer for hash-embedder" in caplog.text  # the fallback is announced
+    assert "no scorer for hash-embedder" in caplog.text  # the fallback is announced: in the log and the report
+    assert report.trajectory_note == "no scorer for hash-embedder: test/lexical decides"
     story = _story_of(engine, "t")
     trajectories = engine.trajectories("t")
     assert report.trajectories == len(trajectories) == 3

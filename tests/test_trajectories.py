@@ -115,7 +115,7 @@ def test_a_model_without_a_measured_judge_links_by_rule_without_calling_it():
     texts = ["My pottery class starts today.", "My pottery class made a bowl today."]
     state, seg = _state_with_trajectories([[1.0, 0.0]], texts, days=[0, 3])
     llm = FakeLLM()  # any judge call would fail the test
-    builder = TrajectoryBuilder(MemSIFConfig(trajectory_link="auto"), MAPPING, llm)
+    builder = TrajectoryBuilder(MemSIFConfig(trajectory_link="rule"), MAPPING, llm)
     decision = builder.assign(state, seg)
     assert builder.link is link.RULE and llm.calls == {} and decision.model is None
     c = decision.candidates[0]
@@ -125,6 +125,16 @@ def test_a_model_without_a_measured_judge_links_by_rule_without_calling_it():
     assert link.model_for("auto", SimpleNamespace(name="Qwen2.5-Coder-1.5B-Instruct (packaged)")) is link.RULE
     assert link.model_for("model", llm) is link.JUDGE_ALONE and link.model_for("model", None) is link.RULE
     assert link.model_for("model", llm, 0.7).threshold == 0.7
+
+
+def test_the_default_leaves_each_segment_to_the_relink():
+    """``auto`` is the whole-memory construction: a closing segment opens its own trajectory and records
+    nothing (the relink after the structure step decides and records); no model is asked."""
+    state, seg = _state_with_trajectories([[1.0, 0.0]], ["My pottery class starts today.", "Pottery again."])
+    llm = FakeLLM()
+    builder = TrajectoryBuilder(MemSIFConfig(trajectory_link="auto"), MAPPING, llm)
+    assert builder.assign(state, seg) is None and llm.calls == {}
+    assert seg.record.trajectory_id == "E2" and state.trajectory("E2").record.segment_ids == [seg.record.id]
 
 
 def test_the_papers_rule_joins_the_likeliest_candidate_the_judge_accepts():

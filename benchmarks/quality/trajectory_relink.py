@@ -21,6 +21,7 @@ target on each of them that some threshold brings to the target), then applied t
 ``--write-scorer`` refits the shipped scorers on all three conversations (``memsif/interaction/trajectory_scorer.json``).
 ``--mpnet FOLDER`` adds the constructions with all-mpnet-base-v2's pooled cosine (the model's folder).
 ``--scale`` times the measures and the clustering on synthetic memories of 250 to 4,000 segments.
+``--stored`` scores the trajectories the memories hold (after ``python -m memsif relink``: the shipped scorer).
 """
 
 from __future__ import annotations
@@ -355,6 +356,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                                                      "(the model's folder)")
     ap.add_argument("--scale", action="store_true", help="time the measures and clustering on synthetic memories")
     ap.add_argument("--only", help="run only these constructions (comma-separated names)")
+    ap.add_argument("--stored", action="store_true",
+                    help="score only the trajectories the memories hold (e.g. after `python -m memsif relink`)")
     args = ap.parse_args(argv)
     parts = [f"Command: `{' '.join(['PYTHONPATH=. python benchmarks/quality/trajectory_relink.py', *sys.argv[1:]])}`",
              f"Date: {date.today().isoformat()}"]
@@ -374,12 +377,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.only:
             constructions = {k: v for k, v in constructions.items() if k in args.only.split(",")}
         rows = as_built(mems)
+        if args.stored:
+            constructions = {}
+            for r in rows:
+                r["construction"] = "as stored"
         for name, (features, same_session, min_content) in constructions.items():
             print(f"… {name}", flush=True)
             rows += run_construction(mems, name, features, same_session, min_content)
         parts += ["", "Per held-out conversation (" + " / ".join(names) + "); the threshold fitted on the two others.",
                   "", table(rows, names)]
-        if args.write_scorer:
+        if args.write_scorer and not args.stored:
             doc = write_scorer(mems, SCORER_FILE, parts[0].removeprefix("Command: ").strip("`"))
             parts += ["", f"Wrote {SCORER_FILE.relative_to(ROOT)}: " + "; ".join(
                 f"{s['version']} threshold {s['threshold']}" for s in doc["scorers"])]

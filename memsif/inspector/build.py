@@ -249,8 +249,15 @@ def structure_health(eng, namespace: str) -> str:
     line = (f"\n\n**Structure health**: {single} of {len(segments)} Topical Segments hold one message "
             f"({single_share:.0%}); the judge decided {len(judged)} of {messages} messages "
             f"({len(judged) / max(messages, 1):.0%}): {kept} continue, {len(judged) - kept} split.")
-    assigned = [d for d in decisions if isinstance(d, TrajectoryDecision)]
-    if assigned:
+    assigned = list({d.segment_id: d for d in decisions if isinstance(d, TrajectoryDecision)}.values())  # latest
+    clustered = [d for d in assigned if d.threshold is not None]
+    if clustered:
+        shared = sum(not d.created for d in clustered)
+        multi = sum(1 for t in eng.trajectories(namespace) if len(t.segment_ids) > 1)
+        line += (f" Event Trajectories: {shared} of {len(clustered)} segments share one with another ({multi} "
+                 f"trajectories of two or more), decided over the whole memory by {clustered[-1].link_model} "
+                 f"at P(same thread) ≥ {clustered[-1].threshold:g}; no model was asked (Trajectories tab).")
+    elif assigned:
         asked = [c.compatible for d in assigned for c in d.candidates if c.judge_prob is not None]
         chosen = [d for d in assigned if d.none_prob is not None]
         joined = sum(not d.created for d in assigned)
@@ -642,6 +649,8 @@ class BuildTab:
                    f"trajectory judge {sum(r.judge_calls_trajectory for r in reports)} calls; "
                    f"{sum(r.seconds for r in reports):.1f} s. CoreFacts are filled in next (CoreFacts tab).")
         summary += structure_health(eng, namespace) + where_it_lies(eng, namespace)
+        if notes := sorted({r.trajectory_note for r in reports if r.trajectory_note}):
+            summary += "\n\n" + "\n".join(f"ℹ️ Event Trajectories: {escape_markdown(n)}" for n in notes)
         if warning := runtime_of(eng.llm).warning():
             summary += f"\n\n{warning}"
         if in_force := self.app.settings_in_force(settings):

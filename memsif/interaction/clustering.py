@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -78,18 +78,13 @@ class PairScorer:
         return {f: float(w * v) for f, w, v in zip(self.features, self.weights, z, strict=True)}
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "embedder": self.embedder, "features": list(self.features),
-                "mean": list(self.mean), "scale": list(self.scale), "weights": list(self.weights),
-                "intercept": self.intercept, "threshold": self.threshold, "max_share": self.max_share,
-                "min_content": self.min_content, "within_session": self.within_session, "fitted": self.fitted}
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> PairScorer:
-        return cls(version=doc["version"], embedder=doc["embedder"], features=tuple(doc["features"]),
-                   mean=tuple(doc["mean"]), scale=tuple(doc["scale"]), weights=tuple(doc["weights"]),
-                   intercept=float(doc["intercept"]), threshold=float(doc["threshold"]),
-                   max_share=float(doc["max_share"]), min_content=int(doc["min_content"]), fitted=doc["fitted"],
-                   within_session=bool(doc.get("within_session", False)))
+        """The scorer of a ``to_json`` document. Raises ``TypeError`` for a missing or unknown field."""
+        values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items()}
+        return cls(**values)
 
 
 @cache

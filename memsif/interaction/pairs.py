@@ -100,7 +100,8 @@ def segment_view(segment_id: str, messages: Sequence[Message], vectors: Sequence
         entities=frozenset(entities), words=sum(len(m.text.split()) for m in messages),
         sessions=frozenset(m.session_id for m in messages if m.session_id),
         start=min(times) if times else None, end=max(times) if times else None, speakers=dict(speakers),
-        by_speaker={sp: frozenset(st) for sp, st in by_speaker.items()}, title_vector=title_vector, fact_vectors=fact_vectors, surface=surface)
+        by_speaker={sp: frozenset(st) for sp, st in by_speaker.items()}, title_vector=title_vector,
+        fact_vectors=fact_vectors, surface=surface)
 
 
 def _content_words(text: str) -> list[lexical.Word]:
@@ -149,13 +150,45 @@ def measure_pairs(views: Sequence[SegmentView]) -> PairMeasures:
     """
     if not views:
         raise ValueError("no Topical Segments to measure")
-    n = len(views)
+    dims = {v.vector.shape[0] for v in views}
+    if len(dims) != 1:
+        raise ValueError(f"segment vectors differ in dimension: {sorted(dims)}")
+    n, d = len(views), dims.pop()
     df: Counter[str] = Counter(s for v in views for s in v.stems)
-    vocab = {s: k for k, s in enumerate(sorted(df))}
     idf = {s: math.log((n + 1) / (c + 0.5)) for s, c in df.items()}
+    pooled = np.stack([v.vector for v in views])
+    titles = np.stack([v.title_vector if v.title_vector is not None else np.zeros(d) for v in views])
+    words = np.log1p(np.array([v.words for v in views], dtype=np.float64))
+    content = np.log1p(np.array([len(v.stems) for v in views], dtype=np.float64))
+    speakers = sorted({s for v in views for s in v.speakers})
+    said = np.array([[v.speakers.get(s, 0) for s in speakers] for v in views], dtype=np.float64)
+    sessions = _incidence([v.sessions for v in views], {s: k for k, s in
+                                                         enumerate(sorted({s for v in views for s in v.sessions}))})
+    matrices = {
+        **_word_measures(views, df, idf), "cosine": _cosines(pooled),
+        "centered_cosine": _cosines(pooled - pooled.mean(axis=0, keepdims=True)) if n > 2 else _cosines(pooled),
+        "entity_jaccard": _weighted_jaccard(_incidence([v.entities for v in views], _index(v.entities for v in views)),
+                                            None),
+        "title_cosine": _cosines(titles), "log_words_min": np.minimum(words[:, None], words[None, :]),
+        "log_words_max": np.maximum(words[:, None], words[None, :]),
+        "log_content_min": np.minimum(content[:, None], content[None, :]), "log_gap_days": np.log1p(_gap_days(views)),
+        "speaker_cosine": _cosines(said), "fact_cosine": _fact_cosines(views, d),
+    }
+    return PairMeasures(list(views), {k: np.asarray(m, dtype=np.float32) for k, m in matrices.items()},
+                        ~((sessions @ sessions.T).toarray() > 0), idf, df)
+
+
+def _index(sets: Iterable[Iterable[str]]) -> dict[str, int]:
+    """Column of each member of ``sets``, in sorted order."""
+    return {m: k for k, m in enumerate(sorted({m for members in sets for m in members}))}
+
+
+def _word_measures(views: Sequence[SegmentView], df: Counter[str], idf: dict[str, float]) -> dict[str, np.ndarray]:
+    """``idf_overlap``, ``speaker_idf_overlap`` and ``rare_shared`` of every pair."""
+    n = len(views)
+    vocab = {s: k for k, s in enumerate(sorted(df))}
     present = _incidence([v.stems for v in views], vocab)
     idf_vec = np.array([idf[s] for s in sorted(df)], dtype=np.float64)
-    idf_overlap = _weighted_jaccard(present, idf_vec)
     talkers: Counter[str] = Counter()
     for v in views:
         talkers.update(v.speakers)
@@ -163,49 +196,18 @@ def measure_pairs(views: Sequence[SegmentView]) -> PairMeasures:
     for sp, _ in talkers.most_common(MAX_SPEAKERS):
         said = _incidence([v.by_speaker.get(sp, frozenset()) for v in views], vocab)
         speaker_overlap = np.maximum(speaker_overlap, _weighted_jaccard(said, idf_vec))
-    rare_cols = np.array([df[s] <= rare_df(n) for s in sorted(df)], dtype=np.float64)
-    rare = present @ sparse.diags(rare_cols)
-    rare_shared = np.log1p((rare @ rare.T).toarray())
-
-    ents = sorted({e for v in views for e in v.entities})
-    e_inc = _incidence([v.entities for v in views], {e: k for k, e in enumerate(ents)})
-    e_inter = (e_inc @ e_inc.T).toarray()
-    sizes = np.array([len(v.entities) for v in views], dtype=np.float64)
-    e_union = sizes[:, None] + sizes[None, :] - e_inter
-    entity_jaccard = np.divide(e_inter, e_union, out=np.zeros_like(e_union), where=e_union > 0)
-
-    dims = {v.vector.shape[0] for v in views}
-    if len(dims) != 1:
-        raise ValueError(f"segment vectors differ in dimension: {sorted(dims)}")
-    pooled = np.stack([v.vector for v in views])
-    cos = _cosines(pooled)
-    centered = _cosines(pooled - pooled.mean(axis=0, keepdims=True)) if n > 2 else cos
-    d = dims.pop()
-    titles = np.stack([v.title_vector if v.title_vector is not None else np.zeros(d) for v in views])
-    title_cos = _cosines(titles)
-
-    words = np.log1p(np.array([v.words for v in views], dtype=np.float64))
-    content = np.log1p(np.array([len(v.stems) for v in views], dtype=np.float64))
-    gap = _gap_days(views)
-    speakers = sorted({s for v in views for s in v.speakers})
-    sp = np.array([[v.speakers.get(s, 0) for s in speakers] for v in views], dtype=np.float64)
-    speaker_cos = _cosines(sp)
-    sessions = _incidence([v.sessions for v in views], {s: k for k, s in
-                                                         enumerate(sorted({s for v in views for s in v.sessions}))})
-    shared_session = (sessions @ sessions.T).toarray() > 0
-    matrices = {
-        "cosine": cos, "centered_cosine": centered, "idf_overlap": idf_overlap, "rare_shared": rare_shared, "entity_jaccard": entity_jaccard,
-        "title_cosine": title_cos, "log_words_min": np.minimum(words[:, None], words[None, :]),
-        "log_words_max": np.maximum(words[:, None], words[None, :]),
-        "log_content_min": np.minimum(content[:, None], content[None, :]), "log_gap_days": np.log1p(gap),
-        "speaker_cosine": speaker_cos, "speaker_idf_overlap": speaker_overlap, "fact_cosine": _fact_cosines(views, d),
-    }
-    return PairMeasures(list(views), {k: np.asarray(m, dtype=np.float32) for k, m in matrices.items()},
-                        ~shared_session, idf, df)
+    rare = present @ sparse.diags(np.array([df[s] <= rare_df(n) for s in sorted(df)], dtype=np.float64))
+    return {"idf_overlap": _weighted_jaccard(present, idf_vec), "speaker_idf_overlap": speaker_overlap,
+            "rare_shared": np.log1p((rare @ rare.T).toarray())}
 
 
-def _weighted_jaccard(present: sparse.csr_matrix, weights: np.ndarray) -> np.ndarray:
-    """(n, n) Σ weights of the columns both rows hold / Σ weights of those either holds (0 when neither)."""
+def _weighted_jaccard(present: sparse.csr_matrix, weights: np.ndarray | None) -> np.ndarray:
+    """(n, n) Σ weights of the columns both rows hold / Σ weights of those either holds (0 when neither);
+    every column weighs 1 without ``weights`` (plain Jaccard)."""
+    if weights is None:
+        weights = np.ones(present.shape[1])
+    if not len(weights):
+        return np.zeros((present.shape[0], present.shape[0]))
     inter = np.asarray((present @ sparse.diags(weights) @ present.T).toarray())
     totals = np.asarray(present @ weights).ravel()
     union = totals[:, None] + totals[None, :] - inter
@@ -220,7 +222,7 @@ def _incidence(sets: Sequence[Iterable[str]], index: dict[str, int]) -> sparse.c
         for m in set(members):
             rows.append(k)
             cols.append(index[m])
-    return sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(sets), max(len(index), 1)))
+    return sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(sets), len(index)))
 
 
 def _cosines(rows: np.ndarray) -> np.ndarray:

@@ -68,7 +68,7 @@ class TrajectoryBuilder:
         self.judge = YesNoJudge(llm, trajectory_judge.content_free, method.judge_calibration) \
             if self.link.uses_judge else None
         self.model_name = llm.name if llm is not None else None
-        self.provisional = whole_memory(method)
+        self.provisional = link_model is None and whole_memory(method)  # a link model given: decide online
         self.vocabulary = link.Vocabulary()
         self.judge_calls = 0  # candidate pairs that reached the judge
         self.titles = TitleWriter(llm if titles_at_close(config, llm) else None)
