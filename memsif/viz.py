@@ -349,8 +349,12 @@ def trajectory_decisions_plot(decisions: Sequence[Decision], segments: Sequence[
                              if linked or not chosen else "judge P(same event) (older log)",
                              "range": [-1.02 if chosen_by_choice else -0.05, 1.02]}, height=380,
                       legend={"orientation": "h", "y": -0.25}, margin={"l": 60, "r": 20, "t": 40, "b": 40},
-                      title=f"Why segments joined their trajectories: {joined} of {len(chosen)} joined one, "
-                            f"{len(chosen) - joined} opened one")
+                      title=(f"Why segments share trajectories, decided over the whole memory: {joined} of "
+                             f"{len(chosen)} share one (stars: their pairs inside it), {len(chosen) - joined} "
+                             "stay alone (crosses: their best pairs)")
+                      if any(d.threshold is not None for d in chosen) else
+                      f"Why segments joined their trajectories: {joined} of {len(chosen)} joined one, "
+                      f"{len(chosen) - joined} opened one")
     return fig
 
 

@@ -137,6 +137,8 @@ def test_a_first_visit_sees_the_prebuilt_example_at_once_then_warnings_and_a_sto
         d.save_screenshot(str(shots / "walk-prebuilt-activefacts.png"))
         _tab(d, "Trajectories")
         WebDriverWait(d, 30).until(lambda d: _plot_drawn(d, "traj-graph") and _plot_drawn(d, "traj-decisions"))
+        linked = re.search(r"(\d+) link two or more", d.find_element(By.ID, "traj-graph").text)
+        assert linked and int(linked.group(1)) >= 2, "the example's trajectories link no segments"  # the graph's title
         d.save_screenshot(str(shots / "walk-prebuilt-trajectories.png"))
 
         # 2. a degenerate build: warned, with the setting in force named

@@ -50,7 +50,8 @@ def layout() -> SimpleNamespace:
     ui = SimpleNamespace()
     ui.refresh_btn = gr.Button("Refresh")
     ui.graph = gr.Plot(label="Topical Segments linked into Event Trajectories", elem_id="traj-graph")
-    ui.lanes = gr.Plot(label="Why each segment joined its trajectory: P(same thread) of its Top-K candidates",
+    ui.lanes = gr.Plot(label="Why each segment is in its trajectory: P(same thread) of its pairs (over the whole "
+                             "memory) or of its Top-K candidates (online)",
                        elem_id="traj-decisions")
     ui.pick = gr.Dropdown(label="Trajectory (largest first: what it is about, its size and dates)", choices=[],
                           allow_custom_value=True, elem_id="trajectory-pick")
