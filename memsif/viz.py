@@ -295,6 +295,20 @@ def _candidate_y(c) -> float:
     return c.judge_prob if c.judge_prob is not None else c.score.phi
 
 
+def _candidate_parts(d: TrajectoryDecision, c) -> list[str]:
+    """What a candidate's hover says: φ with its terms, rare words, days, the judge's and the choice's
+    probabilities, the persons and words in common, P(same thread)."""
+    parts = [f"φ {c.score.phi:.3f} (s_sem {c.score.s_sem:.2f}, J {c.score.jaccard:.2f})"]
+    parts += [f"rare words {c.rare:.2f}"] if c.rare is not None else []
+    parts += [f"{c.gap_days:.0f} days apart"] if c.gap_days is not None else []
+    parts += [f"judge P(yes) {c.judge_prob:.2f}"] if c.judge_prob is not None else []
+    parts += [f"shares {', '.join(c.persons)}: {', '.join(c.terms[:4])}"] if c.persons else []
+    parts += [f"P(this thread) {c.choice_prob:.2f} (orders {', '.join(f'{p:.2f}' for p in c.choice_probs)}), "
+              f"P(none) {d.none_prob:.2f}"] if c.choice_prob is not None and d.none_prob is not None else []
+    parts += [f"P(same thread) {c.link_prob:.2f}"] if c.link_prob is not None and c.choice_prob is None else []
+    return parts
+
+
 def trajectory_decisions_plot(decisions: Sequence[Decision], segments: Sequence[TopicalSegment],
                               first_index: dict[str, int], threshold: float | None = None) -> go.Figure:
     """Why each closed Topical Segment S_i joined its Event Trajectory (§3.2): at the segment's first
@@ -314,18 +328,10 @@ def trajectory_decisions_plot(decisions: Sequence[Decision], segments: Sequence[
         for c in d.candidates:
             key = _candidate_outcome(d, c)
             via = f" via {c.segment_id}" if c.segment_id else ""
-            parts = [f"φ {c.score.phi:.3f} (s_sem {c.score.s_sem:.2f}, J {c.score.jaccard:.2f})"]
-            parts += [f"rare words {c.rare:.2f}"] if c.rare is not None else []
-            parts += [f"{c.gap_days:.0f} days apart"] if c.gap_days is not None else []
-            parts += [f"judge P(yes) {c.judge_prob:.2f}"] if c.judge_prob is not None else []
-            parts += [f"shares {', '.join(c.persons)}: {', '.join(c.terms[:4])}"] if c.persons else []
-            parts += [f"P(this thread) {c.choice_prob:.2f} (orders {', '.join(f'{p:.2f}' for p in c.choice_probs)}), "
-                      f"P(none) {d.none_prob:.2f}"] if c.choice_prob is not None and d.none_prob is not None else []
-            parts += [f"P(same thread) {c.link_prob:.2f}"] if c.link_prob is not None and c.choice_prob is None else []
             points[key][0].append(x)
             points[key][1].append(_candidate_y(c))
-            points[key][2].append(f"{escape_html(f'{d.segment_id} → {c.trajectory_id}{via}')}: {', '.join(parts)}"
-                                  f"<br>{TRAJECTORY_OUTCOMES[key][0]}")
+            points[key][2].append(f"{escape_html(f'{d.segment_id} → {c.trajectory_id}{via}')}: "
+                                  f"{', '.join(_candidate_parts(d, c))}<br>{TRAJECTORY_OUTCOMES[key][0]}")
         if d.created:
             points["opened"][0].append(x)
             points["opened"][1].append(0.0)
