@@ -384,11 +384,11 @@ def write_relink(store: Store, state: InteractionState, result: RelinkResult) ->
     retired trajectories' deletion and the decisions. A process killed in between leaves segments and
     trajectories that the next load repairs (``interaction.restore``) and the next relink redoes."""
     ns = state.namespace
-    if not result.moved and not result.retired and not result.decisions:
+    if not result.moved and not result.rewritten and not result.retired and not result.decisions:
         return
     moved = sorted(result.moved, key=record_number)
-    touched = {state.segment(sid).record.trajectory_id for sid in moved}
-    store.put_trajectories(ns, [(t.record, t.profile.mean) for t in state.trajectories if t.record.id in touched])
+    store.put_trajectories(ns, [(t.record, t.profile.mean) for t in state.trajectories
+                                if t.record.id in result.rewritten])
     store.put_segments(ns, [(state.segment(sid).record, state.segment(sid).profile.mean) for sid in moved])
     store.set_sentence_trajectories(ns, {sid: state.segment(sid).record.trajectory_id for sid in moved})
     if moved:

@@ -195,9 +195,12 @@ def test_an_append_keeps_the_trajectory_ids(engine_factory, lexical_scorer):
     assert len(after) == 3
     new = engine.decisions("t", "trajectory")[logged:]
     assert new and all(d.segment_id not in {s for m in before.values() for s in m} or not d.created for d in new)
+    # the store holds what the state holds: every segment listed by exactly the trajectory it names
+    listed = {sid: t.id for t in engine.trajectories("t") for sid in t.segment_ids}
+    assert listed == {s.id: s.trajectory_id for s in engine.segments("t")}
     # a relink with nothing new changes and records nothing
     result = engine.relink("t")
-    assert not result.moved and not result.decisions and result.linked == 3
+    assert not result.moved and not result.rewritten and not result.decisions and result.linked == 3
 
 
 def test_relink_keeps_a_persons_correction(engine_factory, lexical_scorer):

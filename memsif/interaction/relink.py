@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,14 +45,16 @@ def whole_memory(method: MethodSettings) -> bool:
 @dataclass
 class RelinkResult:
     """What one relink decided: ``groups`` (segment ids, each group one trajectory id in ``ids``), the
-    segments whose trajectory changed (``moved``), the trajectory ids no segment holds any more
-    (``retired``), one decision per segment whose trajectory or members changed, the scorer and the
-    fallback note (None: the embedder's own scorer), and wall seconds."""
+    segments whose trajectory changed (``moved``), the trajectories whose members changed or that are
+    new (``rewritten``), the trajectory ids no segment holds any more (``retired``), one decision per
+    segment whose trajectory or members changed, the scorer and the fallback note (None: the
+    embedder's own scorer), and wall seconds."""
 
     namespace: str
     groups: list[list[str]]
     ids: list[str]
     moved: set[str]
+    rewritten: set[str]
     retired: list[str]
     decisions: list[TrajectoryDecision]
     scorer: PairScorer
@@ -125,9 +127,11 @@ class Relinker:
         seg_ids = [s.record.id for s in state.segments]
         named = [[seg_ids[k] for k in g] for g in groups]
         before = {s.record.id: s.record.trajectory_id for s in state.segments}
-        ids = stable_ids(named, {t.record.id: t.record.segment_ids for t in state.trajectories})
-        retired = sorted({t.record.id for t in state.trajectories} - set(ids), key=record_number)
+        members_before = {t.record.id: list(t.record.segment_ids) for t in state.trajectories}
+        ids = stable_ids(named, members_before)
+        retired = sorted(set(members_before) - set(ids), key=record_number)
         state.replace_trajectories(list(zip(ids, named, strict=True)))
+        rewritten = {t.record.id for t in state.trajectories if members_before.get(t.record.id) != t.record.segment_ids}
         decisions = []
         previous = previous or {}
         for g, tid in zip(groups, ids, strict=True):
@@ -139,8 +143,8 @@ class Relinker:
                     continue
                 decisions.append(self._decision(state, measures, scores, g, k, tid, bool(alone[k])))
         moved = {sid for sid in seg_ids if before[sid] != state.segment(sid).record.trajectory_id}
-        result = RelinkResult(state.namespace, named, ids, moved, retired, decisions, self.scorer, self.note,
-                              time.perf_counter() - start)
+        result = RelinkResult(state.namespace, named, ids, moved, rewritten, retired, decisions, self.scorer,
+                              self.note, time.perf_counter() - start)
         if self.note:
             log.warning("namespace %s: %s", state.namespace, self.note)
         return result
@@ -203,7 +207,7 @@ def why_text(c: TrajectoryCandidate) -> str:
     return "; ".join(parts)
 
 
-def stable_ids(groups: Sequence[Sequence[str]], earlier: dict[str, Sequence[str]]) -> list[str]:
+def stable_ids(groups: Sequence[Sequence[str]], earlier: Mapping[str, Sequence[str]]) -> list[str]:
     """A trajectory id per group: the earlier trajectory it overlaps most (each id used once; ties: the
     larger group, then the older id), else a new id after the largest ever used (``E{n}``)."""
     member_of = {sid: tid for tid, members in earlier.items() for sid in members}
