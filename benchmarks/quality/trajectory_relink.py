@@ -355,7 +355,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--mpnet", metavar="FOLDER", help="add constructions with all-mpnet-base-v2's pooled cosine "
                                                      "(the model's folder)")
     ap.add_argument("--scale", action="store_true", help="time the measures and clustering on synthetic memories")
-    ap.add_argument("--only", help="run only these constructions (comma-separated names)")
+    ap.add_argument("--only", help="run only these constructions (names separated by ';')")
     ap.add_argument("--stored", action="store_true",
                     help="score only the trajectories the memories hold (e.g. after `python -m memsif relink`)")
     args = ap.parse_args(argv)
@@ -375,7 +375,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.mpnet:
             add_mpnet(mems, SentenceTransformerEmbedder(args.mpnet), constructions)
         if args.only:
-            constructions = {k: v for k, v in constructions.items() if k in args.only.split(",")}
+            constructions = {k: v for k, v in constructions.items() if k in args.only.split(";")}
         rows = as_built(mems)
         if args.stored:
             constructions = {}
