@@ -14,7 +14,7 @@ from memsif.editing import Corrections
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
 from memsif.errors import ConfigError, MemSIFError
-from memsif.ingest import IngestPipeline, IngestReport, ProgressFn, relink_namespace
+from memsif.ingest import IngestPipeline, IngestReport, ProgressFn
 from memsif.interaction.relink import RelinkResult
 from memsif.io.names import checked_namespace
 from memsif.llm import LLM
@@ -210,7 +210,7 @@ class MemSIF(Reads, Corrections, Search, Sources):
         ``NotFoundError`` for a namespace without memory."""
         self._require(namespace)
         with self._namespace_lock(namespace):
-            return relink_namespace(self.config, self, namespace)
+            return IngestPipeline(self.config, self, namespace).relink()
 
     # ----------------------------------------------------------------- reads (and ``Reads``)
     def missing_sentence_index(self, namespace: str) -> int:

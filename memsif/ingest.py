@@ -21,7 +21,7 @@ import numpy as np
 from memsif.errors import MemSIFError, SourceConflict
 from memsif.facts.step import CoreFactStep, CoreFactSummary, ProgressFn
 from memsif.interaction.forecast import Workload, forecast, published
-from memsif.interaction.relink import Relinker, RelinkResult, whole_memory
+from memsif.interaction.relink import Relinker, RelinkResult, latest_decisions, whole_memory
 from memsif.interaction.restore import Repair, mean_vector, messages_state, plan_repair, restore
 from memsif.interaction.segments import SegmentBuilder
 from memsif.interaction.sentences import build_sentences
@@ -32,7 +32,7 @@ from memsif.io.placement import differences
 from memsif.io.speakers import with_one_spelling
 from memsif.locks import check_cancelled, job
 from memsif.matching import SemanticMapping
-from memsif.records import Decision, Message, TrajectoryDecision, record_number, spoken_text
+from memsif.records import Decision, Message, record_number, spoken_text
 from memsif.store import StoredMessage
 
 if TYPE_CHECKING:
@@ -92,6 +92,7 @@ class _Structured:
     decisions: list[Decision] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)  # segment ids to write
     reassigned: set[str] = field(default_factory=set)  # earlier segments given a trajectory by this ingest
+    assigned: int = 0  # segments given a trajectory by this ingest (closed, or left open at its end)
 
 
 @dataclass(frozen=True)
@@ -217,11 +218,10 @@ class IngestPipeline:
                     check_cancelled()  # a build stopped meanwhile writes nothing of this part
                     self.persist(state, fresh[chunk], part)
                     structured.decisions += part.decisions
-            if whole_memory(self.config.method) and state.segments:
+                    structured.assigned += part.assigned
+            if whole_memory(self.config.method) and structured.assigned:  # a segment closed: link them again
                 with self.stage("relink"):  # Event Trajectories over the whole memory (interaction.relink)
-                    relinked = relink_state(self.config, self.backends, state)
-                    write_relink(self.backends.store, state, relinked)
-                trajectory_note = relinked.note or ""  # another embedder than the scorer's: said, never silently
+                    trajectory_note = self.relink(state).note or ""  # another embedder than the scorer's: said
             summary = CoreFactSummary()
             if core_facts:
                 with self.stage("core_facts"):
@@ -233,6 +233,20 @@ class IngestPipeline:
             judge_errors=sum(1 for d in structured.decisions if d.error), seconds=time.perf_counter() - start,
             seconds_by_stage=self.stages, warnings=admitted.warnings, trajectory_note=trajectory_note,
             **asdict(summary))
+
+    def relink(self, state: InteractionState | None = None) -> RelinkResult:
+        """The whole-memory Event Trajectories (``interaction.relink``) of ``state`` (default: the namespace
+        as stored, repaired first), applied to it and written; a segment whose trajectory and fellow
+        members are unchanged since its latest decision gets no new one."""
+        state = state or StoredState(self.backends, self.namespace).load()
+        store, embedder = self.backends.store, self.backends.embedder
+        mapping = SemanticMapping.for_embedder(embedder.name, self.config.method.sem_mapping)
+        relinker = Relinker(embedder.name, mapping, self.config.method.alpha_trajectory, embedder.embed_documents)
+        previous = latest_decisions(store.decisions(self.namespace, "trajectory"))
+        facts = fact_vectors(store, self.namespace) if "fact_cosine" in relinker.scorer.features else {}
+        result = relinker.relink(state, previous, facts)
+        write_relink(store, state, result)
+        return result
 
     # ------------------------------------------------------------------ steps
     def admit(self, state: InteractionState, messages: Sequence[Message]) -> _Admitted:
@@ -290,6 +304,7 @@ class IngestPipeline:
         def assign(seg: SegmentState) -> None:
             trajectories.title(state, seg)
             decision = trajectories.assign(state, seg)
+            out.assigned += 1
             if decision is not None:  # None: its own trajectory until the relink after the structure step
                 out.decisions.append(decision)
             out.touched.add(seg.record.id)
@@ -351,31 +366,14 @@ class IngestPipeline:
                                                   state.segment_of.get(m.id)) for m in fresh])
 
 
-def relink_namespace(config: MemSIFConfig, backends: Backends, namespace: str) -> RelinkResult:
-    """A stored namespace's Event Trajectories decided again and written (the caller holds its lock)."""
-    state = StoredState(backends, namespace).load()
-    result = relink_state(config, backends, state)
-    write_relink(backends.store, state, result)
-    return result
-
-
-def relink_state(config: MemSIFConfig, backends: Backends, state: InteractionState) -> RelinkResult:
-    """The whole-memory Event Trajectories of ``state`` (``interaction.relink``), applied to it; segments
-    whose trajectory and fellow members are unchanged since their latest decision get no new one."""
-    store, ns = backends.store, state.namespace
-    embedder = backends.embedder
-    mapping = SemanticMapping.for_embedder(embedder.name, config.method.sem_mapping)
-    relinker = Relinker(embedder.name, mapping, config.method.alpha_trajectory, embedder.embed_documents)
-    previous = {d.segment_id: d for d in store.decisions(ns, "trajectory") if isinstance(d, TrajectoryDecision)}
-    facts: dict[str, np.ndarray] = {}
-    if "fact_cosine" in relinker.scorer.features:
-        rows: dict[str, list[np.ndarray]] = {}
-        for fact, vector in store.facts(ns, with_vectors=True):
-            if fact.valid_until is None and vector is not None:
-                for sid in fact.segment_ids[:1]:
-                    rows.setdefault(sid, []).append(vector)
-        facts = {sid: np.stack(v) for sid, v in rows.items()}
-    return relinker.relink(state, previous, facts)
+def fact_vectors(store: Store, namespace: str) -> dict[str, np.ndarray]:
+    """Segment id → (k, d) embeddings of the current CoreFacts first written from it."""
+    rows: dict[str, list[np.ndarray]] = {}
+    for fact, vector in store.facts(namespace, with_vectors=True):
+        if fact.valid_until is None and vector is not None:
+            for sid in fact.segment_ids[:1]:
+                rows.setdefault(sid, []).append(vector)
+    return {sid: np.stack(v) for sid, v in rows.items()}
 
 
 def write_relink(store: Store, state: InteractionState, result: RelinkResult) -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import plotly.graph_objects as go
 
 from memsif.answer.check import declined
+from memsif.interaction.relink import latest_decisions, why_text
 from memsif.interaction.titles import trajectory_name
 from memsif.io.dates import implausible
 from memsif.markdown import code_span, escape_html, escape_markdown
@@ -164,11 +165,6 @@ SEGMENT_COLUMNS = ["segment", "title", "trajectory", "messages", "first", "last"
 LABEL_SEGMENTS_UP_TO = 60
 
 
-def latest_trajectory_decisions(decisions: Sequence[Decision]) -> dict[str, TrajectoryDecision]:
-    """The latest trajectory decision of each segment (a relink records a segment again when it moved)."""
-    return {d.segment_id: d for d in decisions if isinstance(d, TrajectoryDecision)}
-
-
 def _scored_links(trajectories: Sequence[EventTrajectory],
                   decisions: dict[str, TrajectoryDecision]) -> list[tuple[str, str, float, str]]:
     """(segment, fellow member, P(same thread), why) per segment of a trajectory of two or more whose
@@ -181,15 +177,8 @@ def _scored_links(trajectories: Sequence[EventTrajectory],
         if inside:
             best = max(inside, key=lambda c: c.link_prob or 0.0)
             pair = tuple(sorted((sid, best.segment_id or ""), key=record_number))
-            links[(pair[0], pair[1])] = (best.link_prob or 0.0, _pair_why(best))
+            links[(pair[0], pair[1])] = (best.link_prob or 0.0, why_text(best))
     return [(a, b, p, why) for (a, b), (p, why) in links.items()]
-
-
-def _pair_why(c) -> str:
-    parts = [f"both {' and '.join(c.persons)}"] if c.persons else []
-    parts += [", ".join(f"'{t}'" for t in c.terms)] if c.terms else []
-    parts.append(f"cosine {c.score.cosine:.2f}")
-    return "; ".join(parts)
 
 
 def _draw_links(fig: go.Figure, multi: Sequence[EventTrajectory], by_id: dict[str, TopicalSegment],
@@ -198,7 +187,7 @@ def _draw_links(fig: go.Figure, multi: Sequence[EventTrajectory], by_id: dict[st
     middle (reasons on hover); a trajectory without scored links, its members in time order."""
     ex: list[float | None] = []
     ey: list[float | None] = []
-    scored = [link for link in _scored_links(multi, latest_trajectory_decisions(decisions))
+    scored = [link for link in _scored_links(multi, latest_decisions(decisions))
               if link[0] in by_id and link[1] in by_id]
     linked = {by_id[a].trajectory_id for a, _, _, _ in scored}
     pairs = [(a, b) for t in multi if t.id not in linked
@@ -320,7 +309,7 @@ def trajectory_decisions_plot(decisions: Sequence[Decision], segments: Sequence[
     P(yes) and the rule. ``decisions`` as ``MemSIF.decisions(ns)`` returns them."""
     by_id = {s.id: s for s in segments}
     points: dict[str, tuple[list, list, list]] = {k: ([], [], []) for k in TRAJECTORY_OUTCOMES}
-    chosen = [d for d in latest_trajectory_decisions(decisions).values() if d.segment_id in by_id]
+    chosen = [d for d in latest_decisions(decisions).values() if d.segment_id in by_id]
     threshold = next((d.threshold for d in chosen if d.threshold is not None), threshold)
     for d in chosen:
         seg = by_id[d.segment_id]

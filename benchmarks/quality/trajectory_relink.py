@@ -38,13 +38,16 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from trajectory_construction import held_threads  # a segment holds the threads of ≥ 2 of its messages
+from trajectory_decision import THREADS
+
 from memsif.eval.judges import roc_auc
 from memsif.interaction.clustering import SCORER_FILE, PairScorer, average_linkage, max_size
 from memsif.interaction.pairs import FEATURES, PairMeasures, SegmentView, measure_pairs, segment_view
 from memsif.transfer import NamespaceExport, read_export
 
 ROOT = Path(__file__).resolve().parents[2]
-THREADS = ROOT / "benchmarks" / "quality" / "data"
 TARGETS = (0.75, 0.60)
 GRID = np.round(np.arange(0.05, 0.96, 0.01), 2)
 MAX_SHARE = 0.25
@@ -95,12 +98,6 @@ class Memory:
         return np.array([bool(self.threads[a] & self.threads[b]) for a, b in zip(i, j, strict=True)])
 
 
-def held_threads(labels: Sequence[str | None], at_least: int = 2) -> frozenset[str]:
-    counts = Counter(t for t in labels if t is not None)
-    need = 1 if len(labels) == 1 else at_least
-    return frozenset(t for t, n in counts.items() if n >= need)
-
-
 def thread_labels(sample: str) -> dict[str, str]:
     path = THREADS / f"threads-{sample.replace('-', '')}.jsonl"
     out: dict[str, str] = {}
@@ -128,7 +125,7 @@ def load_memory(name: str, path: str, embed_titles) -> Memory:
         views.append(segment_view(s.id, [m.message for m in msgs], [np.asarray(m.vector) for m in msgs],
                                   s.entities, tv if s.title and s.title.lines else None, fv))
     labels = thread_labels(name)
-    threads = [held_threads([labels.get(i) for i in s.message_ids]) for s in segments]
+    threads = [held_threads([labels.get(i) for i in s.message_ids], 2) for s in segments]
     return Memory(name, data, measure_pairs(views), threads, [s.trajectory_id for s in segments])
 
 

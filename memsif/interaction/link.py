@@ -32,10 +32,14 @@ from memsif.records import Message
 MIN_STEM = 3
 
 
+def content_words(text: str) -> list[lexical.Word]:
+    """The content words of ``text`` (stop words, numbers and short stems left out)."""
+    return [w for w in lexical.words(text) if w.is_alpha and not w.is_stop and len(w.stem) >= MIN_STEM]
+
+
 def content_stems(texts: Iterable[str]) -> Counter[str]:
-    """Content-word stems of ``texts`` with their counts (stop words, numbers and short stems left out)."""
-    return Counter(w.stem for t in texts for w in lexical.words(t)
-                   if w.is_alpha and not w.is_stop and len(w.stem) >= MIN_STEM)
+    """Content-word stems of ``texts`` with their counts (``content_words``)."""
+    return Counter(w.stem for t in texts for w in content_words(t))
 
 
 class Vocabulary:

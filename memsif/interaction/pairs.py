@@ -41,6 +41,7 @@ from scipy import sparse
 
 from memsif import lexical
 from memsif.interaction import link
+from memsif.matching import cosine_matrix
 from memsif.records import Message
 
 FEATURES: tuple[str, ...] = ("cosine", "centered_cosine", "idf_overlap", "rare_shared", "entity_jaccard",
@@ -88,7 +89,9 @@ def segment_view(segment_id: str, messages: Sequence[Message], vectors: Sequence
     for m in messages:
         n = 0
         said = by_speaker.setdefault(m.speaker, set())
-        for w in _content_words(m.text):
+        for w in link.content_words(m.text):
+            if w.stem in lexical.EMPTY_STEMS or w.lower in lexical.EMPTY_STEMS:  # words that state nothing
+                continue
             stems[w.stem] += 1
             said.add(w.stem)
             surface.setdefault(w.stem, w.lower)
@@ -102,11 +105,6 @@ def segment_view(segment_id: str, messages: Sequence[Message], vectors: Sequence
         start=min(times) if times else None, end=max(times) if times else None, speakers=dict(speakers),
         by_speaker={sp: frozenset(st) for sp, st in by_speaker.items()}, title_vector=title_vector,
         fact_vectors=fact_vectors, surface=surface)
-
-
-def _content_words(text: str) -> list[lexical.Word]:
-    return [w for w in lexical.words(text) if w.is_alpha and not w.is_stop and len(w.stem) >= link.MIN_STEM
-            and w.stem not in lexical.EMPTY_STEMS and w.lower not in lexical.EMPTY_STEMS]
 
 
 #: ``speaker_idf_overlap`` looks at the persons who say the most, at most this many.
@@ -165,14 +163,14 @@ def measure_pairs(views: Sequence[SegmentView]) -> PairMeasures:
     sessions = _incidence([v.sessions for v in views], {s: k for k, s in
                                                          enumerate(sorted({s for v in views for s in v.sessions}))})
     matrices = {
-        **_word_measures(views, df, idf), "cosine": _cosines(pooled),
-        "centered_cosine": _cosines(pooled - pooled.mean(axis=0, keepdims=True)) if n > 2 else _cosines(pooled),
+        **_word_measures(views, df, idf), "cosine": cosine_matrix(pooled),
+        "centered_cosine": cosine_matrix(pooled - pooled.mean(axis=0, keepdims=True) if n > 2 else pooled),
         "entity_jaccard": _weighted_jaccard(_incidence([v.entities for v in views], _index(v.entities for v in views)),
                                             None),
-        "title_cosine": _cosines(titles), "log_words_min": np.minimum(words[:, None], words[None, :]),
+        "title_cosine": cosine_matrix(titles), "log_words_min": np.minimum(words[:, None], words[None, :]),
         "log_words_max": np.maximum(words[:, None], words[None, :]),
         "log_content_min": np.minimum(content[:, None], content[None, :]), "log_gap_days": np.log1p(_gap_days(views)),
-        "speaker_cosine": _cosines(said), "fact_cosine": _fact_cosines(views, d),
+        "speaker_cosine": cosine_matrix(said), "fact_cosine": _fact_cosines(views, d),
     }
     return PairMeasures(list(views), {k: np.asarray(m, dtype=np.float32) for k, m in matrices.items()},
                         ~((sessions @ sessions.T).toarray() > 0), idf, df)
@@ -225,14 +223,6 @@ def _incidence(sets: Sequence[Iterable[str]], index: dict[str, int]) -> sparse.c
     return sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(sets), len(index)))
 
 
-def _cosines(rows: np.ndarray) -> np.ndarray:
-    """(n, n) cosines of the rows of ``rows`` ((n, d)); 0 where a row is all zeros."""
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    unit = np.divide(rows, norms, out=np.zeros_like(rows, dtype=np.float64), where=norms > 0)
-    out: np.ndarray = np.asarray(unit @ unit.T)
-    return out
-
-
 def _gap_days(views: Sequence[SegmentView]) -> np.ndarray:
     """(n, n) days between the earlier segment's last message and the later's first (0 when undated)."""
     nan = float("nan")
@@ -251,7 +241,7 @@ def _fact_cosines(views: Sequence[SegmentView], d: int) -> np.ndarray:
     if not owners:
         return out
     facts = np.concatenate([v.fact_vectors for v in views if v.fact_vectors is not None and len(v.fact_vectors)])
-    sims = _cosines(facts.reshape(-1, d))
+    sims = cosine_matrix(facts.reshape(-1, d))
     owner = np.asarray(owners)
     starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])  # facts are grouped by owner, in order
     rows = np.maximum.reduceat(sims, starts, axis=0)

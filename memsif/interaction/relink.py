@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,12 +29,17 @@ from memsif.interaction.clustering import PairScorer, average_linkage, max_size,
 from memsif.interaction.pairs import PairMeasures, SegmentView, measure_pairs, segment_view
 from memsif.interaction.state import InteractionState
 from memsif.matching import SemanticMapping, phi
-from memsif.records import TrajectoryCandidate, TrajectoryDecision, record_number
+from memsif.records import Decision, TrajectoryCandidate, TrajectoryDecision, record_number
 
 log = logging.getLogger(__name__)
 
 #: Pairs shown for a segment that stays alone (its best, all below the threshold).
 SHOWN_ALONE = 3
+
+
+def latest_decisions(decisions: Iterable[Decision]) -> dict[str, TrajectoryDecision]:
+    """The latest trajectory decision of each segment id (a relink records a segment again when it moved)."""
+    return {d.segment_id: d for d in decisions if isinstance(d, TrajectoryDecision)}
 
 
 def whole_memory(method: MethodSettings) -> bool:
