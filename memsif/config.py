@@ -196,11 +196,16 @@ class FactSettings:
     #: cited messages state it) if its profile (``memsif.llm.profiles``) holds a measured threshold; "model" always
     #: (0.5 unmeasured); "off" nobody. Turned down: rejected; verified by nobody: stored as not verified.
     fact_verification: FactVerificationMode = "auto"
+    #: Who decides that a new CoreFact changes an earlier one (supersedes or updates it): "auto" the LLM's P(yes)
+    #: to a focused question (``memsif.facts.changes``) if its profile holds a measured threshold; "model" always
+    #: (0.5 unmeasured); "off" nobody (the rules and ``fact_operation`` only).
+    fact_change: FactVerificationMode = "auto"
     #: Extract again where refused candidates cited a writer who kept no fact (off: dev, docs/results.md).
     fact_second_pass: bool = False
 
     def __post_init__(self) -> None:
-        _one_of(self, (("fact_operation", FACT_OPERATIONS), ("fact_verification", FACT_VERIFICATIONS)))
+        _one_of(self, (("fact_operation", FACT_OPERATIONS), ("fact_verification", FACT_VERIFICATIONS),
+                     ("fact_change", FACT_VERIFICATIONS)))
         _at_least_one(self, ("fact_parallel", "fact_batch_messages"))
 
 

@@ -301,6 +301,9 @@ class CoreFact(_Record):
     subject: str
     type: str
     statement: str
+    attribute: str = Field("", description="What of the subject's life it is about, a short key written by the "
+                                           "extractor ('dogs', 'home', 'job'); compared by embedding to find the "
+                                           "earlier fact a new one changes. Empty: stored before facts had keys.")
     event_time: datetime | None = Field(None, description="Session date of the newest supporting message.")
     source_message_ids: list[str] = Field(default_factory=list,
                                           description="Messages the fact was actually extracted from.")
@@ -342,6 +345,12 @@ class OperationScores(_Record):
                                               "value-masked source messages (the same quantity changed?).")
     verification: dict[str, float] = Field(default_factory=dict, description="The verification's measures "
                                            "(p_yes, min_p, word_overlap, min_word_overlap).")
+    key_cosine: dict[str, float] = Field(default_factory=dict, description="Earlier fact id → cosine of its "
+                                         "attribute key to the candidate's (a candidate for a change).")
+    change: dict[str, float] = Field(default_factory=dict, description="Earlier fact id → the LLM's P(yes) that "
+                                     "the candidate tells how that fact's thing stands now (``core_change``).")
+    change_min_p: float | None = Field(None, description="The P(yes) a change needed (the model's measured "
+                                       "threshold), where the change question was asked.")
 
     @model_validator(mode="before")
     @classmethod
@@ -465,6 +474,9 @@ class RetrievedFact(_Record):
     statement: str
     event_time: datetime | None = None
     source_message_ids: list[str] = Field(default_factory=list)
+    valid_until: datetime | None = Field(None, description="A superseded CoreFact (found for a question about "
+                                         "the past): the day a later fact replaced it.")
+    superseded_by: str | None = Field(None, description="A superseded CoreFact: the fact that replaced it.")
     score: float
     found_by: Literal["similarity", "subject"] = Field(
         "similarity", description="'similarity': among the facts nearest the question; 'subject': a fact of a "

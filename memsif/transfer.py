@@ -55,8 +55,8 @@ R = TypeVar("R", bound=BaseModel)
 CONTENT_SETTINGS = (
     "alpha_segment", "tau_merge", "tau_split", "alpha_trajectory", "construction_top_k", "trajectory_min_phi",
     "trajectory_link", "sem_mapping", "judge_threshold", "judge_calibration", "judge_context_messages",
-    "core_facts", "core_schema", "fact_batch_messages", "fact_operation", "fact_verification", "theta_src",
-    "theta_qry", "active_compatible_cosine", "use_spacy", "use_trajectories",
+    "core_facts", "core_schema", "fact_batch_messages", "fact_operation", "fact_verification", "fact_change",
+    "theta_src", "theta_qry", "active_compatible_cosine", "use_spacy", "use_trajectories",
 )
 
 

@@ -8,7 +8,7 @@ shows a ``str`` cell as text).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,7 @@ from memsif.records import (
     Decision,
     EventTrajectory,
     Evidence,
+    FactOp,
     FactOperation,
     Message,
     SegmentDecision,
@@ -373,7 +374,8 @@ def cluster_scatter(clusters: Sequence[CandidateCluster], theta_src: float, thet
     return fig
 
 
-FACT_COLUMNS = ["fact", "type", "subject", "statement", "verification", "said on", "sources", "status"]
+FACT_COLUMNS = ["fact", "type", "subject", "about", "statement", "verification", "said on", "valid", "sources",
+                "status", "history"]
 OP_COLUMNS = ["#", "operation", "facts", "decided by", "reason", "error"]
 
 
@@ -451,26 +453,61 @@ def verification_text(fact: CoreFact) -> str:
 
 
 def fact_rows(facts: Sequence[CoreFact]) -> list[list[Any]]:
-    """One row per CoreFact (``FACT_COLUMNS``); a superseded one names its successor, a person's
-    correction says so. "said on" is the session day of its newest source, not always the day it
-    happened ("last Friday (23 June 2023)")."""
+    """One row per CoreFact (``FACT_COLUMNS``): what it is about (its attribute key), when it was valid (from
+    its newest source's day until the day a later fact superseded it), its status (a superseded one names its
+    successor, a person's correction says so) and its history (``fact_chain``: the facts it replaced and
+    what replaced it). "said on" is the session day of its newest source, not always the day it happened
+    ("last Friday (23 June 2023)")."""
     def status(f: CoreFact) -> str:
         said = {"current": "current", "deleted": "deleted by a person"}.get(f.status,
                                                                            f"superseded by {f.superseded_by}")
         return f"{said} (corrected by a person)" if f.corrected else said
 
-    return [[f.id, f.type, f.subject, f.statement, verification_text(f),
-             f.event_time.date().isoformat() if f.event_time else "",
-             ", ".join(f.source_message_ids), status(f)] for f in facts]
+    by_id = {f.id: f for f in facts}
+    return [[f.id, f.type, f.subject, f.attribute, f.statement, verification_text(f),
+             f.event_time.date().isoformat() if f.event_time else "", validity_text(f),
+             ", ".join(f.source_message_ids), status(f), fact_chain(f, by_id)] for f in facts]
+
+
+def validity_text(fact: CoreFact) -> str:
+    """When a CoreFact held: "from 2023-05-08", "2023-05-08 – 2023-08-23" once superseded ("?" for an unknown
+    day), or "" for a fact with neither day."""
+    start = fact.valid_from or fact.event_time
+    first = start.date().isoformat() if start else "?"
+    if fact.status == "superseded":
+        return f"{first} – {fact.valid_until.date().isoformat() if fact.valid_until else '?'}"
+    return f"from {first}" if start else ""
+
+
+def fact_chain(fact: CoreFact, by_id: Mapping[str, CoreFact]) -> str:
+    """A CoreFact's history as the page shows it: its chain of versions, oldest first, each superseded by the
+    next ("F3 → F9 → F14 (current)"), or "" for a fact nothing replaced and that replaced nothing. ``by_id``:
+    every fact of the namespace, history included."""
+    before = {f.superseded_by: f.id for f in by_id.values() if f.superseded_by}
+    chain, seen = [fact.id], {fact.id}
+    while (earlier := before.get(chain[0])) and earlier not in seen:
+        chain.insert(0, earlier)
+        seen.add(earlier)
+    while (later := by_id[chain[-1]].superseded_by if chain[-1] in by_id else None) and later not in seen:
+        chain.append(later)
+        seen.add(later)
+    if len(chain) == 1:
+        return ""
+    last = by_id.get(chain[-1])
+    return " → ".join(chain) + (f" ({last.status})" if last else "")
 
 
 def op_rows(log: Sequence[FactOperation]) -> list[list[Any]]:
     """One row per logged operation (``OP_COLUMNS``); a REJECT row shows the candidate the checks turned
-    away; "decided by" says when the operation came from the second extraction pass."""
+    away; an UPDATE, MERGE or SUPERSEDE row what the fact said before → after; "decided by" says when the
+    operation came from the second extraction pass."""
     def facts(r: FactOperation) -> str:
         if r.candidate is not None:
             c = r.candidate
             return f"✗ [{c.type}] {c.subject}: {c.statement}"
+        if r.op in (FactOp.UPDATE, FactOp.MERGE, FactOp.SUPERSEDE) and r.before and r.after:
+            old, new = r.before[0], r.after[-1]
+            return f"{old.id} → {new.id}: {old.statement} → {new.statement}"
         return ", ".join(r.fact_ids)
 
     return [[r.seq, str(r.op), facts(r), r.decided_by + (", second pass" if r.extraction_pass == 2 else ""), r.reason,

@@ -32,7 +32,7 @@ from memsif.answer.check import (
 from memsif.answer.context import fit_lines, render_context
 from memsif.answer.gate import GateVerdict, SufficiencyGate
 from memsif.answer.relevance import Said, judge
-from memsif.answer.retrieval import EvidenceRetriever, named_speakers
+from memsif.answer.retrieval import EvidenceRetriever, asks_about_the_past, named_speakers
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
@@ -43,7 +43,7 @@ from memsif.llm.profiles import profile_of
 from memsif.prompts import answer as answer_prompt
 from memsif.records import Evidence, RetrievedFact
 from memsif.store import Store
-from memsif.timeparse import dated
+from memsif.timeparse import dated, day_text
 
 #: The answer when nothing retrieved passes the relevance floor (``Answer.nothing_relevant``).
 NOTHING_RELEVANT = "I don't know: nothing in this memory is about that."
@@ -67,9 +67,12 @@ def _fact_text(fact: RetrievedFact) -> str:
     """A fact's statement as an answer context shows it: with the session day of its newest source
     ("… (8 May 2023)"), with no second date when the statement names its own day ("yesterday (7 May
     2023)"), "(undated)" when neither gives one."""
-    if names_a_day(fact.statement):
-        return fact.statement
-    return dated(fact.statement, fact.event_time) if fact.event_time else f"{fact.statement} (undated)"
+    text = fact.statement if names_a_day(fact.statement) else (
+        dated(fact.statement, fact.event_time) if fact.event_time else f"{fact.statement} (undated)")
+    if fact.superseded_by:  # found for a question about the past: says it no longer holds
+        until = f" after {day_text(fact.valid_until)}" if fact.valid_until else ""
+        text += f" [an earlier state: no longer true{until}]"
+    return text
 
 
 class Answer(BaseModel):
@@ -116,6 +119,8 @@ class Answer(BaseModel):
     aggregation: bool = Field(False, description="The question asks for several things about the speakers it "
                                                  "names: their facts were gathered (the aggregation path).")
     aggregation_rule: str = Field("", description="Why the aggregation path was or was not taken.")
+    history: bool = Field(False, description="The question asks about an earlier state (``asks_about_the_past``): "
+                                             "superseded CoreFacts were searched too, each marked in the context.")
     answer_check_prob: float | None = Field(None, description="The model's P(yes) that ``context`` states what is "
                                             "asked (``memsif.answer.check``); None when not asked.")
     answer_check_rule: str = Field("", description="What the answer check decided, and why.")
@@ -228,7 +233,8 @@ class QueryPipeline:
             qv = self.embedder.embed_query(question)
             named = named_speakers(question, self.store.speakers(namespace))
             self._question_form(question, named, result)
-            facts = self.retriever.retrieve_facts(namespace, qv, named if result.aggregation else ())
+            result.history = asks_about_the_past(question)
+            facts = self.retriever.retrieve_facts(namespace, qv, named if result.aggregation else (), result.history)
         budget = self.config.answer.context_tokens
         floor = round(self.config.answer.flat_share * budget)  # the facts never take its room
         room = budget - floor - (self.llm.count_tokens("Facts:") + 1 if facts else 0)

@@ -58,6 +58,17 @@ EVIDENCE_CHARS = 600
 EXCERPTS = "Conversation excerpts (oldest first):"
 
 
+#: Words of a question about an earlier state ("What pet did she have before?", "Where did he use to work?").
+PAST = re.compile(r"\b(before|used? to|previous(ly)?|earlier|originally|at first|initially|formerly|former|"
+                  r"in the past|back then|no longer|any ?more|anymore)\b", re.IGNORECASE)
+
+
+def asks_about_the_past(question: str) -> bool:
+    """Whether ``question`` asks about an earlier state (``PAST``): its answer may need a superseded CoreFact,
+    which the context then shows marked as no longer true."""
+    return PAST.search(question) is not None
+
+
 def named_speakers(question: str, speakers: Sequence[str]) -> list[str]:
     """The speakers a question names (whole name or first name, any case)."""
     named = []
@@ -137,20 +148,23 @@ class EvidenceRetriever:
             self._token_counts[text] = self.llm.count_tokens(text)
         return self._token_counts[text]
 
-    def retrieve_facts(self, namespace: str, qv: np.ndarray, subjects: Sequence[str] = ()) -> list[RetrievedFact]:
-        """CoreFacts (current only) and ActiveFacts by cosine to the (d,) question embedding ``qv``,
-        best first, at most ``fact_top_k``; with ``subjects`` (the aggregation path) also up to
+    def retrieve_facts(self, namespace: str, qv: np.ndarray, subjects: Sequence[str] = (),
+                       history: bool = False) -> list[RetrievedFact]:
+        """CoreFacts (current only; with ``history``, a question about an earlier state, the superseded ones
+        too, each with the day it stopped holding) and ActiveFacts by cosine to the (d,) question embedding
+        ``qv``, best first, at most ``fact_top_k``; with ``subjects`` (the aggregation path) also up to
         ``aggregation_fact_top_k`` facts of those speakers, whatever their rank among all facts
         (``found_by="subject"``)."""
         cfg = self.config.answer
-        found = self._facts(namespace, qv, cfg.fact_top_k)
+        found = self._facts(namespace, qv, cfg.fact_top_k, history=history)
         if subjects and cfg.aggregation_fact_top_k:
             taken = {f.id for f in found}
-            found += [f.model_copy(update={"found_by": "subject"})
-                      for f in self._facts(namespace, qv, cfg.aggregation_fact_top_k, subjects) if f.id not in taken]
+            found += [f.model_copy(update={"found_by": "subject"}) for f in
+                      self._facts(namespace, qv, cfg.aggregation_fact_top_k, subjects, history) if f.id not in taken]
         return found
 
-    def _facts(self, namespace: str, qv: np.ndarray, limit: int, subjects: Sequence[str] = ()) -> list[RetrievedFact]:
+    def _facts(self, namespace: str, qv: np.ndarray, limit: int, subjects: Sequence[str] = (),
+               history: bool = False) -> list[RetrievedFact]:
         """The ``limit`` facts (CoreFacts and ActiveFacts) nearest ``qv``, of ``subjects`` only when given."""
         method = self.config.method
         found: list[RetrievedFact] = []
@@ -158,8 +172,9 @@ class EvidenceRetriever:
             filters = {"subject": list(subjects)} if subjects else {}
             found += [RetrievedFact(kind="core", id=f.id, subject=f.subject, type=f.type, statement=f.statement,
                                     event_time=f.event_time, source_message_ids=f.source_message_ids,
-                                    score=round(score, 4))
-                      for f, score in self.store.search_facts(namespace, qv, limit, **filters)]
+                                    superseded_by=f.superseded_by, score=round(score, 4),
+                                    valid_until=f.valid_until if f.status == "superseded" else None)
+                      for f, score in self.store.search_facts(namespace, qv, limit, history, **filters)]
         if method.use_active_facts:
             # an ActiveFact's subject is "speaker: topic" (normalised): its speaker part is matched
             wanted = {normalise_subject(s) for s in subjects}

@@ -35,6 +35,7 @@ from memsif.errors import LLMError, LLMOutputError
 from memsif.facts import claims as claim_rules
 from memsif.facts import grounding
 from memsif.facts.active import normalise_subject
+from memsif.facts.changes import ask_change, change_candidates, key_text
 from memsif.facts.corrections import changes_correction, refused_by_correction
 from memsif.facts.dates import settle_dates
 from memsif.facts.values import Values, mask, values
@@ -97,10 +98,12 @@ EXAMPLE_WORDS = grounding.content_stems(" ".join(f"{who} {said}" for who, _, sai
 
 @dataclass
 class FactState:
-    """A namespace's CoreFacts with their (d,) statement embeddings."""
+    """A namespace's CoreFacts with their (d,) statement embeddings (and their keys', as computed)."""
 
     facts: list[CoreFact] = field(default_factory=list)
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Fact id → (d,) embedding of its attribute key (``changes.key_text``), filled as the change question needs.
+    keys: dict[str, np.ndarray] = field(default_factory=dict)
 
     def current(self) -> list[CoreFact]:
         return [f for f in self.facts if f.status == "current"]
@@ -323,6 +326,7 @@ class ExtractedFact(Protocol):
     type: str
     statement: str
     sources: list[int]
+    about: str
 
 
 def _provenance(item: ExtractedFact, vector: np.ndarray, messages: Sequence[Message], message_vectors: np.ndarray,
@@ -359,7 +363,8 @@ def _candidate(namespace: str, item: ExtractedFact, vector: np.ndarray, messages
     segs = list(dict.fromkeys(segment_of[m.id] for m in sources))
     trajs = list(dict.fromkeys(t for s in segs if (t := trajectory_of.get(s))))
     fact = CoreFact(id="", namespace=namespace, subject=item.subject.strip(), type=item.type, statement=statement,
-                    event_time=when, source_message_ids=[m.id for m in sources], segment_ids=segs,
+                    attribute=" ".join(item.about.split()).casefold(), event_time=when,
+                    source_message_ids=[m.id for m in sources], segment_ids=segs,
                     trajectory_ids=trajs, valid_from=when)
     return Candidate(fact, vector, note, sources, message_vectors[[i - 1 for i in valid]], speakers)
 
@@ -462,7 +467,7 @@ class FactExtractor(_FactStep):
         reply_model = self.response_model if again is None else core_extract.response_schema(
             self.schema, core_extract.AGAIN_MAX_FACTS)
         replies = generate_many(self.llm, prompts, max_new_tokens=EXTRACT_MAX_TOKENS, temperature=0.0,
-                                json_schema=reply_model.model_json_schema())
+                                json_schema=core_extract.grammar(reply_model))
         vectors = list(message_vectors) if message_vectors is not None else [None] * len(batches)
         read = [self._read(namespace, batch, prompt, reply, segment_of, trajectory_of, vecs)
                 for batch, prompt, reply, vecs in zip(batches, prompts, replies, vectors, strict=True)]
@@ -532,6 +537,7 @@ class FactConsolidator(_FactStep):
 
     ask_operation: bool
     verify_min_p: float | None
+    change_min_p: float | None
     messages: Mapping[str, Message]
     _message_values: dict[str, Values]
 
@@ -590,12 +596,23 @@ class FactConsolidator(_FactStep):
             return self._apply(state, cand, FactOp.SUPERSEDE, old, "rule", reason, terms)
         known = known_for(state, cand)
         terms.similar = {f.id: round(cos, 4) for f, cos in known}
+        value_note = ""
+        if known:
+            by_rule, value_note = self._by_rule(state, cand, known, terms)
+            if by_rule is not None:
+                return by_rule
+        if self.change_min_p is not None and (asked := self._ask_change(state, cand, terms)) is not None:
+            return asked
         if not known:
             return self._apply(state, cand, FactOp.ADD, None, "rule", "no current fact with this subject and type "
-                               "is similar enough", terms)
-        by_rule, value_note = self._by_rule(state, cand, known, terms)
-        if by_rule is not None:
-            return by_rule
+                               "is similar enough" + (", and none it may change" if self.change_min_p else ""), terms)
+        if not self.ask_operation:
+            best, best_cos = max(known, key=lambda item: item[1])
+            reason = (f"operation choice not asked ({self.llm.name or 'the model'} is not "
+                      f"trusted with it: fact_operation, its model profile); added beside {best.id} "
+                      f"(cos {best_cos:.2f})")
+            return self._apply(state, cand, FactOp.ADD, None, "rule", f"{reason}; {value_note}" if value_note
+                               else reason, terms)
         return self._ask_operation(state, cand, known, terms, value_note)
 
     def _by_rule(self, state: FactState, cand: Candidate, known: list[tuple[CoreFact, float]],
@@ -607,27 +624,45 @@ class FactConsolidator(_FactStep):
         changed = new_values.differences(old_values)
         if best_cos >= DUPLICATE_COSINE and not changed:
             return self._apply(state, cand, FactOp.MERGE, best, "rule", f"near-identical to {best.id}", terms), ""
-        value_note = ""
-        if changed:
-            claim_cos = cosine(*self.embedder.embed_documents([mask(cand.fact.statement), mask(best.statement)]))
-            terms.claim_cosine[best.id] = round(claim_cos, 4)
-            value_note = (f"{' and '.join(changed)} changed ({old_values.describe()} → {new_values.describe()})")
-            newer = (cand.fact.event_time is not None and best.event_time is not None
-                     and cand.fact.event_time > best.event_time)
-            if claim_cos >= SAME_CLAIM_COSINE and cand.fact.type.lower() in OCCURRENCE_TYPES:
-                return self._apply(state, cand, FactOp.ADD, None, "rule",
-                                   f"another occurrence than {best.id} ({value_note})", terms), value_note
-            if claim_cos >= SAME_CLAIM_COSINE and newer:
-                return self._apply(state, cand, FactOp.SUPERSEDE, best, "rule",
-                                   f"same claim as {best.id}, {value_note}, newer evidence", terms), value_note
-        if not self.ask_operation:
-            reason = (f"operation choice not asked ({self.llm.name or 'the model'} is not "
-                      f"trusted with it: fact_operation, its model profile); added beside {best.id} "
-                      f"(cos {best_cos:.2f})")
-            if value_note:
-                reason += f"; {value_note} vs {best.id}"
-            return self._apply(state, cand, FactOp.ADD, None, "rule", reason, terms), value_note
-        return None, f"{value_note} vs {best.id}" if value_note else ""
+        if not changed:
+            return None, ""
+        claim_cos = cosine(*self.embedder.embed_documents([mask(cand.fact.statement), mask(best.statement)]))
+        terms.claim_cosine[best.id] = round(claim_cos, 4)
+        value_note = (f"{' and '.join(changed)} changed ({old_values.describe()} → {new_values.describe()})")
+        newer = (cand.fact.event_time is not None and best.event_time is not None
+                 and cand.fact.event_time > best.event_time)
+        if claim_cos >= SAME_CLAIM_COSINE and cand.fact.type.lower() in OCCURRENCE_TYPES:
+            return self._apply(state, cand, FactOp.ADD, None, "rule",
+                               f"another occurrence than {best.id} ({value_note})", terms), value_note
+        if claim_cos >= SAME_CLAIM_COSINE and newer:
+            return self._apply(state, cand, FactOp.SUPERSEDE, best, "rule",
+                               f"same claim as {best.id}, {value_note}, newer evidence", terms), value_note
+        return None, f"{value_note} vs {best.id}"
+
+    def _ask_change(self, state: FactState, cand: Candidate, terms: OperationScores) -> FactOperation | None:
+        """The change question (``memsif.facts.changes``) over the earlier facts ``cand`` may change: the
+        SUPERSEDE or UPDATE it decides, an ADD when it decides none, or None when there is no candidate."""
+        found = change_candidates(cand.fact, cand.vector, self._key_vector(state, cand.fact), state.current(),
+                                  state.vectors.__getitem__, lambda f: self._key_vector(state, f))
+        terms.key_cosine = {c.fact.id: round(c.key_cosine, 4) for c in found}
+        if not found or self.change_min_p is None:
+            return None
+        self.llm_calls += 1
+        verdict = ask_change(self.llm, self.change_min_p, cand.fact, found)
+        terms.change, terms.change_min_p = verdict.p_yes, verdict.min_p
+        target = verdict.changed
+        record = self._apply(state, cand, verdict.op if target else FactOp.ADD, target, "llm", verdict.reason, terms)
+        record.prompt_version, record.model, record.error = verdict.prompt_version, self.llm.name, verdict.error
+        return record
+
+    def _key_vector(self, state: FactState, fact: CoreFact) -> np.ndarray:
+        """The (d,) embedding of a fact's attribute key (``changes.key_text``), cached per stored fact."""
+        if fact.id and fact.id in state.keys:
+            return state.keys[fact.id]
+        vector: np.ndarray = self.embedder.embed_documents([key_text(fact)])[0]
+        if fact.id:
+            state.keys[fact.id] = vector
+        return vector
 
     def _ask_operation(self, state: FactState, cand: Candidate, known: list[tuple[CoreFact, float]],
                        terms: OperationScores, value_note: str) -> FactOperation:
@@ -684,8 +719,10 @@ class FactConsolidator(_FactStep):
         if op in (FactOp.UPDATE, FactOp.MERGE):
             if op == FactOp.UPDATE:
                 target.statement = new.statement
+                target.attribute = new.attribute or target.attribute
                 target.verification = new.verification
                 state.vectors[target.id] = cand.vector
+                state.keys.pop(target.id, None)
             elif new.verified and not target.verified:  # the same fact, now verified against these sources
                 target.verification = new.verification
             for attr in ("source_message_ids", "segment_ids", "trajectory_ids"):
@@ -713,12 +750,16 @@ class CoreFactBuilder(FactExtractor, FactConsolidator):
     def __init__(self, llm: LLM, embedder: Embedder, schema: Sequence[FactType],
                  now: Callable[[], datetime] = lambda: datetime.now(UTC).replace(tzinfo=None),
                  ask_operation: bool = True, messages: Mapping[str, Message] | None = None,
-                 verify_min_p: float | None = None, second_pass: bool = False) -> None:
+                 verify_min_p: float | None = None, second_pass: bool = False,
+                 change_min_p: float | None = None) -> None:
         """``ask_operation``: whether the LLM chooses the operation when no rule decides (``operation_trusted``;
         else Add by rule). ``messages``: the namespace's messages by id (the changed-quantity rule reads their
         values). ``verify_min_p``: the P(yes) the verification needs (``verifier_threshold``; None: not asked).
-        ``second_pass``: read again a batch whose refusals leave a cited writer factless (``build_core_facts``)."""
+        ``second_pass``: read again a batch whose refusals leave a cited writer factless (``build_core_facts``).
+        ``change_min_p``: the P(yes) the change question needs to supersede or update an earlier fact
+        (``changes.change_threshold``; None: not asked)."""
         self.llm, self.ask_operation, self.verify_min_p = llm, ask_operation, verify_min_p
+        self.change_min_p = change_min_p
         self.second_pass = second_pass
         self.messages = messages or {}
         self._message_values: dict[str, Values] = {}  # the quantity rule reads old messages again and again

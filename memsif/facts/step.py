@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from memsif.facts.changes import change_threshold
 from memsif.facts.core import (
     CoreFactBuilder,
     FactState,
@@ -88,7 +89,8 @@ class CoreFactStep:
                                       ask_operation=operation_trusted(cfg.fact_operation, llm),
                                       messages=state.messages,
                                       verify_min_p=verifier_threshold(cfg.fact_verification, llm),
-                                      second_pass=cfg.fact_second_pass)
+                                      second_pass=cfg.fact_second_pass,
+                                      change_min_p=change_threshold(cfg.fact_change, llm))
             trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
             summary = CoreFactSummary()
             seq = store.count("fact_op", ns)

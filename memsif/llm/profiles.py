@@ -29,6 +29,8 @@ class ModelProfile:
             (``fact_verification="auto"``), or None: not measured to verify.
         answer_check_min_p: the P(yes) that an answer context states what is asked below which its answer
             is refused as not in memory (``answer_check="auto"``), or None: not measured for the check.
+        change_min_p: the P(yes) at or above which its answer to the change question (``core_change``) makes a
+            new CoreFact supersede or update an earlier one (``fact_change="auto"``), or None: not measured.
         chooses_operation: it picks Add / Update / Merge / Supersede better than always-Add
             (``fact_operation="auto"``).
         judges_sufficiency: its "facts are sufficient" verdict was measured not to lose answer F1 or
@@ -42,6 +44,7 @@ class ModelProfile:
     decision_points: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     verify_min_p: float | None = None
     answer_check_min_p: float | None = None
+    change_min_p: float | None = None
     chooses_operation: bool = False
     judges_sufficiency: bool = False
     links_trajectories: bool = False

@@ -22,11 +22,12 @@ NAME = "core_extract"
 #: conversation comes last, after a note that the example's people are not in it. Version 1 had the
 #: conversation first; 2 the example without the note; 3 no example (see ``_EXAMPLE``). Version 5:
 #: statements of at most 20 words under a 160-character cap, relative dates annotated with their period,
-#: facts from the subject's own messages, photo notes are pictures.
-VERSION = "core_extract/5"
+#: facts from the subject's own messages, photo notes are pictures. Version 6: each fact names what of the
+#: subject's life it is about ("about": "dogs", "home", "job"), the key a later fact's change is found by.
+VERSION = "core_extract/6"
 #: The second pass over a batch whose candidates the checks refused: the same prompt, then the refused
 #: statements with the reasons and the statements kept, before the answer (``build_again``).
-AGAIN_VERSION = "core_extract/5+again/2"
+AGAIN_VERSION = "core_extract/6+again/2"
 SYSTEM = "You extract durable personal facts from a conversation as JSON."
 MAX_FACTS = 3
 #: The second pass asks for fewer: the writers it names have little left to say (and decoding is its cost).
@@ -34,6 +35,8 @@ AGAIN_MAX_FACTS = 2
 #: Longest statement the response schema allows, well above the 20 words the prompt asks for: one that
 #: fills it was cut off by the schema and is never stored (at 100 characters most were).
 STATEMENT_MAX_CHARS = 160
+#: Longest attribute key ("about") the response schema allows: a few words.
+ABOUT_MAX_CHARS = 30
 #: Marks the batch's own messages in the prompt (after the worked example).
 CONVERSATION = "Conversation:\n"
 
@@ -51,17 +54,19 @@ EXAMPLE_FACTS = (
     ("Ana", "Identity", "Ana's job at St. Mary's is 20 minutes by bike from her home.", [1, 3]),
     ("Ben", "Preference", "Ben loves hiking in the mountains.", [4]),
 )
+#: What each example fact is about (its attribute key).
+EXAMPLE_ABOUT = ("job", "commute", "hiking")
 _EXAMPLE = _EXAMPLE_MESSAGES + "Answer: " + json.dumps(
-    {"facts": [{"subject": who, "type": kind, "statement": said, "sources": cited}
-               for who, kind, said, cited in EXAMPLE_FACTS]})
+    {"facts": [{"subject": who, "about": about, "type": kind, "statement": said, "sources": cited}
+               for (who, kind, said, cited), about in zip(EXAMPLE_FACTS, EXAMPLE_ABOUT, strict=True)]})
 #: Words (stems) of the example's facts that any fact statement may use without its sources holding
 #: them; every other content word of the example marks a copy (``memsif.facts.core.EXAMPLE_WORDS``).
 EXAMPLE_GENERIC_WORDS = frozenset({"love", "start", "job", "home"})
 
 
 class ExtractedFacts(BaseModel):
-    """The extraction's reply: ``facts``, each with subject, type, statement and sources (the model
-    ``response_schema`` makes types them)."""
+    """The extraction's reply: ``facts``, each with subject, about (its attribute key), type, statement and
+    sources (the model ``response_schema`` makes types them)."""
 
     facts: list[Any]
 
@@ -71,10 +76,21 @@ def response_schema(schema: Sequence[FactType], max_facts: int = MAX_FACTS) -> t
     type_enum = Literal[tuple(t.name for t in schema)]  # type: ignore[valid-type]
     fact = create_model("ExtractedFact",
                         subject=(str, Field(min_length=1, max_length=40)),
+                        about=(str, Field("", max_length=ABOUT_MAX_CHARS)),
                         type=(type_enum, ...),  # type: ignore[arg-type]  # a Literal made at run time
                         statement=(str, Field(min_length=3, max_length=STATEMENT_MAX_CHARS)),
                         sources=(list[int], Field(max_length=3)))
     return create_model("ExtractedFacts", __base__=ExtractedFacts, facts=(list[fact], Field(max_length=max_facts)))
+
+
+def grammar(reply_model: type[ExtractedFacts]) -> dict[str, Any]:
+    """The JSON schema the reply is decoded under: ``reply_model``'s, with each fact's ``about`` required (a
+    reply read back without it, as a test's or an older model's, gets an empty key)."""
+    schema = reply_model.model_json_schema()
+    for definition in schema.get("$defs", {}).values():
+        if "about" in definition.get("properties", {}):
+            definition["required"] = list(dict.fromkeys([*definition.get("required", []), "about"]))
+    return schema
 
 
 def build(lines: Sequence[tuple[str, str, str]], schema: Sequence[FactType]) -> Prompt:
@@ -85,7 +101,8 @@ def build(lines: Sequence[tuple[str, str, str]], schema: Sequence[FactType]) -> 
                          in enumerate(lines, start=1))
     text = (f"Fact types:\n{types}\n\n"
             f"List at most {MAX_FACTS} facts about the people in the conversation. Each fact: subject (the "
-            "person's name), type, statement (one third-person sentence of at most 20 words that says only "
+            "person's name), about (what of their life it is about, in one to three words: \"dogs\", \"home\", "
+            "\"job\"), type, statement (one third-person sentence of at most 20 words that says only "
             "what the messages say, with names, numbers and places copied exactly and absolute dates), and sources "
             "(the numbers of "
             "the messages it comes from). Take each fact from its subject's own messages (what they say about "

@@ -57,12 +57,14 @@ class StoreReads(Collections):
             rows.append((CoreFact(**(rec.payload or {})), vector))
         return sorted(rows, key=lambda r: record_number(r[0].id))
 
-    def search_facts(self, namespace: str, vector: np.ndarray, limit: int,
+    def search_facts(self, namespace: str, vector: np.ndarray, limit: int, history: bool = False,
                      **equals: Any) -> list[tuple[CoreFact, float]]:
-        """Current CoreFacts of ``namespace`` nearest to ``vector`` ((d,)) by cosine, best first; only
-        those whose payload matches ``equals`` when given (e.g. ``subject=["Melanie"]``)."""
+        """Current CoreFacts of ``namespace`` (with ``history`` the superseded ones too) nearest to ``vector``
+        ((d,)) by cosine, best first; only those whose payload matches ``equals`` when given (e.g.
+        ``subject=["Melanie"]``)."""
+        status = ["current", "superseded"] if history else "current"
         return [(CoreFact(**payload), score) for payload, score
-                in self._search(FACTS, namespace, vector, limit, status="current", **equals)]
+                in self._search(FACTS, namespace, vector, limit, status=status, **equals)]
 
     def search_active_facts(self, namespace: str, vector: np.ndarray, limit: int) -> list[tuple[ActiveFact, float]]:
         """Promoted ActiveFacts of ``namespace`` nearest to ``vector`` ((d,)) by cosine, best first."""

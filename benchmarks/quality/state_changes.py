@@ -1,0 +1,176 @@
+"""Does the model tell a change of a person's state from two statements that both stay true? (§3.3)
+
+The labels (``benchmarks/quality/data/state-changes-conv*.jsonl``, written from the turns before any code
+read them) hold, per dev conversation, state changes (SUPERSEDE: the earlier statement stops being true;
+UPDATE: the later one says how the same thing stands now) and NOT_CHANGE pairs (both stay true: another
+occurrence, a detail, another thing of the same kind). Each pair is scored three ways, needing no model but
+for the last:
+
+- the cosine of the two statements (the embedder of the engine, MiniLM), and of their value-masked claims;
+- the days between them;
+- P(yes) of each wording of ``memsif.prompts.core_change.QUESTIONS`` with the packaged 1.5B.
+
+Besides the labelled NOT_CHANGE pairs, each label's earlier statement is paired with the later statement of
+another label of the same person about another attribute ("other thing", an easy negative: what a candidate
+filter mostly removes). Printed: ROC AUC of each score for change vs NOT_CHANGE and vs every negative, per
+conversation and pooled, and for the chosen wording the threshold fitted on two conversations (the highest
+Youden J) applied to the third.
+
+    PYTHONPATH=. python benchmarks/quality/state_changes.py pairs \
+        --out benchmarks/results/dev/state-changes/pairs.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from datetime import datetime
+from pathlib import Path
+
+from memsif.config import MemSIFConfig
+from memsif.embed import SentenceTransformerEmbedder
+from memsif.eval.data import load_locomo
+from memsif.eval.judges import roc_auc
+from memsif.facts.values import mask
+from memsif.llm import load_llm
+from memsif.matching import cosine
+from memsif.prompts import core_change
+
+DATA = Path(__file__).parent / "data"
+LOCOMO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo" / "locomo_dev.json"
+SAMPLES = ("conv-26", "conv-30", "conv-47")
+CHANGE_KINDS = ("SUPERSEDE", "UPDATE")
+
+
+def labels(sample: str) -> list[dict]:
+    """The labelled pairs of one dev conversation."""
+    path = DATA / f"state-changes-{sample.replace('-', '')}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def pairs_of(sample: str, times: dict[str, datetime]) -> list[dict]:
+    """Labelled pairs plus one "other thing" negative per label: (who, earlier, later, days, kind)."""
+    rows = []
+    marks = labels(sample)
+    for lab in marks:
+        rows.append(_pair(sample, lab["id"], lab["person"], lab["earlier"], lab["later"], lab["kind"], times))
+    for k, lab in enumerate(marks):  # the next label of the same person about another attribute, later said
+        for other in marks[k + 1:] + marks[:k]:
+            if (other["person"] == lab["person"] and other["attribute"] != lab["attribute"]
+                    and _when(other["later"], times) > _when(lab["earlier"], times)):
+                rows.append(_pair(sample, f"{lab['id']}x{other['id']}", lab["person"], lab["earlier"],
+                                  other["later"], "OTHER", times))
+                break
+    return rows
+
+
+def _when(end: dict, times: dict[str, datetime]) -> datetime:
+    return max(times[m] for m in end["messages"])
+
+
+def _pair(sample: str, pid: str, who: str, earlier: dict, later: dict, kind: str,
+          times: dict[str, datetime]) -> dict:
+    t0, t1 = _when(earlier, times), _when(later, times)
+    return {"sample": sample, "id": pid, "who": who, "kind": kind, "earlier": earlier["statement"],
+            "later": later["statement"], "earlier_time": t0.isoformat(), "later_time": t1.isoformat(),
+            "days": (t1 - t0).days}
+
+
+def score(rows: list[dict], questions: list[str], model: str | None) -> None:
+    """Fill each row's cosines and, per wording, P(yes) (in place)."""
+    embedder = SentenceTransformerEmbedder()
+    for row in rows:
+        a, b, ma, mb = embedder.embed_documents([row["earlier"], row["later"], mask(row["earlier"]),
+                                                 mask(row["later"])])
+        row["cosine"], row["masked_cosine"] = round(cosine(a, b), 4), round(cosine(ma, mb), 4)
+    if not questions:
+        return
+    llm = load_llm(MemSIFConfig.from_env(**({"llm_model": model} if model else {})))
+    start = time.perf_counter()
+    for row in rows:
+        prompts = [core_change.build(row["who"], row["earlier"], datetime.fromisoformat(row["earlier_time"]),
+                                     row["later"], datetime.fromisoformat(row["later_time"]), q) for q in questions]
+        row["p_yes"] = {q: round(p, 4) for q, p in zip(questions, llm.yes_probability(prompts), strict=True)}
+    print(f"{len(rows) * len(questions)} questions in {time.perf_counter() - start:.0f} s ({llm.name})")
+
+
+def youden(scores: list[float], positive: list[int]) -> float:
+    """The threshold with the highest TPR − FPR on these scores."""
+    best, best_j = 0.5, -1.0
+    pos, neg = sum(positive), len(positive) - sum(positive)
+    for t in sorted(set(scores)):
+        tp = sum(s >= t and y for s, y in zip(scores, positive, strict=True))
+        fp = sum(s >= t and not y for s, y in zip(scores, positive, strict=True))
+        if (j := tp / pos - fp / neg) > best_j:
+            best, best_j = t, j
+    return best
+
+
+def table(rows: list[dict], measures: list[str]) -> dict:
+    """AUC of each measure, change vs NOT_CHANGE and vs every negative, per conversation and pooled."""
+    out: dict = {}
+    for name in measures:
+        out[name] = {}
+        for sample in (*SAMPLES, "pooled"):
+            part = [r for r in rows if sample in ("pooled", r["sample"])]
+            value = [_value(r, name) for r in part]
+            change = [int(r["kind"] in CHANGE_KINDS) for r in part]
+            hard = [(v, y) for v, y, r in zip(value, change, part, strict=True) if r["kind"] != "OTHER"]
+            out[name][sample] = {"vs_not_change": round(roc_auc(*zip(*hard, strict=True)), 3),
+                                 "vs_all": round(roc_auc(value, change), 3)}
+    return out
+
+
+def _value(row: dict, name: str) -> float:
+    return float(row["p_yes"][name]) if name in row.get("p_yes", {}) else float(row[name])
+
+
+def held_out(rows: list[dict], name: str) -> dict:
+    """The threshold on ``name`` fitted on two conversations (Youden J over all their pairs), applied to the third:
+    precision and recall of "change" there."""
+    out = {}
+    for test in SAMPLES:
+        fit = [r for r in rows if r["sample"] != test]
+        threshold = youden([_value(r, name) for r in fit], [int(r["kind"] in CHANGE_KINDS) for r in fit])
+        part = [r for r in rows if r["sample"] == test]
+        said = [r for r in part if _value(r, name) >= threshold]
+        true = [r for r in said if r["kind"] in CHANGE_KINDS]
+        changes = sum(r["kind"] in CHANGE_KINDS for r in part)
+        out[test] = {"threshold": round(threshold, 4), "said_change": len(said), "right": len(true),
+                     "precision": round(len(true) / len(said), 3) if said else None,
+                     "recall": round(len(true) / changes, 3) if changes else None}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    pairs = sub.add_parser("pairs", help="score the labelled pairs")
+    pairs.add_argument("--questions", default=",".join(core_change.QUESTIONS),
+                       help="wordings of core_change.QUESTIONS to ask (comma-separated; empty: no model)")
+    pairs.add_argument("--model", help="model id (default: the packaged 1.5B)")
+    pairs.add_argument("--out", help="write the rows and figures as JSON here")
+    args = parser.parse_args()
+    samples = load_locomo(LOCOMO, list(SAMPLES))
+    times = {m.id: m.time for s in samples for m in s.messages if m.time}
+    rows = [row for s in SAMPLES for row in pairs_of(s, times)]
+    questions = [q for q in args.questions.split(",") if q]
+    score(rows, questions, args.model)
+    measures = ["cosine", "masked_cosine", "days", *questions]
+    figures = {"pairs": {k: sum(r["kind"] == k for r in rows) for k in (*CHANGE_KINDS, "NOT_CHANGE", "OTHER")},
+               "auc": table(rows, measures), "held_out": {q: held_out(rows, q) for q in ["cosine", *questions]}}
+    print(json.dumps(figures["pairs"]))
+    for name, per in figures["auc"].items():
+        print(f"{name:22s} " + "  ".join(f"{s}: {v['vs_not_change']:.2f}/{v['vs_all']:.2f}" for s, v in per.items()))
+    for name, per in figures["held_out"].items():
+        print(f"held out {name}: " + "; ".join(f"{s} t={v['threshold']} P={v['precision']} R={v['recall']}"
+                                              for s, v in per.items()))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps({"date": datetime.now().isoformat(timespec="minutes"), **figures,
+                                              "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
