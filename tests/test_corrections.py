@@ -236,17 +236,20 @@ def test_search_finds_a_message_by_a_rare_word_and_by_a_paraphrase_and_places_it
 def test_the_pages_correction_fields_edit_delete_and_restore_and_refuse_with_the_reason(sushi):
     from memsif.inspector.common import Inspector
     from memsif.inspector.corefacts import CoreFactsTab
+    from memsif.viz import FACT_COLUMNS
 
     tab = CoreFactsTab(Inspector(sushi))
     said, now_id, facts, ops = tab.save_fact("t", None, "F1", "Preference", "Melanie", "2023-05-08",
                                              "Melanie loves ramen.", None, None)
     assert said.startswith("**EDIT** F1, F2: a person corrected F1") and now_id == "F2"
-    assert [r[-1] for r in facts] == ["superseded by F2", "current (corrected by a person)"]
+    status = FACT_COLUMNS.index("status")
+    assert [r[status] for r in facts] == ["superseded by F2", "current (corrected by a person)"]
+    assert [r[FACT_COLUMNS.index("history")] for r in facts] == ["F1 → F2 (current)"] * 2
     assert ops[-1][1:4] == ["EDIT", "F1, F2", "person"]
     said, *_ = tab.save_fact("t", None, "F2", "Preference", "Melanie", "2023-05-08", "Melanie loves ramen.", None, None)
     assert said.startswith("Not changed: nothing to change")
     said, now_id, facts, _ = tab.delete_fact("t", None, "F2", None, None)
-    assert said.startswith("**DELETE** F2") and facts[-1][-1] == "deleted by a person (corrected by a person)"
+    assert said.startswith("**DELETE** F2") and facts[-1][status] == "deleted by a person (corrected by a person)"
     said, *_ = tab.save_fact("t", None, "F2", "Preference", "Melanie", "2023-05-09", "x", None, None)
     assert said.startswith("Not changed: F2 is deleted")
     said, *_ = tab.restore_fact("t", None, "F2", "DELETE", None)

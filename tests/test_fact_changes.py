@@ -31,9 +31,9 @@ DOGS = {
     "two dogs": [{"subject": "James", "about": "dogs", "type": "Identity",
                   "statement": "James has two dogs, Max and Daisy.", "sources": [1]}],
     "adopted Ned": [{"subject": "James", "about": "pets", "type": "Event",
-                     "statement": "James adopted a third dog, Ned, from a shelter.", "sources": [1]}],
-    "new job": [{"subject": "James", "about": "job", "type": "Event",
-                 "statement": "James started a new job at a game studio.", "sources": [1]}],
+                     "statement": "James adopted Ned, a pup from the shelter.", "sources": [1]}],
+    "game studio": [{"subject": "James", "about": "job", "type": "Event",
+                     "statement": "James started work at a game studio.", "sources": [1]}],
 }
 # "dogs" and "pets" share a keyword dimension (their keys are close); "job" does not.
 EMBEDDER = {"dog": 0, "pets": 0, "job": 1, "studio": 1}
@@ -50,7 +50,7 @@ def test_a_change_said_in_other_words_on_a_later_day_supersedes_and_keeps_histor
     report = engine.ingest([msg("D5:1", "Big news: I adopted Ned, a pup from the shelter!", MAY)])
     assert report.fact_ops == {"SUPERSEDE": 1}
     [current] = engine.facts("t")
-    assert current.statement == "James adopted a third dog, Ned, from a shelter." and current.attribute == "pets"
+    assert current.statement == "James adopted Ned, a pup from the shelter." and current.attribute == "pets"
     old = next(f for f in engine.facts("t", history=True) if f.id == "F1")
     assert old.status == "superseded" and old.superseded_by == current.id and old.valid_until == MAY
     op = engine.fact_log("t", op="SUPERSEDE")[0]
@@ -75,7 +75,7 @@ def test_another_attribute_is_not_asked_about(engine_factory):
     llm = change_llm(0.99)
     engine = engine_factory(llm=llm, embedder=KeywordEmbedder(EMBEDDER), **CFG)
     engine.ingest([msg("D1:1", "I have two dogs, Max and Daisy.", APRIL)])
-    report = engine.ingest([msg("D5:1", "I started a new job at a game studio.", MAY)])
+    report = engine.ingest([msg("D5:1", "I started work at a game studio.", MAY)])
     assert report.fact_ops == {"ADD": 1} and "core_change" not in llm.calls
     assert engine.fact_log("t")[-1].decided_by == "rule"
 
@@ -83,11 +83,11 @@ def test_another_attribute_is_not_asked_about(engine_factory):
 def test_the_same_day_updates_in_place_and_the_log_keeps_the_earlier_wording(engine_factory):
     engine = engine_factory(llm=change_llm(0.9), embedder=KeywordEmbedder(EMBEDDER), **CFG)
     engine.ingest([msg("D1:1", "I have two dogs, Max and Daisy.", APRIL),
-                   msg("D1:2", "And yesterday I adopted Ned too!", APRIL.replace(hour=10))])
+                   msg("D1:2", "And today I adopted Ned, a pup from the shelter!", APRIL.replace(hour=10))])
     ops = engine.fact_log("t")
     assert [o.op for o in ops] == [FactOp.ADD, FactOp.UPDATE]
     [fact] = engine.facts("t", history=True)
-    assert fact.statement.startswith("James adopted a third dog") and fact.attribute == "pets"
+    assert fact.statement.startswith("James adopted Ned") and fact.attribute == "pets"
     assert ops[1].before[0].statement == "James has two dogs, Max and Daisy."
 
 
@@ -151,7 +151,7 @@ def test_the_page_shows_each_facts_chain_and_the_change_before_and_after(engine_
     assert rows["F1"]["history"] == rows["F2"]["history"] == "F1 → F2 (current)"
     assert rows["F1"]["status"] == "superseded by F2" and rows["F2"]["about"] == "pets"
     [sup] = [r for r in op_rows(engine.fact_log("t")) if r[1] == "SUPERSEDE"]
-    assert sup[2] == "F1 → F2: James has two dogs, Max and Daisy. → James adopted a third dog, Ned, from a shelter."
+    assert sup[2] == "F1 → F2: James has two dogs, Max and Daisy. → James adopted Ned, a pup from the shelter."
 
 
 def test_a_chain_of_three_versions_reads_oldest_first():
@@ -166,9 +166,9 @@ def test_a_question_about_now_sees_current_facts_and_one_about_the_past_the_hist
     engine = engine_factory(llm=change_llm(0.9), embedder=KeywordEmbedder(EMBEDDER), **CFG)
     engine.ingest([msg("D1:1", "I have two dogs, Max and Daisy.", APRIL)])
     engine.ingest([msg("D5:1", "Big news: I adopted Ned, a pup from the shelter!", MAY)])
-    now = engine.ask("t", "How many dogs does James have?", generate=False)
+    now = engine.ask("How many dogs does James have?", namespace="t", generate=False)
     assert not now.history and [f.id for f in now.facts_used if f.kind == "core"] == ["F2"]
-    past = engine.ask("t", "How many dogs did James have before?", generate=False)
+    past = engine.ask("How many dogs did James have before?", namespace="t", generate=False)
     assert past.history and {f.id for f in past.facts_used if f.kind == "core"} == {"F1", "F2"}
     assert "James has two dogs, Max and Daisy. (2 April 2023) [an earlier state: no longer true after 8 May 2023]" \
         in past.context
@@ -176,6 +176,17 @@ def test_a_question_about_now_sees_current_facts_and_one_about_the_past_the_hist
 
 def test_questions_about_the_past_are_told_from_questions_about_now():
     assert asks_about_the_past("What pet did Melanie have before?")
-    assert asks_about_the_past("Where did Jon use to work?") and asks_about_the_past("Does John still play drums anymore?")
+    assert asks_about_the_past("Where did Jon use to work?")
+    assert asks_about_the_past("Does John still play drums anymore?")
     assert not asks_about_the_past("How many dogs does James have now?")
     assert not asks_about_the_past("When did Caroline go to the parade?")
+
+
+def test_the_same_fact_said_again_is_merged_not_superseded():
+    old = fact("F1", "James has two dogs, Max and Daisy.", APRIL, "dogs")
+    new = fact("", "James has two dogs, Max and Daisy!", MAY, "dogs")
+    llm = FakeLLM({"core_change": 0.9})
+    verdict = ask_change(llm, 0.5, new, [ChangeCandidate(old, 1.0, 0.95, False)])
+    assert verdict.op == FactOp.MERGE and "said again" in verdict.reason
+    other = fact("", "James has three dogs, Max, Daisy and Ned.", MAY, "dogs")
+    assert ask_change(llm, 0.5, other, [ChangeCandidate(old, 1.0, 0.95, False)]).op == FactOp.SUPERSEDE

@@ -18,6 +18,20 @@ Youden J) applied to the third.
 
     PYTHONPATH=. python benchmarks/quality/state_changes.py pairs \
         --out benchmarks/results/dev/state-changes/pairs.json
+
+``memory`` reads built memories (``python -m memsif export`` files, one per dev conversation) and says, per
+labelled pair, whether a stored fact holds each end (a fact, current or superseded, citing one of the end's
+messages), whether the earlier one was a candidate of the later one's operation (its attribute key or
+statement close enough: the recall of the true predecessor), and whether the change was followed (the earlier
+fact superseded or updated by a fact citing the later end's messages, and that one current); a NOT_CHANGE
+pair followed is a false change. Also: the operations by kind, CoreFacts per 400 messages, and the UPDATE /
+MERGE / SUPERSEDE operations written out for labelling (``--sample``):
+
+    PYTHONPATH=. python benchmarks/quality/state_changes.py memory --memory conv-26=M26.json.gz \
+        --memory conv-30=M30.json.gz --memory conv-47=M47.json.gz --out RESULT.json [--sample OPS.jsonl]
+
+``questions`` asks each change's state-at-end question of those memories (the engine's answer, packaged
+1.5B) and prints token F1 against the label's answer, with the answers for a reading by hand.
 """
 
 from __future__ import annotations
@@ -143,6 +157,61 @@ def held_out(rows: list[dict], name: str) -> dict:
     return out
 
 
+def _ends(facts: list, end: dict) -> list:
+    """The stored facts (any status) that cite one of a labelled end's messages."""
+    wanted = set(end["messages"])
+    return [f for f in facts if wanted & set(f.source_message_ids)]
+
+
+def followed(lab: dict, facts: list, ops: list) -> dict:
+    """One labelled pair against a built memory: both ends stored, the earlier a candidate of the later's
+    operation, and the change followed (see the module docstring)."""
+    by_id = {f.id: f for f in facts}
+    early, late = _ends(facts, lab["earlier"]), _ends(facts, lab["later"])
+    late_ids = {f.id for f in late}
+    early_ids = {f.id for f in early}
+    changed = False
+    for op in ops:  # an UPDATE / MERGE / SUPERSEDE of an earlier-end fact by a later-end fact
+        if op.op in ("UPDATE", "MERGE", "SUPERSEDE") and op.before and op.before[0].id in early_ids:
+            newest = op.after[-1]
+            if set(newest.source_message_ids) & set(lab["later"]["messages"]):
+                final = by_id.get(newest.id)
+                changed = changed or (final is not None and final.status == "current")
+    considered = set()
+    for op in ops:
+        if op.op in ("ADD", "UPDATE", "MERGE", "SUPERSEDE") and op.after and op.after[-1].id in late_ids:
+            considered |= set(op.scores.similar) | set(op.scores.key_cosine) | set(op.scores.change)
+    return {"id": lab["id"], "kind": lab["kind"], "earlier_stored": bool(early), "later_stored": bool(late),
+            "both_stored": bool(early and late), "candidate": bool(early_ids & considered), "followed": changed}
+
+
+def memory_figures(sample: str, path: str) -> tuple[dict, list]:
+    """The figures of one built memory against its labels, and its UPDATE / MERGE / SUPERSEDE operations."""
+    from memsif.transfer import read_export
+
+    memory = read_export(path)
+    facts = [f.fact for f in memory.facts]
+    ops = memory.fact_ops
+    rows = [followed(lab, facts, ops) for lab in labels(sample)]
+    change = [r for r in rows if r["kind"] in CHANGE_KINDS]
+    both = [r for r in change if r["both_stored"]]
+    kinds: dict[str, int] = {}
+    for op in ops:
+        kinds[op.op] = kinds.get(op.op, 0) + 1
+    figures = {
+        "messages": len(memory.messages), "facts_current": sum(f.status == "current" for f in facts),
+        "facts_stored": len(facts), "per_400_messages": round(400 * len(facts) / len(memory.messages), 1),
+        "operations": kinds, "changes": len(change), "both_stored": len(both),
+        "candidate_recall": f"{sum(r['candidate'] for r in both)}/{len(both)}",
+        "followed": sum(r["followed"] for r in change),
+        "not_change_followed": sum(r["followed"] for r in rows if r["kind"] == "NOT_CHANGE"), "rows": rows}
+    changes = [{"sample": sample, "seq": op.seq, "op": op.op, "decided_by": op.decided_by,
+                "earlier": op.before[0].statement, "earlier_subject": op.before[0].subject,
+                "later": op.after[-1].statement, "reason": op.reason} for op in ops
+               if op.op in ("UPDATE", "MERGE", "SUPERSEDE") and op.before and op.after]
+    return figures, changes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -151,7 +220,27 @@ def main() -> None:
                        help="wordings of core_change.QUESTIONS to ask (comma-separated; empty: no model)")
     pairs.add_argument("--model", help="model id (default: the packaged 1.5B)")
     pairs.add_argument("--out", help="write the rows and figures as JSON here")
+    mem = sub.add_parser("memory", help="the labels against built memories")
+    mem.add_argument("--memory", action="append", required=True, help="SAMPLE=EXPORT.json.gz")
+    mem.add_argument("--out", help="write the figures as JSON here")
+    mem.add_argument("--sample", help="write the UPDATE / MERGE / SUPERSEDE operations here (JSONL) for labelling")
     args = parser.parse_args()
+    if args.command == "memory":
+        report, written = {}, []
+        for pair in args.memory:
+            sample, path = pair.split("=", 1)
+            report[sample], changes = memory_figures(sample, path)
+            written += changes
+            shown = {k: v for k, v in report[sample].items() if k != "rows"}
+            print(sample, json.dumps(shown))
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(json.dumps({"date": datetime.now().isoformat(timespec="minutes"),
+                                                  "memories": dict(pair.split("=", 1) for pair in args.memory),
+                                                  **report}, indent=1))
+        if args.sample:
+            Path(args.sample).write_text("".join(json.dumps(c) + "\n" for c in written))
+        return
     samples = load_locomo(LOCOMO, list(SAMPLES))
     times = {m.id: m.time for s in samples for m in s.messages if m.time}
     rows = [row for s in SAMPLES for row in pairs_of(s, times)]

@@ -14,7 +14,8 @@ answers a focused yes/no question about two short statements well. So a change i
    measured threshold (``ModelProfile.change_min_p``, fitted on the labelled state changes of two dev
    conversations and tested on the third: ``benchmarks/quality/state_changes.py``) is changed: superseded
    (kept as history, valid until the new fact's day) when the new fact is from a later day, updated in place
-   when from the same day (the operation log keeps its earlier wording). Below it, nothing changes.
+   when from the same day (the operation log keeps its earlier wording), merged when the new one says the
+   same again (``RESTATED_COSINE``). Below it, nothing changes.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 
 from memsif.errors import LLMError
 from memsif.facts.active import normalise_subject
+from memsif.facts.values import values
 from memsif.llm import LLM
 from memsif.llm.profiles import profile_of, step_threshold
 from memsif.matching import cosine
@@ -38,6 +40,9 @@ from memsif.records import CoreFact, FactOp
 KEY_MIN_COSINE = 0.6
 #: …or whose statement is at least this close (``core.CANDIDATE_MIN_COSINE``'s floor for the same claim).
 STATEMENT_MIN_COSINE = 0.5
+#: A candidate the question picks whose statement is at least this close to the new one's, with the same values,
+#: is the same fact said again: merged, not superseded (``core.SAME_CLAIM_COSINE``).
+RESTATED_COSINE = 0.9
 #: Candidates asked about, best first: each costs one short scored forward pass.
 MAX_ASKED = 3
 #: The threshold of a model not measured, under ``fact_change="model"``.
@@ -106,7 +111,8 @@ class ChangeVerdict:
 
 def ask_change(llm: LLM, min_p: float, new: CoreFact, candidates: Sequence[ChangeCandidate]) -> ChangeVerdict:
     """P(yes) of ``core_change`` for each candidate (one batch of short prompts); the best at or above
-    ``min_p`` is changed: SUPERSEDE when ``new`` is from a later day, else UPDATE. A model error is
+    ``min_p`` is changed: SUPERSEDE when ``new`` is from a later day, else UPDATE; MERGE when it says the
+    same again (``RESTATED_COSINE``, the same values). A model error is
     recorded (``error``) and nothing changes; never raised."""
     prompts = [core_change.build(new.subject, c.fact.statement, c.fact.event_time, new.statement, new.event_time,
                                  input_ids=(c.fact.id,)) for c in candidates]
@@ -125,6 +131,9 @@ def ask_change(llm: LLM, min_p: float, new: CoreFact, candidates: Sequence[Chang
     later_day = bool(new.event_time and earlier and new.event_time.date() > earlier.date())
     op = FactOp.SUPERSEDE if later_day else FactOp.UPDATE
     how = "a later day: the earlier fact is kept as history" if later_day else "the same day: updated in place"
+    if best.statement_cosine >= RESTATED_COSINE and not values(new.statement).differences(values(best.fact.statement)):
+        op = FactOp.MERGE
+        how = f"said again (statement cos {best.statement_cosine:.2f} ≥ {RESTATED_COSINE}, same values)"
     key = f"key {best.fact.attribute!r} → {new.attribute!r}, key cos {best.key_cosine:.2f}" \
         if best.fact.attribute or new.attribute else f"statement cos {best.statement_cosine:.2f}"
     reason = (f"how {best.fact.id} stands now: P(yes) {p:.2f} ≥ {min_p:.2f} ({key}; asked {asked}); {how}")
