@@ -57,9 +57,10 @@ def test_a_change_said_in_other_words_on_a_later_day_supersedes_and_keeps_histor
     assert op.decided_by == "llm" and op.prompt_version == core_change.version()
     assert op.scores.change == {"F1": 0.9} and op.scores.change_min_p == 0.5 and "F1" in op.scores.key_cosine
     assert "'dogs' → 'pets'" in op.reason and "0.90 ≥ 0.50" in op.reason
-    [asked] = llm.calls["core_change"]
-    assert "Earlier (2 April 2023): James has two dogs" in asked.text and "Later (8 May 2023)" in asked.text
-    assert asked.input_ids == ("F1",)
+    asked = llm.calls["core_change"]  # each wording of the question once
+    assert [a.version for a in asked] == [f"core_change/1:{q}" for q in core_change.CHANGE]
+    assert "Earlier (2 April 2023): James has two dogs" in asked[0].text and "Later (8 May 2023)" in asked[0].text
+    assert asked[0].input_ids == ("F1",)
 
 
 def test_below_the_threshold_both_stay_current(engine_factory):

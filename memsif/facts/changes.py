@@ -9,10 +9,11 @@ answers a focused yes/no question about two short statements well. So a change i
    extractor) or statement is close to the new one's by embedding; facts of the same Event Trajectory are
    put first (the trajectories are the cross-session evidence of one thread). A person's correction is
    never a candidate: extraction does not change what a person wrote.
-2. **The question** (``memsif.prompts.core_change``): for each candidate, P(yes) that the new statement is
-   about the same thing as the earlier one and tells how it stands now. The best at or above the model's
-   measured threshold (``ModelProfile.change_min_p``, fitted on the labelled state changes of two dev
-   conversations and tested on the third: ``benchmarks/quality/state_changes.py``) is changed: superseded
+2. **The question** (``memsif.prompts.core_change``): for each candidate, the mean P(yes) of two wordings:
+   is the earlier statement out of date now that the later one was said, and should the later one replace
+   it because it says how the same thing stands now. The best at or above the model's measured threshold
+   (``ModelProfile.change_min_p``, fitted on the labelled state changes of two dev conversations and tested
+   on the third: ``benchmarks/quality/state_changes.py``) is changed: superseded
    (kept as history, valid until the new fact's day) when the new fact is from a later day, updated in place
    when from the same day (the operation log keeps its earlier wording), merged when the new one says the
    same again (``RESTATED_COSINE``). Below it, nothing changes.
@@ -110,23 +111,29 @@ class ChangeVerdict:
 
 
 def ask_change(llm: LLM, min_p: float, new: CoreFact, candidates: Sequence[ChangeCandidate]) -> ChangeVerdict:
-    """P(yes) of ``core_change`` for each candidate (one batch of short prompts); the best at or above
+    """The mean P(yes) of the ``core_change.CHANGE`` wordings for each candidate (one batch of short prompts,
+    a candidate's wordings in a row); the best at or above
     ``min_p`` is changed: SUPERSEDE when ``new`` is from a later day, else UPDATE; MERGE when it says the
     same again (``RESTATED_COSINE``, the same values). A model error is
     recorded (``error``) and nothing changes; never raised."""
+    wordings = core_change.CHANGE
     prompts = [core_change.build(new.subject, c.fact.statement, c.fact.event_time, new.statement, new.event_time,
-                                 input_ids=(c.fact.id,)) for c in candidates]
+                                 question, input_ids=(c.fact.id,)) for c in candidates for question in wordings]
     try:
-        probs = llm.yes_probability(prompts)
+        answers = llm.yes_probability(prompts)
     except LLMError as exc:
         return ChangeVerdict({}, min_p, reason="the change question failed; added",
                              error=f"{type(exc).__name__}: {exc}")
+    if len(answers) != len(prompts):
+        return ChangeVerdict({}, min_p, reason="the change question failed; added",
+                             error=f"{len(answers)} P(yes) for {len(prompts)} prompts")
+    probs = [float(np.mean(answers[k:k + len(wordings)])) for k in range(0, len(answers), len(wordings))]
     p_yes = {c.fact.id: round(p, 4) for c, p in zip(candidates, probs, strict=True)}
     k = int(np.argmax(probs))
     best, p = candidates[k], probs[k]
     asked = ", ".join(f"{fid} {q:.2f}" for fid, q in p_yes.items())
     if p < min_p:
-        return ChangeVerdict(p_yes, min_p, reason=f"no earlier fact changed: P(yes) {asked} < {min_p:.2f}")
+        return ChangeVerdict(p_yes, min_p, reason=f"no earlier fact changed: mean P(yes) {asked} < {min_p:.2f}")
     earlier = best.fact.event_time
     later_day = bool(new.event_time and earlier and new.event_time.date() > earlier.date())
     op = FactOp.SUPERSEDE if later_day else FactOp.UPDATE
@@ -136,5 +143,5 @@ def ask_change(llm: LLM, min_p: float, new: CoreFact, candidates: Sequence[Chang
         how = f"said again (statement cos {best.statement_cosine:.2f} ≥ {RESTATED_COSINE}, same values)"
     key = f"key {best.fact.attribute!r} → {new.attribute!r}, key cos {best.key_cosine:.2f}" \
         if best.fact.attribute or new.attribute else f"statement cos {best.statement_cosine:.2f}"
-    reason = (f"how {best.fact.id} stands now: P(yes) {p:.2f} ≥ {min_p:.2f} ({key}; asked {asked}); {how}")
+    reason = (f"how {best.fact.id} stands now: mean P(yes) {p:.2f} ≥ {min_p:.2f} ({key}; asked {asked}); {how}")
     return ChangeVerdict(p_yes, min_p, best.fact, op, reason)

@@ -62,12 +62,14 @@ UNMEASURED = ModelProfile(match="")
 #: 137 labelled facts of conv-26 and conv-30, tested on conv-47: ``benchmarks/quality/fact_verifier.py``); the
 #: operation letter chosen right 4 of 15 times (``benchmarks/quality/fact_operations.py``); asked about sufficiency
 #: it lost 7.9 points of answer F1 on the questions it sent facts-only (``benchmarks/quality/gate_table.py``); its
-#: trajectory joins were 8–22 % precise (``benchmarks/quality/trajectory_decision.py``). SmolLM2-135M: at chance
-#: on every judgement (segment AUC 0.55, judge-check separation 0.54).
+#: trajectory joins were 8–22 % precise (``benchmarks/quality/trajectory_decision.py``); a change of a person's
+#: state at mean P(yes) ≥ 0.6 of the change question (the lowest threshold at which the labelled pairs of two
+#: dev conversations are ≥ 75 % changes: 0.595 on every fold; ``benchmarks/quality/state_changes.py``).
+#: SmolLM2-135M: at chance on every judgement (segment AUC 0.55, judge-check separation 0.54).
 PROFILES: tuple[ModelProfile, ...] = (
     ModelProfile(match="Qwen2.5-Coder-1.5B-Instruct",
                  decision_points=MappingProxyType({"segment_judge": 0.83, "trajectory_judge": 0.63}),
-                 verify_min_p=0.65),
+                 verify_min_p=0.65, change_min_p=0.6),
     ModelProfile(match="SmolLM2-135M", at_chance=True),
 )
 
