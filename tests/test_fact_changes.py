@@ -81,15 +81,12 @@ def test_another_attribute_is_not_asked_about(engine_factory):
     assert engine.fact_log("t")[-1].decided_by == "rule"
 
 
-def test_the_same_day_updates_in_place_and_the_log_keeps_the_earlier_wording(engine_factory):
-    engine = engine_factory(llm=change_llm(0.9), embedder=KeywordEmbedder(EMBEDDER), **CFG)
+def test_facts_of_one_day_are_never_changes_of_one_another(engine_factory):
+    llm = change_llm(0.99)
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder(EMBEDDER), **CFG)
     engine.ingest([msg("D1:1", "I have two dogs, Max and Daisy.", APRIL),
                    msg("D1:2", "And today I adopted Ned, a pup from the shelter!", APRIL.replace(hour=10))])
-    ops = engine.fact_log("t")
-    assert [o.op for o in ops] == [FactOp.ADD, FactOp.UPDATE]
-    [fact] = engine.facts("t", history=True)
-    assert fact.statement.startswith("James adopted Ned") and fact.attribute == "pets"
-    assert ops[1].before[0].statement == "James has two dogs, Max and Daisy."
+    assert [o.op for o in engine.fact_log("t")] == [FactOp.ADD, FactOp.ADD] and "core_change" not in llm.calls
 
 
 def test_a_persons_correction_is_never_changed_by_extraction(engine_factory):

@@ -4,7 +4,7 @@ The small model picks among option letters at chance (``benchmarks/quality/fact_
 answers a focused yes/no question about two short statements well. So a change is found in two steps:
 
 1. **Candidates** (model-free): the current facts of the same subject, of any type (a change often crosses
-   them: "has two dogs", an Identity, → "adopted a third dog", an Event), said no later than the new one,
+   them: "has two dogs", an Identity, → "adopted a third dog", an Event), said on an earlier day,
    whose attribute key (what of the person's life a fact is about, "dogs", "home", "job", written by the
    extractor) or statement is close to the new one's by embedding; facts of the same Event Trajectory are
    put first (the trajectories are the cross-session evidence of one thread). A person's correction is
@@ -13,10 +13,10 @@ answers a focused yes/no question about two short statements well. So a change i
    is the earlier statement out of date now that the later one was said, and should the later one replace
    it because it says how the same thing stands now. The best at or above the model's measured threshold
    (``ModelProfile.change_min_p``, fitted on the labelled state changes of two dev conversations and tested
-   on the third: ``benchmarks/quality/state_changes.py``) is changed: superseded
-   (kept as history, valid until the new fact's day) when the new fact is from a later day, updated in place
-   when from the same day (the operation log keeps its earlier wording), merged when the new one says the
-   same again (``RESTATED_COSINE``). Below it, nothing changes.
+   on the third: ``benchmarks/quality/state_changes.py``) is changed: superseded (kept as history, valid until
+   the new fact's day), or merged when the new one says the same again (``RESTATED_COSINE``). Below it,
+   nothing changes. (Update, new detail folded into a fact, stays with the rules and ``fact_operation``: no
+   wording was measured to tell it from a second fact of the same thing.)
 """
 
 from __future__ import annotations
@@ -84,8 +84,7 @@ def change_candidates(new: CoreFact, new_vector: np.ndarray, new_key: np.ndarray
     subject = normalise_subject(new.subject)
     found = []
     for fact in current:
-        if (normalise_subject(fact.subject) != subject or fact.corrected
-                or (new.event_time and fact.event_time and fact.event_time > new.event_time)
+        if (normalise_subject(fact.subject) != subject or fact.corrected or not _earlier_day(fact, new)
                 or set(fact.source_message_ids) >= set(new.source_message_ids)):
             continue
         key_cos, statement_cos = cosine(key_of(fact), new_key), cosine(vector_of(fact.id), new_vector)
@@ -94,6 +93,12 @@ def change_candidates(new: CoreFact, new_vector: np.ndarray, new_key: np.ndarray
             found.append(ChangeCandidate(fact, key_cos, statement_cos, same))
     found.sort(key=lambda c: (not c.same_trajectory, -max(c.key_cosine, c.statement_cosine)))
     return found[:MAX_ASKED]
+
+
+def _earlier_day(fact: CoreFact, new: CoreFact) -> bool:
+    """Whether ``fact`` was said on an earlier day than ``new`` (both dated): facts of one day are details of
+    one another (the rent replay's "signed the lease" and "the rent is 1,200 euros" of one message pair)."""
+    return bool(fact.event_time and new.event_time and fact.event_time.date() < new.event_time.date())
 
 
 @dataclass
@@ -113,8 +118,8 @@ class ChangeVerdict:
 def ask_change(llm: LLM, min_p: float, new: CoreFact, candidates: Sequence[ChangeCandidate]) -> ChangeVerdict:
     """The mean P(yes) of the ``core_change.CHANGE`` wordings for each candidate (one batch of short prompts,
     a candidate's wordings in a row); the best at or above
-    ``min_p`` is changed: SUPERSEDE when ``new`` is from a later day, else UPDATE; MERGE when it says the
-    same again (``RESTATED_COSINE``, the same values). A model error is
+    ``min_p`` is changed: SUPERSEDE, or MERGE when ``new`` says the same again (``RESTATED_COSINE``, the same
+    values). A model error is
     recorded (``error``) and nothing changes; never raised."""
     wordings = core_change.CHANGE
     prompts = [core_change.build(new.subject, c.fact.statement, c.fact.event_time, new.statement, new.event_time,
@@ -134,10 +139,7 @@ def ask_change(llm: LLM, min_p: float, new: CoreFact, candidates: Sequence[Chang
     asked = ", ".join(f"{fid} {q:.2f}" for fid, q in p_yes.items())
     if p < min_p:
         return ChangeVerdict(p_yes, min_p, reason=f"no earlier fact changed: mean P(yes) {asked} < {min_p:.2f}")
-    earlier = best.fact.event_time
-    later_day = bool(new.event_time and earlier and new.event_time.date() > earlier.date())
-    op = FactOp.SUPERSEDE if later_day else FactOp.UPDATE
-    how = "a later day: the earlier fact is kept as history" if later_day else "the same day: updated in place"
+    op, how = FactOp.SUPERSEDE, "the earlier fact is kept as history"
     if best.statement_cosine >= RESTATED_COSINE and not values(new.statement).differences(values(best.fact.statement)):
         op = FactOp.MERGE
         how = f"said again (statement cos {best.statement_cosine:.2f} ≥ {RESTATED_COSINE}, same values)"
