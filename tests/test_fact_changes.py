@@ -188,3 +188,14 @@ def test_the_same_fact_said_again_is_merged_not_superseded():
     assert verdict.op == FactOp.MERGE and "said again" in verdict.reason
     other = fact("", "James has three dogs, Max, Daisy and Ned.", MAY, "dogs")
     assert ask_change(llm, 0.5, other, [ChangeCandidate(old, 1.0, 0.95, False)]).op == FactOp.SUPERSEDE
+
+
+def test_a_memory_built_before_facts_had_keys_is_read_as_it_was(engine_factory):
+    stored = {"id": "F1", "namespace": "t", "subject": "James", "type": "Identity",
+              "statement": "James has two dogs, Max and Daisy.", "event_time": "2023-04-02T09:00:00",
+              "source_message_ids": ["D1:1"], "status": "current"}
+    old = CoreFact.model_validate(stored)
+    assert old.attribute == "" and old.model_dump(exclude={"attribute"}, exclude_defaults=True).keys() <= stored.keys()
+    # without a key, its statement stands for it when a newer fact's key is compared
+    from memsif.facts.changes import key_text
+    assert key_text(old) == old.statement and key_text(fact("F2", "x", MAY, "dogs")) == "dogs"
