@@ -255,8 +255,9 @@ def cmd_facts(args: argparse.Namespace) -> int:
         status = {"current": "", "deleted": f"  [deleted by a person on {f.valid_until}]"}.get(
             f.status, f"  [superseded by {f.superseded_by} on {f.valid_until}]")
         status += "  (corrected by a person)" if f.corrected else ""
-        print(f"  {f.id:>5} {f.type:<10} {f.subject}: {f.statement}  ({when}; {', '.join(f.source_message_ids)})"
-              f"{status}")
+        about = f"about {f.attribute}; " if f.attribute else ""
+        print(f"  {f.id:>5} {f.type:<10} {f.subject}: {f.statement}  ({about}{when}; "
+              f"{', '.join(f.source_message_ids)}){status}")
     if args.log:
         for op in engine.fact_log(args.namespace):
             print(f"  #{op.seq:<4} {op.op:<9} {','.join(op.fact_ids) or '-':<8} {op.decided_by:<4} "

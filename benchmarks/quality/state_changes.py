@@ -212,6 +212,31 @@ def memory_figures(sample: str, path: str) -> tuple[dict, list]:
     return figures, changes
 
 
+def state_answers(memories: dict[str, str], data_dir: str) -> list[dict]:
+    """Each labelled change's state-at-end question asked of its conversation's built memory (an export,
+    imported into ``data_dir``), answered by the engine with the default settings; token F1 against the label."""
+    from memsif.engine import MemSIF
+    from memsif.eval.metrics import token_f1
+    from memsif.transfer import read_export
+
+    engine = MemSIF(MemSIFConfig.from_env(data_dir=data_dir))
+    rows = []
+    for sample, path in memories.items():
+        namespace = engine.import_namespace(read_export(path), f"state-{sample}")
+        for lab in labels(sample):
+            if lab["kind"] not in CHANGE_KINDS or not lab["question"]:
+                continue
+            answer = engine.ask(lab["question"], namespace=namespace, accumulate=False)
+            core = [f for f in answer.facts_used if f.kind == "core"]
+            rows.append({"sample": sample, "id": lab["id"], "question": lab["question"], "gold": lab["answer"],
+                         "end_state": lab["end_state"], "answer": answer.answer,
+                         "f1": round(token_f1(answer.answer, lab["answer"]), 3),
+                         "facts": [f"{f.id}: {f.statement}" for f in core[:3]]})
+            print(f"{sample} {lab['id']} F1 {rows[-1]['f1']:.2f} | {lab['question']} → {answer.answer[:100]!r} "
+                  f"(gold {lab['answer']!r})", flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -224,7 +249,21 @@ def main() -> None:
     mem.add_argument("--memory", action="append", required=True, help="SAMPLE=EXPORT.json.gz")
     mem.add_argument("--out", help="write the figures as JSON here")
     mem.add_argument("--sample", help="write the UPDATE / MERGE / SUPERSEDE operations here (JSONL) for labelling")
+    asked = sub.add_parser("questions", help="the state-at-end questions asked of built memories")
+    asked.add_argument("--memory", action="append", required=True, help="SAMPLE=EXPORT.json.gz")
+    asked.add_argument("--data-dir", required=True, help="an empty folder to import the memories into")
+    asked.add_argument("--out", help="write the answers and figures as JSON here")
     args = parser.parse_args()
+    if args.command == "questions":
+        memories = dict(pair.split("=", 1) for pair in args.memory)
+        rows = state_answers(memories, args.data_dir)
+        mean = round(sum(r["f1"] for r in rows) / len(rows), 3) if rows else None
+        print(f"{len(rows)} questions, mean token F1 {mean}")
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(json.dumps({"date": datetime.now().isoformat(timespec="minutes"),
+                                                  "memories": memories, "token_f1": mean, "rows": rows}, indent=1))
+        return
     if args.command == "memory":
         report, written = {}, []
         for pair in args.memory:
