@@ -30,6 +30,13 @@ MERGE / SUPERSEDE operations written out for labelling (``--sample``):
     PYTHONPATH=. python benchmarks/quality/state_changes.py memory --memory conv-26=M26.json.gz \
         --memory conv-30=M30.json.gz --memory conv-47=M47.json.gz --out RESULT.json [--sample OPS.jsonl]
 
+``refused`` says, for a memory's REJECT candidates labelled supported / durable by hand
+(``corefact-refused-conv26.jsonl``, labelled blind to the reasons), how many true durable facts each check
+turned away:
+
+    PYTHONPATH=. python benchmarks/quality/state_changes.py refused --memory M26.json.gz \
+        --labels benchmarks/quality/data/corefact-refused-conv26.jsonl
+
 ``questions`` asks each change's state-at-end question of those memories (the engine's answer, packaged
 1.5B) and prints token F1 against the label's answer, with the answers for a reading by hand.
 """
@@ -237,6 +244,34 @@ def state_answers(memories: dict[str, str], data_dir: str) -> list[dict]:
     return rows
 
 
+def refusal_kind(reason: str) -> str:
+    """Which check refused a candidate, from its REJECT reason."""
+    kinds = (("not verified", "verification"), ("refused by the claim", "claim rules"),
+             ("whom its supporting", "gate: names the other speaker"), ("content words", "gate: word overlap"),
+             ("another speaker", "gate: another speaker's words"), ("is by or about", "gate: another speaker's words"),
+             ("cut off", "gate: cut off"), ("not in its sources", "gate: values or names not in its sources"))
+    return next((kind for mark, kind in kinds if mark in reason), "gate: other")
+
+
+def refused(path: str, labels_path: str) -> dict:
+    """Per check, the REJECT candidates of the memory at ``path`` and how many of them the labels call supported
+    and durable (joined by subject and statement)."""
+    from memsif.transfer import read_export
+
+    marks = {(r["subject"], r["statement"]): r for r in map(json.loads, Path(labels_path).read_text().splitlines())}
+    table: dict[str, list[int]] = {}
+    for op in read_export(path).fact_ops:
+        if op.op != "REJECT" or op.candidate is None:
+            continue
+        mark = marks.get((op.candidate.subject, op.candidate.statement))
+        if mark is None:
+            continue
+        row = table.setdefault(refusal_kind(op.reason), [0, 0])
+        row[0] += 1
+        row[1] += int(mark["supported"] and mark["durable"])
+    return {kind: {"refused": n, "supported_and_durable": true} for kind, (n, true) in table.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -253,7 +288,15 @@ def main() -> None:
     asked.add_argument("--memory", action="append", required=True, help="SAMPLE=EXPORT.json.gz")
     asked.add_argument("--data-dir", required=True, help="an empty folder to import the memories into")
     asked.add_argument("--out", help="write the answers and figures as JSON here")
+    ref = sub.add_parser("refused", help="true durable facts each check turned away")
+    ref.add_argument("--memory", required=True, help="an export")
+    ref.add_argument("--labels", required=True, help="labelled REJECT candidates (JSONL)")
     args = parser.parse_args()
+    if args.command == "refused":
+        table = refused(args.memory, args.labels)
+        for kind, row in sorted(table.items(), key=lambda item: -item[1]["refused"]):
+            print(f"{kind}: {row['supported_and_durable']} of {row['refused']} refused were supported and durable")
+        return
     if args.command == "questions":
         memories = dict(pair.split("=", 1) for pair in args.memory)
         rows = state_answers(memories, args.data_dir)
