@@ -374,8 +374,7 @@ def cluster_scatter(clusters: Sequence[CandidateCluster], theta_src: float, thet
     return fig
 
 
-FACT_COLUMNS = ["fact", "type", "subject", "about", "statement", "verification", "said on", "valid", "sources",
-                "status", "history"]
+FACT_COLUMNS = ["fact", "type", "subject", "about", "statement", "verification", "said on", "sources", "status"]
 OP_COLUMNS = ["#", "operation", "facts", "decided by", "reason", "error"]
 
 
@@ -453,10 +452,11 @@ def verification_text(fact: CoreFact) -> str:
 
 
 def fact_rows(facts: Sequence[CoreFact]) -> list[list[Any]]:
-    """One row per CoreFact (``FACT_COLUMNS``): what it is about (its attribute key), when it was valid (from
-    its newest source's day until the day a later fact superseded it), its status (a superseded one names its
-    successor, a person's correction says so) and its history (``fact_chain``: the facts it replaced and
-    what replaced it). "said on" is the session day of its newest source, not always the day it happened
+    """One row per CoreFact (``FACT_COLUMNS``): what it is about (its attribute key) and its status (a
+    superseded one names its successor, a person's correction says so), followed, for a fact with versions, by
+    when it held (``validity_text``: from its newest source's day until a later fact superseded it) and its
+    chain (``fact_chain``: the facts it replaced and what replaced it).
+    "said on" is the session day of its newest source, not always the day it happened
     ("last Friday (23 June 2023)")."""
     def status(f: CoreFact) -> str:
         said = {"current": "current", "deleted": "deleted by a person"}.get(f.status,
@@ -464,9 +464,14 @@ def fact_rows(facts: Sequence[CoreFact]) -> list[list[Any]]:
         return f"{said} (corrected by a person)" if f.corrected else said
 
     by_id = {f.id: f for f in facts}
+
+    def history(f: CoreFact) -> str:
+        chain = fact_chain(f, by_id)
+        return f"; held {validity_text(f)}; {chain}" if chain else ""
+
     return [[f.id, f.type, f.subject, f.attribute, f.statement, verification_text(f),
-             f.event_time.date().isoformat() if f.event_time else "", validity_text(f),
-             ", ".join(f.source_message_ids), status(f), fact_chain(f, by_id)] for f in facts]
+             f.event_time.date().isoformat() if f.event_time else "", ", ".join(f.source_message_ids),
+             status(f) + history(f)] for f in facts]
 
 
 def validity_text(fact: CoreFact) -> str:

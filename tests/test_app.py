@@ -55,7 +55,10 @@ def test_a_client_builds_the_example_asks_and_reads_every_view(app_url):
 
     status, facts, ops = client.predict(api_name="/build_facts")
     assert "current CoreFacts" in status
-    assert any(row[3] == "Caroline is looking into counseling and mental health as a career." for row in facts["data"])
+    from memsif.viz import FACT_COLUMNS
+    statement = FACT_COLUMNS.index("statement")
+    assert any(row[statement] == "Caroline is looking into counseling and mental health as a career."
+               for row in facts["data"])
     assert any(row[1] == "ADD" for row in ops["data"])
 
     history, _, trace, cluster_plot, clusters, picker = client.predict("What did Caroline research?", [], False,

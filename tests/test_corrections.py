@@ -243,13 +243,14 @@ def test_the_pages_correction_fields_edit_delete_and_restore_and_refuse_with_the
                                              "Melanie loves ramen.", None, None)
     assert said.startswith("**EDIT** F1, F2: a person corrected F1") and now_id == "F2"
     status = FACT_COLUMNS.index("status")
-    assert [r[status] for r in facts] == ["superseded by F2", "current (corrected by a person)"]
-    assert [r[FACT_COLUMNS.index("history")] for r in facts] == ["F1 → F2 (current)"] * 2
+    assert [r[status].split(";")[0] for r in facts] == ["superseded by F2", "current (corrected by a person)"]
+    assert all(r[status].endswith("; F1 → F2 (current)") for r in facts)
     assert ops[-1][1:4] == ["EDIT", "F1, F2", "person"]
     said, *_ = tab.save_fact("t", None, "F2", "Preference", "Melanie", "2023-05-08", "Melanie loves ramen.", None, None)
     assert said.startswith("Not changed: nothing to change")
     said, now_id, facts, _ = tab.delete_fact("t", None, "F2", None, None)
-    assert said.startswith("**DELETE** F2") and facts[-1][status] == "deleted by a person (corrected by a person)"
+    assert said.startswith("**DELETE** F2")
+    assert facts[-1][status].startswith("deleted by a person (corrected by a person)")
     said, *_ = tab.save_fact("t", None, "F2", "Preference", "Melanie", "2023-05-09", "x", None, None)
     assert said.startswith("Not changed: F2 is deleted")
     said, *_ = tab.restore_fact("t", None, "F2", "DELETE", None)
