@@ -374,7 +374,7 @@ def cluster_scatter(clusters: Sequence[CandidateCluster], theta_src: float, thet
     return fig
 
 
-FACT_COLUMNS = ["fact", "type", "subject", "about", "statement", "verification", "said on", "sources", "status"]
+FACT_COLUMNS = ["fact", "type", "subject", "statement", "verification", "said on", "sources", "status"]
 OP_COLUMNS = ["#", "operation", "facts", "decided by", "reason", "error"]
 
 
@@ -452,8 +452,8 @@ def verification_text(fact: CoreFact) -> str:
 
 
 def fact_rows(facts: Sequence[CoreFact]) -> list[list[Any]]:
-    """One row per CoreFact (``FACT_COLUMNS``): what it is about (its attribute key) and its status (a
-    superseded one names its successor, a person's correction says so), followed, for a fact with versions, by
+    """One row per CoreFact (``FACT_COLUMNS``); its status (a superseded one names its successor, a person's
+    correction says so) is followed by what it is about (its attribute key) and, for a fact with versions, by
     when it held (``validity_text``: from its newest source's day until a later fact superseded it) and its
     chain (``fact_chain``: the facts it replaced and what replaced it).
     "said on" is the session day of its newest source, not always the day it happened
@@ -467,9 +467,10 @@ def fact_rows(facts: Sequence[CoreFact]) -> list[list[Any]]:
 
     def history(f: CoreFact) -> str:
         chain = fact_chain(f, by_id)
-        return f"; held {validity_text(f)}; {chain}" if chain else ""
+        about = f"; about {f.attribute}" if f.attribute else ""
+        return about + (f"; held {validity_text(f)}; {chain}" if chain else "")
 
-    return [[f.id, f.type, f.subject, f.attribute, f.statement, verification_text(f),
+    return [[f.id, f.type, f.subject, f.statement, verification_text(f),
              f.event_time.date().isoformat() if f.event_time else "", ", ".join(f.source_message_ids),
              status(f) + history(f)] for f in facts]
 

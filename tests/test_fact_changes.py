@@ -145,9 +145,8 @@ def test_the_page_shows_each_facts_chain_and_the_change_before_and_after(engine_
     engine.ingest([msg("D1:1", "I have two dogs, Max and Daisy.", APRIL)])
     engine.ingest([msg("D5:1", "Big news: I adopted Ned, a pup from the shelter!", MAY)])
     rows = {r[0]: dict(zip(FACT_COLUMNS, r, strict=True)) for r in fact_rows(engine.facts("t", history=True))}
-    assert rows["F1"]["status"] == "superseded by F2; held 2023-04-02 – 2023-05-08; F1 → F2 (current)"
-    assert rows["F2"]["status"] == "current; held from 2023-05-08; F1 → F2 (current)"
-    assert rows["F2"]["about"] == "pets"
+    assert rows["F1"]["status"] == "superseded by F2; about dogs; held 2023-04-02 – 2023-05-08; F1 → F2 (current)"
+    assert rows["F2"]["status"] == "current; about pets; held from 2023-05-08; F1 → F2 (current)"
     [sup] = [r for r in op_rows(engine.fact_log("t")) if r[1] == "SUPERSEDE"]
     assert sup[2] == "F1 → F2: James has two dogs, Max and Daisy. → James adopted Ned, a pup from the shelter."
 
