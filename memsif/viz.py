@@ -8,7 +8,7 @@ shows a ``str`` cell as text).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
@@ -464,9 +464,10 @@ def fact_rows(facts: Sequence[CoreFact]) -> list[list[Any]]:
         return f"{said} (corrected by a person)" if f.corrected else said
 
     by_id = {f.id: f for f in facts}
+    before = predecessors(facts)
 
     def history(f: CoreFact) -> str:
-        chain = fact_chain(f, by_id)
+        chain = fact_chain(f, by_id, before)
         about = f"; about {f.attribute}" if f.attribute else ""
         return about + (f"; held {validity_text(f)}; {chain}" if chain else "")
 
@@ -485,11 +486,17 @@ def validity_text(fact: CoreFact) -> str:
     return f"from {first}" if start else ""
 
 
-def fact_chain(fact: CoreFact, by_id: Mapping[str, CoreFact]) -> str:
+def predecessors(facts: Iterable[CoreFact]) -> dict[str, str]:
+    """Each superseding fact's id → the id of the fact it superseded (``CoreFact.superseded_by`` read backwards)."""
+    return {f.superseded_by: f.id for f in facts if f.superseded_by}
+
+
+def fact_chain(fact: CoreFact, by_id: Mapping[str, CoreFact], before: Mapping[str, str] | None = None) -> str:
     """A CoreFact's history as the page shows it: its chain of versions, oldest first, each superseded by the
     next ("F3 → F9 → F14 (current)"), or "" for a fact nothing replaced and that replaced nothing. ``by_id``:
-    every fact of the namespace, history included."""
-    before = {f.superseded_by: f.id for f in by_id.values() if f.superseded_by}
+    every fact of the namespace, history included; ``before``: ``predecessors(by_id.values())``, computed once
+    by a caller that asks for many facts' chains (else here, in O(n))."""
+    before = predecessors(by_id.values()) if before is None else before
     chain, seen = [fact.id], {fact.id}
     while (earlier := before.get(chain[0])) and earlier not in seen:
         chain.insert(0, earlier)

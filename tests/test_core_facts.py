@@ -148,6 +148,29 @@ def test_complete_facts_are_recovered_from_a_cut_off_reply(engine_factory):
     assert "recovered 1 complete fact(s) from a cut-off reply" in op.reason
 
 
+def test_a_statement_cut_off_at_the_length_limit_keeps_its_complete_sentences(engine_factory):
+    from memsif.prompts.core_extract import STATEMENT_MAX_CHARS
+
+    whole = "Caroline's necklace is a gift from her grandma in Sweden."
+    cut = (whole + " She wears it every day because it stands for love, faith and strength, and it reminds her "
+           "of home and of")[:STATEMENT_MAX_CHARS]
+    run_on = ("Caroline volunteers at the youth center, which is an important part of her life, and she has made "
+              "strong connections with the people there and the kids she guides every week")[:STATEMENT_MAX_CHARS]
+    assert len(cut) == len(run_on) == STATEMENT_MAX_CHARS
+    facts = {"necklace": [{"subject": "Caroline", "type": "Identity", "statement": cut, "sources": [1]},
+                          {"subject": "Caroline", "type": "Event", "statement": run_on, "sources": [2]}]}
+    engine = engine_factory(llm=FakeLLM({"core_extract": extraction(facts)}), embedder=KeywordEmbedder({}), **CFG)
+    engine.ingest([msg("D1:1", "This necklace is a gift from my grandma in Sweden. I wear it every day.", MAY,
+                       speaker="Caroline"),
+                   msg("D1:2", "I volunteer at the youth center, an important part of my life.", MAY,
+                       speaker="Caroline")])
+    [fact] = engine.facts("t")
+    assert fact.statement == whole
+    added, refused = sorted(engine.fact_log("t"), key=lambda op: op.op)
+    assert added.op == "ADD" and "kept the complete sentences of a statement cut off" in added.reason
+    assert refused.op == "REJECT" and "cut off at the" in refused.reason
+
+
 def test_json_debris_in_a_subject_is_dropped_with_a_recorded_error(engine_factory):
     import json as _json
 

@@ -324,3 +324,19 @@ def test_a_statement_in_the_writers_first_person_is_a_copy_not_a_fact(statement,
             "refresh myself. My son is okay, a reminder to cherish our family.")
     verdict = check("Melanie", statement, [m], SPEAKERS)
     assert ("statement is in the first person" in verdict.reason) is refused, verdict.reason
+
+
+TAIL = " He wants to open a dance studio and teach the kids of his town to dance like he did when he was young"
+
+
+@pytest.mark.parametrize("statement, kept", [
+    (("Jon lost his job at the bank in January." + TAIL)[:100], "Jon lost his job at the bank in January."),
+    (("Jon wants to open a dance studio" + TAIL)[:100], None),  # no complete sentence
+    (("Jon is ok." + TAIL)[:100], None),  # too short to say anything alone
+    ("Jon lost his job! He is opening a studio.", None),  # under the limit: not cut off
+])
+def test_a_cut_off_statement_keeps_only_complete_sentences_long_enough_to_say_something(statement, kept):
+    from memsif.facts.grounding import whole_sentences
+
+    text, note = whole_sentences(statement, 100)
+    assert (text, bool(note)) == ((kept, True) if kept else (statement, False))

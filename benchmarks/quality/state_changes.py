@@ -324,8 +324,8 @@ def main() -> None:
             Path(args.sample).write_text("".join(json.dumps(c) + "\n" for c in written))
         return
     samples = load_locomo(LOCOMO, list(SAMPLES))
-    times = {m.id: m.time for s in samples for m in s.messages if m.time}
-    rows = [row for s in SAMPLES for row in pairs_of(s, times)]
+    times = {s.sample_id: {m.id: m.time for m in s.messages if m.time} for s in samples}  # ids repeat across samples
+    rows = [row for s in SAMPLES for row in pairs_of(s, times[s])]
     questions = [q for q in args.questions.split(",") if q]
     score(rows, questions, args.model)
     measures = ["cosine", "masked_cosine", "days", *questions]

@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal, Protocol, get_args
+from typing import Any, Literal, Protocol, get_args
 
 import numpy as np
 
@@ -349,6 +349,19 @@ def _provenance(item: ExtractedFact, vector: np.ndarray, messages: Sequence[Mess
     return valid, note
 
 
+def _whole_sentences(items: list[Any]) -> tuple[list[Any], list[str]]:
+    """Each extracted fact whose statement was cut off at the schema's length limit
+    (``core_extract.STATEMENT_MAX_CHARS``) kept as its complete sentences (``grounding.whole_sentences``), with
+    the note of the cut; the gate then checks what is left like any statement (one with no complete
+    sentence stays cut off, and is refused)."""
+    kept, notes = [], []
+    for item in items:
+        statement, note = grounding.whole_sentences(item.statement, core_extract.STATEMENT_MAX_CHARS)
+        kept.append(item.model_copy(update={"statement": statement}) if note else item)
+        notes.append(f"{note}; " if note else "")
+    return kept, notes
+
+
 def _candidate(namespace: str, item: ExtractedFact, vector: np.ndarray, messages: Sequence[Message],
                message_vectors: np.ndarray, salvage_note: str, segment_of: Mapping[str, str],
                trajectory_of: Mapping[str, str | None]) -> Candidate:
@@ -523,11 +536,13 @@ class FactExtractor(_FactStep):
         items = [it for it in items if it not in debris]
         if not items:
             return [], failures
+        items, notes = _whole_sentences(items)
         vectors = self.embedder.embed_documents([f.statement for f in items])
         if message_vectors is None:
             message_vectors = self.embedder.embed_documents([m.text for m in messages])
-        return [_candidate(namespace, item, vector, messages, message_vectors, salvage_note, segment_of, trajectory_of)
-                for item, vector in zip(items, vectors, strict=True)], failures
+        return [_candidate(namespace, item, vector, messages, message_vectors, salvage_note + note, segment_of,
+                           trajectory_of)
+                for item, vector, note in zip(items, vectors, notes, strict=True)], failures
 
 
 class FactConsolidator(_FactStep):

@@ -362,6 +362,25 @@ def _support_rule(c: _Candidate, m: _Measures, with_cosine: bool) -> list[str]:
     return reasons
 
 
+#: A statement cut off at the length limit keeps its complete sentences when they hold this many characters.
+MIN_WHOLE_SENTENCES_CHARS = 30
+SENTENCE_END = re.compile(r"[.!?](?=\s)")
+
+
+def whole_sentences(statement: str, max_chars: int) -> tuple[str, str]:
+    """A statement that fills the extraction schema's ``max_chars`` (cut off by the grammar mid-word) cut back
+    to its last complete sentence, when that keeps at least ``MIN_WHOLE_SENTENCES_CHARS`` characters:
+    ("Caroline plays guitar and loves it. It helps her expre", "kept the complete sentences of a statement
+    cut off at the 160-character limit"). Any other statement is returned as it is, with note ""."""
+    if len(statement) < max_chars - 1:
+        return statement, ""
+    ends = [m.end() for m in SENTENCE_END.finditer(statement)]
+    if not ends or ends[-1] < MIN_WHOLE_SENTENCES_CHARS:
+        return statement, ""
+    return (statement[:ends[-1]],
+            f"kept the complete sentences of a statement cut off at the {max_chars}-character limit")
+
+
 #: Messages a provenance repair may add to what the model cited.
 MAX_REPAIRED_SOURCES = 2
 
