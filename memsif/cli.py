@@ -435,12 +435,30 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+class _CommandParser(argparse.ArgumentParser):
+    """A sub-command's parser that reads its positionals wherever they stand among its options, so
+    ``facts edit --namespace NS F21`` parses as ``facts edit F21 --namespace NS`` does (plain argparse fills
+    every positional from the first run of them and leaves ``F21`` unrecognised). A parser of sub-commands
+    (``eval``) parses as argparse does; its sub-commands are of this class too."""
+
+    _mixing = False
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def, override]
+        if self._mixing or any(a.nargs == argparse.PARSER for a in self._actions):  # its own passes; a group
+            return super().parse_known_args(args, namespace)
+        self._mixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._mixing = False
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m memsif", description="MemSIF long-term memory engine.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the engine does")
     parser.add_argument("--model", help="the LLM for every step: packaged:qwen2.5-coder-1.5b-instruct (default), "
                         "packaged:smollm2-135m-instruct, a hub id or a local path (same as MEMSIF_LLM_MODEL)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     _building_parsers(sub)
     _reading_parsers(sub)
     from memsif.eval.cli import add_parsers

@@ -103,6 +103,8 @@ def test_the_read_commands_read_a_snapshot_while_another_process_holds_the_folde
     refused = _run("ingest", str(path), "--namespace", "alice", data_dir=tmp_path / "d")
     assert refused.returncode == 2 and "in use by another MemSIF process" in refused.stderr, refused.stderr
     assert len(holder.messages("alice")) == 3, "a refused writer changed the memory"
+    corrected = _run("facts", "delete", "--namespace", "alice", "F1", data_dir=tmp_path / "d")
+    assert corrected.returncode == 2 and "make the change in its page" in corrected.stderr, corrected.stderr
 
 
 def test_the_shell_sees_a_memory_grow_while_it_is_built(engine_factory, tmp_path):

@@ -190,6 +190,18 @@ def test_the_command_line_corrects_a_fact_and_lists_it(sushi, monkeypatch, capsy
     assert " person " in listed  # the log names who decided
 
 
+@pytest.mark.parametrize(("argv", "printed"), [
+    (["facts", "edit", "--namespace", "t", "F1", "--statement", "Melanie loves ramen."], "EDIT F1, F2 (#1)"),
+    (["facts", "delete", "--namespace", "t", "F1"], "DELETE F1 (#1)"),
+    (["facts", "--namespace", "t", "delete", "F1"], "DELETE F1 (#1)"),
+])
+def test_the_command_line_takes_the_fact_id_after_the_options_as_the_readme_writes_it(sushi, monkeypatch, capsys,
+                                                                                      argv, printed):
+    monkeypatch.setattr(cli, "_engine", lambda args, reader=False, **_: sushi)
+    assert cli.main(argv) == 0
+    assert printed in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(("argv", "said"), [
     (["edit", "F9", "--statement", "x"], "No CoreFact 'F9'"),
     (["delete"], "facts delete needs the fact's id"),

@@ -293,8 +293,8 @@ def main() -> None:
     ref.add_argument("--labels", required=True, help="labelled REJECT candidates (JSONL)")
     args = parser.parse_args()
     if args.command == "refused":
-        table = refused(args.memory, args.labels)
-        for kind, row in sorted(table.items(), key=lambda item: -item[1]["refused"]):
+        by_check = refused(args.memory, args.labels)
+        for kind, row in sorted(by_check.items(), key=lambda item: -item[1]["refused"]):
             print(f"{kind}: {row['supported_and_durable']} of {row['refused']} refused were supported and durable")
         return
     if args.command == "questions":

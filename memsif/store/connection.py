@@ -172,8 +172,9 @@ def connect(*, path: str | Path | None = None, url: str | None = None, api_key: 
         if "already accessed" in str(exc) or isinstance(exc, BlockingIOError):
             raise StoreError(
                 f"The memory folder {path} is in use by another MemSIF process (embedded Qdrant "
-                "allows one). Stop that process, use another --data-dir, or run a Qdrant server "
-                "and set MEMSIF_QDRANT_URL."
+                "allows one). If that is the inspector (python app.py), make the change in its page: a "
+                "fact's correction in the CoreFacts tab, a new chat in Build. Else stop that process, use "
+                "another --data-dir, or run a Qdrant server and set MEMSIF_QDRANT_URL."
             ) from exc
         raise StoreError(f"Could not open the memory store at {location}: {exc}") from exc
 
