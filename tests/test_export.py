@@ -110,6 +110,9 @@ def test_the_shipped_example_memory_is_the_bundled_conversation_built_by_the_def
     in_segments = [i for s in data.segments for i in s.message_ids]
     assert sorted(in_segments) == sorted(m.id for m in conv.messages)
     assert all(s.trajectory_id for s in data.segments)
+    session_of = {m.id: m.session_id for m in conv.messages}
+    spanning = [s.id for s in data.segments if len({session_of[i] for i in s.message_ids}) > 1]
+    assert not spanning, f"segments {spanning} span two sessions (a new session opens a segment): rebuild it"
     current = [f.fact for f in data.facts if f.fact.status == "current"]
     assert len(current) >= 30 and data.fact_ops and all(f.verified for f in current)
     assert data.clusters, "its questions left no candidate clusters"
