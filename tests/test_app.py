@@ -317,6 +317,16 @@ def test_every_build_reports_structure_health_and_warns_when_degenerate(engine_f
     assert re.search(r"Event Trajectories: \d+ of \d+ segments share one with another \(\d+ trajectories of two or "
                      r"more\), decided over the whole memory by .+; no model was asked", line), line  # and says so
     assert ("⚠️ The structure looks degenerate" in line) == warned, line
+    assert "Build again with the default model" in line if warned else True  # a fake is not the default model
+
+
+def test_the_degenerate_warning_on_the_default_model_does_not_advise_the_default_model(engine_factory):
+    from memsif.inspector.build import degenerate_advice
+
+    llm = FakeLLM({})
+    llm.name = "Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF, packaged, llama.cpp)"
+    advice = degenerate_advice(engine_factory(llm=llm))
+    assert "default model" not in advice.replace("The default model's judge", "") and "τ_split" in advice
 
 
 def test_evaluation_copies_a_crashed_process_left_are_removed_on_start(engine_factory):

@@ -20,9 +20,11 @@ import gradio as gr
 
 from memsif.api import (
     HISTORY_FORMATS,
+    PACKAGED_MODELS,
     AmbiguousDates,
     BoundaryRule,
     JobCancelled,
+    MemSIFConfig,
     MemSIFError,
     NamespaceExport,
     SegmentDecision,
@@ -277,12 +279,22 @@ def structure_health(eng, namespace: str) -> str:
         way = "a continuation" if kept >= len(judged) - kept else "a split"
         reasons.append(f"{one_way:.0%} of the judge's verdicts were {way} (warned at {JUDGE_ONE_WAY_WARN:.0%})")
     if reasons:
-        line += (f"\n\n⚠️ The structure looks degenerate: {'; '.join(reasons)}. The judge "
-                 f"({eng.llm.name or 'the configured model'}) may not tell topics apart, or the "
-                 "thresholds do not suit this conversation: the packaged 135M model is near chance (segment-judge AUC "
-                 "0.55); the default 1.5B separates topics at AUC 0.86 (docs/results.md). Try the default model, "
-                 "or τ_split and τ_merge in Settings.")
+        line += f"\n\n⚠️ The structure looks degenerate: {'; '.join(reasons)}. {degenerate_advice(eng)}"
     return line
+
+
+def degenerate_advice(eng) -> str:
+    """What to try when a build's structure looks degenerate, for the model that built it: with the default
+    model, the thresholds (its judge separates topics at AUC 0.86); with another, the default model first."""
+    thresholds = ("the timeline shows each message's φ against τ_split and τ_merge: set them in Settings so that "
+                  "φ falls between them only where the topic is unclear, and build again")
+    default = PACKAGED_MODELS[MemSIFConfig().model.llm_model].name.split(" (")[0]  # the model, not its build
+    if (eng.llm.name or "").startswith(default):
+        return (f"The default model's judge separates topics at AUC 0.86 (docs/results.md), so the thresholds "
+                f"likely do not suit this conversation: {thresholds}.")
+    return (f"The judge ({eng.llm.name or 'the configured model'}) may not tell topics apart: the packaged 135M "
+            "model is near chance (segment-judge AUC 0.55), the default 1.5B separates topics at AUC 0.86 "
+            f"(docs/results.md). Build again with the default model; if it stays degenerate, {thresholds}.")
 
 
 def threads(trajectories) -> str:
