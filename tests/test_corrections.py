@@ -3,6 +3,7 @@ CoreFact log, out of every answer, and standing against later extractions. Fakes
 
 import json
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -289,12 +290,15 @@ def test_the_search_tab_lists_facts_and_messages_and_opens_a_message_where_it_si
 
 def test_the_page_downloads_a_memory_and_restores_it_with_its_corrections(sushi, tmp_path):
     from memsif.inspector.build import BuildTab, list_samples
-    from memsif.inspector.common import Inspector
+    from memsif.inspector.common import BuiltSource, Inspector
 
     sushi.edit_fact("t", "F1", statement="Melanie loves ramen.")
     tab = BuildTab(Inspector(sushi))
     path, said = tab.download("t", None)
     assert path.endswith(".json.gz") and "2 CoreFacts with 2 logged operations" in said
+    named, _ = tab.download("t", None, BuiltSource(path="/x/WhatsApp Chat with Nate.txt", sample=None,
+                                                 name="WhatsApp Chat with Nate.txt", samples=[]))
+    assert Path(named).name.startswith("memsif-WhatsApp-Chat-with-Nate-20") and named.endswith(".json.gz")
     assert "restores it into this session" in list_samples(path)[1]
     *_, (namespace, _source, summary, _, _) = tab.build(path, None, "ui-restored", None)
     assert namespace == "ui-restored" and summary.startswith("**Restored**")

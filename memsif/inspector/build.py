@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import tempfile
 import time
 import warnings
@@ -480,20 +481,35 @@ class MemoryFile:
                f"({corrections} corrections by a person in its log), {len(data.active_facts)} ActiveFacts.{notes}"
                + structure_health(eng, namespace) + where_it_lies(eng, namespace), fig, rows)
 
-    def download(self, namespace: str | None, settings: SessionSettings | None) -> tuple[str | None, str]:
+    def download(self, namespace: str | None, settings: SessionSettings | None,
+                 source: BuiltSource | None = None) -> tuple[str | None, str]:
         """This session's memory as a MemSIF export file (``.json.gz``: messages, segments, trajectories,
         facts with their whole operation log, clusters), to download and restore later through the
-        upload box. Returns (the file's path, what was written or why not)."""
+        upload box, named after the chat it was built from (``download_name``). Returns (the file's path,
+        what was written or why not)."""
         eng = self.app.session_engine(namespace, settings)
         if eng is None:
             return None, "No memory yet: build one first."
         data = eng.export_namespace(namespace)
         folder = Path(tempfile.mkdtemp(prefix="memsif-download-"))
-        day = datetime.now().strftime("%Y-%m-%d")
-        path = write_export(data, folder / f"memsif-memory-{day}.json.gz")
+        path = write_export(data, folder / download_name(source, datetime.now()))
         return str(path), (f"{code_span(path.name)}: {len(data.messages)} messages, {len(data.facts)} CoreFacts with "
                            f"{len(data.fact_ops)} logged operations ({path.stat().st_size / 2**20:.1f} MiB). Upload it "
                            "in the box above and **Build memory** to restore it.")
+
+
+def download_name(source: BuiltSource | None, now: datetime) -> str:
+    """The download's file name: "memsif-<the chat's file name, and its sample>-<day>.json.gz"
+    ("memsif-WhatsApp-Chat-with-Nate-2026-12-06.json.gz"), or "memsif-memory-<day>.json.gz" when the
+    page does not know what the memory was built from. Only letters, digits, "-", "_" and "." are kept."""
+    parts = []
+    if source is not None:
+        stem = Path(source.name).name
+        for suffix in (".gz", ".json", ".jsonl", ".txt", ".zip"):
+            stem = stem.removesuffix(suffix)
+        parts = [stem, source.sample or ""] if source.sample and source.sample not in stem else [stem]
+    name = "-".join(re.sub(r"[^\w.-]+", "-", p).strip("-.") for p in parts if p.strip())
+    return f"memsif-{name[:80].strip('-.') or 'memory'}-{now:%Y-%m-%d}.json.gz"
 
 
 @dataclass(frozen=True)
@@ -584,9 +600,10 @@ class BuildTab:
             return
         yield from self._build_live(eng, namespace, transcripts, source, previous, settings, progress)
 
-    def download(self, namespace: str | None, settings: SessionSettings | None) -> tuple[str | None, str]:
+    def download(self, namespace: str | None, settings: SessionSettings | None,
+                 source: BuiltSource | None = None) -> tuple[str | None, str]:
         """``MemoryFile.download`` (the page's handler)."""
-        return MemoryFile(self.app).download(namespace, settings)
+        return MemoryFile(self.app).download(namespace, settings, source)
 
     def _build_live(self, eng, namespace: str, transcripts: list, source: BuiltSource, previous: BuiltSource | None,
                     settings: SessionSettings | None, progress: gr.Progress):
@@ -700,7 +717,7 @@ class BuildTab:
         b.forget_confirm.change(lambda ok: gr.Button(interactive=bool(ok)), inputs=b.forget_confirm,
                                 outputs=b.forget_btn, api_name=False)
         b.upload.change(list_samples, inputs=b.upload, outputs=[b.sample, b.summary], api_name="samples")
-        b.download_btn.click(self.download, inputs=per_session, outputs=[b.download, b.download_status],
+        b.download_btn.click(self.download, inputs=[*per_session, page.source], outputs=[b.download, b.download_status],
                              api_name="download")
         b.tab.select(self.timeline_view, inputs=[*per_session, page.source], outputs=views(b), api_name=False)
         timeline_btn = gr.Button(visible=False)
