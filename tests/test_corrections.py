@@ -279,7 +279,7 @@ def test_the_search_tab_lists_facts_and_messages_and_opens_a_message_where_it_si
 
     tab = SearchTab(Inspector(sushi))
     said, rows, _, _ = tab.search("t", None, "sushi")
-    assert said.startswith("1 facts and 1 messages for **sushi**")
+    assert said.startswith("1 fact and 1 message for **sushi**")
     assert [r[:2] for r in rows] == [["CoreFact", "F1"], ["message", "D1:1"]]
     assert rows[1][2] == "2023-05-08" and rows[1][3] == "Melanie" and "lexical" in rows[1][6]
     place, figure = tab.open_found("t", None, SimpleNamespace(index=[1, 0], row_value=rows[1]))

@@ -66,7 +66,8 @@ class SearchTab:
         except MemSIFError as exc:
             return escape_html(str(exc)), [], "", None
         facts = sum(f.kind != "message" for f in found)
-        said = (f"{facts} facts and {len(found) - facts} messages for **{escape_html(' '.join(query.split()))}**"
+        said = (f"{counted(facts, 'fact')} and {counted(len(found) - facts, 'message')} for "
+                f"**{escape_html(' '.join(query.split()))}**"
                 if found else "Nothing found.")
         return said, found_rows(found), "", None
 
@@ -86,3 +87,8 @@ class SearchTab:
         s.search_btn.click(self.search, inputs=[*per_session, s.query], outputs=shown, api_name="search")
         s.query.submit(self.search, inputs=[*per_session, s.query], outputs=shown, api_name=False)
         s.found.select(self.open_found, inputs=per_session, outputs=[s.place, s.timeline], api_name=False)
+
+
+def counted(n: int, noun: str) -> str:
+    """"1 fact", "2 facts", "0 messages"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
