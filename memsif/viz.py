@@ -331,7 +331,9 @@ def trajectory_decisions_plot(decisions: Sequence[Decision], segments: Sequence[
     for key, (name, symbol, colour) in TRAJECTORY_OUTCOMES.items():
         xs, ys, hover = points[key]
         if xs:
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=f"{name} ({len(xs)})", hovertext=hover,
+            counted = f"{len(xs)} segment{'s' * (len(xs) != 1)}" if key == "opened" else \
+                f"{len(xs)} candidate pair{'s' * (len(xs) != 1)}"  # the title counts segments; a point is a pair
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=f"{name} ({counted})", hovertext=hover,
                                      hoverinfo="text", marker={"symbol": symbol, "color": colour, "size": 9}))
     linked = any(c.link_prob is not None for d in chosen for c in d.candidates)
     chosen_by_choice = any(d.none_prob is not None for d in chosen)

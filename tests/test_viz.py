@@ -46,6 +46,8 @@ def test_trajectory_and_cluster_figures(engine_factory):
     # S3 joined S1's E1; "opposite" (φ 0) is at the floor against S1 and, for S3, against S2
     assert names == {"joined this trajectory": 1, "opened a new trajectory": 2,
                      "φ at or below the judge's floor: not asked": 2}, names
+    legend = {t.name for t in why.data}  # a point is a candidate pair; the title counts segments
+    assert {"joined this trajectory (1 candidate pair)", "opened a new trajectory (2 segments)"} <= legend, legend
     joined = next(t for t in why.data if t.name.startswith("joined"))
     assert list(joined.x) == [index[segments[2].message_ids[0]]] and "S3 → E1 via S1" in joined.hovertext[0]
     assert list(joined.y) == pytest.approx([0.9]) and "P(same thread) 0.90" in joined.hovertext[0]
