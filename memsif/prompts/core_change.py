@@ -4,9 +4,10 @@ the small model answers well; it picks among option letters at chance (``core_op
 
 Each wording of ``QUESTIONS`` was scored on the labelled state changes and not-changes of the dev
 conversations (``benchmarks/quality/data/state-changes-conv*.jsonl``): ``benchmarks/quality/state_changes.py``.
-On 42 changes against 46 pairs that both stay true, ROC AUC pooled: "outdated" 0.63, "no_longer" 0.60,
-"same_thing_moved_on" 0.56, "replaces" 0.67; the mean P(yes) of "outdated" and "replaces" 0.69 (per
-conversation 0.64 / 0.69 / 0.71), the best of the pairs and triples tried. ``CHANGE`` names the wordings the
+On 42 changes against 46 pairs that both stay true, ROC AUC pooled: "outdated" 0.60, "no_longer" 0.64,
+"same_thing_moved_on" 0.58, "replaces" 0.66; the mean P(yes) of "outdated" and "replaces" 0.66 (per
+conversation 0.41 / 0.70 / 0.71). On the extractor's own statements in whole memories, 1 of the 18 changes it
+made was right (``docs/results.md``). ``CHANGE`` names the wordings the
 engine asks; both prompts share all but their last line, which a back-end that keeps the previous prompt's
 key/value cache reads once.
 """
