@@ -255,6 +255,11 @@ def labelled_links(n: int) -> bool:
     return n <= LABEL_SEGMENTS_UP_TO
 
 
+def counted(n: int, noun: str) -> str:
+    """"1 fact", "2 facts", "0 messages"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _short(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
@@ -331,9 +336,8 @@ def trajectory_decisions_plot(decisions: Sequence[Decision], segments: Sequence[
     for key, (name, symbol, colour) in TRAJECTORY_OUTCOMES.items():
         xs, ys, hover = points[key]
         if xs:
-            counted = f"{len(xs)} segment{'s' * (len(xs) != 1)}" if key == "opened" else \
-                f"{len(xs)} candidate pair{'s' * (len(xs) != 1)}"  # the title counts segments; a point is a pair
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=f"{name} ({counted})", hovertext=hover,
+            what = counted(len(xs), "segment" if key == "opened" else "candidate pair")  # the title counts segments
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=f"{name} ({what})", hovertext=hover,
                                      hoverinfo="text", marker={"symbol": symbol, "color": colour, "size": 9}))
     linked = any(c.link_prob is not None for d in chosen for c in d.candidates)
     chosen_by_choice = any(d.none_prob is not None for d in chosen)

@@ -14,6 +14,7 @@ from memsif.api import Found, MemSIFError
 from memsif.inspector.common import Inspector, Page, SessionSettings, guard
 from memsif.inspector.place import MessagePlace
 from memsif.markdown import escape_html
+from memsif.viz import counted
 
 FOUND_COLUMNS = ["kind", "id", "date", "speaker", "text", "score", "found by", "Topical Segment", "Event Trajectory"]
 KINDS = {"core": "CoreFact", "active": "ActiveFact", "message": "message"}
@@ -87,8 +88,3 @@ class SearchTab:
         s.search_btn.click(self.search, inputs=[*per_session, s.query], outputs=shown, api_name="search")
         s.query.submit(self.search, inputs=[*per_session, s.query], outputs=shown, api_name=False)
         s.found.select(self.open_found, inputs=per_session, outputs=[s.place, s.timeline], api_name=False)
-
-
-def counted(n: int, noun: str) -> str:
-    """"1 fact", "2 facts", "0 messages"."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
