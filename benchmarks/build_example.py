@@ -72,6 +72,7 @@ def main() -> None:
             "memsif": memsif.__version__, "built": datetime.now(UTC).strftime("%Y-%m-%d"),
             "machine": f"{os.cpu_count()} CPU cores ({platform.machine()})", "model_load_seconds": round(load_s, 1),
             "structure_seconds": round(structure_s), "core_facts_seconds": round(time.perf_counter() - t0),
+            "titles_seconds": round(facts.seconds_by_stage.get("titles", 0.0)),
             "messages": report.total_messages, "segments": report.segments, "trajectories": report.trajectories,
             "core_facts": len(eng.facts(ns)), "fact_errors": facts.fact_errors, "questions": [],
             "command": "PYTHONPATH=. python benchmarks/build_example.py"}

@@ -126,7 +126,7 @@ def test_every_view_shows_the_new_memory_as_it_is_made(page_url, tmp_path):
         waited = time.monotonic() - started
         status = _text(d, "corefacts-status")
         assert waited <= 3 * BATCH_SECONDS, f"the first CoreFacts came {waited:.1f} s after extraction began"
-        # still extracting: its batches, or the segment titles the model writes after the first batch
+        # still extracting: its batches, or the segment titles the model writes after them
         assert "current CoreFacts" not in status and any(
             s in status for s in ("Extracting CoreFacts", "Titling the Topical Segments")), \
             f"the facts were shown only after the whole extraction: {status}"

@@ -239,7 +239,7 @@ def test_a_first_visit_walks_every_view(walk_url, tmp_path):
             time.sleep(0.5)
         else:
             pytest.fail("CoreFact extraction did not finish in 10 minutes")
-        # the first batch's operations are shown while the extraction goes on (the model titles segments after it)
+        # the first batch's operations are shown while the extraction goes on (the model titles segments after them)
         assert first_rows_during and ("Extracting CoreFacts: batch" in first_rows_during
                                       or "Titling the Topical Segments" in first_rows_during), \
             f"no operation was shown before the extraction finished: {seen[::4]}"

@@ -109,9 +109,9 @@ def test_each_closed_segment_is_titled_and_a_grown_one_titled_again(engine_facto
     assert len(llm.calls["segment_title"]) == 2
 
 
-def test_by_default_the_timeline_waits_for_no_title_and_the_model_titles_after_the_first_corefacts(engine_factory):
+def test_by_default_no_title_delays_a_fact_the_model_titles_after_every_corefact_batch(engine_factory):
     """``segment_titles="auto"`` with the rule link: model-free titles at close, the LLM's in the facts job,
-    after its first batch (whose facts are seen first), before the next group of batches."""
+    after every batch (no title delays a fact)."""
     llm = FakeLLM({"segment_title": "Caroline: adoption agency meeting"})
     eng = engine_factory(llm=llm, embedder=SameVector(), entities=TableEntities(), segment_titles="auto",
                          trajectory_link="rule")
@@ -132,4 +132,4 @@ def test_by_default_the_timeline_waits_for_no_title_and_the_model_titles_after_t
                          trajectory_link="rule", fact_batch_messages=1, fact_parallel=2)
     eng.ingest(SEGMENT, namespace="ns")
     eng.build_core_facts("ns")
-    assert order[:3] == ["batch", "title", "batch"] and order.count("title") == 1, order
+    assert order == ["batch"] * order.count("batch") + ["title"] and order.count("batch") >= 2, order

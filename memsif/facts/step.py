@@ -1,6 +1,6 @@
 """The CoreFact step of an ingest (§3.3): extraction and consolidation over every message no extraction
-has read yet, each batch written as soon as it is done, and the model's segment titles before it, in the
-same job so both yield to a chat answer. ``ingest.IngestPipeline`` runs it after the structure."""
+has read yet, each batch written as soon as it is done, and then the model's segment titles, in the same
+job so both yield to a chat answer (no title delays a fact: the model-free titles stand until then). ``ingest.IngestPipeline`` runs it after the structure."""
 
 from __future__ import annotations
 
@@ -110,19 +110,14 @@ class CoreFactStep:
                 if progress:
                     progress(done.index + 1, done.total,
                              "core facts, second pass" if done.second_pass else "core facts")
-                if done.index == 0 and not done.second_pass:  # the first facts are seen, then the titles
-                    self.model_titles(state, progress, llm)
-                    if progress:  # the batches go on now (the titles' stage ends)
-                        progress(done.index + 1, done.total, "core facts")
-            if not batches:
-                self.model_titles(state, progress, llm)
+            self.model_titles(state, progress, llm)
         summary.core_facts, summary.fact_llm_calls = len(facts.current()), builder.llm_calls
         return summary
 
     def model_titles(self, state: InteractionState, progress: ProgressFn | None, llm: LLM) -> None:
         """``llm``'s titles for the segments the structure step titled without it (``titles.write_model_titles``),
-        after the first CoreFact batch (its facts are seen first) and in the CoreFact job (so they yield to
-        chat); each stored as it is written, timed as the stage "titles"."""
+        after every CoreFact batch (no title delays a fact) and in the CoreFact job (so they yield to chat);
+        each stored as it is written, timed as the stage "titles"."""
         if titles_by_model(self.config.method.segment_titles, llm):
             with self.stage("titles"):
                 write_model_titles(state, llm, lambda seg: self.backends.store.put_segments(
