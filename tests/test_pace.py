@@ -169,17 +169,6 @@ def test_a_jobs_time_in_line_is_counted():
     assert waited("ns-pace") - before >= 0.25
 
 
-def test_a_stage_clock_counts_only_its_stage():
-    from memsif.inspector.pace import StageClock
-    now = [0.0]
-    titling = StageClock("titles", clock=lambda: now[0])
-    for t, stage in ((0, "core facts"), (10, "titles"), (25, "titles"), (40, "core facts"), (50, "titles")):
-        now[0] = t
-        titling.see(stage)
-    now[0] = 55
-    assert titling.seconds() == 30 + 5  # 10→40, then 50→55 and still titling
-
-
 def test_after_a_lone_first_batch_the_second_waves_first_arrival_gives_the_pace():
     """CoreFact extraction reads its first batch alone, then eight at a time: the lone batch costs more per
     batch than a group's (it shares no generation), so once the second wave's first batch arrives, its wait
@@ -219,8 +208,8 @@ def test_a_build_that_publishes_its_workload_is_counted_in_judge_prompt_characte
     assert (low + high) / 2 == pytest.approx((600 + 300) / 100)  # the two calls still expected, at 1 s / 100 chars
     message_pace = (clock.now - 3.0) / 4 * (len(expected) - 5)  # what a pace per message would say
     assert message_pace == pytest.approx(10.5) and (low + high) / 2 != pytest.approx(message_pace)
-    clock.now += 2.0  # no message placed for 2 s: the judge call under way is not the next one, nothing to subtract
-    assert (sum(countdown.left()) / 2) == pytest.approx(9.0)
+    clock.now += 2.0  # no message placed for 2 s where the rules were expected to place it at once: a stall,
+    assert (sum(countdown.left()) / 2) == pytest.approx(9.0 + 2.0)  # whose wait grows by what it has overrun
 
 
 def test_the_next_judge_call_under_way_counts_down_and_a_workload_of_another_count_is_not_used():
@@ -271,3 +260,54 @@ def test_before_its_first_judge_call_a_build_is_not_said_to_be_nearly_done():
     later.update(1, len(expected))
     later.update(12, len(expected))
     assert sum(later.left()) / 2 == pytest.approx(10.0) and later.basis() == "at this server's last pace"
+
+
+def test_a_stalled_wave_makes_the_wait_grow_instead_of_standing_still():
+    """Batch 17 of 37 not moving for minutes must not leave "5–7 min left" on the page: past its expected
+    time the wave under way counts as long again as it has overrun, and the batches after it at no faster
+    a pace than its own so far."""
+    clock = Clock()
+    countdown = PaceBook().countdown(FACTS, clock, wave=1)
+    for done in range(4):  # 10 s a batch
+        countdown.update(done, 10)
+        clock.now += 10.0
+    countdown.update(4, 10)
+    on_time = sum(countdown.left()) / 2
+    assert on_time == pytest.approx(6 * 10.0)
+    clock.now += 5.0  # halfway through batch 5
+    assert sum(countdown.left()) / 2 == pytest.approx(5.0 + 5 * 10.0)
+    stalls = []
+    for _ in range(3):
+        clock.now += 20.0
+        stalls.append(sum(countdown.left()) / 2)
+    assert stalls == sorted(stalls) and stalls[0] > on_time, stalls
+    assert stalls[-1] == pytest.approx(55.0 + 5 * 65.0)  # batch 5 ran 65 s of its 10; 5 batches after it at 65 s
+
+
+def test_the_example_builds_titles_give_their_own_prior_and_leave_the_batches():
+    from memsif.inspector.pace import TITLES, prior_from
+    provenance = {"messages": 400, "segments": 50, "core_facts_seconds": 1100, "titles_seconds": 100}
+    prior = prior_from(provenance, 8)
+    assert prior[FACTS] == pytest.approx(1000 / 50) and prior[TITLES] == pytest.approx(100 / 50)
+    assert TITLES not in prior_from({**provenance, "titles_seconds": None}, 8)  # built before titles were timed
+    assert prior_from({**provenance, "titles_seconds": None}, 8)[FACTS] == pytest.approx(1100 / 50)
+
+
+def test_every_stage_of_a_corefact_job_states_its_wait():
+    """The page's CoreFact status line in each stage of the job, the model loading, the batches, the second
+    pass and the model's segment titles, says how long is left (a prior before the job has its own pace)."""
+    from memsif.inspector.common import JobProgress
+    from memsif.inspector.corefacts import FactsJobClock
+    from memsif.inspector.pace import TITLES
+
+    clock = Clock()
+    book = PaceBook(prior={FACTS: 20.0, TITLES: 6.0})
+    job = FactsJobClock(batches=book.countdown(FACTS, clock, wave=2, first_wave=1),
+                        second=book.countdown(FACTS, clock, wave=2), titles=book.countdown(TITLES, clock))
+    stages = [JobProgress(0, 0, "starting"), JobProgress(0, 9, "core facts"), JobProgress(3, 9, "core facts"),
+              JobProgress(0, 2, "core facts, second pass"), JobProgress(0, 40, "titles"), JobProgress(12, 40, "titles")]
+    for state in stages:
+        line = job.status(state, clock.now, "ns", 8)
+        assert " left " in line or " the first in about " in line, line
+        clock.now += 30.0
+    assert "Titling the Topical Segments with the model: 12 of 40" in line and "Every CoreFact is written" in line

@@ -1,10 +1,11 @@
 """Stated against actual waiting times: a transcript built live with the default models, Structured
-Interaction Memory then CoreFacts, with the inspector's countdown (``memsif.inspector.pace``) fed the
-same progress the page gets. At every progress step it records the range the page would state and,
-once the stage has ended, the time that was actually left; prints per stage the share of steps whose
-range holds the actual time and, over the steps the page shows (the last of those reported within half a
-second) from the 10th message and the 3rd CoreFact batch on, with at least ``--min-left`` seconds left,
-the share within ±30 % and the largest and median error of the range's middle.
+Interaction Memory, then CoreFacts and the model's segment titles, with the inspector's countdowns
+(``memsif.inspector.pace``) fed the same progress the page gets. At every progress step it records the range
+the page would state and, once the stage has ended, the time that was actually left; prints per stage the
+share of steps whose range holds the actual time and, over the steps the page shows (the last of those
+reported within half a second) from the 10th message, the 3rd CoreFact batch and the 3rd model title on,
+with at least ``--min-left`` seconds left, the share within ±30 % and the largest and median error of the
+range's middle.
 
     PYTHONPATH=. python benchmarks/speed/waiting_times.py --sample conv-30 --messages 100 --out FILE.json
     PYTHONPATH=. python benchmarks/speed/waiting_times.py --sample conv-47 --messages 500 --out FILE.json
@@ -29,17 +30,17 @@ from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.eval.data import load_locomo
 from memsif.inspector.build import EXAMPLE_MEMORY
-from memsif.inspector.pace import FACTS, STRUCTURE, PaceBook, StageClock
+from memsif.inspector.pace import FACTS, STRUCTURE, TITLES, PaceBook
 from memsif.interaction.forecast import workload
 from memsif.records import Message
 from memsif.transfer import read_export
 
-STAGES = {"segments": STRUCTURE, "core facts": FACTS}
+STAGES = {"segments": STRUCTURE, "core facts": FACTS, "titles": TITLES}
 #: Steps with less time left than this are left out of the relative errors (a few seconds off on the
 #: last ten seconds is 100 %, and nobody plans around them); ``--min-left`` sets another.
 MIN_LEFT_S = 60.0
 #: The errors are counted from this unit on: the 10th message placed, the 3rd CoreFact batch written.
-FROM_UNIT = {STRUCTURE: 10, FACTS: 3}
+FROM_UNIT = {STRUCTURE: 10, FACTS: 3, TITLES: 3}
 #: The page shows a job's state every half second: of the steps reported closer together (a group of
 #: CoreFact batches is written at once), it shows the last.
 PAGE_REFRESH_S = 0.5
@@ -63,20 +64,19 @@ def main() -> None:
     book = PaceBook()
     book.set_prior(read_export(EXAMPLE_MEMORY).provenance, eng.config.fact_batch_messages)
     load_s = eng.load_models()
-    titling = StageClock("titles")  # as the page: the model's segment titles are not the batches' pace
     countdowns = {STRUCTURE: book.countdown(STRUCTURE, work=lambda: workload("waits")),
-                  FACTS: book.countdown(FACTS, wave=eng.config.fact_parallel, first_wave=1, paused=titling.seconds)}
+                  FACTS: book.countdown(FACTS, wave=eng.config.fact_parallel, first_wave=1),
+                  TITLES: book.countdown(TITLES)}
     steps: list[dict] = []
 
     expected = sent = 0
 
     def progress(done: int, total: int, stage: str) -> None:
         nonlocal expected, sent
-        titling.see(stage)
         if (work := workload("waits")) is not None:  # what the forecast expected, what was sent
             expected, sent = sum(work.expected), work.sent
         kind = STAGES.get(stage)
-        if kind is None:  # the titles and the second pass: the page states no countdown for them
+        if kind is None:  # the second pass: a count of its own
             return
         countdown = countdowns[kind]
         countdown.update(done, total)
@@ -87,7 +87,7 @@ def main() -> None:
 
     start = time.monotonic()
     report = eng.ingest(messages, namespace="waits", progress=progress, core_facts=not args.structure_only)
-    kinds = (STRUCTURE,) if args.structure_only else (STRUCTURE, FACTS)
+    kinds = tuple(k for k in (STRUCTURE, FACTS, TITLES) if any(s["kind"] == k for s in steps))
     ends = {kind: max(s["t"] for s in steps if s["kind"] == kind) for kind in kinds}
     summary = {}
     for kind in kinds:

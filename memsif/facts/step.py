@@ -1,6 +1,7 @@
 """The CoreFact step of an ingest (§3.3): extraction and consolidation over every message no extraction
 has read yet, each batch written as soon as it is done, and then the model's segment titles, in the same
-job so both yield to a chat answer (no title delays a fact: the model-free titles stand until then). ``ingest.IngestPipeline`` runs it after the structure."""
+job so both yield to a chat answer (no title delays a fact: the model-free titles stand until then).
+``ingest.IngestPipeline`` runs it after the structure."""
 
 from __future__ import annotations
 

@@ -34,14 +34,14 @@ from memsif.inspector.common import (
     in_background,
     model_share,
 )
-from memsif.inspector.pace import FACTS, StageClock, left_text
+from memsif.inspector.pace import FACTS, TITLES, Countdown, first_unit_text, left_text
 from memsif.markdown import escape_html
 from memsif.viz import FACT_COLUMNS, OP_COLUMNS, fact_rows, message_rows, op_rows
 
 EMPTY_STATUS = "CoreFacts are extracted after Structured Interaction Memory is built."
 #: How the status of an extraction stopped by a delete or a replacing build begins (the reason follows).
 STOPPED = "⏹️ CoreFact extraction stopped:"
-#: How the status of a running extraction begins (``build_facts``' ``describe`` and ``aside_text``): a build
+#: How the status of a running extraction begins (``FactsJobClock.status``): a build
 #: that replaces its memory stops it, and its own last status then says so (``STOPPED``).
 RUNNING = ("Loading the model and reading", "Extracting CoreFacts:", "Titling the Topical Segments",
            "Second pass:")
@@ -102,17 +102,39 @@ def progress_views(ui: SimpleNamespace) -> list:
     return [ui.status, ui.facts, ui.ops]
 
 
-def aside_text(state: JobProgress, seconds: float, namespace: str) -> str | None:
-    """The CoreFact job's status in a stage without a countdown: the model titling the Topical Segments (after
-    the first batch), or the second pass (its own count, after every batch was read once); else None."""
-    if state.stage == "titles":
-        return (f"Titling the Topical Segments with the model: {state.done} of {state.total} · {seconds:.0f} s"
-                f"{model_share(namespace)}. The CoreFacts go on after them; those written so far are below.")
-    if "second pass" in state.stage:
-        return (f"Second pass: reading again the batches where the checks refused every fact of a speaker "
-                f"whose messages were cited, {state.done} of {state.total} · {seconds:.0f} s"
-                f"{model_share(namespace)}. The first pass's facts are all below.")
-    return None
+@dataclass
+class FactsJobClock:
+    """The waits of one CoreFact job, one countdown per stage (``pace``): the batches, the second pass's
+    batches, then the model's segment titles; each stage's status line states its own wait."""
+
+    batches: Countdown
+    second: Countdown
+    titles: Countdown
+
+    def status(self, state: JobProgress, seconds: float, namespace: str, batch_messages: int) -> str:
+        """The status line of the job's progress ``state`` after ``seconds``, with the wait of its stage."""
+        if state.stage == "titles":
+            self.titles.update(state.done, state.total)
+            return (f"Titling the Topical Segments with the model: {state.done} of {state.total} · {seconds:.0f} s"
+                    f"{left_text(self.titles)}{model_share(namespace)}. Every CoreFact is written (below); until "
+                    "its model title a segment keeps the one its key terms gave it.")
+        if "second pass" in state.stage:
+            self.second.update(state.done, state.total)
+            return (f"Second pass: reading again the batches where the checks refused every fact of a speaker "
+                    f"whose messages were cited, {state.done} of {state.total} · {seconds:.0f} s"
+                    f"{left_text(self.second)}{model_share(namespace)}. The first pass's facts are all below.")
+        if not state.total:
+            return (f"Loading the model and reading the new messages for CoreFacts… {seconds:.0f} s"
+                    f"{first_unit_text(self.batches)}{model_share(namespace)}")
+        self.batches.update(state.done, state.total)
+        return (f"Extracting CoreFacts: batch {state.done} of {state.total} (up to {batch_messages} messages each) · "
+                f"{seconds:.0f} s{left_text(self.batches)}{model_share(namespace)}. Facts appear below as each batch "
+                "is written.")
+
+    def finish(self) -> None:
+        """Record each stage's measured pace for the next jobs (``Countdown.finish``)."""
+        for countdown in (self.batches, self.second, self.titles):
+            countdown.finish()
 
 
 @dataclass(frozen=True)
@@ -135,23 +157,16 @@ class CoreFactsTab:
             with job(namespace, "facts"):  # cancellable from its start, also while it waits for the namespace
                 return eng.build_core_facts(namespace, progress=report)
 
-        titling = StageClock("titles")  # the model's segment titles, after the first batch: not the batches' pace
-        countdown = self.app.pace.countdown(FACTS, wave=eng.config.facts.fact_parallel,  # batches end a wave at a time
-                                            # stands still while a chat is served, and while segments are titled
-                                            paused=lambda: waited(namespace) + titling.seconds(),
-                                            first_wave=1)  # the first batch is read alone (facts.core)
+        def chat_waits() -> float:  # each countdown stands still while a chat is served
+            return waited(namespace)
+
+        wave = eng.config.facts.fact_parallel  # batches end a wave at a time; the first is read alone (facts.core)
+        clock = FactsJobClock(batches=self.app.pace.countdown(FACTS, wave=wave, paused=chat_waits, first_wave=1),
+                              second=self.app.pace.countdown(FACTS, wave=wave, paused=chat_waits),
+                              titles=self.app.pace.countdown(TITLES, paused=chat_waits))
 
         def describe(state: JobProgress, seconds: float) -> str:
-            titling.see(state.stage)
-            if (aside := aside_text(state, seconds, namespace)) is not None:
-                return aside
-            if not state.total:
-                return (f"Loading the model and reading the new messages for CoreFacts… {seconds:.0f} s"
-                        f"{model_share(namespace)}")
-            countdown.update(state.done, state.total)
-            return (f"Extracting CoreFacts: batch {state.done} of {state.total} (up to "
-                    f"{eng.config.facts.fact_batch_messages} messages each) · {seconds:.0f} s{left_text(countdown)}"
-                    f"{model_share(namespace)}. Facts appear below as each batch is written.")
+            return clock.status(state, seconds, namespace, eng.config.facts.fact_batch_messages)
 
         shown = -1
         try:
@@ -169,7 +184,7 @@ class CoreFactsTab:
                         yield value, gr.skip(), gr.skip()
                 else:
                     report = value
-                    countdown.finish()
+                    clock.finish()
         except (JobCancelled, NotFoundError) as exc:  # its memory was replaced or deleted: a reason, no error
             reason = str(exc) if isinstance(exc, JobCancelled) else "this session's memory was deleted or replaced"
             yield f"{STOPPED} {reason}.", *self.facts_view(namespace, None, None, settings)

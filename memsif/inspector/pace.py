@@ -42,22 +42,27 @@ SPREAD = 0.3
 #: CoreFact extraction's pace is taken over the last this many waves: the model's pace on these cores
 #: moves with the load and the prompt cache, and a job's first waves are slower than its later ones.
 RECENT_WAVES = 3
-#: Kinds of work with a pace: messages placed (Structured Interaction Memory), extraction batches.
-STRUCTURE, FACTS = "structure", "facts"
+#: Kinds of work with a pace: messages placed (Structured Interaction Memory), extraction batches, segments
+#: titled by the model (after the extraction).
+STRUCTURE, FACTS, TITLES = "structure", "facts", "titles"
 #: A kind's pace per judge prompt character (``Countdown`` of a job with a workload) is kept under its name
 #: with this suffix.
 PER_CHAR = " per judge character"
 
 
 def prior_from(provenance: dict[str, Any], batch_messages: int) -> dict[str, float]:
-    """Seconds per unit of each kind of work from a prebuilt memory's provenance (its stage seconds
-    and message count); {} where it lacks them."""
+    """Seconds per unit of each kind of work from a prebuilt memory's provenance (its stage seconds, message
+    and segment counts; the CoreFact job's seconds hold its titles' where it names them apart); {} where it
+    lacks them."""
     messages = provenance.get("messages") or 0
+    titles = float(provenance.get("titles_seconds") or 0.0)
     out: dict[str, float] = {}
     if messages and provenance.get("structure_seconds"):
         out[STRUCTURE] = float(provenance["structure_seconds"]) / messages
     if messages and provenance.get("core_facts_seconds"):
-        out[FACTS] = float(provenance["core_facts_seconds"]) / math.ceil(messages / batch_messages)
+        out[FACTS] = (float(provenance["core_facts_seconds"]) - titles) / math.ceil(messages / batch_messages)
+    if titles and provenance.get("segments"):
+        out[TITLES] = titles / provenance["segments"]
     return out
 
 
@@ -169,9 +174,9 @@ class Countdown:
             if (second := self._second_wave_pace()) is not None:
                 return second, SPREAD, "at this job's pace"
             return (self._ends[0][1] - self._start) / self._ends[0][0], PRIOR, "at this job's first wave"
-        return self._book_pace()
+        return self.book_pace()
 
-    def _book_pace(self) -> tuple[float, float, str] | None:
+    def book_pace(self) -> tuple[float, float, str] | None:
         """(seconds per unit, relative half-width, where it comes from) of the book, for a job without a
         pace of its own; None when the book has none."""
         known = self.book.pace(self.kind)
@@ -225,14 +230,14 @@ class Countdown:
             per_char, width, basis = own[0], max(FLOOR, min(PRIOR, SPREAD / math.sqrt(own[1]))), "at this job's pace"
         elif (last := self.book.pace(self.kind + PER_CHAR)) is not None:
             per_char, width, basis = last[0], max(FLOOR, SPREAD), "at this server's last pace"
-        elif (known := self._book_pace()) is not None:
+        elif (known := self.book_pace()) is not None:
             per_unit, width, basis = known
             return per_unit * (self.total - counted), width, basis
         else:
             return None
         ahead = work.expected_from(counted)
         next_message = ahead - work.expected_from(counted + 1)
-        current = max(next_message * per_char - (self._now() - since), 0.0)  # the message under way
+        current = overdue(next_message * per_char, self._now() - since)  # the message under way
         return current + per_char * (ahead - next_message), width, basis
 
     def left(self) -> tuple[float, float] | None:
@@ -251,8 +256,10 @@ class Countdown:
         if self.done > counted:  # the wave under way is finishing: its units arrive one after another
             gap = sum(self._gaps) / len(self._gaps) if self._gaps else 0.0
             current = (counted + in_wave - self.done) * gap
-        else:  # the wave under way has run this long
-            current = max(in_wave * per_unit - (self._now() - since), 0.0)
+        else:  # the wave under way has run this long: past its time, it is stalled and the wait grows
+            ran = self._now() - since
+            current = overdue(in_wave * per_unit, ran)
+            per_unit = max(per_unit, ran / max(in_wave, 1))  # the units after it at no faster a pace than its own
         middle = current + per_unit * (self.total - counted - in_wave)
         return middle * (1 - width), middle * (1 + width)
 
@@ -266,28 +273,11 @@ class Countdown:
             self.book.record(self.kind + PER_CHAR, per_char[0])
 
 
-@dataclass
-class StageClock:
-    """The seconds a job spent in one ``stage`` of its progress (e.g. the model's segment titles inside the
-    CoreFact job), read from the stage each progress report names: a countdown of the job's other work
-    leaves them out of its pace (``Countdown.paused``)."""
-
-    stage: str
-    clock: Callable[[], float] = time.monotonic
-    _since: float | None = None
-    _spent: float = 0.0
-
-    def see(self, stage: str) -> None:
-        """The job's current stage, at a progress report."""
-        now = self.clock()
-        if stage == self.stage and self._since is None:
-            self._since = now
-        elif stage != self.stage and self._since is not None:
-            self._spent += now - self._since
-            self._since = None
-
-    def seconds(self) -> float:
-        return self._spent + (self.clock() - self._since if self._since is not None else 0.0)
+def overdue(expected: float, ran: float) -> float:
+    """Seconds a step expected to take ``expected`` s has left after running ``ran`` s: what remains of its
+    time, and once past it as long again as it has overrun (a stalled step's wait grows with the stall
+    instead of standing at zero)."""
+    return abs(expected - ran)
 
 
 def duration(seconds: float) -> str:
@@ -307,6 +297,17 @@ def span_text(span: tuple[float, float]) -> str:
     number, _, unit = low.partition(" ")
     same_unit = unit in ("s", "min") and high.endswith(f" {unit}") and " h " not in high
     return f"{number}–{high}" if same_unit else f"{low}–{high}"
+
+
+def first_unit_text(countdown: Countdown) -> str:
+    """" · the first in about 40 s–1 min at the example build's pace" for a job that has not counted its units
+    yet (its first wave at the book's pace); "" when the book has none."""
+    known = countdown.book_pace()
+    if known is None:
+        return ""
+    per_unit, width, basis = known
+    middle = per_unit * countdown.first_wave
+    return f" · the first in about {span_text((middle * (1 - width), middle * (1 + width)))} {basis}"
 
 
 def left_text(countdown: Countdown) -> str:
