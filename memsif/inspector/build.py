@@ -60,7 +60,7 @@ from memsif.inspector.common import (
     model_share,
     new_session,
 )
-from memsif.inspector.pace import FACTS, STRUCTURE, left_text, span_text
+from memsif.inspector.pace import FACTS, STRUCTURE, TITLES, left_text, span_text
 from memsif.markdown import code_span, escape_markdown
 from memsif.viz import SEGMENT_COLUMNS, phi_timeline, segment_rows
 
@@ -542,7 +542,8 @@ class BuildTab:
         return data if data.embedder == eng.embedder.name and same_content(data.provenance, eng.config) else None
 
     def example_wait(self) -> str:
-        """"; built live it takes about 10–25 min to its timeline and …" for the bundled example, estimated
+        """"; built live it takes about 10–25 min to its timeline and …" (its structure, its CoreFacts, the model's
+        segment titles where the example's build timed them) for the bundled example, estimated
         from the pace the page knows (``PACE``: this server's, else the prebuilt example's own build, whose
         provenance sets the prior here); "" when neither is known."""
         data = self.app.example()
@@ -550,17 +551,21 @@ class BuildTab:
         if data is not None:
             self.app.pace.set_prior(data.provenance, batch)
         messages = len(data.messages) if data is not None else 0
-        parts = []
+        segments = len(data.segments) if data is not None else 0
+        parts, bases = [], []
         for kind, units, what in ((STRUCTURE, messages, "to its timeline"),
-                                  (FACTS, math.ceil(messages / batch), "more for its CoreFacts")):
+                                  (FACTS, math.ceil(messages / batch), "more for its CoreFacts"),
+                                  (TITLES, segments, "more for the model's segment titles")):
             countdown = self.app.pace.countdown(kind, wave=self.app.config.facts.fact_parallel if kind == FACTS else 1)
             countdown.update(0, units)
             if (span := countdown.left()) is not None:
                 parts.append(f"about {span_text(span)} {what}")
+                bases.append(countdown.basis())
         if not parts:
             return ""
         machine = data.provenance.get("machine", "?") if data is not None else "?"
-        return f"; built live it takes {' and '.join(parts)} ({countdown.basis()}, on {machine})"
+        said = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+        return f"; built live it takes {said} ({' / '.join(dict.fromkeys(bases))}, on {machine})"
 
     @guard
     def build(self, file, sample: str | None, namespace: str | None, settings: SessionSettings | None,

@@ -114,10 +114,11 @@ class Countdown:
     together, so they finish within seconds of each other after a long wait; messages finish one by
     one, ``wave`` = 1). The pace is seconds per unit between wave ends, the first end left out (it holds
     the start), over the last ``RECENT_WAVES`` waves when units come in waves; with one wave ended it is
-    that wave's time from the start, at the prior's width. A wave's time grows with its units (a last
-    wave of one batch takes about an eighth of a full one), so what is left is counted in units: the
-    rest of the wave under way, then every unit after it. Time counts the job's work only: while it waits for
-    the model (``paused``: a chat answer served first) the countdown stands still and the pace is not charged.
+    that wave's time from the start, at the prior's width (units one by one: only without a prior). A
+    wave's time grows with its units (a last wave of one batch takes about an eighth of a full one), so
+    what is left is counted in units: the rest of the wave under way, then every unit after it. Time counts
+    the job's work only: while it waits for the model (``paused``: a chat answer served first) the countdown
+    stands still and the pace is not charged.
 
     A job that publishes its **workload** (``work``: a build of Structured Interaction Memory, whose messages
     cost nothing but their segment-judge calls) is counted in judge prompt characters instead, once a call
@@ -170,8 +171,8 @@ class Countdown:
             first, last = self._ends[0 if self.wave == 1 else max(0, waves - RECENT_WAVES)], self._ends[-1]
             per_unit = (last[1] - first[1]) / (last[0] - first[0])
             return per_unit, max(FLOOR, min(PRIOR, SPREAD / math.sqrt(waves))), "at this job's pace"
-        if len(self._ends) == 1 and self.wave > 1:
-            if (second := self._second_wave_pace()) is not None:
+        if len(self._ends) == 1 and (self.wave > 1 or self.book.pace(self.kind) is None):
+            if self.wave > 1 and (second := self._second_wave_pace()) is not None:
                 return second, SPREAD, "at this job's pace"
             return (self._ends[0][1] - self._start) / self._ends[0][0], PRIOR, "at this job's first wave"
         return self.book_pace()
