@@ -99,11 +99,12 @@ class Sentence(_Record):
 
 class SegmentTitle(_Record):
     """What a Topical Segment is about, in up to three "Name: matter" lines (``interaction.titles``):
-    written by the LLM and checked line by line, or model-free (the speaker and key terms)."""
+    written by the LLM and checked line by line, or model-free (the speaker and key terms, or a quote)."""
 
     lines: list[str] = Field(default_factory=list, description="'Name: matter' lines, at most three.")
-    source: Literal["model", "key terms"] = Field(description="'model': the LLM's checked lines; 'key terms': "
-                                                              "model-free (no LLM, or no line of it passed).")
+    source: Literal["model", "key terms", "quote"] = Field(description=(
+        "'model': the LLM's checked lines; model-free (no LLM, or no line of it passed): 'key terms', or "
+        "'quote' for a segment of one or two messages (its sentence that says most)."))
     model: str | None = None
     prompt_version: str | None = None
     input_ids: list[str] = Field(default_factory=list, description="Messages whose sentences the prompt showed.")

@@ -3,7 +3,7 @@ the trajectory's name, and the title written when a segment closes (§3.2)."""
 
 import numpy as np
 
-from memsif.interaction.titles import TitleWriter, check_lines, key_term_title, trajectory_name
+from memsif.interaction.titles import TitleWriter, check_lines, key_term_title, quote_title, trajectory_name
 from memsif.records import SegmentTitle
 from tests.conftest import make_messages
 from tests.fakes import FakeLLM, TableEntities
@@ -68,6 +68,29 @@ def test_without_a_model_or_when_no_line_passes_the_title_is_model_free_and_says
     assert title.source == "key terms" and title.lines == free.lines
     assert title.prompt_version == "segment_title/1" and title.refused
     assert title.input_ids and set(title.input_ids) <= {m.id for m in SEGMENT}
+
+
+def _said(*pairs: tuple[str, str]):
+    return [m.model_copy(update={"speaker": who}) for m, (who, _) in
+            zip(make_messages([text for _, text in pairs]), pairs, strict=True)]
+
+
+def test_a_segment_of_one_or_two_messages_is_titled_by_what_was_said_not_by_a_word_list():
+    """A one-message segment's key terms are a word list no person would write ("Nate: guy, ton, lookl",
+    "Joanna: woo, friday, relief"); its model-free title quotes its sentence that says most, as said, or it
+    has none."""
+    nate = _said(("Nate", "Hey! Guess what, the guy at the shop gave me a ton of old game cartridges for free."))
+    assert quote_title(nate, ["Nate", "Joanna"]) == ['Nate: "Guess what, the guy at the shop…"']
+    joanna = _said(("Joanna", "Woo, Friday! Such a relief."), ("Nate", "Haha yes"))
+    assert quote_title(joanna, ["Nate", "Joanna"]) == ['Joanna: "Woo, Friday!"']
+    assert quote_title(_said(("Nate", "Haha, thanks Joanna!! :)")), ["Nate", "Joanna"]) == []  # nothing said
+    entities = [frozenset({"guy", "ton", "lookl"})]
+    free = TitleWriter(None).title(nate, entities, _idf)
+    assert free.source == "quote" and free.lines == ['Nate: "Guess what, the guy at the shop…"']
+    refused = TitleWriter(FakeLLM({"segment_title": "Nate: quantum physics"})).title(nate, entities, _idf)
+    assert refused.source == "quote" and refused.lines == free.lines and refused.refused
+    longer = TitleWriter(None).title(SEGMENT, [frozenset({"adoption agency"})] * 3, _idf)
+    assert longer.source == "key terms"  # three messages: key terms, as before
 
 
 def test_a_failing_model_is_recorded_and_the_title_still_written():

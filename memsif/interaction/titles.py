@@ -4,9 +4,11 @@ With an LLM, one short generation (``prompts.segment_title``) over the segment's
 sentences; every line it writes is checked before it is kept (``check_lines``): the name must be a
 speaker or a name the segment's text holds, the matter must share a content word with the segment,
 say something beyond greetings and praise, and stay short. Without an LLM, or when the model wrote
-no line that passes, the title is model-free (``key_term_title``): the speaker whose words are rarest
-in the namespace, then the segment's most specific content words. Either way the title records what
-made it (``SegmentTitle.source``), with the prompt version and what was refused.
+no line that passes, the title is model-free (``rule_title``): the speaker whose words are rarest
+in the namespace, then the segment's most specific content words (``key_term_title``); a segment of one
+or two messages, too short for its terms to say what it is about ("Nate: guy, ton, lookl"), is titled by
+a quote of its sentence that says most instead (``quote_title``), or has none. Either way the title
+records what made it (``SegmentTitle.source``), with the prompt version and what was refused.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ TITLE_SENTENCES = 6
 MAX_MATTER_WORDS = segment_title.MAX_WORDS + 2
 #: Terms of a model-free title.
 KEY_TERMS = 3
+#: Segments of at most this many messages are titled by a quote, not by key terms.
+QUOTE_UP_TO = 2
+#: Words of a quote title (an ellipsis follows a longer sentence).
+QUOTE_WORDS = 7
+_SENTENCE = re.compile(r"[^.!?…\n]+[.!?…]*")
 
 _LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])?\s*\**\s*(?P<name>[^\W\d_][\w'’.\- ]{0,40}?)\s*\**\s*:"
                    r"\s*(?P<matter>.+?)\s*$")
@@ -128,6 +135,36 @@ def key_term_title(messages: Sequence[Message], entity_sets: Sequence[frozenset[
     return [f"{who}: {', '.join(terms)}"]
 
 
+def quote_title(messages: Sequence[Message], speakers: Sequence[str] = ()) -> list[str]:
+    """The model-free title of a short segment: one line 'Speaker: "words as said…"', the sentence of
+    ``messages`` with the most words that say something (``meaningful``: no name, stop word, word that
+    states nothing or interjection; the earliest among equals), cut at ``QUOTE_WORDS`` words. [] when no
+    sentence has such a word."""
+    names = {part.lower() for sp in (*speakers, *(m.speaker for m in messages)) for part in sp.split()}
+    best: tuple[int, str, str] | None = None
+    for m in messages:
+        for match in _SENTENCE.finditer(m.text):
+            sentence = match.group().strip()
+            said = sum(1 for w in lexical.words(sentence) if w.is_alpha and meaningful(w.text, [w], names))
+            if said and (best is None or said > best[0]):
+                best = (said, m.speaker, sentence)
+    if best is None:
+        return []
+    _, who, sentence = best
+    words = sentence.split()
+    quoted = " ".join(words[:QUOTE_WORDS]).rstrip(",;:") + ("…" if len(words) > QUOTE_WORDS else "")
+    return [f'{who}: "{quoted}"']
+
+
+def rule_title(messages: Sequence[Message], entity_sets: Sequence[frozenset[str]],
+               idf: Callable[[str], float], speakers: Sequence[str] = ()) -> tuple[list[str], str]:
+    """The model-free title of a segment and its ``SegmentTitle.source``: a quote for a segment of at most
+    ``QUOTE_UP_TO`` messages (``quote_title``), else its key terms (``key_term_title``)."""
+    if len(messages) <= QUOTE_UP_TO:
+        return quote_title(messages, speakers), "quote"
+    return key_term_title(messages, entity_sets, idf, speakers), "key terms"
+
+
 def meaningful(term: str, words: Sequence[lexical.Word], names: set[str]) -> bool:
     """Whether a key entity says what something is about: three letters or more, no speaker's name or
     short form of one, not only stop words, words that state nothing or interjections."""
@@ -140,10 +177,14 @@ def _names(word: str, names: set[str]) -> bool:
     return any(n == word or (len(word) >= 3 and n.startswith(word)) for n in names)
 
 
+_LAUGHTER = re.compile(r"(?:ha|he|hi|ah){2,}h?|lo+l|lmf?ao|rofl")
+
+
 def _interjection(word: str) -> bool:
-    """"oof", "sooo", "hmm", "whoa", "btw": letters repeated, no vowel, or a chat abbreviation."""
-    return (any(c * 3 in word for c in set(word)) or not set(word) & set("aeiouy")
-            or word in {"oof", "whoa", "btw", "lol", "omg", "wanna", "gonna", "gotta", "yay", "ugh", "aww"})
+    """"oof", "sooo", "hmm", "whoa", "btw", "haha": letters repeated, no vowel, laughter or a chat
+    abbreviation."""
+    return (any(c * 3 in word for c in set(word)) or not set(word) & set("aeiouy") or bool(_LAUGHTER.fullmatch(word))
+            or word in {"oof", "whoa", "btw", "lol", "omg", "wanna", "gonna", "gotta", "yay", "ugh", "aww", "woo"})
 
 
 def title_subjects(lines: Sequence[str]) -> set[str]:
@@ -168,9 +209,9 @@ class TitleWriter:
         """
         start = time.perf_counter()
         self.speakers |= {m.speaker for m in messages}
-        fallback = key_term_title(messages, entity_sets, idf, sorted(self.speakers))
+        fallback, rule = rule_title(messages, entity_sets, idf, sorted(self.speakers))
         if self.llm is None:
-            return SegmentTitle(lines=fallback, source="key terms", message_count=len(messages),
+            return SegmentTitle(lines=fallback, source=rule, message_count=len(messages),
                                 seconds=round(time.perf_counter() - start, 3))
         prompt = segment_title.build(link.specific_sentences(messages, idf, TITLE_SENTENCES) or list(messages[:1]))
         self.calls += 1
@@ -182,7 +223,7 @@ class TitleWriter:
             lines, refused = check_lines(gen.text, messages)
         except LLMError as exc:
             error = f"{type(exc).__name__}: {exc}"
-        return SegmentTitle(lines=lines or fallback, source="model" if lines else "key terms",
+        return SegmentTitle(lines=lines or fallback, source="model" if lines else rule,
                             model=self.llm.name, prompt_version=prompt.version, input_ids=list(prompt.input_ids),
                             refused=refused, error=error, message_count=len(messages),
                             seconds=round(time.perf_counter() - start, 3))

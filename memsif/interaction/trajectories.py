@@ -185,7 +185,7 @@ class TrajectoryBuilder:
 def titles_at_close(config: MemSIFConfig, llm: LLM | None) -> bool:
     """Whether the LLM titles each segment as it closes: with ``segment_titles="model"``, or "auto"
     when the trajectory decision reads titles (``trajectory_link="choice"``). Otherwise segments get
-    the model-free title at close and the LLM's after the structure (``facts.step.CoreFactStep.model_titles``),
+    the model-free title at close and the LLM's after the CoreFacts (``facts.step.CoreFactStep.model_titles``),
     so the timeline does not wait for titles (one generation per segment, about as long as the whole
     structure step on 2 cores)."""
     by_model = titles_by_model(config.method.segment_titles, llm)
