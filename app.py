@@ -25,7 +25,7 @@ import sys
 
 from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
-from memsif.inspector import PAGE_CSS, build_demo
+from memsif.inspector import PAGE_CSS, PAGE_I18N, build_demo
 from memsif.inspector.build import MAX_UPLOAD_BYTES
 
 
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
     demo = build_demo(engine, mcp=mcp, forget_sessions=forget_sessions(), extra_models=extra_models())
     demo.queue(default_concurrency_limit=4).launch(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), show_error=True,
-        max_file_size=MAX_UPLOAD_BYTES, mcp_server=mcp, css=PAGE_CSS)
+        max_file_size=MAX_UPLOAD_BYTES, mcp_server=mcp, css=PAGE_CSS, i18n=PAGE_I18N)
 
 
 if __name__ == "__main__":

@@ -65,12 +65,12 @@ def serve_on_fakes(llm: FakeLLM, data_dir: Path, entities=None, **config):
     """The inspector on fakes (the given LLM, a hashing embedder, in-memory Qdrant; ``config`` keyword
     overrides go into MemSIFConfig): yields (its URL, its ``Inspector``), then closes it (a fixture's
     body: ``yield from serve_on_fakes(...)``)."""
-    from memsif.inspector import build_demo
+    from memsif.inspector import PAGE_CSS, PAGE_I18N, build_demo
 
     demo = build_demo(MemSIF(MemSIFConfig(data_dir=str(data_dir), **config), llm=llm, embedder=HashEmbedder(),
                              entities=entities or TableEntities(), store=MemoryStore(in_memory=True)))
     demo.queue(default_concurrency_limit=4)
-    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True)
+    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, css=PAGE_CSS, i18n=PAGE_I18N)  # as app.py
     yield url, demo.inspector
     demo.close()
 

@@ -2,7 +2,7 @@
 model calls): a WhatsApp (Android) export of 264 messages is uploaded and built; every status line of the
 build, its structure and each CoreFact stage, states a wait; the first CoreFacts are on the page before the
 model writes any segment title; and while one extraction step stalls, the wait the page states grows
-instead of standing still.
+instead of standing still. What a screen reader is told when a step ends is a word, not a raw locale key.
 """
 
 import re
@@ -97,6 +97,11 @@ def _seconds(status: str) -> float:
     return (low + high) / 2 * (60 if match[3] == "min" else 1)
 
 
+def _announced(d) -> set[str]:
+    """What the page's screen-reader status lines say now."""
+    return {e.get_attribute("textContent") or "" for e in d.find_elements(By.CSS_SELECTOR, "[role=status]")}
+
+
 def test_every_status_states_its_wait_facts_come_before_titles_and_a_stall_makes_the_wait_grow(served, tmp_path):
     url, seen = served
     chat = tmp_path / "WhatsApp Chat with Ben.txt"
@@ -115,7 +120,7 @@ def test_every_status_states_its_wait_facts_come_before_titles_and_a_stall_makes
             or shown[::5]
 
         _tab(d, "CoreFacts")
-        extracting, first_fact, stalled = [], None, []
+        extracting, first_fact, stalled, announced = [], None, [], set()
         deadline = time.monotonic() + 240
         while "current CoreFacts" not in (status := _text(d, "corefacts-status")):
             assert time.monotonic() < deadline, f"the extraction did not end: {status}"
@@ -123,14 +128,19 @@ def test_every_status_states_its_wait_facts_come_before_titles_and_a_stall_makes
                 extracting.append(status)
             if first_fact is None and "cello" in d.find_element(By.ID, "corefacts-table").text:
                 first_fact = time.monotonic()
+            announced |= _announced(d)
             with seen.lock:
                 stalling = seen.extractions == STALLED
             if stalling and status.startswith("Extracting"):
                 stalled.append((time.monotonic(), _seconds(status)))
             time.sleep(0.5)
+        for _ in range(50):  # the extraction's end is announced (Gradio says one thing at most every 5 s, for 1 s)
+            announced |= _announced(d)
+            time.sleep(0.2)
         d.save_screenshot(str(tmp_path / "waits-corefacts.png"))
     finally:
         d.quit()
+    assert "Done" in announced and not any("common." in a for a in announced), announced  # no raw locale key read out
     missing = [s for s in extracting if not WAIT.search(s)]
     assert extracting and not missing, missing[:3]
     assert any(s.startswith("Titling") for s in extracting), "the model's titles were not said"

@@ -14,6 +14,6 @@ the engine's public names only (``memsif.api``). No module of this package holds
 repository makes the engine from the environment and runs it.
 """
 
-from memsif.inspector.demo import PAGE_CSS, build_demo
+from memsif.inspector.demo import PAGE_CSS, PAGE_I18N, build_demo
 
-__all__ = ["PAGE_CSS", "build_demo"]
+__all__ = ["PAGE_CSS", "PAGE_I18N", "build_demo"]

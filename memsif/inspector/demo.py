@@ -61,6 +61,10 @@ table thead th, table thead th * { word-break: normal !important; overflow-wrap:
 table thead th { min-width: max-content; }
 """
 
+#: Words Gradio's screen-reader status line reads out that its English locale lacks (it would read the raw
+#: key, "common.complete", when an event ends); ``launch(i18n=PAGE_I18N)``.
+PAGE_I18N = gr.I18n(en={"common.complete": "Done", "common.error": "Error"})
+
 
 def build_demo(engine: MemSIF, *, forget_sessions: bool = False, mcp: bool = False,
                extra_models: Sequence[str] = ()) -> gr.Blocks:
