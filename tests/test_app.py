@@ -582,6 +582,22 @@ def test_every_table_shows_its_cells_as_text():
     assert len(tables) >= 8 and all(t.datatype == "str" for t in tables), [t.datatype for t in tables]
 
 
+def test_every_tables_column_widths_name_each_of_its_columns_and_fill_the_row():
+    """A table given fewer widths than it has columns squeezes the rest (message ids wrapping in the segment
+    table, a fact's status pushed out of view); one whose widths do not add up to the row leaves a gap."""
+    import gradio as gr
+
+    from memsif.inspector import build_demo
+
+    page = build_demo(MemSIF(MemSIFConfig(data_dir="unused")))
+    tables = [b for b in page.blocks.values() if isinstance(b, gr.Dataframe) and b.column_widths]
+    assert len(tables) >= 5
+    for t in tables:
+        headers = t.value["headers"]
+        assert len(t.column_widths) == len(headers), (t.elem_id or t.label, headers, t.column_widths)
+        assert sum(float(w.rstrip("%")) for w in t.column_widths) == pytest.approx(100), (t.elem_id, t.column_widths)
+
+
 def test_an_error_shown_in_the_page_is_escaped_and_an_agent_gets_it_as_it_is():
     """Gradio's error pop-up renders HTML: the page's handlers escape the error's text (it may quote a
     transcript or a model's output); the agent tools hand it over unchanged."""

@@ -420,7 +420,7 @@ def layout(live_wait: str) -> SimpleNamespace:
         gr.Markdown(NOTATION_TIMELINE)
     ui.table = gr.Dataframe(headers=SEGMENT_COLUMNS, label="Topical Segments", wrap=True, max_height=400,
                             elem_id="segments",
-                            column_widths=["8%", "9%", "9%", "7%", "7%", "12%", "18%", "30%"])
+                            column_widths=["7%", "17%", "9%", "8%", "11%", "11%", "9%", "12%", "16%"])
     with gr.Accordion("Download or restore this memory", open=False, elem_id="carry-memory"):
         gr.Markdown("**Download this memory** writes all of it (messages, segments, trajectories, facts and their "
                     "operation log, including your corrections) as one MemSIF export. Upload such a file in the "
