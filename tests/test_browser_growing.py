@@ -101,6 +101,10 @@ def test_every_view_shows_the_new_memory_as_it_is_made(page_url, tmp_path):
         WebDriverWait(d, 15).until(lambda d: "160 messages" in (d.find_element(By.CSS_SELECTOR, "#sample-pick input")
                                                                .get_attribute("value") or ""))
         d.find_element(By.ID, "build-btn").click()
+        clicked = time.monotonic()  # the replaced memory's summary goes at once
+        WebDriverWait(d, 10).until(lambda d: "⏳ Building 160 messages" in _text(d, "build-summary")
+                                   or "new messages placed" in _text(d, "build-summary"))
+        assert time.monotonic() - clicked < 3, "the replaced memory's summary stayed on the page"
         WebDriverWait(d, 30).until(lambda d: "new messages placed" in _text(d, "build-summary"))
         assert _segments(d) != OLD, "the replaced memory is shown"
         _tab(d, "CoreFacts")

@@ -589,6 +589,8 @@ class BuildTab:
             kept = kept_note(self.app, namespace, previous, settings)
             yield namespace, previous, str(exc) + kept, gr.skip(), gr.skip()
             return
+        count = sum(len(t.messages) for t in transcripts)  # said at once: no summary of another memory stays
+        yield namespace, previous, f"⏳ Building {count} messages from {code_span(source.name)}…", gr.skip(), gr.skip()
         eng = None
         for kind, value in self.app.loading_engine(settings):  # the first click after a start waits for the models
             if kind == "status":
