@@ -191,6 +191,85 @@ def test_the_page_builds_from_a_chat_log(tmp_path, engine_factory):
     assert [m.speaker for m in engine.messages(ns)] == ["Ana", "Ben", "Ana"]
 
 
+# ------------------------------------------------------------------ class: a chat app's own words in a message's place
+#: A WhatsApp export as the apps write it, with every kind of placeholder beside what was said.
+PLACEHOLDERS_ANDROID = (
+    "13/04/24, 9:00 AM - Messages and calls are end-to-end encrypted. No one outside of this chat can read them.\n"
+    "13/04/24, 9:01 AM - Ana: I adopted a beagle named Max!\n"
+    "13/04/24, 9:02 AM - Ana: <Media omitted>\n"
+    "13/04/24, 9:03 AM - Ben: This message was deleted\n"
+    "13/04/24, 9:04 AM - Ana: You deleted this message\n"
+    "13/04/24, 9:05 AM - Ben: Missed voice call\n"
+    "13/04/24, 9:06 AM - Ben: null\n"
+    "13/04/24, 9:07 AM - Ben: Max is a great name <This message was edited>\n"
+    "13/04/24, 9:08 AM - Ana: IMG-20240413-WA0003.jpg (file attached)\n"
+    "Max at the park\n"
+    "13/04/24, 9:09 AM - Ben: Missed video call, Tap to call back\n"
+    "13/04/24, 9:10 AM - Ana: I missed the voice call, sorry\n")
+PLACEHOLDERS_IOS = (
+    "[12/04/2024, 09:00:00] Dog chat: \u200eMessages and calls are end-to-end encrypted. No one outside of this "
+    "chat, not even WhatsApp, can read or listen to them.\n"
+    "[12/04/2024, 09:01:00] Ana: I adopted a beagle named Max!\n"
+    "[12/04/2024, 09:02:00] Ana: \u200eimage omitted\n"
+    "[12/04/2024, 09:03:00] Ben: \u200esticker omitted\n"
+    "[12/04/2024, 09:04:00] Ana: \u200e<attached: 00000012-PHOTO-2024-04-12-09-04-00.jpg>\n"
+    "[12/04/2024, 09:05:00] Ben: \u200eVoice call, \u200e2 min\n"
+    "[13/04/2024, 10:00:00] Ben: Max is a great name \u200e<This message was edited>\n")
+KEPT_ANDROID = [("Ana", "I adopted a beagle named Max!"), ("Ben", "Max is a great name"),
+                ("Ana", "[attachment: IMG-20240413-WA0003.jpg]\nMax at the park"),
+                ("Ana", "I missed the voice call, sorry")]
+KEPT_IOS = [("Ana", "I adopted a beagle named Max!"),
+            ("Ana", "[attachment: 00000012-PHOTO-2024-04-12-09-04-00.jpg]"), ("Ben", "Max is a great name")]
+
+
+@pytest.mark.parametrize(("log", "kept", "counts"), [
+    (PLACEHOLDERS_ANDROID, KEPT_ANDROID, "6 messages that hold only the chat app's own words, not what anyone said "
+                                         "(2 calls, 2 deleted messages, 1 media file not in the export, 1 view-once "
+                                         "message)"),
+    (PLACEHOLDERS_IOS, KEPT_IOS, "4 messages that hold only the chat app's own words")])
+def test_a_chat_apps_own_words_are_left_out_counted_and_an_edit_or_attachment_keeps_what_was_said(tmp_path, log,
+                                                                                               kept, counts):
+    path = tmp_path / "WhatsApp Chat with Ben.txt"
+    path.write_text(log, encoding="utf-8")
+    [t] = load_transcripts(path)
+    assert [(m.speaker, m.text) for m in t.messages] == kept
+    assert any(counts in w for w in t.warnings), t.warnings
+    assert "Dog chat" not in {m.speaker for m in t.messages}, "the chat's name is no speaker"
+    ids = [m.id for m in t.messages]
+    numbers = [int(i.rsplit(":", 1)[1]) for i in ids]
+    assert len(set(ids)) == len(ids) and numbers != list(range(1, len(ids) + 1)), \
+        "each message keeps the number of its line in the export"
+
+
+def test_the_api_and_the_page_leave_the_placeholders_out_and_a_memory_stored_before_reads_again_without_a_conflict(
+        tmp_path, engine_factory):
+    from memsif.inspector.build import BuildTab
+    from memsif.inspector.common import Inspector
+
+    path = tmp_path / "WhatsApp Chat with Ben.txt"  # the CLI and MCP read files with the same loader
+    path.write_text(PLACEHOLDERS_ANDROID, encoding="utf-8")
+    engine = engine_factory(llm=_llm())
+    engine.ingest_transcript(load_transcripts(path)[0], namespace="api")
+    assert [(m.speaker, m.text) for m in engine.messages("api")] == KEPT_ANDROID
+    *_, (ns, source, summary, _fig, _rows) = list(BuildTab(Inspector(engine)).build(
+        str(path), None, "ui-0123456789ab", None, None, progress=lambda *a, **k: None))
+    assert [(m.speaker, m.text) for m in engine.messages(ns)] == KEPT_ANDROID
+    assert "hold only the chat app's own words" in summary
+
+    # stored as the loader read it before: the placeholders as speech, the marks in the text
+    before = load_transcripts(path)[0]
+    raw = {m.id: m for m in before.messages}
+    old = engine_factory(llm=_llm())
+    old_messages = [m.model_copy(update={"text": text}) if m.id in raw else m for m, text in zip(
+        before.messages, ["I adopted a beagle named Max!", "Max is a great name <This message was edited>",
+                          "IMG-20240413-WA0003.jpg (file attached)\nMax at the park",
+                          "I missed the voice call, sorry"], strict=True)]
+    before.messages = old_messages
+    old.ingest_transcript(before, namespace="wa")
+    again = old.ingest_transcript(load_transcripts(path)[0], namespace="wa")
+    assert again.messages == 0, "read again: already stored, no conflict"
+
+
 # ------------------------------------------------------------------ ChatGPT exports as people download them
 def _node_message(role: str, parts: list, content_type: str = "text", create_time: float | None = 1709460000.0,
                   **extra) -> dict:

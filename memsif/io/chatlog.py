@@ -5,7 +5,12 @@ Layouts recognised (``LAYOUTS``): WhatsApp on Android (``12/31/23, 10:02 PM - An
 or a 24-hour clock), WhatsApp on iOS (``[31/12/2023, 22:02:11] Ana: text``), a time alone
 (``[10:02] Ana: text``, dated by ``## 1 March 2024`` headers) and an ISO stamp (``[2024-03-01 10:02] Ana:``).
 A stamped line without a speaker is the app's own notice ("Messages and calls are end-to-end
-encrypted", "Ana joined") and is left out. Day and month are told apart by the file's own dates (a
+encrypted", "Ana joined") and is left out. So is a message that holds only WhatsApp's own words in place
+of what was said (``app_words``: "<Media omitted>", "image omitted", "This message was deleted", a missed
+call, a view-once message exported as "null", the encryption notice iOS puts under the chat's name); an
+edited message keeps its words without the "<This message was edited>" mark, and a file exported with the
+chat is marked "[attachment: IMG-….jpg]" as other formats mark theirs (``app_text``). Each message keeps
+the number of its line within its day, so ids stay those of the export. Day and month are told apart by the file's own dates (a
 first number above 12 is a day, a second above 12 a month); a file where every date could be either is
 refused, naming the ``--format`` that settles it.
 """
@@ -39,6 +44,21 @@ _SPEAKER = re.compile(r"^(?P<name>[^:：\n]{1,60}?)\s*[:：]\s?(?P<text>.*)$")
 _HEADER = re.compile(r"^#{1,6}\s*(.*?)\s*$")
 #: Marks the apps put in their lines: left-to-right marks, and no-break spaces before AM/PM.
 _MARKS = str.maketrans({"\u200e": None, "\u200f": None, "\u202f": " ", "\u00a0": " "})
+#: WhatsApp's own words in the place of a message, by what they stand for (one, several; the load's warning
+#: counts them): a message whose whole text is one of them is left out.
+APP_WORDS = (
+    (("media file not in the export", "media files not in the export"), re.compile(
+        r"<media omitted>|(?:image|video|audio|sticker|gif|document|contact card|video note|voice message)\s+"
+        r"omitted|<view once (?:photo|video|voice message) omitted>", re.I)),
+    (("deleted message", "deleted messages"), re.compile(r"(?:this message was deleted|you deleted this message|waiting for this "
+                                    r"message\. this may take a while)\.?", re.I)),
+    (("call", "calls"), re.compile(r"(?:missed\s+)?(?:group\s+)?(?:voice|video)\s+call(?:\s*[,·•].*)?", re.I)),
+    (("view-once message", "view-once messages"), re.compile(r"null")),  # what an Android export writes for one
+    (("notice under the chat's name", "notices under the chat's name"), re.compile(
+        r"messages (?:and calls )?are end-to-end encrypted\..*|your security code with .* changed\..*", re.I)),
+)
+_EDITED = re.compile(r"\s*<this message was edited>", re.I)
+_ATTACHED = re.compile(r"^<attached:\s*(?P<ios>[^>]+?)\s*>|^(?P<android>\S+\.\w{2,5})\s+\(file attached\)", re.I)
 _SAMPLE_LINES = 30
 _SAMPLE_CHARS = 64 * 1024
 
@@ -171,19 +191,50 @@ def load_chat_log(raw: str, path: str, sid: str, order: DateOrder | None = None)
                                 speaker=said.group("name").strip(), text=said.group("text").strip(), time=when,
                                 session_id=session, index=len(messages)))
     kept: list[Message] = []
+    placeholders: Counter[tuple[str, str]] = Counter()
     for m in messages:
-        m.text = m.text.strip()
+        if (kind := app_words(m.text)) is not None:
+            placeholders[kind] += 1
+            continue
+        m.text = app_text(m.text)
         if m.text:
             kept.append(m.model_copy(update={"index": len(kept)}))
-    return kept, _warnings(notices[NOTICE], undated)
+    return kept, _warnings(notices[NOTICE], placeholders, undated)
 
 
-def _warnings(notices: int, undated: int) -> list[str]:
-    """What a chat log's load left out and could not date."""
+def app_words(text: str) -> tuple[str, str] | None:
+    """What WhatsApp's own words stand for when they are the whole of a message's ``text`` (("deleted
+    message", "deleted messages"), …; ``APP_WORDS``), else None: the message is what a person said."""
+    said = _EDITED.sub("", text).strip()
+    return next((kind for kind, words in APP_WORDS if words.fullmatch(said)), None)
+
+
+def app_text(text: str) -> str:
+    """A message's ``text`` without WhatsApp's marks: the words of an edited message without its "<This
+    message was edited>", and a file exported with the chat ("<attached: 0012-PHOTO-….jpg>", "IMG-….jpg
+    (file attached)") as "[attachment: <name>]", its caption after it."""
+    text = _EDITED.sub("", text).strip()
+    found = _ATTACHED.match(text)
+    if found:
+        name = found.group("ios") or found.group("android")
+        text = f"[attachment: {name}]{text[found.end():]}"
+    return text
+
+
+def _warnings(notices: int, placeholders: Counter[tuple[str, str]], undated: int) -> list[str]:
+    """What a chat log's load left out (``notices`` lines, ``placeholders`` messages by kind) and could not
+    date."""
     out = []
     if notices:
         out.append(f"left out {notices} line{'s' if notices != 1 else ''} of the chat app's own notices (no "
                    "speaker: encryption notices, people joining or leaving)")
+    if placeholders:
+        total = sum(placeholders.values())
+        kinds = ", ".join(f"{n} {one if n == 1 else many}"
+                          for (one, many), n in sorted(placeholders.items(), key=lambda kv: (-kv[1], kv[0])))
+        out.append(f"left out {total} message{'s' if total != 1 else ''} that "
+                   f"{'hold' if total != 1 else 'holds'} only the chat app's own words, not what anyone said "
+                   f"({kinds})")
     if undated:
         out.append(f"{undated} message{'s carry' if undated != 1 else ' carries'} a time but no date: stored "
                    "undated; put a '## 1 March 2024' line before each day's messages to date them")

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memsif.io.chatlog import app_text
 from memsif.io.roles import without_reasoning
 from memsif.io.speakers import with_one_spelling
 from memsif.records import Message
@@ -82,15 +83,16 @@ def differences(stored: Message, given: Message) -> list[Difference]:
 
 def read_again(field: str, stored: str, given: str) -> bool:
     """Whether ``given`` is how today's loaders read the same source as ``stored``: a text without the
-    model's reasoning blocks (``roles.without_reasoning``) or without the "[image]" lines older loaders
-    wrote for a voice recording; a time where the message was stored undated (it now takes its
+    model's reasoning blocks (``roles.without_reasoning``), without the "[image]" lines older loaders
+    wrote for a voice recording, or without a chat app's marks (``chatlog.app_text``: an edited message's
+    mark, an attached file as "[attachment: …]"); a time where the message was stored undated (it now takes its
     conversation's)."""
     if field == "time":
         return stored == "undated"
     if field != "text":
         return False
     unvoiced = "\n".join(line for line in stored.split("\n") if line.strip() != "[image]").strip()
-    return given in (without_reasoning(stored)[0], unvoiced, without_reasoning(unvoiced)[0])
+    return given in (without_reasoning(stored)[0], unvoiced, without_reasoning(unvoiced)[0], app_text(stored))
 
 
 def _content(m: Message) -> tuple[str, str, datetime | None]:
