@@ -10,9 +10,9 @@ of what was said (``app_words``: "<Media omitted>", "image omitted", "This messa
 call, a view-once message exported as "null", the encryption notice iOS puts under the chat's name); an
 edited message keeps its words without the "<This message was edited>" mark, and a file exported with the
 chat is marked "[attachment: IMG-….jpg]" as other formats mark theirs (``app_text``). Each message keeps
-the number of its line within its day, so ids stay those of the export. Day and month are told apart by the file's own dates (a
-first number above 12 is a day, a second above 12 a month); a file where every date could be either is
-refused, naming the ``--format`` that settles it.
+the number of its line within its day, so ids stay those of the export. Day and month are told apart by
+the file's own dates (a first number above 12 is a day, a second above 12 a month); a file where every
+date could be either is refused, naming the ``--format`` that settles it.
 """
 
 from __future__ import annotations
@@ -50,8 +50,9 @@ APP_WORDS = (
     (("media file not in the export", "media files not in the export"), re.compile(
         r"<media omitted>|(?:image|video|audio|sticker|gif|document|contact card|video note|voice message)\s+"
         r"omitted|<view once (?:photo|video|voice message) omitted>", re.I)),
-    (("deleted message", "deleted messages"), re.compile(r"(?:this message was deleted|you deleted this message|waiting for this "
-                                    r"message\. this may take a while)\.?", re.I)),
+    (("deleted message", "deleted messages"), re.compile(
+        r"(?:this message was deleted|you deleted this message|waiting for this message\. this may take a while)\.?",
+        re.I)),
     (("call", "calls"), re.compile(r"(?:missed\s+)?(?:group\s+)?(?:voice|video)\s+call(?:\s*[,·•].*)?", re.I)),
     (("view-once message", "view-once messages"), re.compile(r"null")),  # what an Android export writes for one
     (("notice under the chat's name", "notices under the chat's name"), re.compile(
