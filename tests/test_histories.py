@@ -251,7 +251,7 @@ def test_the_api_and_the_page_leave_the_placeholders_out_and_a_memory_stored_bef
     engine = engine_factory(llm=_llm())
     engine.ingest_transcript(load_transcripts(path)[0], namespace="api")
     assert [(m.speaker, m.text) for m in engine.messages("api")] == KEPT_ANDROID
-    *_, (ns, source, summary, _fig, _rows) = list(BuildTab(Inspector(engine)).build(
+    *_, (ns, _source, summary, _fig, _rows) = list(BuildTab(Inspector(engine)).build(
         str(path), None, "ui-0123456789ab", None, None, progress=lambda *a, **k: None))
     assert [(m.speaker, m.text) for m in engine.messages(ns)] == KEPT_ANDROID
     assert "hold only the chat app's own words" in summary
