@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -521,6 +522,59 @@ def test_a_zip_without_an_export_is_refused_naming_what_it_holds(tmp_path):
     path = _zip(tmp_path / "photos.zip", {"IMG_001.jpg": b"\xff\xd8", "notes.txt": "Ana: hi"})
     with pytest.raises(TranscriptError, match=r"holds no conversations.json.*IMG_001.jpg, notes.txt"):
         load_transcripts(path)
+
+
+def test_a_whatsapp_export_zip_is_read_as_its_chat_log_with_or_without_its_media(tmp_path, engine_factory):
+    from memsif.inspector.build import BuildTab
+    from memsif.inspector.common import Inspector
+
+    for name, members in (("WhatsApp Chat - Ben.zip", {"_chat.txt": PLACEHOLDERS_IOS,
+                                                       "00000012-PHOTO-2024-04-12-09-04-00.jpg": b"\xff\xd8"}),
+                          ("chat.zip", {"WhatsApp Chat with Ben.txt": PLACEHOLDERS_ANDROID})):
+        [t] = load_transcripts(_zip(tmp_path / name, members))
+        assert t.format == "chatlog" and [(m.speaker, m.text) for m in t.messages] == \
+            (KEPT_IOS if "_chat.txt" in members else KEPT_ANDROID)
+    engine = engine_factory(llm=_llm())
+    *_, (ns, source, summary, _fig, _rows) = list(BuildTab(Inspector(engine)).build(
+        str(tmp_path / "chat.zip"), None, "ui-0123456789ab", None, None, progress=lambda *a, **k: None))
+    assert not source.failed, summary
+    assert [(m.speaker, m.text) for m in engine.messages(ns)] == KEPT_ANDROID
+
+
+def _flagged(path: Path, method: int | None = None, encrypted: bool = False) -> Path:
+    """The ZIP at ``path`` with its members' headers saying another compression ``method``, or encryption
+    (what Windows' Deflate64 and a password-protected ZIP write; Python's zipfile writes neither)."""
+    data = bytearray(path.read_bytes())
+    for signature, flags, method_at in ((b"PK\x03\x04", 6, 8), (b"PK\x01\x02", 8, 10)):
+        at = data.find(signature)
+        while at >= 0:
+            if encrypted:
+                data[at + flags] |= 0x1
+            if method is not None:
+                data[at + method_at:at + method_at + 2] = method.to_bytes(2, "little")
+            at = data.find(signature, at + 4)
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("members", [{"conversations.json": "[]"}, {"_chat.txt": "[13/04/2024, 09:01] Ana: hi"}])
+@pytest.mark.parametrize(("method", "encrypted", "said"), [
+    (9, False, r"compressed with Deflate64.*Unpack it \(7-Zip, or unzip\) and upload .* itself"),
+    (None, True, r"protected by a password.*Open it with its password.*upload .* itself")])
+def test_a_zip_that_cannot_be_opened_is_refused_with_its_cause_and_the_fix_on_every_path(
+        tmp_path, engine_factory, members, method, encrypted, said):
+    from memsif.errors import TranscriptError
+    from memsif.inspector.build import BuildTab
+    from memsif.inspector.common import Inspector
+
+    path = _flagged(_zip(tmp_path / "export.zip", members), method, encrypted)
+    with pytest.raises(TranscriptError, match=said):
+        load_transcripts(path)
+    engine = engine_factory(llm=_llm())
+    *_, (_ns, source, summary, _fig, _rows) = list(BuildTab(Inspector(engine)).build(
+        str(path), None, "ui-0123456789ab", None, None, progress=lambda *a, **k: None))
+    assert source is None and re.search(said, summary) and "Traceback" not in summary, summary
+    assert engine.namespaces() == []
 
 
 def test_the_page_builds_one_memory_from_an_export_zip(tmp_path, engine_factory):

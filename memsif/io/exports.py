@@ -1,12 +1,17 @@
 """A person's export as they download it: the ZIP a ChatGPT or Claude export comes as, or its
 conversations split into parts (``conversations-000.json``, ``conversations-001.json``, …) in a ZIP or
-a folder. Every part's conversations are read as one ``conversations.json``: one history."""
+a folder. Every part's conversations are read as one ``conversations.json``: one history. The ZIP
+WhatsApp's "Export chat" makes (``_chat.txt`` or ``WhatsApp Chat with Ana.txt``, with or without the
+media beside it) is read as its chat log (``zipped_chat``). A ZIP that cannot be opened, one protected by a
+password or compressed by a method Python does not read (Deflate64, from Windows for large files), is
+refused with its cause and what to do."""
 
 from __future__ import annotations
 
 import json
 import re
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +74,58 @@ def _order(name: str) -> tuple[int, str]:
     return (int(found.group(1)) if found and found.group(1) else -1, name)
 
 
+#: The chat log in a WhatsApp export's ZIP.
+CHAT_MEMBER = re.compile(r"^(?:_chat|whatsapp chat (?:with|-) .+)\.txt$", re.IGNORECASE)
+#: Compression methods Python's zipfile reads: stored, Deflate, bzip2, LZMA.
+READABLE = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA})
+_METHODS = {9: "Deflate64 (Windows' own zipping of large folders)", 6: "Implode", 93: "Zstandard", 98: "PPMd",
+            99: "AES encryption (WinZip)"}
+
+
+def zipped_chat(path: Path) -> tuple[str, bytes] | None:
+    """(member name, bytes) of the chat log in a WhatsApp export's ZIP at ``path``; None when the ZIP holds
+    none (an export's conversations documents, or something else: ``read_bundle`` says what).
+
+    Raises:
+        TranscriptError: the ZIP cannot be read, or its chat log is protected or compressed unreadably.
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            chats = [m for m in archive.infolist() if not m.is_dir() and CHAT_MEMBER.match(Path(m.filename).name)]
+            if not chats or any(PART.match(Path(m.filename).name) for m in archive.infolist()):
+                return None
+            return chats[0].filename, _read_member(archive, chats[0], path)
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise _damaged(path, exc) from exc
+
+
+def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, path: Path) -> bytes:
+    """The bytes of one member of ``archive``.
+
+    Raises:
+        TranscriptError: it is protected by a password, compressed by a method Python does not read, or
+            its data is damaged; each with what to do.
+    """
+    if member.flag_bits & 0x1:
+        raise TranscriptError(f"the ZIP is protected by a password ({member.filename} is encrypted). Open it with "
+                              f"its password (e.g. 7-Zip, or unzip -P) and upload {Path(member.filename).name} "
+                              "itself", path=str(path))
+    if member.compress_type not in READABLE:
+        method = _METHODS.get(member.compress_type, f"method {member.compress_type}")
+        raise TranscriptError(f"the ZIP is compressed with {method}, which this reader cannot unpack. Unpack it "
+                              f"(7-Zip, or unzip) and upload {Path(member.filename).name} itself, or zip it again "
+                              "with standard compression", path=str(path))
+    try:
+        return archive.read(member)
+    except (RuntimeError, NotImplementedError, zlib.error, zipfile.BadZipFile) as exc:
+        raise _damaged(path, exc) from exc
+
+
+def _damaged(path: Path, exc: BaseException) -> TranscriptError:
+    return TranscriptError(f"not a text transcript (looks like a ZIP archive) and the archive cannot be read "
+                           f"({exc}); download the export again", path=str(path))
+
+
 def _zip_documents(path: Path) -> list[tuple[str, bytes]]:
     try:
         with zipfile.ZipFile(path) as archive:
@@ -77,16 +134,16 @@ def _zip_documents(path: Path) -> list[tuple[str, bytes]]:
             if not wanted:
                 shown = ", ".join(m.filename for m in members[:8]) + (" …" if len(members) > 8 else "")
                 raise TranscriptError(f"the ZIP holds no conversations.json (nor conversations-000.json, … parts); it "
-                                      f"holds: {shown or 'nothing'}. A ChatGPT or Claude export's ZIP holds one; for "
-                                      "another transcript, upload the file itself", path=str(path))
+                                      f"holds: {shown or 'nothing'}. A ChatGPT or Claude export's ZIP holds one, and "
+                                      "WhatsApp's a _chat.txt; for another transcript, upload the file itself",
+                                      path=str(path))
             if sum(m.file_size for m in wanted) > MAX_UNPACKED:
                 limit = MAX_UNPACKED // 1024**3
                 raise TranscriptError(f"the ZIP's conversations would unpack to more than {limit} GB; it is not read",
                                       path=str(path))
-            return [(m.filename, archive.read(m)) for m in wanted]
+            return [(m.filename, _read_member(archive, m, path)) for m in wanted]
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise TranscriptError(f"not a text transcript (looks like a ZIP archive) and the archive cannot be read "
-                              f"({exc}); download the export again", path=str(path)) from exc
+        raise _damaged(path, exc) from exc
 
 
 def _folder_documents(path: Path) -> list[tuple[str, bytes]]:

@@ -29,7 +29,7 @@ from memsif.io import formats as fm
 from memsif.io.chatlog import DateOrder, is_chat_log, load_chat_log
 from memsif.io.dates import implausible_dates
 from memsif.io.decode import decode, repair
-from memsif.io.exports import history_name, is_export_bundle, read_bundle
+from memsif.io.exports import history_name, is_export_bundle, read_bundle, zipped_chat
 from memsif.io.names import name_of_file
 from memsif.io.roles import (
     REASONING_PARTS,
@@ -146,12 +146,14 @@ def load_transcripts(path: str | Path, sample: str | None = None, format: str = 
     if format not in ("auto", *FORMATS):
         raise TranscriptError(f"unknown format {format!r}; use one of auto, {', '.join(FORMATS)}", path=str(p))
     parsed: Any
-    if is_export_bundle(p):  # a ZIP or a folder: an export's conversations documents, as one
+    bundle = is_export_bundle(p)
+    chat = zipped_chat(p) if bundle and p.is_file() else None  # WhatsApp's ZIP: its chat log
+    if bundle and chat is None:  # a ZIP or a folder: an export's conversations documents, as one
         parsed, warnings = read_bundle(p)
         raw, fmt = "", format if format != "auto" else _detect_json(parsed, str(p))
     else:
-        raw, warnings = _read_text(p)
-        fmt, parsed = (format, None) if format != "auto" else _detect(raw, p.name, str(p))
+        raw, warnings = _read_text(p) if chat is None else _text_of(chat[1], f"{p}:{chat[0]}")
+        fmt, parsed = (format, None) if format != "auto" else _detect(raw, chat[0] if chat else p.name, str(p))
     if fmt in ("locomo", "longmemeval", "chatgpt", "claude", "openai"):
         if parsed is None:
             parsed = _parse_json(raw, str(p))
@@ -189,12 +191,21 @@ def _read_text(p: Path) -> tuple[str, list[str]]:
         data = p.read_bytes()
     except OSError as exc:
         raise TranscriptError(f"cannot read the file ({exc.strerror or exc})", path=str(p)) from exc
+    return _text_of(data, str(p))
+
+
+def _text_of(data: bytes, path: str) -> tuple[str, list[str]]:
+    """The text of a transcript's bytes (a file, or a ZIP's member at ``path``) and its decoding's warnings.
+
+    Raises:
+        TranscriptError: empty or binary.
+    """
     if not data.strip():
-        raise TranscriptError("the transcript holds no messages (the file is empty)", path=str(p))
-    raw, warnings = decode(data, str(p))
+        raise TranscriptError("the transcript holds no messages (the file is empty)", path=path)
+    raw, warnings = decode(data, path)
     raw = raw.lstrip("\ufeff")
     if not raw.strip():
-        raise TranscriptError("the transcript holds no messages (the file is empty)", path=str(p))
+        raise TranscriptError("the transcript holds no messages (the file is empty)", path=path)
     return raw, warnings
 
 
