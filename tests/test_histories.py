@@ -420,7 +420,32 @@ def test_a_message_without_its_own_time_takes_its_conversations_and_the_load_say
     times = [m.time for m in t.messages]
     assert times[0] == datetime.utcfromtimestamp(1709450000.0), "the conversation's start"
     assert times[2] == times[1] == datetime.utcfromtimestamp(1709460100.0), "the message before it"
-    assert any("2 messages carry no time of its own" in w for w in t.warnings), t.warnings
+    assert any("2 messages carry no time of their own" in w for w in t.warnings), t.warnings
+
+
+@pytest.mark.parametrize("app", ["chatgpt", "claude"])
+def test_a_conversation_whose_every_message_lacks_its_time_takes_the_conversations_with_the_same_warning(
+        tmp_path, app, engine_factory):
+    if app == "chatgpt":
+        path = _export(tmp_path, [_conversation("c1", [_node_message("user", ["I moved to Lyon"], create_time=None),
+                                                       _node_message("assistant", ["Nice"], create_time=None)])])
+        started = datetime.utcfromtimestamp(1709450000.0)
+    else:
+        path = _export(tmp_path, [{"uuid": "c1", "name": "Lyon", "created_at": "2024-03-03T10:00:00Z", "chat_messages": [
+            {"sender": "human", "text": "I moved to Lyon", "created_at": None},
+            {"sender": "assistant", "text": "Nice", "created_at": None}]}])
+        started = datetime(2024, 3, 3, 10, 0)
+    [t] = as_memories(load_transcripts(path))
+    assert [m.time for m in t.messages] == [started, started]
+    assert any("2 messages carry no time of their own" in w for w in t.warnings), t.warnings
+
+    # a memory stored before, undated, reads the file again without a conflict
+    engine = engine_factory(llm=_llm())
+    [before] = as_memories(load_transcripts(path))
+    for m in before.messages:
+        m.time = None
+    engine.ingest_transcript(before, namespace="old")
+    assert engine.ingest_transcript(as_memories(load_transcripts(path))[0], namespace="old").messages == 0
 
 
 @pytest.mark.parametrize(("name", "content", "undated"), [

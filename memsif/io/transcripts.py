@@ -344,12 +344,13 @@ def _without_reasoning(t: Transcript) -> list[str]:
 
 
 def _undated(t: Transcript) -> list[str]:
-    """A message without a time of its own in a conversation whose other messages are dated takes the
-    time of the message before it in its session, else the conversation's start (``extra["started"]``,
-    exports); one with neither stays undated. Returns the load's warnings, which say so."""
-    if all(m.time is None for m in t.messages) or all(m.time is not None for m in t.messages):
-        return []
+    """A message without a time of its own in a conversation whose other messages are dated, or that has a
+    date itself, takes the time of the message before it in its session, else the conversation's start
+    (``extra["started"]``, exports: a conversation whose every message lacks its time takes it too); one with
+    neither stays undated. Returns the load's warnings, which say so."""
     started: datetime | None = t.extra.get("started")
+    if all(m.time is not None for m in t.messages) or (started is None and all(m.time is None for m in t.messages)):
+        return []
     last: dict[str, datetime] = {}
     took: list[str] = []
     left: list[str] = []
@@ -362,7 +363,8 @@ def _undated(t: Transcript) -> list[str]:
         m.time = when
     out = []
     if took:
-        out.append(f"{len(took)} message{'s carry' if len(took) != 1 else ' carries'} no time of its own "
+        out.append(f"{len(took)} message{'s carry' if len(took) != 1 else ' carries'} no time of "
+                   f"{'their' if len(took) != 1 else 'its'} own "
                    f"({', '.join(took[:3])}{' …' if len(took) > 3 else ''}): each takes its conversation's time, "
                    "the time of the message before it (or the conversation's start)")
     if left:
