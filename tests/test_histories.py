@@ -431,9 +431,10 @@ def test_a_conversation_whose_every_message_lacks_its_time_takes_the_conversatio
                                                        _node_message("assistant", ["Nice"], create_time=None)])])
         started = datetime.utcfromtimestamp(1709450000.0)
     else:
-        path = _export(tmp_path, [{"uuid": "c1", "name": "Lyon", "created_at": "2024-03-03T10:00:00Z", "chat_messages": [
-            {"sender": "human", "text": "I moved to Lyon", "created_at": None},
-            {"sender": "assistant", "text": "Nice", "created_at": None}]}])
+        said = [{"sender": "human", "text": "I moved to Lyon", "created_at": None},
+                {"sender": "assistant", "text": "Nice", "created_at": None}]
+        path = _export(tmp_path, [{"uuid": "c1", "name": "Lyon", "created_at": "2024-03-03T10:00:00Z",
+                                   "chat_messages": said}])
         started = datetime(2024, 3, 3, 10, 0)
     [t] = as_memories(load_transcripts(path))
     assert [m.time for m in t.messages] == [started, started]
