@@ -29,20 +29,26 @@ class Corrections:
                   type: str | None = None, when: datetime | None = None) -> FactOperation:
         """EDIT CoreFact ``fact_id`` (e.g. "F12") of ``namespace``: a new version with the given fields
         (``type`` one of the configured schema's; ``when`` its event time) supersedes it; the new
-        version is verified by the person's word and never changed by a later extraction. Returns the
-        operation (``fact_ids`` = [old, new]).
+        version is verified by the person's word and never changed by a later extraction. The statement and
+        subject are held to what an extracted fact's are: visible text, at most 160 characters and 4 words,
+        a subject naming a speaker in the speaker's spelling (``facts.corrections.person_statement``,
+        ``person_subject``). Returns the operation (``fact_ids`` = [old, new]).
 
         Raises:
             NotFoundError: no such namespace or fact.
-            CorrectionError: the fact is not current, nothing changes, or a value is empty or unknown.
+            CorrectionError: the fact is not current, nothing changes, or a value is empty (or only invisible
+                characters), longer than an extracted fact's or unknown.
             StoreError: the memory is open read-only.
             MemSIFError: a build of this namespace holds it (try again when it ends).
         """
         eng = self._engine()
-        vector = eng.embedder.embed_documents([statement])[0] if statement and statement.strip() else None
+        said = corrections.person_statement(statement) if statement is not None else None  # refused before work
+        vector = eng.embedder.embed_documents([said])[0] if said else None
         schema = parse_schema(eng.config.facts.core_schema)
+        speakers = eng.store.speakers(namespace) if subject is not None else []
         return self._apply(namespace, lambda state, now: corrections.edit(
-            state, fact_id, vector, now, schema, statement=statement, subject=subject, type=type, when=when))
+            state, fact_id, vector, now, schema, statement=said, subject=subject, type=type, when=when,
+            speakers=speakers))
 
     def delete_fact(self, namespace: str, fact_id: str) -> FactOperation:
         """DELETE CoreFact ("F…") or ActiveFact ("A…") ``fact_id``: it leaves every answer context and the

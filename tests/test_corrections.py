@@ -65,6 +65,13 @@ def test_a_deleted_fact_leaves_the_answer_context_and_a_restored_one_returns(sus
     (lambda e: e.edit_fact("t", "F9", statement="x"), NotFoundError, "No CoreFact 'F9' in this memory (current"),
     (lambda e: e.edit_fact("t", "F1", statement="Melanie loves sushi."), CorrectionError, "nothing to change"),
     (lambda e: e.edit_fact("t", "F1", statement="  "), CorrectionError, "the new statement is empty"),
+    (lambda e: e.edit_fact("t", "F1", statement="\u200b\u200b\ufeff\u2060"), CorrectionError,
+     "the new statement is empty (no visible text: only blanks or invisible characters)"),
+    (lambda e: e.edit_fact("t", "F1", statement="Melanie loves sushi. " * 5000), CorrectionError,
+     "the new statement is 104,999 characters; a CoreFact holds one fact of at most 160: shorten it"),
+    (lambda e: e.edit_fact("t", "F1", subject="\u200d "), CorrectionError, "the new subject is empty (no visible"),
+    (lambda e: e.edit_fact("t", "F1", subject="Melanie and her whole family"), CorrectionError,
+     "has 5 words; a subject names one person or thing in at most 4"),
     (lambda e: e.edit_fact("t", "F1", type="Hobby"), CorrectionError, "unknown type 'Hobby': use one of"),
     (lambda e: e.restore_fact("t", "F1"), CorrectionError, "F1 is current, not deleted"),
     (lambda e: e.delete_fact("t", "A4"), NotFoundError, "No ActiveFact 'A4'"),
@@ -203,11 +210,35 @@ def test_the_command_line_takes_the_fact_id_after_the_options_as_the_readme_writ
     assert printed in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("written", ["melanie", "Melanie\u200b", " MELANIE ", "Mela\u00adnie"])
+def test_a_subject_that_names_a_speaker_takes_the_speakers_spelling_so_the_fact_stays_that_persons(sushi, written):
+    """A subject typed in another case, with a zero-width space or a soft hyphen is the same person: the new
+    version is stored under the speaker's spelling, and a subject filter finds it."""
+    sushi.edit_fact("t", "F1", statement="Melanie loves ramen.", subject=written)
+    [current] = sushi.facts("t")
+    assert current.subject == "Melanie" and current.statement == "Melanie loves ramen."
+    assert [o.op for o in sushi.fact_log("t", subject="Melanie")] == ["ADD", "EDIT"]
+    sushi.edit_fact("t", current.id, subject="Caroline\u200b")  # not a speaker: kept as written, visibly
+    assert sushi.facts("t")[0].subject == "Caroline"
+
+
+def test_the_page_refuses_an_invisible_or_overlong_correction_with_why_and_keeps_the_fact(sushi):
+    from memsif.inspector.common import Inspector
+    from memsif.inspector.corefacts import CoreFactsTab
+
+    tab = CoreFactsTab(Inspector(sushi))
+    for statement, said in (("\u200b\u200c", "no visible text"), ("x" * 400, "400 characters")):
+        done, *_ = tab.save_fact("t", None, "F1", "Preference", "Melanie", "", statement, None, None)
+        assert said in done, done
+    assert [f.statement for f in sushi.facts("t", history=True)] == ["Melanie loves sushi."]
+
+
 @pytest.mark.parametrize(("argv", "said"), [
     (["edit", "F9", "--statement", "x"], "No CoreFact 'F9'"),
     (["delete"], "facts delete needs the fact's id"),
     (["delete", "F1", "--statement", "x"], "--statement belong to 'facts edit'"),
     (["edit", "F1", "--when", "someday"], "--when 'someday' is not a date"),
+    (["edit", "F1", "--statement", "\u200b"], "the new statement is empty (no visible text"),
 ])
 def test_the_command_line_refuses_a_correction_with_what_to_do(sushi, monkeypatch, capsys, argv, said):
     monkeypatch.setattr(cli, "_engine", lambda args, reader=False, **_: sushi)

@@ -26,7 +26,10 @@ from typing import Literal, Protocol
 import numpy as np
 
 from memsif.errors import MemSIFError, NotFoundError
+from memsif.facts.grounding import MAX_SUBJECT_WORDS
+from memsif.io.speakers import normal_name, visible_text
 from memsif.matching import cosine
+from memsif.prompts.core_extract import STATEMENT_MAX_CHARS
 from memsif.records import ActiveFact, CoreFact, FactOp, FactOperation, FactType, Verification
 
 #: A candidate at least this similar (statement cosine) to a fact a person deleted, or to the version a
@@ -67,31 +70,69 @@ def find_fact(state: FactState, fact_id: str) -> CoreFact:
                         f"{' …' if len(state.current()) > 8 else ''}).")
 
 
+def person_statement(statement: str) -> str:
+    """A person's statement as a CoreFact holds one: NFC, without invisible characters, its whitespace
+    collapsed (``io.speakers.visible_text``), at most ``core_extract.STATEMENT_MAX_CHARS`` characters, as an
+    extracted one.
+
+    Raises:
+        CorrectionError: nothing visible is left, or it is longer than a CoreFact holds.
+    """
+    said = visible_text(statement)
+    if not said:
+        raise CorrectionError("the new statement is empty (no visible text: only blanks or invisible characters): "
+                              "write what it should say.")
+    if len(said) > STATEMENT_MAX_CHARS:
+        raise CorrectionError(f"the new statement is {len(said):,} characters; a CoreFact holds one fact of at "
+                              f"most {STATEMENT_MAX_CHARS}: shorten it (edit other facts, or delete this one, for "
+                              "the rest).")
+    return said
+
+
+def person_subject(subject: str, speakers: Sequence[str] = ()) -> str:
+    """A person's subject as a CoreFact holds one: visible text of at most ``grounding.MAX_SUBJECT_WORDS``
+    words; one that names a speaker of the memory (whatever its case, spaces or invisible characters) takes
+    the speaker's spelling, so it stays that person.
+
+    Raises:
+        CorrectionError: nothing visible is left, or it is longer than a subject.
+    """
+    said = visible_text(subject)
+    if not said:
+        raise CorrectionError("the new subject is empty (no visible text: only blanks or invisible characters): "
+                              "name the person or thing the fact is about.")
+    if len(said.split()) > MAX_SUBJECT_WORDS:
+        raise CorrectionError(f"the new subject {said[:60]!r} has {len(said.split())} words; a subject names one "
+                              f"person or thing in at most {MAX_SUBJECT_WORDS}: put the rest in the statement.")
+    return next((sp for sp in speakers if normal_name(sp).casefold() == said.casefold()), said)
+
+
 def edit(state: FactState, fact_id: str, vector: np.ndarray | None, now: datetime, schema: Sequence[FactType], *,
          statement: str | None = None, subject: str | None = None, type: str | None = None,
-         when: datetime | None = None) -> FactOperation:
+         when: datetime | None = None, speakers: Sequence[str] = ()) -> FactOperation:
     """EDIT: a new version of current fact ``fact_id`` with the given fields changed supersedes it;
     ``vector`` is the (d,) embedding of the new statement (None: the old one's, when the statement is
-    unchanged). ``type`` must be one of ``schema``'s (case-insensitive).
+    unchanged). ``type`` must be one of ``schema``'s (case-insensitive); the statement and the subject are
+    held to what an extracted fact's are (``person_statement``, ``person_subject``: a subject that names
+    one of ``speakers`` takes its spelling).
 
     Raises:
         NotFoundError: unknown id.
-        CorrectionError: the fact is not current, nothing would change, or a value is empty or unknown.
+        CorrectionError: the fact is not current, nothing would change, or a value is empty, too long or
+            unknown.
     """
     old = find_fact(state, fact_id)
     if old.status != "current":
         hint = "restore it first" if old.status == "deleted" else f"edit {old.superseded_by}"
         raise CorrectionError(f"{old.id} is {old.status}: only a current fact can be edited ({hint}).")
-    for name, value in (("statement", statement), ("subject", subject)):
-        if value is not None and not value.strip():
-            raise CorrectionError(f"the new {name} is empty: give the text it should say.")
     kind = None
     if type is not None:
         kind = next((t.name for t in schema if t.name.lower() == type.strip().lower()), None)
         if kind is None:
             raise CorrectionError(f"unknown type {type!r}: use one of {', '.join(t.name for t in schema)}.")
-    proposed = {"statement": " ".join(statement.split()) if statement else None,
-                "subject": " ".join(subject.split()) if subject else None, "type": kind, "event_time": when}
+    proposed = {"statement": person_statement(statement) if statement is not None else None,
+                "subject": person_subject(subject, speakers) if subject is not None else None, "type": kind,
+                "event_time": when}
     changes = {k: v for k, v in proposed.items() if v is not None and getattr(old, k) != v}
     if not changes:
         raise CorrectionError(f"nothing to change: {old.id} already says that. Pass a new statement, subject, "

@@ -21,11 +21,16 @@ _INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\u
                         "\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f]")
 
 
+def visible_text(text: str) -> str:
+    """``text`` in NFC, without invisible characters, its whitespace collapsed ("" when nothing visible is
+    left)."""
+    return " ".join(unicodedata.normalize("NFC", _INVISIBLE.sub("", text)).split())
+
+
 def normal_name(name: str) -> str:
     """``name`` in NFC, without invisible characters, its whitespace collapsed (the name as written,
     stripped, when nothing visible is left)."""
-    cleaned = " ".join(unicodedata.normalize("NFC", _INVISIBLE.sub("", name)).split())
-    return cleaned or name.strip()
+    return visible_text(name) or name.strip()
 
 
 def _shown(name: str) -> str:
