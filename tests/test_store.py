@@ -304,3 +304,45 @@ def test_a_store_built_with_the_configured_embedder_is_read_without_loading_it(t
         other.segments("alice")
     assert loaded == ["hash-test", "another-model"]
     other.close()
+
+
+def test_a_read_beside_a_writer_survives_a_journal_or_file_that_vanishes_while_it_is_copied(engine_factory, tmp_path,
+                                                                                            monkeypatch):
+    """A read-only snapshot lists the folder, then copies each file: SQLite's journal of a write under way
+    (``storage.sqlite-journal``) is never copied (the backup reads the database consistently), and a file
+    that vanishes between the two makes the copy start again; one that keeps vanishing is a StoreError that
+    says a build is writing, not a traceback."""
+    import shutil
+
+    from memsif.errors import StoreError
+    from memsif.store import connection
+
+    engine = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}),
+                            store=MemoryStore(path=tmp_path / "d" / "qdrant"))
+    engine.ingest(make_messages(["I adopted a beagle named Max."], namespace="alice"), namespace="alice")
+    engine.close()
+    folder = tmp_path / "d" / "qdrant"
+    database = next(folder.rglob("storage.sqlite"))
+    journal = database.with_name("storage.sqlite-journal")
+    journal.write_bytes(b"")  # left by a write under way; gone by the time it is copied
+    copied = []
+    real = shutil.copy2
+
+    def vanishing(src, dst, *a, **k):
+        copied.append(str(src))
+        if str(src).endswith("-journal"):
+            raise FileNotFoundError(2, "No such file or directory", str(src))
+        if str(src).endswith("meta.json") and copied.count(str(src)) == 1:  # replaced by the writer once
+            raise FileNotFoundError(2, "No such file or directory", str(src))
+        return real(src, dst, *a, **k)
+
+    monkeypatch.setattr(connection.shutil, "copy2", vanishing)
+    reader = MemoryStore(path=folder, when_busy="read")
+    assert reader.count("message", "alice") == 1
+    reader.close()
+    assert not any(c.endswith("-journal") for c in copied) and copied.count(str(folder / "meta.json")) == 2
+
+    monkeypatch.setattr(connection.shutil, "copy2", lambda src, *a, **k: (_ for _ in ()).throw(
+        FileNotFoundError(2, "No such file or directory", str(src))))
+    with pytest.raises(StoreError, match=r"changed while it was copied to be read \(3 tries.*a build is writing"):
+        MemoryStore(path=folder, when_busy="read")

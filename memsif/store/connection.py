@@ -219,6 +219,9 @@ def _snapshot(path: Path, opened_from: str, refusal: str, level: int = logging.W
     snapshot = tempfile.TemporaryDirectory(prefix="memsif-read-only-")
     try:
         copy_folder(path, Path(snapshot.name) / "qdrant")
+    except StoreError:
+        snapshot.cleanup()
+        raise
     except (OSError, sqlite3.Error) as exc:
         snapshot.cleanup()
         raise StoreError(os_advice(str(path), exc) if isinstance(exc, OSError) else
@@ -229,16 +232,46 @@ def _snapshot(path: Path, opened_from: str, refusal: str, level: int = logging.W
                       read_only=True, snapshot=snapshot, opened_from=opened_from)
 
 
+#: The files SQLite keeps beside a database while it is written: the online backup reads what they hold,
+#: and each may vanish between the folder's listing and its copy, so they are never copied.
+SQLITE_SIDE_FILES = ("-journal", "-wal", "-shm")
+#: Copies of a folder tried before a snapshot is given up: a file the writer replaced meanwhile (another
+#: collection made, a file renamed into place) makes the copy start again.
+COPY_TRIES = 3
+
+
 def copy_folder(source: Path, target: Path) -> None:
     """An embedded store folder copied whole, its SQLite files through SQLite's online backup (each a
-    consistent copy even while another process writes it), its lock file left out."""
+    consistent copy even while another process writes it), its lock file and SQLite's side files left out.
+    A file that vanishes while it is copied (a writer at work) makes the copy start again, up to
+    ``COPY_TRIES`` times.
+
+    Raises:
+        StoreError: the folder kept changing under every try.
+        OSError, sqlite3.Error: it cannot be read.
+    """
+    for attempt in range(1, COPY_TRIES + 1):
+        try:
+            _copy_once(source, target)
+            return
+        except FileNotFoundError as exc:
+            shutil.rmtree(target, ignore_errors=True)
+            if attempt == COPY_TRIES:
+                raise StoreError(f"The memory folder {source} changed while it was copied to be read ({COPY_TRIES} "
+                                 f"tries; {Path(exc.filename or '?').name} vanished): a build is writing it. Try "
+                                 "again in a moment, or when the build ends.") from exc
+
+
+def _copy_once(source: Path, target: Path) -> None:
     for item in sorted(source.rglob("*")):
         dest = target / item.relative_to(source)
         if item.is_dir():
             dest.mkdir(parents=True, exist_ok=True)
-        elif item.name != ".lock":
+        elif item.name != ".lock" and not item.name.endswith(SQLITE_SIDE_FILES):
             dest.parent.mkdir(parents=True, exist_ok=True)
             if item.suffix == ".sqlite":
+                if not item.exists():
+                    raise FileNotFoundError(2, "vanished while copied", str(item))  # sqlite would make it anew
                 with contextlib.closing(sqlite3.connect(f"{item.as_uri()}?mode=ro", uri=True)) as src, \
                         contextlib.closing(sqlite3.connect(dest)) as out:
                     src.backup(out)
