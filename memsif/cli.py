@@ -471,7 +471,8 @@ def _building_parsers(sub: argparse._SubParsersAction) -> None:
     """ingest, reembed, upgrade, export and import: the commands that write memory or move it."""
     p = sub.add_parser("ingest", help="build Structured Interaction Memory from a transcript")
     p.add_argument("path", help="transcript: LoCoMo or LongMemEval JSON, a ChatGPT or Claude export "
-                   "(conversations.json), an OpenAI message list, JSONL, a chat log (WhatsApp), or plain text")
+                   "(conversations.json or its ZIP), a Telegram, Discord, Messenger, Instagram or Slack export, an "
+                   "OpenAI message list, JSONL, a chat log (WhatsApp, or its ZIP), or plain text")
     p.add_argument("--format", default="auto", choices=["auto", *TRANSCRIPT_FORMATS],
                    help="read the file as this format (default: detected from the content)")
     p.add_argument("--sample", help="only this sample id (default: every sample in the file; the conversations "

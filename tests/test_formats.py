@@ -276,5 +276,6 @@ def test_format_can_be_forced_and_an_unknown_one_is_refused(tmp_path):
     assert t.format == "text" and t.messages[0].speaker == '{"speaker"'
     with pytest.raises(TranscriptError, match="unknown format 'csv'"):
         load_transcripts(path, format="csv")
-    assert set(FORMATS) == {"locomo", "longmemeval", "chatgpt", "claude", "openai", "jsonl", "chatlog", "chatlog-dmy",
+    assert set(FORMATS) == {"locomo", "longmemeval", "chatgpt", "claude", "openai", "telegram", "discord", "messenger",
+                            "slack", "jsonl", "chatlog", "chatlog-dmy",
                             "chatlog-mdy", "text"}

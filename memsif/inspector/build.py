@@ -91,8 +91,10 @@ NOTATION_TIMELINE = """
 
 #: What the upload takes, said with every refusal.
 ACCEPTED = ("Accepted: LoCoMo or LongMemEval JSON, a ChatGPT or Claude export (its ZIP, or `conversations.json`), "
-            "an OpenAI message list, JSONL (`{\"speaker\", \"text\", \"time\"}` per line), a chat log as WhatsApp "
-            "exports it (`[31/12/2023, 22:02] Ana: text` lines) or plain text (`Speaker: text` lines, `## date` "
+            "a Telegram (`result.json`), Discord (DiscordChatExporter), Messenger or Instagram (`message_1.json`) "
+            "or Slack export, an OpenAI message list, JSONL (`{\"speaker\", \"text\", \"time\"}` per line), a chat "
+            "log as WhatsApp exports it (`[31/12/2023, 22:02] Ana: text` lines, or its ZIP) or plain text "
+            "(`Speaker: text` lines, `## date` "
             "headers), up to 20 MB (a ZIP up to 200 MB); a MemSIF export (`.json.gz`, the Download of this page) "
             "restores a memory.")
 
@@ -392,8 +394,8 @@ def layout(live_wait: str) -> SimpleNamespace:
     ui = SimpleNamespace()
     with gr.Row():
         ui.upload = gr.File(label="Transcript (LoCoMo, LongMemEval, a ChatGPT or Claude export: its ZIP or "
-                            "conversations.json, OpenAI messages, JSONL, a WhatsApp chat log or text; ≤ 20 MB, "
-                            "a ZIP ≤ 200 MB)",
+                            "conversations.json; Telegram, Discord, Messenger, Instagram or Slack JSON, OpenAI "
+                            "messages, JSONL, a WhatsApp chat log or its ZIP, or text; ≤ 20 MB, a ZIP ≤ 200 MB)",
                             file_types=[".json", ".jsonl", ".txt", ".md", ".log", ".text", ".gz", ".zip"],
                             elem_id="upload")
         ui.sample = gr.Dropdown(label="Conversation (an export's are one history by default; LoCoMo's samples)",

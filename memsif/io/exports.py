@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memsif.errors import TranscriptError
+from memsif.io.apps import is_slack_export
 from memsif.io.decode import decode
 
 #: A conversations document of an export, whole or one part of it.
@@ -97,6 +98,43 @@ def zipped_chat(path: Path) -> tuple[str, bytes] | None:
             return chats[0].filename, _read_member(archive, chats[0], path)
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise _damaged(path, exc) from exc
+
+
+def slack_files(path: Path) -> list[tuple[str, bytes]] | None:
+    """The JSON files (name relative to the export, bytes) of a Slack export's ZIP or folder at ``path``
+    (``apps.is_slack_export``); None when it is not one.
+
+    Raises:
+        TranscriptError: the ZIP cannot be read, or would unpack to more than ``MAX_UNPACKED`` bytes.
+    """
+    if path.is_dir():
+        files = sorted(f for f in path.rglob("*.json") if f.is_file())
+        names = [f.relative_to(path).as_posix() for f in files]
+        if not is_slack_export(names):
+            return None
+        try:
+            return [(n, f.read_bytes()) for n, f in zip(names, files, strict=True)]
+        except OSError as exc:
+            raise TranscriptError(f"cannot read the export's files ({exc.strerror or exc})", path=str(path)) from exc
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = [m for m in archive.infolist() if not m.is_dir() and m.filename.endswith(".json")]
+            root = _common_root([m.filename for m in members])
+            names = [m.filename[len(root):] for m in members]
+            if not is_slack_export(names):
+                return None
+            if sum(m.file_size for m in members) > MAX_UNPACKED:
+                raise TranscriptError(f"the Slack export would unpack to more than {MAX_UNPACKED // 1024**3} GB; it "
+                                      "is not read", path=str(path))
+            return [(n, _read_member(archive, m, path)) for n, m in zip(names, members, strict=True)]
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise _damaged(path, exc) from exc
+
+
+def _common_root(names: list[str]) -> str:
+    """The folder every name of a ZIP lies in ("export/"), or "" (a ZIP of a folder holds it at its top)."""
+    tops = {n.split("/", 1)[0] + "/" for n in names if "/" in n}
+    return tops.pop() if len(tops) == 1 and all("/" in n for n in names) else ""
 
 
 def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, path: Path) -> bytes:

@@ -26,10 +26,11 @@ from typing import Any
 
 from memsif.errors import TranscriptError
 from memsif.io import formats as fm
+from memsif.io.apps import APP_FORMATS, APP_LAYOUTS, AppChat, app_of, load_app, slack_channels
 from memsif.io.chatlog import DateOrder, is_chat_log, load_chat_log
 from memsif.io.dates import implausible_dates
 from memsif.io.decode import decode, repair
-from memsif.io.exports import history_name, is_export_bundle, read_bundle, zipped_chat
+from memsif.io.exports import history_name, is_export_bundle, read_bundle, slack_files, zipped_chat
 from memsif.io.names import name_of_file
 from memsif.io.roles import (
     REASONING_PARTS,
@@ -46,8 +47,8 @@ from memsif.records import PHOTO_CAPTION, Message
 from memsif.timeparse import find_date, parse_time
 
 #: Every format ``load_transcripts`` reads; "auto" detects one from the content.
-FORMATS = ("locomo", "longmemeval", "chatgpt", "claude", "openai", "jsonl", "chatlog", "chatlog-dmy", "chatlog-mdy",
-           "text")
+FORMATS = ("locomo", "longmemeval", "chatgpt", "claude", "openai", *APP_FORMATS, "jsonl", "chatlog", "chatlog-dmy",
+           "chatlog-mdy", "text")
 
 _SPEAKER_LINE = re.compile(r"^([^\s:：#][^:：\n]{0,59}?)\s*[:：]\s?(.*)$")  # "：" full-width (CJK logs)
 _HEADER = re.compile(r"^#{1,6}\s*(.*?)\s*$")
@@ -148,13 +149,19 @@ def load_transcripts(path: str | Path, sample: str | None = None, format: str = 
     parsed: Any
     bundle = is_export_bundle(p)
     chat = zipped_chat(p) if bundle and p.is_file() else None  # WhatsApp's ZIP: its chat log
-    if bundle and chat is None:  # a ZIP or a folder: an export's conversations documents, as one
+    slack = slack_files(p) if bundle and chat is None else None  # a Slack export: its channels' day files
+    warnings: list[str] = []
+    if slack is not None:
+        parsed, raw, fmt = None, "", "slack"
+    elif bundle and chat is None:  # a ZIP or a folder: an export's conversations documents, as one
         parsed, warnings = read_bundle(p)
         raw, fmt = "", format if format != "auto" else _detect_json(parsed, str(p))
     else:
         raw, warnings = _read_text(p) if chat is None else _text_of(chat[1], f"{p}:{chat[0]}")
         fmt, parsed = (format, None) if format != "auto" else _detect(raw, chat[0] if chat else p.name, str(p))
-    if fmt in ("locomo", "longmemeval", "chatgpt", "claude", "openai"):
+    if slack is not None:
+        found = [as_transcript(c, "slack", str(p)) for c in slack_channels(slack, _json_member, str(p))]
+    elif fmt in ("locomo", "longmemeval", "chatgpt", "claude", "openai", *APP_FORMATS):
         if parsed is None:
             parsed = _parse_json(raw, str(p))
         found = _LOADERS[fmt](parsed, str(p), sample, include_do_not_remember)
@@ -179,6 +186,20 @@ def load_transcripts(path: str | Path, sample: str | None = None, format: str = 
     if not any(t.messages for t in found):
         raise TranscriptError("the transcript holds no messages (no non-blank turns)", path=str(p), sample=sample)
     return found
+
+
+def _json_member(data: bytes, name: str) -> Any:
+    """One JSON file of an export (decoded as any transcript file).
+
+    Raises:
+        TranscriptError: it is not JSON.
+    """
+    text, _ = decode(data, name)
+    try:
+        return json.loads(text.lstrip("\ufeff"))
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(f"{name} is not valid JSON ({exc.msg})", path=name,
+                              position=f"line {exc.lineno}, column {exc.colno}") from exc
 
 
 def _read_text(p: Path) -> tuple[str, list[str]]:
@@ -273,14 +294,20 @@ def _detect_json(data: Any, path: str) -> str:
                      ("chat_messages", "claude")):
         if key in keys:
             return fmt
-    if (isinstance(data, dict) and isinstance(data.get("messages"), list)) or all("role" in d for d in dicts):
+    if (app := app_of(data)) is not None:
+        return app
+    messages = data.get("messages") if isinstance(data, dict) else None
+    if (isinstance(messages, list) and all(isinstance(m, dict) and "role" in m for m in messages)) \
+            or all("role" in d for d in dicts):
         return "openai"
+    inner = messages[0] if isinstance(messages, list) and messages and isinstance(messages[0], dict) else {}
     shown = ", ".join(sorted(map(str, keys))[:12]) or "none"
+    shown += f"; its messages' keys: {', '.join(sorted(map(str, inner))[:12])}" if inner else ""
     raise TranscriptError(
         "unknown JSON layout. Tried: LoCoMo (needs 'conversation'), LongMemEval (needs 'haystack_sessions'), "
-        "ChatGPT export (needs 'mapping'), Claude export (needs 'chat_messages'), OpenAI messages (needs "
-        f"'role' and 'content' in every item, or 'messages'); the file's keys: {shown}. Force one with --format.",
-        path=path)
+        "ChatGPT export (needs 'mapping'), Claude export (needs 'chat_messages'), "
+        f"{', '.join(APP_LAYOUTS)}, OpenAI messages (needs 'role' and 'content' in every message); the file's "
+        f"keys: {shown}. Force one with --format.", path=path)
 
 
 # -------------------------------------------------------------------------------------- helpers
@@ -759,11 +786,28 @@ def _not_conversation(role: str | None, text: str, message: dict[str, Any]) -> s
     return left_out_as(role) if text else tool_call_in(message)
 
 
+def _load_app(fmt: str) -> Callable[[Any, str, str | None, bool], list[Transcript]]:
+    """The loader of a messaging app's JSON export (``memsif.io.apps``): one sample per chat, named by it."""
+    def load(data: Any, path: str, _wanted: str | None, _include: bool) -> list[Transcript]:
+        if app_of(data) != fmt and not (fmt == "slack" and isinstance(data, list)):
+            layout = dict(zip(APP_FORMATS, APP_LAYOUTS, strict=True))[fmt]
+            raise TranscriptError(f"the file is not {fmt}'s JSON layout ({layout})", path=path)
+        return [as_transcript(chat, fmt, path) for chat in load_app(fmt, data, path)]
+    return load
+
+
+def as_transcript(chat: AppChat, fmt: str, path: str) -> Transcript:
+    """A chat of an app's export as a ``Transcript`` (its name the sample id and title)."""
+    return Transcript(chat.name, chat.messages, fmt, path, {"title": chat.name}, chat.warnings,
+                      source_ids=chat.source_ids)
+
+
 _LOADERS = {"locomo": lambda data, path, wanted, _: _each_sample(data, path, wanted, "sample_id", _load_locomo),
             "longmemeval": lambda data, path, wanted, _: _each_sample(data, path, wanted, "question_id",
                                                                       _load_longmemeval),
             "chatgpt": _load_chatgpt_all,
-            "claude": _load_claude_all, "openai": _load_openai_all}
+            "claude": _load_claude_all, "openai": _load_openai_all,
+            **{fmt: _load_app(fmt) for fmt in APP_FORMATS}}
 
 
 # ---------------------------------------------------------------------------------- plain text
