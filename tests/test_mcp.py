@@ -217,3 +217,42 @@ def test_an_agent_leaves_do_not_remember_conversations_and_reasoning_out_unless_
                                                    "include_do_not_remember": True})
     assert not failed, text
     assert json.loads(text)["messages_in_memory"] == 3
+
+
+def test_a_retry_of_an_ingest_under_way_answers_at_once_and_another_namespace_never_waits_for_it(engine_factory):
+    """A client that gives up on a long memory_ingest and calls again must not leave calls blocked on the
+    namespace (they would fill the endpoint's workers): the retry answers at once that the build is under way
+    and where it stands; an ingest into another namespace runs meanwhile; after the build, a call adds."""
+    import json
+    import threading
+    import time
+
+    from memsif.inspector.common import Inspector
+    from memsif.inspector.tools import AgentTools
+
+    release = threading.Event()
+
+    class HeldEmbedder(HashEmbedder):  # alice's build holds in its embedding until released
+        def embed_documents(self, texts):
+            if any("cello" in t for t in texts):
+                release.wait(30)
+            return super().embed_documents(texts)
+
+    slow = FakeLLM({"segment_judge": 0.3, "trajectory_judge": 0.6})
+    tools = AgentTools(Inspector(engine_factory(llm=slow, embedder=HeldEmbedder())))
+    transcript = TRANSCRIPT
+    first: dict = {}
+    worker = threading.Thread(target=lambda: first.update(json.loads(tools.memory_ingest("alice", transcript))))
+    worker.start()
+    time.sleep(1.0)  # the first build is under way, its judge waiting
+    started = time.monotonic()
+    retry = json.loads(tools.memory_ingest("alice", transcript))
+    assert time.monotonic() - started < 2.0, "the retry waited for the build"
+    assert retry["status"] == "building" and retry["messages_added"] == 0 and "s since it started" in retry["under_way"]
+    other = json.loads(tools.memory_ingest("bob", "Bob: I moved to Lyon.\nAna: Nice!\n"))
+    assert other["status"] == "built" and other["messages_added"] == 2 and worker.is_alive()
+    release.set()
+    worker.join(30)
+    assert first["status"] == "built" and first["messages_added"] > 0
+    again = json.loads(tools.memory_ingest("alice", transcript))
+    assert again["status"] == "built" and again["messages_added"] == 0  # the same messages: stored once

@@ -14,7 +14,8 @@ import functools
 import inspect
 import json
 import tempfile
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,16 @@ def _evidence(e: Evidence) -> dict[str, Any]:
     """An evidence item as a tool reply gives it: its turns' ids, speaker, ISO date, text, search paths."""
     return {"message_ids": e.source_message_ids, "speaker": e.subject,
             "time": e.time.isoformat() if e.time else None, "statement": e.statement, "found_by": e.found_by}
+
+
+def _building(ns: str) -> dict[str, Any]:
+    """The reply to an ingest into ``ns`` while another build holds it."""
+    state = _UNDER_WAY.get(ns)
+    where = state.said() if state else "another job of this memory holds it (a build or a correction)"
+    return {"namespace": ns, "status": "building", "under_way": where, "messages_added": 0,
+            "message": f"a build of {ns!r} is under way ({where}); this call added nothing and did not wait. Ask "
+                       "it with memory_ask meanwhile (it answers from what is built), and call memory_ingest again "
+                       "when the build ends to add what it holds."}
 
 
 def _namespace(namespace: str) -> str:
@@ -77,6 +88,27 @@ def one_line_items(doc: str) -> str:
     return "\n".join(out)
 
 
+@dataclass
+class IngestUnderWay:
+    """Where an agent's ingest into one namespace stands (its progress reports), for a retry to be told."""
+
+    started: float = field(default_factory=time.monotonic)
+    done: int = 0
+    total: int = 0
+    stage: str = "starting"
+
+    def report(self, done: int, total: int, stage: str) -> None:
+        self.done, self.total, self.stage = done, total, stage
+
+    def said(self) -> str:
+        where = f"{self.stage}, {self.done} of {self.total}" if self.total else self.stage
+        return f"{where}, {time.monotonic() - self.started:.0f} s since it started"
+
+
+#: Agents' ingests under way, by namespace (this process).
+_UNDER_WAY: dict[str, IngestUnderWay] = {}
+
+
 @dataclass(frozen=True)
 class AgentTools:
     """The agent tools, bound to the page's ``Inspector`` (``app``): each takes a namespace the caller
@@ -109,8 +141,11 @@ class AgentTools:
                 out by default, with a warning); only when that person asked for it.
 
         Returns:
-            JSON: namespace, messages added, messages in memory, Topical Segments, Event Trajectories, CoreFact
-            operations by kind, load warnings, seconds.
+            JSON: namespace, status ("built"), messages added, messages in memory, Topical Segments, Event
+            Trajectories, CoreFact operations by kind, load warnings, seconds. While another build of the same
+            namespace is under way (a retry of a call that timed out) the call is not queued behind it: it
+            returns at once with status "building", where that build stands and messages added 0; call again
+            when it ends.
         """
         ns = _namespace(namespace)
         if not transcript or not transcript.strip():
@@ -122,13 +157,22 @@ class AgentTools:
             transcripts = as_memories(load_transcripts(path, sample=sample or None, format=format,
                                                        include_do_not_remember=include_do_not_remember))
         eng = self.app.engine()
-        reports = [eng.ingest_transcript(t, namespace=ns, core_facts=core_facts, replace=replace) for t in transcripts]
+        held = eng._namespace_lock(ns)
+        if not held.acquire(blocking=False):  # a retry, or a build of it elsewhere: answered now, not queued
+            return _json(_building(ns))
+        try:
+            state = _UNDER_WAY[ns] = IngestUnderWay()
+            reports = [eng.ingest_transcript(t, namespace=ns, progress=state.report, core_facts=core_facts,
+                                             replace=replace) for t in transcripts]
+        finally:
+            _UNDER_WAY.pop(ns, None)
+            held.release()
         ops: dict[str, int] = {}
         for r in reports:
             for k, v in r.fact_ops.items():
                 ops[k] = ops.get(k, 0) + v
         last = reports[-1]
-        return _json({"namespace": ns, "messages_added": sum(r.messages for r in reports),
+        return _json({"namespace": ns, "status": "built", "messages_added": sum(r.messages for r in reports),
                 "messages_in_memory": last.total_messages, "topical_segments": last.segments,
                 "event_trajectories": last.trajectories, "core_fact_operations": ops,
                 "warnings": [w for t in transcripts for w in t.warnings] + [w for r in reports for w in r.warnings],
