@@ -29,6 +29,17 @@ from memsif.interaction.clustering import scorer_for
 from memsif.interaction.relink import whole_memory
 from memsif.lexical import SparseVector
 from memsif.llm.packaged import PACKAGED_MODELS
+from memsif.llm.profiles import profile_of
+from memsif.prompts import (
+    core_change,
+    core_extract,
+    core_operation,
+    fact_verify,
+    segment_judge,
+    segment_title,
+    trajectory_choice,
+    trajectory_judge,
+)
 from memsif.records import (
     ActiveFact,
     CandidateCluster,
@@ -339,16 +350,27 @@ def read_export(path: str | Path) -> NamespaceExport:
     return parse_export(data)
 
 
+#: The versions of the prompts whose replies decide what a build stores.
+CONTENT_PROMPTS = (segment_judge.VERSION, trajectory_judge.VERSION, trajectory_choice.VERSION, segment_title.VERSION,
+                   core_extract.VERSION, core_extract.AGAIN_VERSION, core_operation.VERSION, fact_verify.VERSION,
+                   core_change.version())
+
+
 def content_fingerprint(config: MemSIFConfig) -> dict[str, Any]:
     """What decides a memory's content under ``config``: the LLM's weights (the packaged GGUF's SHA-256,
-    else the model's name), the embedder, ``CONTENT_SETTINGS`` and, for the whole-memory Event
+    else the model's name), the embedder, ``CONTENT_SETTINGS``, the versions of the prompts that decide it
+    (``CONTENT_PROMPTS``), the model's measured thresholds (``ModelProfile``) and, for the whole-memory Event
     Trajectories, the pair scorer's version. A build records it in its export's
     provenance (``"content"``); an export with the same fingerprint shows what this configuration would
     build, whatever the back-end or display name."""
     model = PACKAGED_MODELS.get(config.model.llm_model)
+    profile = profile_of(model.name if model else config.model.llm_model)
     out = {"llm": f"sha256:{model.sha256}" if model and model.sha256 else config.model.llm_model,
            "embedder": config.model.embedder_model,
-           "settings": {name: config.setting(name) for name in CONTENT_SETTINGS}}
+           "settings": {name: config.setting(name) for name in CONTENT_SETTINGS},
+           "prompts": list(CONTENT_PROMPTS),
+           "profile": {"decision_points": dict(profile.decision_points), "verify_min_p": profile.verify_min_p,
+                       "change_min_p": profile.change_min_p}}
     if whole_memory(config.method):  # the fitted pair scorer decides the Event Trajectories
         out["trajectory_scorer"] = scorer_for(embedder_name(config.model.embedder_model))[0].version
     return out

@@ -5,8 +5,10 @@ answers about the past, with a fake LLM keyed by prompt name."""
 import json
 from datetime import datetime
 
+import pytest
+
 from memsif.answer.retrieval import asks_about_the_past
-from memsif.facts.changes import KEY_MIN_COSINE, ChangeCandidate, ask_change, change_candidates
+from memsif.facts.changes import KEY_MIN_COSINE, ChangeCandidate, ask_change, change_candidates, change_threshold
 from memsif.prompts import core_change, core_extract
 from memsif.records import CoreFact, FactOp, Message, parse_schema
 from memsif.viz import FACT_COLUMNS, fact_chain, fact_rows, op_rows
@@ -198,3 +200,17 @@ def test_a_memory_built_before_facts_had_keys_is_read_as_it_was(engine_factory):
     # without a key, its statement stands for it when a newer fact's key is compared
     from memsif.facts.changes import key_text
     assert key_text(old) == old.statement and key_text(fact("F2", "x", MAY, "dogs")) == "dogs"
+
+
+@pytest.mark.parametrize(("name", "mode", "threshold"), [
+    ("Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF, packaged, llama.cpp)", "auto", None),  # measured, not trusted
+    ("Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF, packaged, llama.cpp)", "model", 0.6),
+    ("Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF, packaged, llama.cpp)", "off", None),
+    ("some-unmeasured-model", "auto", None),
+    ("some-unmeasured-model", "model", 0.5),
+])
+def test_the_change_question_is_asked_by_default_only_of_a_model_whose_changes_were_labelled_right(name, mode,
+                                                                                                   threshold):
+    llm = FakeLLM({})
+    llm.name = name
+    assert change_threshold(mode, llm) == threshold

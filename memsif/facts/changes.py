@@ -52,11 +52,14 @@ UNMEASURED_CHANGE_MIN_P = 0.5
 
 def change_threshold(mode: str, llm: LLM | None) -> float | None:
     """The P(yes) at or above which ``llm``'s answer makes a change under ``fact_change`` ``mode`` ("auto": a
-    model whose profile holds a measured ``change_min_p``; "model": any, at ``UNMEASURED_CHANGE_MIN_P`` when
-    unmeasured; "off": none), or None when the question is not asked."""
+    model whose profile ``changes_facts``, at its ``change_min_p``; "model": any, at its ``change_min_p`` or,
+    unmeasured, ``UNMEASURED_CHANGE_MIN_P``; "off": none), or None when the question is not asked."""
     if llm is None:
         return None
-    return step_threshold(mode, llm.name or "", profile_of(llm.name).change_min_p, UNMEASURED_CHANGE_MIN_P)
+    profile = profile_of(llm.name)
+    if mode == "auto" and not profile.changes_facts:
+        return None
+    return step_threshold(mode, llm.name or "", profile.change_min_p, UNMEASURED_CHANGE_MIN_P)
 
 
 def key_text(fact: CoreFact) -> str:

@@ -30,7 +30,9 @@ class ModelProfile:
         answer_check_min_p: the P(yes) that an answer context states what is asked below which its answer
             is refused as not in memory (``answer_check="auto"``), or None: not measured for the check.
         change_min_p: the P(yes) at or above which its answer to the change question (``core_change``) makes a
-            new CoreFact supersede or update an earlier one (``fact_change="auto"``), or None: not measured.
+            new CoreFact supersede or update an earlier one, fitted on labelled pairs, or None: not measured.
+        changes_facts: the changes it makes at ``change_min_p`` in whole memories were labelled right often
+            enough to be made by default (``fact_change="auto"``; "model" asks it at ``change_min_p`` anyway).
         chooses_operation: it picks Add / Update / Merge / Supersede better than always-Add
             (``fact_operation="auto"``).
         judges_sufficiency: its "facts are sufficient" verdict was measured not to lose answer F1 or
@@ -45,6 +47,7 @@ class ModelProfile:
     verify_min_p: float | None = None
     answer_check_min_p: float | None = None
     change_min_p: float | None = None
+    changes_facts: bool = False
     chooses_operation: bool = False
     judges_sufficiency: bool = False
     links_trajectories: bool = False
@@ -64,7 +67,9 @@ UNMEASURED = ModelProfile(match="")
 #: it lost 7.9 points of answer F1 on the questions it sent facts-only (``benchmarks/quality/gate_table.py``); its
 #: trajectory joins were 8–22 % precise (``benchmarks/quality/trajectory_decision.py``); a change of a person's
 #: state at mean P(yes) ≥ 0.6 of the change question (the lowest threshold at which the labelled pairs of two
-#: dev conversations are ≥ 75 % changes: 0.595 on every fold; ``benchmarks/quality/state_changes.py``).
+#: dev conversations are ≥ 75 % changes: 0.595–0.60 on each fold; ``benchmarks/quality/state_changes.py``), but
+#: not by default: in whole memories of the three dev conversations 1 of its 18 changes was right (its P(yes) on
+#: the extractor's statements lay between 0.39 and 0.65, whatever the pair).
 #: SmolLM2-135M: at chance on every judgement (segment AUC 0.55, judge-check separation 0.54).
 PROFILES: tuple[ModelProfile, ...] = (
     ModelProfile(match="Qwen2.5-Coder-1.5B-Instruct",
