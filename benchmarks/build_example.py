@@ -6,13 +6,15 @@ the page's first visit (``memsif.inspector.build.EXAMPLE_MEMORY``).
     PYTHONPATH=. python benchmarks/build_example.py [--out assets/example-memory-conv-26.json.gz]
     PYTHONPATH=. python benchmarks/build_example.py --resume assets/example-memory-conv-26.json.gz
     PYTHONPATH=. python benchmarks/build_example.py --relink assets/example-memory-conv-26.json.gz
+    PYTHONPATH=. python benchmarks/build_example.py --upgrade assets/example-memory-conv-26.json.gz
 
 Questions are the conversation's own (not adversarial), in file order: at least ``--questions``, then
 more until an ActiveFact is promoted (up to ``--max-questions``). ``--resume`` imports an export made
 by this script and only asks further questions (its build figures are kept). ``--relink`` imports one
 whose model and settings match but for the Event Trajectory pair scorer, decides its trajectories again
 (``MemSIF.relink``, what a build would now do after its structure step) and writes it back, saying so
-in its provenance; nothing else in it changes. About 17 minutes on 2
+in its provenance; nothing else in it changes. ``--upgrade`` runs ``python -m memsif upgrade``'s steps on one
+(no model call) and says what they changed in its provenance. About 17 minutes on 2
 CPU cores from scratch; prints the figures it stores.
 """
 
@@ -44,6 +46,7 @@ def main() -> None:
                         help="ask more, in file order, until an ActiveFact is promoted or this many were asked")
     parser.add_argument("--resume", help="an export made by this script: import it and only ask further questions")
     parser.add_argument("--relink", help="an export made by this script: decide its Event Trajectories again")
+    parser.add_argument("--upgrade", help="an export made by this script: run `memsif upgrade`'s steps on it")
     args = parser.parse_args()
     data_dir = args.data_dir or tempfile.mkdtemp(prefix="memsif-example-")
     eng = MemSIF(MemSIFConfig.from_env(data_dir=data_dir))
@@ -52,6 +55,9 @@ def main() -> None:
     ns = transcript.sample_id
     if args.relink:
         relink(eng, ns, args.relink, args.out)
+        return
+    if args.upgrade:
+        upgrade(eng, ns, args.upgrade, args.out)
         return
     if args.resume:
         previous = read_export(args.resume)
@@ -111,6 +117,23 @@ def relink(eng: MemSIF, ns: str, source: str, out: str) -> None:
     path = write_export(eng.export_namespace(ns, decimals=4, provenance=provenance), out)
     eng.close()
     print(result.summary())
+    print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB)")
+
+
+def upgrade(eng: MemSIF, ns: str, source: str, out: str) -> None:
+    """The example export ``source`` brought up to date by ``python -m memsif upgrade``'s steps (what a
+    person's older store gets; no model call), written to ``out`` with what changed in its provenance."""
+    previous = read_export(source)
+    if not same_content(previous.provenance, eng.config):
+        raise SystemExit(f"{source} was built with other models or settings than this engine's; build it again")
+    eng.import_namespace(previous, ns)
+    changed = {step: n for step, n in eng.upgrade(ns).items() if n}
+    provenance = {**previous.provenance, "upgraded": {
+        "on": datetime.now(UTC).strftime("%Y-%m-%d"), "steps": changed,
+        "command": "PYTHONPATH=. python benchmarks/build_example.py --upgrade " + source}}
+    path = write_export(eng.export_namespace(ns, decimals=4, provenance=provenance), out)
+    eng.close()
+    print(json.dumps(changed))
     print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB)")
 
 

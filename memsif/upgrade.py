@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from memsif import lexical
 from memsif.embed import Embedder
 from memsif.interaction.sentences import build_sentences
+from memsif.interaction.titles import QUOTE_UP_TO, quote_title
 from memsif.store import Store, StoredMessage
 
 
@@ -62,6 +65,25 @@ def rewrite_lexical_terms(store: Store, embedder: Embedder, namespace: str) -> i
     return len(stale)
 
 
+def quote_short_titles(store: Store, _embedder: Embedder, namespace: str) -> int:
+    """Title by a quote (``interaction.titles.quote_title``) every segment of at most ``QUOTE_UP_TO`` messages
+    whose model-free title is its key terms, a word list (stores made before quote titles); returns how many
+    were titled again. A model's title, or a longer segment's, is left as it is."""
+    todo = [s for s in store.segments(namespace)
+            if s.title is not None and s.title.source == "key terms" and len(s.message_ids) <= QUOTE_UP_TO]
+    if not todo:
+        return 0
+    rows = {r.message.id: r for r in store.messages(namespace)}
+    speakers = store.speakers(namespace)
+    for seg in todo:
+        said = [rows[i].message for i in seg.message_ids if i in rows]
+        if seg.title is not None:
+            seg.title = seg.title.model_copy(update={"lines": quote_title(said, speakers), "source": "quote"})
+    store.put_segments(namespace, [(seg, np.mean([rows[i].vector for i in seg.message_ids if i in rows], axis=0))
+                                   for seg in todo])
+    return len(todo)
+
+
 @dataclass(frozen=True)
 class Step:
     """One upgrade: its name, what it does to a namespace (returns how much it changed) and what to
@@ -79,6 +101,8 @@ STEPS: tuple[Step, ...] = (
          "Event Trajectory ids written into the sentences of {n} segments"),
     Step("lexical_terms", rewrite_lexical_terms,
          "lexical terms rewritten for {n} sentences (Chinese, Japanese, Thai … by characters and bigrams)"),
+    Step("quote_titles", quote_short_titles,
+         "{n} segments of one or two messages titled by a quote of what was said instead of a word list"),
 )
 
 

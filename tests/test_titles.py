@@ -156,3 +156,23 @@ def test_by_default_no_title_delays_a_fact_the_model_titles_after_every_corefact
     eng.ingest(SEGMENT, namespace="ns")
     eng.build_core_facts("ns")
     assert order == ["batch"] * order.count("batch") + ["title"] and order.count("batch") >= 2, order
+
+
+def test_upgrade_titles_a_stored_one_message_segment_by_a_quote_and_leaves_the_rest(engine_factory, monkeypatch):
+    """A store made before quote titles holds word lists for its one-message segments ("Nate: guy, ton"):
+    ``upgrade`` rewrites those, once, and keeps model titles and longer segments' key terms."""
+    from memsif.interaction import titles
+
+    eng = engine_factory(llm=FakeLLM({"segment_judge": 0.0}), embedder=SameVector(), entities=TableEntities(),
+                         segment_titles="rule", trajectory_link="rule", tau_split=0.99, tau_merge=1.0)
+    monkeypatch.setattr(titles, "QUOTE_UP_TO", 0)  # as before: key terms for every segment
+    said = [m.model_copy(update={"session_id": f"s{k}"}) for k, m in enumerate(_said(
+        ("Nate", "Hey! Guess what, the guy at the shop gave me a ton of old game cartridges for free."),
+        ("Joanna", "Woo, Friday! Such a relief."),
+    ))]
+    eng.ingest(said, namespace="ns")
+    assert all(s.title.source == "key terms" for s in eng.segments("ns"))
+    assert eng.upgrade("ns", ["quote_titles"]) == {"quote_titles": 2}
+    assert [(s.title.source, s.title.lines) for s in eng.segments("ns")] == [
+        ("quote", ['Nate: "Guess what, the guy at the shop…"']), ("quote", ['Joanna: "Woo, Friday!"'])]
+    assert eng.upgrade("ns", ["quote_titles"]) == {"quote_titles": 0}, "a second run does nothing"

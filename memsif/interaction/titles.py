@@ -145,7 +145,7 @@ def quote_title(messages: Sequence[Message], speakers: Sequence[str] = ()) -> li
     for m in messages:
         for match in _SENTENCE.finditer(m.text):
             sentence = match.group().strip()
-            said = sum(1 for w in lexical.words(sentence) if w.is_alpha and meaningful(w.text, [w], names))
+            said = sum(1 for w in lexical.words(sentence) if w.is_alpha and meaningful(w.lower, [w], names))
             if said and (best is None or said > best[0]):
                 best = (said, m.speaker, sentence)
     if best is None:
@@ -184,7 +184,12 @@ def _interjection(word: str) -> bool:
     """"oof", "sooo", "hmm", "whoa", "btw", "haha": letters repeated, no vowel, laughter or a chat
     abbreviation."""
     return (any(c * 3 in word for c in set(word)) or not set(word) & set("aeiouy") or bool(_LAUGHTER.fullmatch(word))
-            or word in {"oof", "whoa", "btw", "lol", "omg", "wanna", "gonna", "gotta", "yay", "ugh", "aww", "woo"})
+            or word in _CHAT_WORDS)
+
+
+#: Chat abbreviations and interjections that say nothing of what a segment is about.
+_CHAT_WORDS = frozenset({"oof", "whoa", "btw", "lol", "omg", "wanna", "gonna", "gotta", "yay", "ugh", "aww", "woo",
+                         "phew", "whew", "wow", "yeah", "yep", "okay", "ok"})
 
 
 def title_subjects(lines: Sequence[str]) -> set[str]:
