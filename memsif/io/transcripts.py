@@ -146,31 +146,7 @@ def load_transcripts(path: str | Path, sample: str | None = None, format: str = 
     p = Path(path)
     if format not in ("auto", *FORMATS):
         raise TranscriptError(f"unknown format {format!r}; use one of auto, {', '.join(FORMATS)}", path=str(p))
-    parsed: Any
-    bundle = is_export_bundle(p)
-    chat = zipped_chat(p) if bundle and p.is_file() else None  # WhatsApp's ZIP: its chat log
-    slack = slack_files(p) if bundle and chat is None else None  # a Slack export: its channels' day files
-    warnings: list[str] = []
-    if slack is not None:
-        parsed, raw, fmt = None, "", "slack"
-    elif bundle and chat is None:  # a ZIP or a folder: an export's conversations documents, as one
-        parsed, warnings = read_bundle(p)
-        raw, fmt = "", format if format != "auto" else _detect_json(parsed, str(p))
-    else:
-        raw, warnings = _read_text(p) if chat is None else _text_of(chat[1], f"{p}:{chat[0]}")
-        fmt, parsed = (format, None) if format != "auto" else _detect(raw, chat[0] if chat else p.name, str(p))
-    if slack is not None:
-        found = [as_transcript(c, "slack", str(p)) for c in slack_channels(slack, _json_member, str(p))]
-    elif fmt in ("locomo", "longmemeval", "chatgpt", "claude", "openai", *APP_FORMATS):
-        if parsed is None:
-            parsed = _parse_json(raw, str(p))
-        found = _LOADERS[fmt](parsed, str(p), sample, include_do_not_remember)
-    elif fmt == "jsonl":
-        found = [_load_jsonl(raw, str(p))]
-    elif fmt.startswith("chatlog"):
-        found = [_load_chat_log(raw, str(p), fmt)]
-    else:
-        found = [_load_text(raw, str(p))]
+    found, warnings = _read_samples(p, sample, format, include_do_not_remember)
     found = _unique_samples(found)
     if sample is not None:
         found = [t for t in found if t.sample_id == sample]
@@ -186,6 +162,38 @@ def load_transcripts(path: str | Path, sample: str | None = None, format: str = 
     if not any(t.messages for t in found):
         raise TranscriptError("the transcript holds no messages (no non-blank turns)", path=str(p), sample=sample)
     return found
+
+
+def _read_samples(p: Path, sample: str | None, format: str,
+                  include_do_not_remember: bool) -> tuple[list[Transcript], list[str]]:
+    """The samples of the file, ZIP or folder ``p`` in ``format`` ("auto": detected) as its loader reads
+    them, and the warnings of reading it (decoding, an export's parts).
+
+    Raises:
+        TranscriptError: as ``load_transcripts``.
+    """
+    parsed: Any
+    bundle = is_export_bundle(p)
+    chat = zipped_chat(p) if bundle and p.is_file() else None  # WhatsApp's ZIP: its chat log
+    slack = slack_files(p) if bundle and chat is None else None  # a Slack export: its channels' day files
+    warnings: list[str] = []
+    if slack is not None:
+        return [as_transcript(c, "slack", str(p)) for c in slack_channels(slack, _json_member, str(p))], warnings
+    if bundle and chat is None:  # a ZIP or a folder: an export's conversations documents, as one
+        parsed, warnings = read_bundle(p)
+        raw, fmt = "", format if format != "auto" else _detect_json(parsed, str(p))
+    else:
+        raw, warnings = _read_text(p) if chat is None else _text_of(chat[1], f"{p}:{chat[0]}")
+        fmt, parsed = (format, None) if format != "auto" else _detect(raw, chat[0] if chat else p.name, str(p))
+    if fmt in ("locomo", "longmemeval", "chatgpt", "claude", "openai", *APP_FORMATS):
+        if parsed is None:
+            parsed = _parse_json(raw, str(p))
+        return _LOADERS[fmt](parsed, str(p), sample, include_do_not_remember), warnings
+    if fmt == "jsonl":
+        return [_load_jsonl(raw, str(p))], warnings
+    if fmt.startswith("chatlog"):
+        return [_load_chat_log(raw, str(p), fmt)], warnings
+    return [_load_text(raw, str(p))], warnings
 
 
 def _json_member(data: bytes, name: str) -> Any:
