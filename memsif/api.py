@@ -23,7 +23,7 @@ from memsif.io.names import checked_namespace, readable
 from memsif.io.transcripts import HISTORY_FORMATS
 from memsif.llm import Reading, reading_reported, runtime_of
 from memsif.llm.packaged import PACKAGED_MODELS
-from memsif.locks import cancel, check_cancelled, interactive, job, queue_position, sharing, waited
+from memsif.locks import cancel, check_cancelled, held_by_jobs, interactive, job, queue_position, sharing, waited
 from memsif.records import (
     BoundaryRule,
     Evidence,
@@ -73,6 +73,7 @@ __all__ = [
     "day_text",
     "decision_threshold",
     "default_data_dir",
+    "held_by_jobs",
     "interactive",
     "is_export",
     "job",

@@ -270,6 +270,17 @@ def queue_position(name: str) -> str | None:
     return None
 
 
+def held_by_jobs() -> list[str]:
+    """What the jobs holding a shared model now are, in a progress display's words ("a CoreFact extraction",
+    "a memory build"; a chat answer's own hold is left out): a chat answer says what it waits behind."""
+    out = []
+    for lock in list(_locks):
+        holder = lock._holder
+        if holder is not None and holder.cls != INTERACTIVE:
+            out.append(KIND_NAMES.get(holder.cls, "another job"))
+    return list(dict.fromkeys(out))
+
+
 def waited(name: str) -> float:
     """Seconds job ``name`` has spent in line for the shared models so far (behind a chat answer, another
     session's job): time in which none of its work was done. A countdown of the job runs on its working

@@ -80,3 +80,38 @@ def test_the_chat_says_what_the_model_reads_before_the_answer_streams():
     assert shown[0] == ("Reading 640 tokens of memory, about 32 s on this CPU…", None)
     assert shown[-1][1].answer == "Melanie paints." and shown[-1][0] == ""
     assert all("Reading" not in text for text, _ in shown[1:])
+
+
+def test_a_chat_answer_says_first_that_it_waits_for_a_model_another_job_holds():
+    """While a CoreFact extraction holds the model, the chat's first line says so (it is let in at the
+    extraction's next step); with the model free, the first line is the reading itself."""
+    from memsif.answer.query import Answer
+    from memsif.inspector.chat import _streamed_answer
+    from memsif.locks import FairLock, job
+
+    def ask(question, namespace, on_text):
+        announce_reading(640, 20.0)
+        return Answer(question=question, answer="Melanie paints.", sufficient=False, sufficiency_prob=None,
+                      traced_back=True)
+
+    model = FairLock()
+    holding, done = threading.Event(), threading.Event()
+
+    def extraction():
+        with job("ns", "facts"), model:
+            holding.set()
+            done.wait(10)
+
+    worker = threading.Thread(target=extraction)
+    worker.start()
+    holding.wait(10)
+    try:
+        shown = list(_streamed_answer(SimpleNamespace(ask=ask), "What does Melanie do?", "ns"))
+    finally:
+        done.set()
+        worker.join(10)
+    assert shown[0][0].startswith("⏳ Waiting for the model: a CoreFact extraction is using it and lets this "
+                                  "answer in at its next step")
+    assert shown[1] == ("Reading 640 tokens of memory, about 32 s on this CPU…", None)
+    free = list(_streamed_answer(SimpleNamespace(ask=ask), "What does Melanie do?", "ns"))
+    assert free[0][0].startswith("Reading 640 tokens")

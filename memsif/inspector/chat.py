@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.api import Answer, Message, Reading, interactive, reading_reported
+from memsif.api import Answer, Message, Reading, held_by_jobs, interactive, reading_reported
 from memsif.inspector.common import (
     BuiltSource,
     ClusterViews,
@@ -47,8 +47,9 @@ def answer_sources(answer: Answer | None) -> list[str]:
 
 def _streamed_answer(eng, question: str, namespace: str) -> Iterator[tuple[str, Answer | None]]:
     """``eng.ask`` in a worker thread: yields (answer text so far, None) as pieces arrive (at most every
-    ``STREAM_EVERY_S``), then ("", the Answer). Before the first piece, each prompt the model reads is
-    said with its wait ("Reading 640 tokens of memory, about 30 s on this CPU…", ``memsif.llm.Reading``).
+    ``STREAM_EVERY_S``), then ("", the Answer). Before the first piece, a model another job holds is said
+    (``locks.held_by_jobs``: it lets the answer in at its next step), then each prompt the model reads with
+    its wait ("Reading 640 tokens of memory, about 30 s on this CPU…", ``memsif.llm.Reading``).
     Engine errors are raised here."""
     pieces: queue.Queue = queue.Queue()
     box: dict = {}
@@ -62,7 +63,11 @@ def _streamed_answer(eng, question: str, namespace: str) -> Iterator[tuple[str, 
         finally:
             pieces.put(None)
 
+    busy = held_by_jobs()  # the wait before the answer's own reading, said first
     threading.Thread(target=work, daemon=True).start()
+    if busy:
+        yield (f"⏳ Waiting for the model: {' and '.join(busy)} is using it and lets this answer in at its next "
+               "step (a token, or a 64-token piece of its prompt)…"), None
     text, last = "", 0.0
     while (piece := pieces.get()) is not None:
         if isinstance(piece, Reading):
