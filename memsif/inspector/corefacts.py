@@ -64,7 +64,7 @@ def layout() -> SimpleNamespace:
         ui.subject_filter = gr.Textbox(label="Subject")
     ui.facts = gr.Dataframe(headers=FACT_COLUMNS, label="CoreFacts by type and subject (select one for its sources)",
                             wrap=True, elem_id="corefacts-table", max_height=400,
-                            column_widths=["5%", "8%", "9%", "38%", "10%", "9%", "9%", "12%"])
+                            column_widths=["5%", "7%", "9%", "34%", "15%", "9%", "8%", "13%"])
     ui.sources = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages of the selected fact", wrap=True)
     with gr.Group(elem_id="fact-correction"):
         gr.Markdown(CORRECTION_HELP)
