@@ -124,7 +124,8 @@ PUBLIC = {
     "NamespaceExport", "check_export", "checked_namespace", "readable", "is_export", "read_export", "same_content",
     "write_export",
     "PACKAGED_MODELS", "Reading", "reading_reported", "runtime_of",
-    "job", "interactive", "cancel", "check_cancelled", "queue_position", "sharing", "waited", "Workload", "workload",
+    "job", "interactive", "cancel", "check_cancelled", "queue_position", "sharing", "waited", "held_by_jobs",
+    "Workload", "workload",
 }
 #: Beside the engine's public names the inspector may import its own modules and its neighbours in the top
 #: layer: the views (viz), the evaluation harness (Evaluate tab) and the text escaping the views share.
