@@ -317,6 +317,6 @@ class MemSIFSystem:
                         lambda r: {"sufficient": r.sufficient, "sufficiency_prob": r.sufficiency_prob,
                                    "traced_back": r.traced_back, "gate_rule": r.gate_rule, "errors": r.errors,
                                    "aggregation": r.aggregation, "paths": context_paths(r),
-                                   "fact_ids": [f.id for f in r.facts_used],
+                                   "fact_ids": [f.id for f in r.facts_used], "context": r.context,
                                    "first_token_s": r.first_token_seconds,
                                    "active_facts_changed": r.active_facts_changed})
