@@ -56,7 +56,10 @@ def test_insufficient_facts_trace_back_and_feed_the_activefact_clusters(engine_f
     assert not first.sufficient and first.traced_back
     sources = [e.source_message_ids[0] for e in first.evidence_used]
     assert "D1:2" in sources or "D1:3" in sources
-    assert "Conversation excerpts (oldest first):" in llm.calls["answer"][0].text
+    prompt = llm.calls["answer"][0].text
+    assert "Conversation excerpts (oldest first):" in prompt
+    if first.facts_used:  # the facts come after the excerpts, nearest the question
+        assert prompt.index("Conversation excerpts") < prompt.index("Facts:") < prompt.index("Question:")
     clusters = engine.clusters("t")
     assert clusters and all(c.subject == "melanie" for c in clusters)
     assert engine.active_facts("t") == [] or all(c.score_qry >= 0.45 for c in clusters if c.active_fact_id)
@@ -151,3 +154,22 @@ def test_the_answer_check_is_not_asked_of_an_unmeasured_model_by_default_and_a_f
     result = engine.ask("What does Melanie love?", namespace="t")
     assert result.answer == "Pottery." and "answer check failed" in result.answer_check_rule
     assert any(e.startswith("answer check: LLMError") for e in result.errors)
+
+
+def test_the_answer_context_puts_the_facts_last_nearest_the_question():
+    """The evidence under its day headers first, then the facts best first: the small model follows what it
+    read last (``answer.context.render_context``)."""
+    from datetime import datetime
+
+    from memsif.answer.context import render_context
+    from memsif.records import Evidence
+
+    evidence = [Evidence(subject="Nate", statement="I dyed my hair last week.", time=datetime(2022, 4, 15),
+                         source_message_ids=["D1:1"], score=1.0)]
+    context = render_context(["- Nate: Nate dyed his hair purple (the week before 15 April 2022)."], evidence)
+    assert context.splitlines() == [
+        "Conversation excerpts (oldest first):", "15 April 2022:",
+        "- Nate: I dyed my hair last week [the week before 15 April 2022].",
+        "Facts:", "- Nate: Nate dyed his hair purple (the week before 15 April 2022)."]
+    assert render_context(["- Nate: x"], []) == "Facts:\n- Nate: x"
+    assert render_context([], evidence).startswith("Conversation excerpts")

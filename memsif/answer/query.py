@@ -29,7 +29,7 @@ from memsif.answer.check import (
     refusal,
     unsupported_mentions,
 )
-from memsif.answer.context import fit_lines, render_context
+from memsif.answer.context import FACTS, fit_lines, render_context
 from memsif.answer.gate import GateVerdict, SufficiencyGate
 from memsif.answer.relevance import Said, judge
 from memsif.answer.retrieval import EvidenceRetriever, asks_about_the_past, named_speakers
@@ -237,7 +237,7 @@ class QueryPipeline:
             facts = self.retriever.retrieve_facts(namespace, qv, named if result.aggregation else (), result.history)
         budget = self.config.answer.context_tokens
         floor = round(self.config.answer.flat_share * budget)  # the facts never take its room
-        room = budget - floor - (self.llm.count_tokens("Facts:") + 1 if facts else 0)
+        room = budget - floor - (self.llm.count_tokens(FACTS) + 1 if facts else 0)
         fact_lines, used_facts, left = fit_lines(facts, lambda f: f"- {f.subject}: {_fact_text(f)}", room,
                                                  self.llm.count_tokens)
         left += floor

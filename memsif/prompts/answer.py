@@ -7,7 +7,7 @@ from memsif.prompts import Prompt
 NAME = "answer"
 #: The answer is one line: generation stops at the first line break (the token cap stays 512, App. D).
 STOP = ("\n",)
-VERSION = "answer/1"
+VERSION = "answer/2"  # the facts after the excerpts, nearest the question (answer.context)
 SYSTEM = ("You answer questions about a long conversation using only the memory given. Answer briefly, "
           "in a few words or one sentence. Use absolute dates.")
 
