@@ -4,8 +4,10 @@ Reads an evaluation run's ``questions.jsonl`` (MemSIF rows keep their answer con
 splits each context into its fact lines (ranked, best first) and its excerpt lines (under their day
 headers). A line **holds the gold** when it contains at least two thirds of the gold answer's words (LoCoMo's
 normalisation, ``memsif.eval.metrics.normalize_answer``); the answer **ignores** such a line when it repeats
-fewer than half of the gold words the line holds. Each ignoring answer is also sorted by what it gave
-instead: the date of a day header of the context, a date or words of another fact, a refusal, or other.
+fewer than two thirds of the gold words the line holds. Each ignoring answer is also sorted by what it gave
+instead: a refusal, the line's own date without its qualifier ("15 April 2022" for "the week before 15
+April 2022"), a date that a day header of the context gives (and no other fact), a date that another
+fact gives (and no day header), a date both give, words of another fact, or other.
 
 Reported per run, with Wilson 95 % intervals: of the questions whose best (first) fact holds the gold, the
 share whose answer ignores it; the same for any fact and for an excerpt line when no fact holds the gold;
@@ -32,8 +34,9 @@ from memsif.eval.metrics import normalize_answer, wilson
 
 #: A line holds the gold when it has at least this share of the gold answer's words.
 HOLDS = 2 / 3
-#: An answer follows a line when it repeats at least this share of the gold words the line holds.
-FOLLOWS = 0.5
+#: An answer follows a line when it repeats at least this share of the gold words the line holds ("15 April
+#: 2022" for "the week before 15 April 2022" repeats 3 of 5: it does not).
+FOLLOWS = 2 / 3
 _DAY_HEADER = re.compile(r"^\d{1,2} [A-Z][a-z]+ \d{4}:$")
 _DATE = re.compile(r"\b\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|November|"
                    r"December) \d{4}\b|\b(?:19|20)\d{2}\b")
@@ -85,13 +88,18 @@ def instead(answer: str, ctx: Context, line: str) -> str:
     """What an answer that ignores ``line`` gave instead."""
     if _REFUSAL.search(answer):
         return "a refusal"
-    dates = set(_DATE.findall(answer))
-    if dates and dates & {d for h in ctx.headers for d in _DATE.findall(h)} - set(_DATE.findall(line)):
-        return "a day header's date"
     others = [f for f in ctx.facts if f != line]
-    if any(dates & set(_DATE.findall(f)) for f in others) or any(
-            len(words(answer) & words(f) - words(line)) >= 2 for f in others):
-        return "another fact"
+    given = {d for d in _DATE.findall(answer) if not d.isdigit()}  # full dates ("15 April 2022")
+    if given and given <= set(_DATE.findall(line)):
+        return "the line's date without its qualifier"  # "15 April 2022" for "the week before 15 April 2022"
+    dates = set(_DATE.findall(answer)) - set(_DATE.findall(line))
+    in_headers = bool(dates & {d for h in ctx.headers for d in _DATE.findall(h)})
+    in_facts = bool(dates & {d for f in others for d in _DATE.findall(f)})
+    if in_headers or in_facts:
+        return ("a date both a day header and another fact give" if in_headers and in_facts
+                else "a day header's date" if in_headers else "another fact's date")
+    if any(len(words(answer) & words(f) - words(line)) >= 2 for f in others):
+        return "another fact's words"
     return "other"
 
 
@@ -146,16 +154,10 @@ def summary(items: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"questions": len(items), **scores(items)}
     for kind in ("best_fact_holds", "fact_holds", "excerpt_holds"):
         group = [i for i in items if i[kind]]
-        ignored = [i for i in group if not follows_line(i, kind)]
+        ignored = [i for i in group if not i["follows"]]
         out[kind] = {"ignored": _share(len(ignored), len(group)), **scores(group),
                      "instead": dict(Counter(i["instead"] or "?" for i in ignored))}
     return out
-
-
-def follows_line(item: dict[str, Any], kind: str) -> bool:
-    if kind == "fact_holds" and not item["best_fact_holds"]:
-        return bool(item["follows"])
-    return bool(item["follows"])
 
 
 def paired(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[str, Any]:
