@@ -12,7 +12,7 @@ fact gives (and no day header), a date both give, words of another fact, or othe
 Reported per run, with Wilson 95 % intervals: of the questions whose best (first) fact holds the gold, the
 share whose answer ignores it; the same for any fact and for an excerpt line when no fact holds the gold;
 and token F1 / judge accuracy on those questions. Two runs of the same questions are compared question by
-question (``--before``/``--after``): how many answers that ignored the line now follow it, and back.
+question (the run and ``--after``): how many answers that ignored the line now follow it, and back.
 
     PYTHONPATH=. python benchmarks/quality/best_fact.py RUN/questions.jsonl [--after RUN2/questions.jsonl]
         [--label memsif@600] [--out result.json] [--show 10]
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memsif.answer.context import FACTS
 from memsif.answer.retrieval import EXCERPTS
 from memsif.eval.metrics import normalize_answer, wilson
 
@@ -55,7 +56,7 @@ class Context:
     def parse(cls, text: str) -> Context:
         ctx, part = cls(), ""
         for line in text.splitlines():
-            if line == "Facts:":
+            if line == FACTS:
                 part = "facts"
             elif line == EXCERPTS:
                 part = "excerpts"
