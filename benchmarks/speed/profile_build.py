@@ -1,146 +1,237 @@
-"""Profile of memory construction with the default models: where the seconds of a
-Structured Interaction Memory build and of CoreFact extraction batches go.
+"""Where a full memory build's seconds go: one LoCoMo conversation ingested from its transcript with the
+default settings in a fresh process and data folder (Structured Interaction Memory, CoreFacts, the model's
+segment titles), every llama.cpp call timed by the prompt that made it, its prompt reading (tokens not in
+the key/value cache) apart from the rest (generation), and every CoreFact extraction batch with what it
+kept.
 
-Structured Interaction Memory (the first ``--messages`` of conv-26): embedding, key entities, judge
-calls (the LLM's forward passes), and everything else (φ, profiles, store writes, sentence index).
-CoreFact extraction (``--batches`` batches): per batch the prompt tokens and generated tokens, the
-model's forward passes split into the prompt's (prefill) and the per-token ones (decode), the JSON
-schema mask (lm-format-enforcer's logits processor), and the rest of ``generate`` and of the step
-(tokenising, the grounding gate, consolidation, store writes). Prints a markdown table.
+Stages: segment judge, trajectory judge, titles, extraction reading, extraction writing, verification,
+changes (``core_change`` / ``core_operation``), and the model-free rest (embedding, key entities, φ, the
+grounding gate, store writes). Batch kinds: a batch that kept a CoreFact, one whose candidates were all
+refused, one with no candidate. Writes ``profile.json`` and ``lscpu.txt`` to ``--out`` and prints the two
+tables as markdown.
 
-    python benchmarks/speed/profile_build.py [--messages 419] [--batches 4]
+    PYTHONPATH=. python benchmarks/speed/profile_build.py --data ../shared/data/locomo/locomo_dev.json \
+        --sample conv-26 --out runs/profile-conv-26
+
+Run it on an idle machine: its seconds are the host's (``lscpu.txt``); compare two builds as ratios
+measured on the same host.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import json
+import subprocess
 import tempfile
+import threading
 import time
-from collections import defaultdict
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
-from memsif.io import load_transcripts
+from memsif.eval.data import load_locomo
+from memsif.facts import core
+from memsif.llm.llamacpp_backend import LlamaCppLLM
+from memsif.records import FactOp, Message
 
-ROOT = Path(__file__).resolve().parents[2]
-SECONDS: dict[str, float] = defaultdict(float)
-COUNTS: dict[str, int] = defaultdict(int)
+#: seconds, tokens and calls per prompt kind, and per extraction batch (its key) per prompt kind
+BY_KIND: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+BY_BATCH: dict[str, dict[str, collections.Counter[str]]] = collections.defaultdict(
+    lambda: collections.defaultdict(collections.Counter))
+_CALL = threading.local()
+BATCH_OF: dict[str, str] = {}  # message id -> the key of the extraction batch that read it
+KEPT = {FactOp.ADD.value, FactOp.UPDATE.value, FactOp.MERGE.value, FactOp.SUPERSEDE.value}
+STAGES = (("segment judge", ("segment_judge",)), ("trajectory judge", ("trajectory_judge", "trajectory_choice")),
+          ("titles", ("segment_title",)), ("extraction reading", ("core_extract:read",)),
+          ("extraction writing", ("core_extract:write",)),
+          ("second pass", ("core_extract+again:read", "core_extract+again:write")),
+          ("verification", ("fact_verify",)), ("changes", ("core_change", "core_operation")))
 
 
-def timed(obj, name: str, label: str) -> None:
-    """Replace ``obj.name`` by a wrapper adding its wall time to SECONDS[label]."""
-    inner = getattr(obj, name)
+def _kind(prompt: Any) -> str:
+    first = prompt[0] if isinstance(prompt, list) else prompt
+    return first.name + ("+again" if "again" in (first.version or "") else "")
 
-    def wrapper(*args, **kwargs):
+
+def _count(field: str, value: float) -> None:
+    kind = getattr(_CALL, "kind", "other")
+    BY_KIND[kind][field] += value
+    if (batch := getattr(_CALL, "batch", None)) is not None:
+        BY_BATCH[batch][kind][field] += value
+
+
+def _timed_prefill(original: Callable[..., None]) -> Callable[..., None]:
+    def prefill(self: LlamaCppLLM, llm: Any, tokens: list[int]) -> None:
+        cached = 0
+        for a, b in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
+            if a != b:
+                break
+            cached += 1
+        start = time.perf_counter()
+        original(self, llm, tokens)
+        _count("read_s", time.perf_counter() - start)
+        _count("read_tokens", len(tokens) - min(cached, len(tokens) - 1))
+        _count("prompt_tokens", len(tokens))
+    return prefill
+
+
+def _timed_call(original: Callable[..., Any]) -> Callable[..., Any]:
+    def call(self: LlamaCppLLM, prompt: Any, *args: Any, **kwargs: Any) -> Any:
+        _CALL.kind = _kind(prompt)
         start = time.perf_counter()
         try:
-            return inner(*args, **kwargs)
+            result = original(self, prompt, *args, **kwargs)
         finally:
-            SECONDS[label] += time.perf_counter() - start
-            COUNTS[label] += 1
-    setattr(obj, name, wrapper)
+            _count("s", time.perf_counter() - start)
+            _count("calls", 1)
+        _count("generated_tokens", getattr(result, "tokens_out", 0))
+        _CALL.kind = "other"
+        return result
+    return call
 
 
-@contextmanager
-def stage(label: str):
-    start = time.perf_counter()
-    yield
-    SECONDS[label] += time.perf_counter() - start
+def _batch_key(messages: Sequence[Message]) -> str:
+    return f"{messages[0].id}…{messages[-1].id} ({len(messages)})"
+
+
+def _install() -> None:
+    """Wrap the back-end's calls and the CoreFact steps so each call is counted under its prompt kind and
+    the extraction batch it served."""
+    LlamaCppLLM._prefill = _timed_prefill(LlamaCppLLM._prefill)  # type: ignore[method-assign]
+    for name in ("generate", "yes_probability", "choice_probabilities"):
+        setattr(LlamaCppLLM, name, _timed_call(getattr(LlamaCppLLM, name)))
+    extract_many, consolidate = core.FactExtractor.extract_many, core.FactConsolidator.consolidate
+
+    def profiled_extract_many(self: Any, namespace: str, batches: Sequence[Sequence[Message]], *args: Any,
+                              **kwargs: Any) -> Any:
+        keys = [_batch_key(b) for b in batches]
+        BATCH_OF.update((m.id, key) for b, key in zip(batches, keys, strict=True) for m in b)
+        generate_many = core.generate_many
+
+        def one_at_a_time(llm: Any, prompts: Sequence[Any], **kw: Any) -> list[Any]:
+            out = []
+            for key, prompt in zip(keys, prompts, strict=True):
+                _CALL.batch = key
+                out.extend(generate_many(llm, [prompt], **kw))
+            _CALL.batch = None
+            return out
+        core.generate_many = one_at_a_time  # type: ignore[assignment]
+        try:
+            return extract_many(self, namespace, batches, *args, **kwargs)
+        finally:
+            core.generate_many = generate_many
+
+    def profiled_consolidate(self: Any, state: Any, cand: Any) -> Any:
+        _CALL.batch = BATCH_OF.get(next(iter(cand.fact.source_message_ids), ""))
+        start = time.perf_counter()
+        try:
+            return consolidate(self, state, cand)
+        finally:
+            if _CALL.batch is not None:
+                BY_BATCH[_CALL.batch]["consolidation"]["s"] += time.perf_counter() - start
+            _CALL.batch = None
+    core.FactExtractor.extract_many = profiled_extract_many  # type: ignore[method-assign]
+    core.FactConsolidator.consolidate = profiled_consolidate  # type: ignore[method-assign]
+
+
+def _split(kinds: dict[str, collections.Counter[str]]) -> dict[str, dict[str, float]]:
+    """Extraction calls split into reading (prefill) and writing (the rest of the call)."""
+    out: dict[str, dict[str, float]] = {}
+    for kind, c in kinds.items():
+        if kind.startswith("core_extract"):
+            out[f"{kind}:read"] = {"s": c["read_s"], "tokens": c["read_tokens"], "calls": c["calls"]}
+            out[f"{kind}:write"] = {"s": c["s"] - c["read_s"], "tokens": c["generated_tokens"], "calls": c["calls"]}
+        else:
+            out[kind] = {"s": c["s"], "tokens": c["read_tokens"], "calls": c["calls"]}
+    return out
+
+
+def stage_rows(total_s: float) -> list[dict[str, Any]]:
+    """One row per stage: seconds, share of the build, calls, tokens read (written, for extraction writing)."""
+    split = _split(BY_KIND)
+    rows = []
+    for stage, kinds in STAGES:
+        parts = [split[k] for k in kinds if k in split]
+        rows.append({"stage": stage, "s": sum(p["s"] for p in parts), "calls": max((p["calls"] for p in parts),
+                     default=0), "tokens": sum(p["tokens"] for p in parts)})
+    model_s = sum(r["s"] for r in rows) + sum(v["s"] for k, v in split.items()
+                                              if not any(k in kinds for _, kinds in STAGES))
+    rows.append({"stage": "model-free rest", "s": total_s - model_s, "calls": 0, "tokens": 0})
+    for row in rows:
+        row["share"] = row["s"] / total_s if total_s else 0.0
+    return rows
+
+
+def batch_rows(ops: Sequence[Any]) -> list[dict[str, Any]]:
+    """One row per batch kind: batches, messages, candidates, kept, and the seconds of their extraction
+    (reading, writing) and of their consolidation (verification, changes, the rest)."""
+    outcome: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for op in ops:
+        if op.batch:
+            outcome[op.batch][op.op.value] += 1
+    kinds: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for key, calls in BY_BATCH.items():
+        done = outcome.get(key, collections.Counter())
+        kept = sum(done[o] for o in KEPT)
+        candidates = kept + done[FactOp.REJECT.value]
+        kind = "kept a CoreFact" if kept else ("all candidates refused" if done[FactOp.REJECT.value] else
+                                               "no candidate")
+        row = kinds[kind]
+        row["batches"] += 1
+        row["messages"] += int(key.rsplit("(", 1)[1].rstrip(")"))
+        row["candidates"] += candidates
+        row["kept"] += kept
+        for name, c in calls.items():
+            if name.startswith("core_extract"):
+                row["reading_s"] += c["read_s"]
+                row["writing_s"] += c["s"] - c["read_s"]
+                row["written_tokens"] += c["generated_tokens"]
+            else:
+                row["consolidation_s"] += c["s"]  # consolidation's own seconds include its model calls
+    return [{"kind": kind, **{k: round(v, 1) for k, v in c.items()}} for kind, c in sorted(kinds.items())]
+
+
+def _markdown(stages: list[dict[str, Any]], batches: list[dict[str, Any]], total_s: float) -> str:
+    lines = [f"Build: {total_s:.0f} s", "", "| stage | seconds | share | calls | tokens |", "|---|---|---|---|---|"]
+    lines += [f"| {r['stage']} | {r['s']:.0f} | {100 * r['share']:.0f} % | {r['calls']} | {r['tokens']:.0f} |"
+              for r in stages]
+    lines += ["", "| batch kind | batches | messages | candidates | kept | reading s | writing s | written tokens "
+              "| consolidation s |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['kind']} | {r.get('batches', 0):.0f} | {r.get('messages', 0):.0f} | {r.get('candidates', 0):.0f} "
+              f"| {r.get('kept', 0):.0f} | {r.get('reading_s', 0):.0f} | {r.get('writing_s', 0):.0f} "
+              f"| {r.get('written_tokens', 0):.0f} | {r.get('consolidation_s', 0):.0f} |" for r in batches]
+    return "\n".join(lines)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--messages", type=int, default=419)
-    ap.add_argument("--batches", type=int, default=8)
-    args = ap.parse_args()
-    transcript = load_transcripts(ROOT / "assets" / "locomo-conv-26.json")[0]
-    with tempfile.TemporaryDirectory() as data_dir:
-        engine = MemSIF(MemSIFConfig.from_env(data_dir=data_dir))
-        load = time.perf_counter()
-        engine.load_models()
-        print(f"model load {time.perf_counter() - load:.1f} s; LLM {engine.llm.name}, "
-              f"dtype {next(engine.llm._model.parameters()).dtype}")
-        llm, model = engine.llm, engine.llm._model
-        timed(engine.embedder, "embed_documents", "embedding")
-        timed(engine.entity_extractor, "extract", "key entities (spaCy)")
-        timed(llm, "yes_probability", "judge calls (forward passes)")
-
-        with stage("SIM build, total"):
-            report = engine.ingest(transcript.messages[:args.messages], namespace="p", core_facts=False)
-        sim = dict(SECONDS)
-        sim_counts = dict(COUNTS)
-        SECONDS.clear()
-        COUNTS.clear()
-
-        # CoreFact extraction: time forward passes (prefill = first call of a generation) and the mask
-        forward_calls: list[tuple[int, float]] = []
-        state = {"start": 0.0}
-        model.register_forward_pre_hook(lambda m, a, kw: state.update(start=time.perf_counter()), with_kwargs=True)
-
-        def after(module, a, kw, out):
-            ids = kw.get("input_ids") if kw.get("input_ids") is not None else (a[0] if a else None)
-            forward_calls.append((int(ids.shape[1]) if ids is not None else 0, time.perf_counter() - state["start"]))
-        model.register_forward_hook(after, with_kwargs=True)
-        from memsif.llm import structured
-        original = structured.JsonSchemaLogits.processor
-
-        def processor(self, schema, prompt_length):
-            proc = original(self, schema, prompt_length)
-
-            def call(input_ids, scores):
-                start = time.perf_counter()
-                try:
-                    return proc(input_ids, scores)
-                finally:
-                    SECONDS["JSON schema mask (lm-format-enforcer)"] += time.perf_counter() - start
-                    COUNTS["JSON schema mask (lm-format-enforcer)"] += 1
-            return call
-        structured.JsonSchemaLogits.processor = processor
-        timed(llm, "generate", "generate, total")
-        timed(llm, "generate_batch", "generate, total")
-        batches_messages = engine.config.fact_batch_messages * args.batches
-        # extract over the first batches only: a memory of just those messages
-        engine.delete_namespace("f")
-        engine.ingest(transcript.messages[:batches_messages], namespace="f", core_facts=False)
-        SECONDS.clear()
-        COUNTS.clear()
-        forward_calls.clear()
-        with stage("CoreFact extraction, total"):
-            facts = engine.build_core_facts("f")
-        engine.close()
-
-    prefill = [t for n, t in forward_calls if n > 1]
-    decode = [t for n, t in forward_calls if n <= 1]
-    prompt_tokens = [n for n, _ in forward_calls if n > 1]
-    print(f"\nStructured Interaction Memory, {report.messages} messages → {report.segments} segments, "
-          f"{report.trajectories} trajectories\n")
-    print("| part | seconds | share | calls |\n|---|---|---|---|")
-    total = sim["SIM build, total"]
-    parts = {k: v for k, v in sim.items() if k != "SIM build, total"}
-    for k, v in parts.items():
-        print(f"| {k} | {v:.1f} | {v / total:.0%} | {sim_counts.get(k, '')} |")
-    rest = total - sum(parts.values())
-    print(f"| the rest (φ, profiles, sentence index, store) | {rest:.1f} | {rest / total:.0%} | |")
-    print(f"| **total** | **{total:.1f}** | | |")
-    total = SECONDS["CoreFact extraction, total"]
-    gen = SECONDS["generate, total"]
-    mask = SECONDS["JSON schema mask (lm-format-enforcer)"]
-    n = facts.fact_llm_calls or 1
-    print(f"\nCoreFact extraction, {n} batches, fact_parallel {engine.config.fact_parallel} "
-          f"({facts.fact_ops}); {len(prefill)} prompt forwards of {sum(prompt_tokens) / max(len(prefill), 1):.0f} "
-          f"tokens, {len(decode)} decode steps\n")
-    print("| part | seconds | share | per batch | per decode step |\n|---|---|---|---|---|")
-    rows = [("prompt forward (prefill; also the operation choices)", sum(prefill)),
-            ("per-token forward (decode)", sum(decode)),
-            ("JSON schema mask (lm-format-enforcer)", mask),
-            ("rest of generate (sampling, stopping, Python)", gen - sum(prefill) - sum(decode) - mask),
-            ("outside generate (prompt, gate, consolidation, store)", total - gen)]
-    for label, v in rows:
-        print(f"| {label} | {v:.1f} | {v / total:.0%} | {v / n:.2f} | "
-              f"{1000 * v / max(len(decode), 1):.0f} ms |")
-    print(f"| **total** | **{total:.1f}** | | {total / n:.2f} | |")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True, help="a LoCoMo JSON file")
+    parser.add_argument("--sample", required=True, help="its conversation, e.g. conv-26")
+    parser.add_argument("--out", required=True, help="a folder for profile.json and lscpu.txt")
+    parser.add_argument("--messages", type=int, default=0, help="only the first N messages (default: all)")
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "lscpu.txt").write_text(subprocess.run(["lscpu"], capture_output=True, text=True).stdout)
+    messages = load_locomo(args.data, [args.sample])[0].messages
+    messages = messages[:args.messages] if args.messages else messages
+    _install()
+    eng = MemSIF(MemSIFConfig.from_env(data_dir=tempfile.mkdtemp(prefix="memsif-profile-")))
+    eng.load_models()
+    start = time.perf_counter()
+    report = eng.ingest(messages, namespace="profile")
+    total = time.perf_counter() - start
+    stages, batches = stage_rows(total), batch_rows(eng.store.fact_ops("profile"))
+    result = {"sample": args.sample, "messages": len(messages), "seconds": round(total, 1),
+              "core_facts": len(eng.facts("profile")), "seconds_by_stage": report.seconds_by_stage,
+              "stages": stages, "batch_kinds": batches,
+              "by_prompt": {k: {n: round(v, 2) for n, v in c.items()} for k, c in BY_KIND.items()},
+              "measured": time.strftime("%Y-%m-%d %H:%M"), "llm": eng.llm.name}
+    (out / "profile.json").write_text(json.dumps(result, indent=1, default=str))
+    print(_markdown(stages, batches, total))
 
 
 if __name__ == "__main__":
