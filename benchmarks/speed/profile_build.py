@@ -165,25 +165,21 @@ def stage_rows(total_s: float) -> list[dict[str, Any]]:
     return rows
 
 
-def batch_rows(ops: Sequence[Any]) -> list[dict[str, Any]]:
-    """One row per batch kind: batches, messages, candidates, kept, and the seconds of their extraction
-    (reading, writing) and of their consolidation (verification, changes, the rest)."""
+def per_batch(ops: Sequence[Any]) -> list[dict[str, Any]]:
+    """One row per extraction batch: its key, kind, messages, candidates, kept, and the seconds of its
+    extraction (reading, writing) and of its consolidation (verification, changes, the rest)."""
     outcome: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for op in ops:
         if op.batch:
             outcome[op.batch][op.op.value] += 1
-    kinds: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    rows = []
     for key, calls in BY_BATCH.items():
         done = outcome.get(key, collections.Counter())
         kept = sum(done[o] for o in KEPT)
-        candidates = kept + done[FactOp.REJECT.value]
-        kind = "kept a CoreFact" if kept else ("all candidates refused" if done[FactOp.REJECT.value] else
-                                               "no candidate")
-        row = kinds[kind]
-        row["batches"] += 1
-        row["messages"] += int(key.rsplit("(", 1)[1].rstrip(")"))
-        row["candidates"] += candidates
-        row["kept"] += kept
+        row: dict[str, Any] = {"batch": key, "kind": "kept a CoreFact" if kept else (
+            "all candidates refused" if done[FactOp.REJECT.value] else "no candidate"),
+            "messages": int(key.rsplit("(", 1)[1].rstrip(")")), "candidates": kept + done[FactOp.REJECT.value],
+            "kept": kept, "reading_s": 0.0, "writing_s": 0.0, "written_tokens": 0, "consolidation_s": 0.0}
         for name, c in calls.items():
             if name.startswith("core_extract"):
                 row["reading_s"] += c["read_s"]
@@ -191,6 +187,16 @@ def batch_rows(ops: Sequence[Any]) -> list[dict[str, Any]]:
                 row["written_tokens"] += c["generated_tokens"]
             else:
                 row["consolidation_s"] += c["s"]  # consolidation's own seconds include its model calls
+        rows.append(row)
+    return rows
+
+
+def batch_rows(batches: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``per_batch``'s rows summed per batch kind, with the number of batches."""
+    kinds: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for row in batches:
+        kinds[row["kind"]]["batches"] += 1
+        kinds[row["kind"]].update({k: v for k, v in row.items() if k not in ("batch", "kind")})
     return [{"kind": kind, **{k: round(v, 1) for k, v in c.items()}} for kind, c in sorted(kinds.items())]
 
 
@@ -224,10 +230,11 @@ def main() -> None:
     start = time.perf_counter()
     report = eng.ingest(messages, namespace="profile")
     total = time.perf_counter() - start
-    stages, batches = stage_rows(total), batch_rows(eng.store.fact_ops("profile"))
+    each = per_batch(eng.store.fact_ops("profile"))
+    stages, batches = stage_rows(total), batch_rows(each)
     result = {"sample": args.sample, "messages": len(messages), "seconds": round(total, 1),
               "core_facts": len(eng.facts("profile")), "seconds_by_stage": report.seconds_by_stage,
-              "stages": stages, "batch_kinds": batches,
+              "stages": stages, "batch_kinds": batches, "batches": each,
               "by_prompt": {k: {n: round(v, 2) for n, v in c.items()} for k, c in BY_KIND.items()},
               "measured": time.strftime("%Y-%m-%d %H:%M"), "llm": eng.llm.name}
     (out / "profile.json").write_text(json.dumps(result, indent=1, default=str))
