@@ -11,60 +11,22 @@ Run it on an idle machine and keep ``lscpu`` beside the result.
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import tempfile
-import threading
 import time
-from collections.abc import Callable
-from typing import Any
 
+from benchmarks.speed.profile_build import BY_KIND, install
 from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.inspector.common import EXAMPLE_MEMORY
-from memsif.llm.llamacpp_backend import LlamaCppLLM
 from memsif.transfer import read_export
-
-STATS: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-_CALL = threading.local()
-
-
-def _timed_prefill(original: Callable[..., None]) -> Callable[..., None]:
-    def prefill(self: LlamaCppLLM, llm: Any, tokens: list[int]) -> None:
-        cached = 0
-        for a, b in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
-            if a != b:
-                break
-            cached += 1
-        start = time.perf_counter()
-        original(self, llm, tokens)
-        stats = STATS[getattr(_CALL, "kind", "other")]
-        stats["read_s"] += time.perf_counter() - start
-        stats["read_tokens"] += len(tokens) - min(cached, len(tokens) - 1)
-        stats["prompt_tokens"] += len(tokens)
-    return prefill
-
-
-def _timed_call(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
-    def call(self: LlamaCppLLM, prompt: Any, *args: Any, **kwargs: Any) -> Any:
-        first = prompt[0] if isinstance(prompt, list) else prompt
-        _CALL.kind = kind = f"{name} {first.name}"
-        start = time.perf_counter()
-        result = original(self, prompt, *args, **kwargs)
-        STATS[kind]["s"] += time.perf_counter() - start
-        STATS[kind]["calls"] += 1
-        STATS[kind]["generated_tokens"] += getattr(result, "tokens_out", 0)
-        return result
-    return call
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    LlamaCppLLM._prefill = _timed_prefill(LlamaCppLLM._prefill)  # type: ignore[method-assign]
-    for name in ("generate", "yes_probability", "choice_probabilities"):
-        setattr(LlamaCppLLM, name, _timed_call(name, getattr(LlamaCppLLM, name)))
+    install()  # every llama.cpp call timed by its prompt kind, as profile_build.py times a whole build
     example = read_export(EXAMPLE_MEMORY)
     unread = [s.model_copy(update={"facts_extracted_upto": 0}) for s in example.segments]
     example = example.model_copy(update={"facts": [], "fact_ops": [], "clusters": [], "active_facts": [],
@@ -76,7 +38,7 @@ def main() -> None:
     eng.build_core_facts(namespace)
     total = time.perf_counter() - start
     result = {"messages": len(example.messages), "seconds": round(total, 1), "facts": len(eng.facts(namespace)),
-              "by_kind": {k: {n: round(v, 1) for n, v in c.items()} for k, c in STATS.items()}}
+              "by_kind": {k: {n: round(v, 1) for n, v in c.items()} for k, c in BY_KIND.items()}}
     print(json.dumps(result, indent=1))
     with open(args.out, "w") as out:
         json.dump(result, out, indent=1)

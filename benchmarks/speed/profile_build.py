@@ -97,7 +97,7 @@ def _batch_key(messages: Sequence[Message]) -> str:
     return f"{messages[0].id}…{messages[-1].id} ({len(messages)})"
 
 
-def _install() -> None:
+def install() -> None:
     """Wrap the back-end's calls and the CoreFact steps so each call is counted under its prompt kind and
     the extraction batch it served."""
     LlamaCppLLM._prefill = _timed_prefill(LlamaCppLLM._prefill)  # type: ignore[method-assign]
@@ -224,7 +224,7 @@ def main() -> None:
     (out / "lscpu.txt").write_text(subprocess.run(["lscpu"], capture_output=True, text=True).stdout)
     messages = load_locomo(args.data, [args.sample])[0].messages
     messages = messages[:args.messages] if args.messages else messages
-    _install()
+    install()
     eng = MemSIF(MemSIFConfig.from_env(data_dir=tempfile.mkdtemp(prefix="memsif-profile-")))
     eng.load_models()
     start = time.perf_counter()
