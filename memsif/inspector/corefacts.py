@@ -18,6 +18,7 @@ from memsif.api import (
     JobCancelled,
     MemSIFError,
     NotFoundError,
+    check_cancelled,
     job,
     parse_time,
     record_number,
@@ -155,7 +156,9 @@ class CoreFactsTab:
 
         def work(report):
             with job(namespace, "facts"):  # cancellable from its start, also while it waits for the namespace
-                return eng.build_core_facts(namespace, progress=report)
+                done = eng.build_core_facts(namespace, progress=report)
+                check_cancelled()  # its memory replaced after its last model call: it stopped, it did not finish
+                return done
 
         def chat_waits() -> float:  # each countdown stands still while a chat is served
             return waited(namespace)
