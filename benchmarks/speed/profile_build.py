@@ -7,8 +7,10 @@ kept.
 Stages: segment judge, trajectory judge, titles, extraction reading, extraction writing, verification,
 changes (``core_change`` / ``core_operation``), and the model-free rest (embedding, key entities, φ, the
 grounding gate, store writes). Batch kinds: a batch that kept a CoreFact, one whose candidates were all
-refused, one with no candidate. Writes ``profile.json`` and ``lscpu.txt`` to ``--out`` and prints the two
-tables as markdown.
+refused, one with no candidate. A wave of batches decoded together (``LlamaCppLLM.generate_parallel``) is
+timed as a whole, its reading (the prompts) apart from its writing (the decoding steps); each batch of it is
+given a share of the reading by the tokens it alone read and of the writing by the tokens it wrote.
+Writes ``profile.json`` and ``lscpu.txt`` to ``--out`` and prints the two tables as markdown.
 
     PYTHONPATH=. python benchmarks/speed/profile_build.py --data ../shared/data/locomo/locomo_dev.json \
         --sample conv-26 --out runs/profile-conv-26
@@ -35,6 +37,7 @@ from memsif.engine import MemSIF
 from memsif.eval.data import load_locomo
 from memsif.facts import core
 from memsif.llm.llamacpp_backend import LlamaCppLLM
+from memsif.llm.llamacpp_parallel import ParallelContext, common_prefix
 from memsif.records import FactOp, Message
 
 #: seconds, tokens and calls per prompt kind, and per extraction batch (its key) per prompt kind
@@ -93,6 +96,45 @@ def _timed_call(original: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+def _timed_reply(original: Callable[..., Any]) -> Callable[..., Any]:
+    def reply(self: ParallelContext, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _CALL.write_s = time.perf_counter() - start
+    return reply
+
+
+def _timed_wave(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``generate_parallel`` counted under its prompts' kind: its writing is ``ParallelContext._reply``'s
+    seconds, its reading the rest; shared among the wave's batches (``_CALL.wave``) by the tokens each read
+    alone and wrote."""
+    def wave(self: LlamaCppLLM, prompts: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
+        _CALL.kind, _CALL.write_s = _kind(list(prompts)), 0.0
+        tokens = [self._prompt_tokens(self._render(p)) for p in prompts]
+        shared = common_prefix(tokens)[:min(len(t) for t in tokens) - 1]
+        held = self._parallel._prefix if self._parallel is not None else []
+        new_shared = len(shared) - (len(common_prefix([held, shared])) if held and shared else 0)
+        start = time.perf_counter()
+        result = original(self, prompts, *args, **kwargs)
+        total, write_s = time.perf_counter() - start, _CALL.write_s
+        own = [len(t) - len(shared) for t in tokens]
+        written = [g.tokens_out for g in result]
+        keys = getattr(_CALL, "wave", None) or [None] * len(prompts)
+        for key, read, wrote in zip(keys, own, written, strict=True):
+            _CALL.batch = key
+            _count("read_s", (total - write_s) * read / max(sum(own), 1))
+            _count("s", (total - write_s) * read / max(sum(own), 1) + write_s * wrote / max(sum(written), 1))
+            _count("read_tokens", read + new_shared / len(prompts))
+            _count("prompt_tokens", read + len(shared))
+            _count("generated_tokens", wrote)
+            _count("calls", 1)
+        _CALL.batch, _CALL.kind = None, "other"
+        return result
+    return wave
+
+
 def _batch_key(messages: Sequence[Message]) -> str:
     return f"{messages[0].id}…{messages[-1].id} ({len(messages)})"
 
@@ -103,6 +145,8 @@ def install() -> None:
     LlamaCppLLM._prefill = _timed_prefill(LlamaCppLLM._prefill)  # type: ignore[method-assign]
     for name in ("generate", "yes_probability", "choice_probabilities"):
         setattr(LlamaCppLLM, name, _timed_call(getattr(LlamaCppLLM, name)))
+    LlamaCppLLM.generate_parallel = _timed_wave(LlamaCppLLM.generate_parallel)  # type: ignore[method-assign]
+    ParallelContext._reply = _timed_reply(ParallelContext._reply)  # type: ignore[method-assign]
     extract_many, consolidate = core.FactExtractor.extract_many, core.FactConsolidator.consolidate
 
     def profiled_extract_many(self: Any, namespace: str, batches: Sequence[Sequence[Message]], *args: Any,
@@ -111,14 +155,20 @@ def install() -> None:
         BATCH_OF.update((m.id, key) for b, key in zip(batches, keys, strict=True) for m in b)
         generate_many = core.generate_many
 
-        def one_at_a_time(llm: Any, prompts: Sequence[Any], **kw: Any) -> list[Any]:
+        def counted(llm: Any, prompts: Sequence[Any], **kw: Any) -> list[Any]:
+            if len(prompts) > 1 and hasattr(llm, "generate_batch"):  # a wave decoded together: ``_timed_wave``
+                _CALL.wave = keys
+                try:
+                    return generate_many(llm, prompts, **kw)
+                finally:
+                    _CALL.wave = None
             out = []
             for key, prompt in zip(keys, prompts, strict=True):
                 _CALL.batch = key
                 out.extend(generate_many(llm, [prompt], **kw))
             _CALL.batch = None
             return out
-        core.generate_many = one_at_a_time  # type: ignore[assignment]
+        core.generate_many = counted  # type: ignore[assignment]
         try:
             return extract_many(self, namespace, batches, *args, **kwargs)
         finally:

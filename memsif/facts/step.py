@@ -117,12 +117,12 @@ class CoreFactStep:
 
     def model_titles(self, state: InteractionState, progress: ProgressFn | None, llm: LLM) -> None:
         """``llm``'s titles for the segments the structure step titled without it (``titles.write_model_titles``),
-        after every CoreFact batch (no title delays a fact) and in the CoreFact job (so they yield to chat);
-        each stored as it is written, timed as the stage "titles"."""
+        after every CoreFact batch (no title delays a fact) and in the CoreFact job (so they yield to chat),
+        ``fact_parallel`` segments a call; each stored as it is written, timed as the stage "titles"."""
         if titles_by_model(self.config.method.segment_titles, llm):
             with self.stage("titles"):
                 write_model_titles(state, llm, lambda seg: self.backends.store.put_segments(
-                    self.namespace, [(seg.record, seg.profile.mean)]), progress)
+                    self.namespace, [(seg.record, seg.profile.mean)]), progress, self.config.facts.fact_parallel)
 
     def _mark_read(self, state: InteractionState, batch: ReadBatch) -> None:
         """Store the segments' read-marks of a finished batch (its last write)."""

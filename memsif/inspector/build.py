@@ -558,7 +558,8 @@ class BuildTab:
         for kind, units, what in ((STRUCTURE, messages, "to its timeline"),
                                   (FACTS, math.ceil(messages / batch), "more for its CoreFacts"),
                                   (TITLES, segments, "more for the model's segment titles")):
-            countdown = self.app.pace.countdown(kind, wave=self.app.config.facts.fact_parallel if kind == FACTS else 1)
+            countdown = self.app.pace.countdown(kind, wave=self.app.config.facts.fact_parallel if kind != STRUCTURE
+                                                 else 1)
             countdown.update(0, units)
             if (span := countdown.left()) is not None:
                 parts.append(f"about {span_text(span)} {what}")

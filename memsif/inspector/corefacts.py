@@ -166,7 +166,7 @@ class CoreFactsTab:
         wave = eng.config.facts.fact_parallel  # batches end a wave at a time; the first is read alone (facts.core)
         clock = FactsJobClock(batches=self.app.pace.countdown(FACTS, wave=wave, paused=chat_waits, first_wave=1),
                               second=self.app.pace.countdown(FACTS, wave=wave, paused=chat_waits),
-                              titles=self.app.pace.countdown(TITLES, paused=chat_waits))
+                              titles=self.app.pace.countdown(TITLES, wave=wave, paused=chat_waits))
 
         def describe(state: JobProgress, seconds: float) -> str:
             return clock.status(state, seconds, namespace, eng.config.facts.fact_batch_messages)

@@ -20,10 +20,9 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from memsif import lexical
-from memsif.errors import LLMError
 from memsif.interaction import link
 from memsif.interaction.state import InteractionState, SegmentState
-from memsif.llm import LLM
+from memsif.llm import LLM, Generation, generate_many
 from memsif.locks import check_cancelled
 from memsif.prompts import segment_title
 from memsif.records import Message, SegmentTitle
@@ -212,26 +211,34 @@ class TitleWriter:
 
         A failing LLM call is recorded in the title (``error``) and the model-free title is used.
         """
+        return self.titles([(messages, entity_sets)], idf)[0]
+
+    def titles(self, segments: Sequence[tuple[Sequence[Message], Sequence[frozenset[str]]]],
+               idf: Callable[[str], float]) -> list[SegmentTitle]:
+        """``title`` of several segments, their prompts generated together where the back-end decodes
+        several at once (``memsif.llm.generate_many``); each title's ``seconds`` is its share of the call."""
         start = time.perf_counter()
-        self.speakers |= {m.speaker for m in messages}
-        fallback, rule = rule_title(messages, entity_sets, idf, sorted(self.speakers))
+        rules = []
+        for messages, entity_sets in segments:
+            self.speakers |= {m.speaker for m in messages}
+            rules.append(rule_title(messages, entity_sets, idf, sorted(self.speakers)))
         if self.llm is None:
-            return SegmentTitle(lines=fallback, source=rule, message_count=len(messages),
-                                seconds=round(time.perf_counter() - start, 3))
-        prompt = segment_title.build(link.specific_sentences(messages, idf, TITLE_SENTENCES) or list(messages[:1]))
-        self.calls += 1
-        error = None
-        lines: list[str] = []
-        refused: list[str] = []
-        try:
-            gen = self.llm.generate(prompt, max_new_tokens=segment_title.MAX_NEW_TOKENS, temperature=0.0)
-            lines, refused = check_lines(gen.text, messages)
-        except LLMError as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        return SegmentTitle(lines=lines or fallback, source="model" if lines else rule,
-                            model=self.llm.name, prompt_version=prompt.version, input_ids=list(prompt.input_ids),
-                            refused=refused, error=error, message_count=len(messages),
-                            seconds=round(time.perf_counter() - start, 3))
+            return [SegmentTitle(lines=fallback, source=rule, message_count=len(messages),
+                                 seconds=round((time.perf_counter() - start) / len(segments), 3))
+                    for (messages, _), (fallback, rule) in zip(segments, rules, strict=True)]
+        prompts = [segment_title.build(link.specific_sentences(messages, idf, TITLE_SENTENCES) or list(messages[:1]))
+                   for messages, _ in segments]
+        self.calls += len(prompts)
+        replies = generate_many(self.llm, prompts, max_new_tokens=segment_title.MAX_NEW_TOKENS, temperature=0.0)
+        seconds = round((time.perf_counter() - start) / len(segments), 3)
+        out = []
+        for (messages, _), (fallback, rule), prompt, reply in zip(segments, rules, prompts, replies, strict=True):
+            lines, refused = check_lines(reply.text, messages) if isinstance(reply, Generation) else ([], [])
+            error = None if isinstance(reply, Generation) else f"{type(reply).__name__}: {reply}"
+            out.append(SegmentTitle(lines=lines or fallback, source="model" if lines else rule, model=self.llm.name,
+                                    prompt_version=prompt.version, input_ids=list(prompt.input_ids), refused=refused,
+                                    error=error, message_count=len(messages), seconds=seconds))
+        return out
 
 
 def trajectory_name(titles: Sequence[SegmentTitle | None]) -> str:
@@ -251,10 +258,11 @@ def trajectory_name(titles: Sequence[SegmentTitle | None]) -> str:
 
 
 def write_model_titles(state: InteractionState, llm: LLM, write: Callable[[SegmentState], None],
-                       progress: Callable[[int, int, str], None] | None = None) -> int:
+                       progress: Callable[[int, int, str], None] | None = None, wave: int = 8) -> int:
     """Title by ``llm`` every segment of ``state`` the model has not titled yet (the structure step
     gives model-free titles at close unless the trajectory decision reads titles), with the namespace's
-    vocabulary; ``write`` stores each segment as it is titled. Returns how many were titled.
+    vocabulary, ``wave`` segments a call (``TitleWriter.titles``); ``write`` stores each segment as it is
+    titled. Returns how many were titled.
 
     Raises:
         JobCancelled: the namespace's job was cancelled (what was written stays).
@@ -269,11 +277,14 @@ def write_model_titles(state: InteractionState, llm: LLM, write: Callable[[Segme
     writer = TitleWriter(llm)
     if progress:  # the stage begins now (a countdown of the job's other work leaves it out)
         progress(0, len(todo), "titles")
-    for k, seg in enumerate(todo):
+    for first in range(0, len(todo), max(1, wave)):
         check_cancelled()
-        messages = state.segment_messages(seg)
-        seg.record.title = writer.title(messages, [state.entities[m.id] for m in messages], vocabulary.idf)
-        write(seg)
+        group = todo[first:first + max(1, wave)]
+        segments = [(messages, [state.entities[m.id] for m in messages])
+                    for messages in (state.segment_messages(seg) for seg in group)]
+        for seg, title in zip(group, writer.titles(segments, vocabulary.idf), strict=True):
+            seg.record.title = title
+            write(seg)
         if progress:
-            progress(k + 1, len(todo), "titles")
+            progress(first + len(group), len(todo), "titles")
     return len(todo)
