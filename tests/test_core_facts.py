@@ -1,15 +1,13 @@
 """CoreFact extraction and the four operations (§3.3), with a fake LLM keyed by prompt name."""
 
 import json
-import re
 from datetime import datetime
 
 import pytest
 
 from memsif.config import MemSIFConfig
-from memsif.errors import ConfigError, LLMOutputError
-from memsif.prompts import core_extract
-from memsif.records import FactOp, Message, parse_schema
+from memsif.errors import ConfigError
+from memsif.records import FactOp, Message
 from tests.fakes import FakeLLM, KeywordEmbedder
 
 MAY, AUGUST = datetime(2023, 5, 8, 13, 56), datetime(2023, 8, 14, 10, 0)
@@ -148,50 +146,6 @@ def test_complete_facts_are_recovered_from_a_cut_off_reply(engine_factory):
     assert report.fact_ops == {"ADD": 1} and report.fact_errors == 0
     [op] = engine.fact_log("t")
     assert "recovered 1 complete fact(s) from a cut-off reply" in op.reason
-
-
-def test_fact_lines_are_read_and_a_cut_off_line_reply_keeps_its_complete_lines(engine_factory):
-    reply = ('{"facts": ["Melanie | painting | Identity | Melanie is a painter. | 1", '
-             '"Melanie | museum | Event | Melanie went to the mus')
-    engine = engine_factory(llm=FakeLLM({"core_extract": reply}), embedder=KeywordEmbedder({}), **CFG)
-    report = engine.ingest([msg("D1:1", "I'm a painter, I paint every day.", MAY, speaker="Melanie")])
-    assert report.fact_ops == {"ADD": 1} and report.fact_errors == 0
-    [fact] = engine.facts("t")
-    assert (fact.subject, fact.attribute, fact.type, fact.source_message_ids) == ("Melanie", "painting", "Identity",
-                                                                                  ["D1:1"])
-    assert "recovered 1 complete fact(s) from a cut-off reply" in engine.fact_log("t")[0].reason
-
-
-@pytest.mark.parametrize("line", [
-    "Melanie | Identity | Melanie is a painter. | 1",  # a field missing
-    "Melanie | painting | Hobby | Melanie is a painter. | 1",  # a type the schema does not have
-    "Melanie | painting | Identity | Melanie is a painter. | one",  # sources that are not numbers
-    "Melanie | painting | Identity | Melanie is a painter. | 1, 2, 3, 4",  # more than three sources
-    " | painting | Identity | Melanie is a painter. | 1",  # no subject
-    "Melanie | painting | Identity | Mel | is | 1",  # a separator inside the statement
-])
-def test_a_broken_fact_line_is_refused_by_the_pattern_and_by_the_reader(line):
-    schema = parse_schema("")
-    good = "Melanie | painting | Identity | Melanie is a painter. | 1, 3"
-    pattern = re.compile(core_extract.fact_pattern(schema))
-    assert pattern.fullmatch(good) and not pattern.fullmatch(line)
-    assert core_extract.read_reply(json.dumps({"facts": [good]}), schema)[0].sources == [1, 3]
-    with pytest.raises(LLMOutputError, match="malformed fact"):
-        core_extract.read_reply(json.dumps({"facts": [good, line]}), schema)
-    assert [f.statement for f in core_extract.salvage_reply(json.dumps({"facts": [line, good]}), schema)] == [
-        "Melanie is a painter."]
-
-
-def test_the_example_is_written_in_the_form_the_grammar_holds():
-    schema = parse_schema("")
-    pattern = re.compile(core_extract.fact_pattern(schema))
-    prompt = core_extract.build([("8 May 2023", "James", "I adopted Ned.")], schema).text
-    example = json.loads(prompt.split("Answer: ", 1)[1].split("\n", 1)[0])
-    assert len(example["facts"]) == len(core_extract.EXAMPLE_FACTS)
-    assert all(pattern.fullmatch(line) for line in example["facts"])
-    grammar = core_extract.grammar(schema, 2)
-    assert grammar["properties"]["facts"]["maxItems"] == 2
-    assert grammar["properties"]["facts"]["items"]["pattern"] == core_extract.fact_pattern(schema)
 
 
 def test_a_statement_cut_off_at_the_length_limit_keeps_its_complete_sentences(engine_factory):

@@ -133,14 +133,13 @@ def test_the_best_candidate_at_or_above_the_threshold_is_changed():
 
 def test_the_extractor_is_asked_for_each_facts_attribute_key():
     prompt = core_extract.build([("8 May 2023", "James", "I adopted Ned.")], parse_schema(""))
-    assert "Ana | job | Event |" in prompt.text and "about (what of their life" in prompt.text
-    assert core_extract.read_reply('{"facts": ["James | pets | Event | James adopted Ned. | 1"]}',
-                                   parse_schema(""))[0].about == "pets"
+    assert '"about": "job"' in prompt.text and "about (what of their life" in prompt.text
+    grammar = core_extract.grammar(core_extract.response_schema(parse_schema("")))
+    assert "about" in grammar["$defs"]["ExtractedFact"]["required"]
     # a reply without keys (an older model's, a test's) is read with an empty key
-    facts = core_extract.read_reply(
-        '{"facts": [{"subject": "James", "type": "Event", "statement": "James adopted Ned.", "sources": [1]}]}',
-        parse_schema(""))
-    assert facts[0].about == ""
+    reply = core_extract.response_schema(parse_schema("")).model_validate(
+        {"facts": [{"subject": "James", "type": "Event", "statement": "James adopted Ned.", "sources": [1]}]})
+    assert reply.facts[0].about == ""
 
 
 def test_the_page_shows_each_facts_chain_and_the_change_before_and_after(engine_factory):

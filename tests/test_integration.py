@@ -175,9 +175,10 @@ def test_a_changed_amount_supersedes_across_fact_types_with_the_real_embedder(
 def test_extraction_prompts_give_valid_json_per_prompt(built):
     """The default model and back-end (llama.cpp's grammar for the 1.5B; transformers' left-padded
     batch with the JSON schema mask elsewhere): every reply of the real extraction prompt finishes
-    and reads as fact lines (``core_extract.read_reply``)."""
+    and parses to the schema."""
     from memsif.facts.core import EXTRACT_MAX_TOKENS, CoreFactBuilder
     from memsif.llm import generate_many
+    from memsif.llm.structured import parse_json_reply
     from memsif.prompts import core_extract
     from memsif.records import parse_schema
 
@@ -185,12 +186,12 @@ def test_extraction_prompts_give_valid_json_per_prompt(built):
     builder = CoreFactBuilder(engine.llm, engine.embedder, parse_schema(""))
     batches = [messages[0:12], messages[12:15], messages[15:27]]  # different prompt lengths
     prompts = [core_extract.build([("", m.speaker, m.text) for m in b], builder.schema) for b in batches]
-    schema = core_extract.grammar(builder.schema)
+    schema = builder.response_model.model_json_schema()
     together = generate_many(engine.llm, prompts, max_new_tokens=EXTRACT_MAX_TOKENS, temperature=0.0,
                              json_schema=schema)
     assert len(together) == 3
     for gen in together:
         assert not isinstance(gen, Exception), gen
         assert gen.tokens_out < EXTRACT_MAX_TOKENS, f"cut off at the token cap: {gen.text[-200:]!r}"
-        assert core_extract.read_reply(gen.text, builder.schema) is not None  # raises on a malformed line
+        parse_json_reply(gen.text, builder.response_model)
         assert gen.tokens_in > 0

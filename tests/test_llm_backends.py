@@ -251,3 +251,47 @@ def test_streamed_generation_hands_over_each_piece_and_returns_the_whole_text():
     llm, _ = _server([])  # no generate_stream: the whole text arrives once
     seen.clear()
     assert generate_streamed(llm, Prompt("answer", "v", "?"), seen.append).text == "Paris." and seen == ["Paris."]
+
+
+@pytest.mark.integration
+def test_llamacpp_decodes_a_wave_of_extraction_prompts_together_each_held_to_its_grammar():
+    """A wave of CoreFact extraction prompts decoded together on llama.cpp (one sequence each, their
+    shared head read once): every reply finishes before the cap and parses to the schema, the head stays
+    cached for the next wave, and a job cancelled meanwhile stops at the next step."""
+    from memsif.errors import JobCancelled
+    from memsif.eval.data import load_locomo
+    from memsif.facts.core import EXTRACT_MAX_TOKENS
+    from memsif.llm import generate_many, load_llm
+    from memsif.llm.structured import parse_json_reply
+    from memsif.locks import cancel, job
+    from memsif.prompts import core_extract
+    from memsif.records import parse_schema
+    from memsif.timeparse import day_text
+
+    try:
+        llm = load_llm(MemSIFConfig(llm_backend="llamacpp"))
+    except LLMError as exc:
+        assert "GGML_NATIVE=OFF" in str(exc)
+        return
+    messages = load_locomo("assets/locomo-conv-26.json")[0].messages
+    schema = parse_schema("")
+    prompts = [core_extract.build([(day_text(m.time), m.speaker, m.text) for m in messages[k:k + 4]], schema)
+               for k in (0, 4, 8)]
+    facts = llm.for_job("facts")
+    reply_model = core_extract.response_schema(schema)
+    with job("wave", "facts"):
+        replies = generate_many(facts, prompts, max_new_tokens=EXTRACT_MAX_TOKENS, temperature=0.0,
+                                json_schema=core_extract.grammar(reply_model))
+    assert llm._parallel is not None, "the wave was not decoded together"
+    for reply in replies:
+        assert not isinstance(reply, Exception), reply
+        assert 0 < reply.tokens_out < EXTRACT_MAX_TOKENS, reply.text
+        parse_json_reply(reply.text, reply_model)  # raises on a reply the grammar should have refused
+    head = len(llm._parallel._prefix)
+    assert head > 300, "the prompts' shared instructions and example are not read once"
+    with job("wave", "facts"):
+        cancel("wave", "the memory was replaced")
+        with pytest.raises(JobCancelled, match="replaced"):
+            facts.generate_batch(prompts[:2], max_new_tokens=8, temperature=0.0)
+    with pytest.raises(LLMError, match="greedily"):
+        facts.generate_batch(prompts[:2], max_new_tokens=8, temperature=0.7)

@@ -70,6 +70,28 @@ def test_without_a_model_or_when_no_line_passes_the_title_is_model_free_and_says
     assert title.input_ids and set(title.input_ids) <= {m.id for m in SEGMENT}
 
 
+def test_titles_are_asked_together_where_the_back_end_decodes_a_wave_and_a_failed_prompt_keeps_the_free_title():
+    from memsif.errors import LLMError
+
+    class WaveLLM(FakeLLM):
+        def __init__(self) -> None:
+            super().__init__({"segment_title": "Caroline: adopting a child as a single parent"})
+            self.waves: list[int] = []
+
+        def generate_batch(self, prompts, max_new_tokens=512, temperature=0.1, json_schema=None):
+            self.waves.append(len(prompts))
+            return [LLMError("the model failed") if k == 1 else self.generate(p) for k, p in enumerate(prompts)]
+
+    entities = [frozenset({"adoption agency"})] * 3
+    llm = WaveLLM()
+    titles = TitleWriter(llm).titles([(SEGMENT, entities)] * 3, _idf)
+    assert llm.waves == [3] and len(llm.calls["segment_title"]) == 2  # the second prompt failed
+    assert [t.source for t in titles] == ["model", "key terms", "model"]
+    assert titles[0].lines == ["Caroline: adopting a child as a single parent"] and titles[0].error is None
+    assert titles[1].error == "LLMError: the model failed" and titles[1].lines == TitleWriter(None).title(
+        SEGMENT, entities, _idf).lines
+
+
 def _said(*pairs: tuple[str, str]):
     return [m.model_copy(update={"speaker": who}) for m, (who, _) in
             zip(make_messages([text for _, text in pairs]), pairs, strict=True)]

@@ -141,7 +141,7 @@ MUTATIONS = [
     (
         "cut-off reply salvaged",
         "memsif/facts/core.py",
-        "items = core_extract.salvage_reply(reply.text, self.schema)",
+        "items = salvage_items(reply.text, item_model)",
         "items = []",
         "tests/test_core_facts.py::test_complete_facts_are_recovered_from_a_cut_off_reply",
     ),

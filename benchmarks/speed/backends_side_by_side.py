@@ -28,6 +28,7 @@ def one(model: str, backend: str, answer_tokens: int) -> dict:
     from memsif.config import MemSIFConfig
     from memsif.eval.data import load_locomo
     from memsif.llm import generate_streamed, load_llm
+    from memsif.llm.structured import parse_json_reply
     from memsif.prompts import answer, core_extract, segment_judge
     from memsif.records import parse_schema
     from memsif.timeparse import day_text
@@ -41,13 +42,14 @@ def one(model: str, backend: str, answer_tokens: int) -> dict:
     probs = [llm.yes_probability([p])[0] for p in judges]
     judge_s = (time.perf_counter() - start) / len(judges)
     schema = parse_schema("")
+    model_json = core_extract.response_schema(schema)
     batch = messages[40:48]
     prompt = core_extract.build([(day_text(m.time), m.speaker, m.text) for m in batch], schema)
     start = time.perf_counter()
-    gen = llm.generate(prompt, max_new_tokens=240, temperature=0.0, json_schema=core_extract.grammar(schema))
+    gen = llm.generate(prompt, max_new_tokens=240, temperature=0.0, json_schema=model_json.model_json_schema())
     extract_s = time.perf_counter() - start
     try:
-        parses = bool(core_extract.read_reply(gen.text, schema))
+        parses = bool(parse_json_reply(gen.text, model_json))
     except Exception:  # the figure is whether it parses
         parses = False
     lines, used = [], 0

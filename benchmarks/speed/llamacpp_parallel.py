@@ -25,6 +25,7 @@ def main() -> None:
     from memsif.eval.data import load_locomo
     from memsif.facts.core import EXTRACT_MAX_TOKENS
     from memsif.llm import load_llm
+    from memsif.llm.structured import parse_json_reply
     from memsif.prompts import core_extract
     from memsif.records import parse_schema
     from memsif.timeparse import annotate_relative_dates, day_text
@@ -38,7 +39,8 @@ def main() -> None:
     prompts = [core_extract.build([(day_text(m.time), m.speaker, annotate_relative_dates(m.text, m.time)[0])
                                    for m in messages[k * 8:(k + 1) * 8]], schema) for k in range(args.batches)]
     llm = load_llm(MemSIFConfig.from_env()).for_job("facts")
-    grammar = core_extract.grammar(schema)
+    reply_model = core_extract.response_schema(schema)
+    grammar = core_extract.grammar(reply_model)
     llm.generate(prompts[0], max_new_tokens=8, temperature=0.0, json_schema=grammar)  # contexts made, warm
     llm.generate_batch(prompts[:2], max_new_tokens=8, temperature=0.0, json_schema=grammar)
     start = time.perf_counter()
@@ -50,7 +52,7 @@ def main() -> None:
 
     def facts(text: str) -> list[str]:
         try:
-            return [f.statement for f in core_extract.read_reply(text, schema)]
+            return [f.statement for f in parse_json_reply(text, reply_model).facts]
         except Exception as exc:  # the figure is whether both read the same
             return [f"unreadable: {exc}"]
 

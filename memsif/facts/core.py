@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, get_args
 
 import numpy as np
 
@@ -42,6 +42,7 @@ from memsif.facts.values import Values, mask, values
 from memsif.facts.verify import verify
 from memsif.llm import LLM, Generation, generate_many
 from memsif.llm.profiles import profile_of
+from memsif.llm.structured import parse_json_reply, salvage_items
 from memsif.matching import cosine, cosines
 from memsif.prompts import Prompt, core_extract, core_operation
 from memsif.records import (
@@ -318,7 +319,14 @@ def select_operations(log: Sequence[FactOperation], op: str | None = None,
     return rows
 
 
-ExtractedFact = core_extract.ExtractedFact
+class ExtractedFact(Protocol):
+    """One fact of the extraction's reply (``core_extract.response_schema``)."""
+
+    subject: str
+    type: str
+    statement: str
+    sources: list[int]
+    about: str
 
 
 def _provenance(item: ExtractedFact, vector: np.ndarray, messages: Sequence[Message], message_vectors: np.ndarray,
@@ -443,6 +451,7 @@ class FactExtractor(_FactStep):
     there are none."""
 
     schema: tuple[FactType, ...]
+    response_model: type[core_extract.ExtractedFacts]
 
     def extract(self, namespace: str, messages: Sequence[Message], segment_of: dict[str, str],
                 trajectory_of: dict[str, str | None], message_vectors: np.ndarray | None = None
@@ -468,9 +477,10 @@ class FactExtractor(_FactStep):
                    [core_extract.build_again(b, self.schema, r.writers, r.kept)
                     for b, r in zip(lines, again, strict=True)])
         self.llm_calls += len(prompts)
-        most = core_extract.MAX_FACTS if again is None else core_extract.AGAIN_MAX_FACTS
+        reply_model = self.response_model if again is None else core_extract.response_schema(
+            self.schema, core_extract.AGAIN_MAX_FACTS)
         replies = generate_many(self.llm, prompts, max_new_tokens=EXTRACT_MAX_TOKENS, temperature=0.0,
-                                json_schema=core_extract.grammar(self.schema, most))
+                                json_schema=core_extract.grammar(reply_model))
         vectors = list(message_vectors) if message_vectors is not None else [None] * len(batches)
         read = [self._read(namespace, batch, prompt, reply, segment_of, trajectory_of, vecs)
                 for batch, prompt, reply, vecs in zip(batches, prompts, replies, vectors, strict=True)]
@@ -503,9 +513,10 @@ class FactExtractor(_FactStep):
             if isinstance(reply, Exception):
                 raise reply
             try:
-                items = core_extract.read_reply(reply.text, self.schema)
+                items = parse_json_reply(reply.text, self.response_model).facts
             except LLMOutputError as exc:
-                items = core_extract.salvage_reply(reply.text, self.schema)
+                item_model = get_args(self.response_model.model_fields["facts"].annotation)[0]
+                items = salvage_items(reply.text, item_model)
                 if not items:
                     raise
                 salvage_note = f"recovered {len(items)} complete fact(s) from a cut-off reply ({exc}); "
@@ -769,5 +780,6 @@ class CoreFactBuilder(FactExtractor, FactConsolidator):
         self._message_values: dict[str, Values] = {}  # the quantity rule reads old messages again and again
         self.embedder = embedder
         self.schema = tuple(schema)
+        self.response_model = core_extract.response_schema(self.schema)
         self.now = now
         self.llm_calls = 0

@@ -265,6 +265,8 @@ class LlamaCppLLM:
             masks.append(constraint["logits_processor"][0])
         with self._lock:
             if self._parallel is None or self._parallel.sequences < len(prompts):
+                if self._parallel is not None:
+                    self._parallel.close()
                 self._parallel = ParallelContext(self._lib, self._llm._model, self._threads, max(len(prompts), 8))
             context = self._parallel
             replies = context.generate(tokens, max_new_tokens, masks, lambda: self._pause_point(context))

@@ -53,13 +53,11 @@ class ParallelContext:
         self._prefix: list[int] = []  # the common prefix the cache holds for every sequence
 
     def close(self) -> None:
+        """Free the context and its batch (the process's end frees them too, so no finaliser runs this)."""
         if self._ctx:
             self._lib.llama_batch_free(self._batch)
             self._lib.llama_free(self._ctx)
             self._ctx = None
-
-    def __del__(self) -> None:
-        self.close()
 
     def generate(self, prompts: Sequence[list[int]], max_new_tokens: int, masks: Sequence[Mask | None],
                  pause: Callable[[], None]) -> list[list[int]]:

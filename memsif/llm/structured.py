@@ -152,6 +152,25 @@ class JsonSchemaLogits:
         return _Mask()
 
 
+def salvage_items(text: str, item_schema: type[T]) -> list[T]:
+    """Complete, valid objects of a JSON list in a reply that was cut off (e.g. at the token limit):
+    every balanced {...} after the first '[' that validates as ``item_schema``. Empty when none."""
+    start = text.find("[")
+    items: list[T] = []
+    if start < 0:
+        return items
+    rest = text[start + 1:]
+    while True:
+        value = _first_json_value(rest)
+        if value is None or not value.startswith("{"):
+            return items
+        try:
+            items.append(item_schema.model_validate(json.loads(value)))
+        except (json.JSONDecodeError, ValidationError):
+            pass
+        rest = rest[rest.find(value) + len(value):]
+
+
 def llguidance_mask(tokenizer: LLTokenizer, json_schema: dict[str, Any],
                     n_prompt: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """A llama.cpp logits processor that keeps a reply inside ``json_schema`` with llguidance's token masks
