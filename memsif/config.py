@@ -179,8 +179,10 @@ class FactSettings:
     core_facts: bool = True
     #: Fact types "Name:description;Name:description"; empty = Identity, Event, Preference, Relation.
     core_schema: str = ""
-    #: Extraction batches generated together as one padded batch (consolidation stays in order; 1 = one at
-    #: a time); on 2 CPU cores 8 batches decode in ~1.5× the per-token time of one (benchmarks/speed/profile_build.py).
+    #: Extraction batches, and segment titles, generated together (llama.cpp: one sequence each on a context of
+    #: their own; transformers: one padded batch); consolidation stays in order; 1 = one at a time. On 2 CPU cores
+    #: llama.cpp writes 8 batches together in 0.69 of the time one after the other
+    #: (benchmarks/speed/llamacpp_parallel.py).
     #: The first batch goes alone, so the first CoreFacts are written after one call (benchmarks/speed/first_facts.py).
     fact_parallel: int = 8
     #: Messages per CoreFact extraction call (consecutive segments share a batch to save calls). 8: with

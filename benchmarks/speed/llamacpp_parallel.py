@@ -1,5 +1,5 @@
 """CoreFact extraction one batch after another against a wave of batches decoded together on llama.cpp
-(``LlamaCppLLM.generate_parallel``), on the same extraction prompts, in one run on one host.
+(``FactsHandle.generate_batch``), on the same extraction prompts, in one run on one host.
 
 The prompts are conv-26's first ``--batches`` extraction batches (``core_extract.build``, 8 messages each).
 Prints the seconds of each way, their ratio, the tokens written, and how many replies are the same text

@@ -7,7 +7,7 @@ kept.
 Stages: segment judge, trajectory judge, titles, extraction reading, extraction writing, verification,
 changes (``core_change`` / ``core_operation``), and the model-free rest (embedding, key entities, φ, the
 grounding gate, store writes). Batch kinds: a batch that kept a CoreFact, one whose candidates were all
-refused, one with no candidate. A wave of batches decoded together (``LlamaCppLLM.generate_parallel``) is
+refused, one with no candidate. A wave of batches decoded together (``FactsHandle.generate_batch``) is
 timed as a whole, its reading (the prompts) apart from its writing (the decoding steps); each batch of it is
 given a share of the reading by the tokens it alone read and of the writing by the tokens it wrote.
 Writes ``profile.json`` and ``lscpu.txt`` to ``--out`` and prints the two tables as markdown.
@@ -36,7 +36,7 @@ from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.eval.data import load_locomo
 from memsif.facts import core
-from memsif.llm.llamacpp_backend import LlamaCppLLM
+from memsif.llm.llamacpp_backend import FactsHandle, LlamaCppLLM
 from memsif.llm.llamacpp_parallel import ParallelContext, common_prefix
 from memsif.records import FactOp, Message
 
@@ -107,10 +107,10 @@ def _timed_reply(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _timed_wave(original: Callable[..., Any]) -> Callable[..., Any]:
-    """``generate_parallel`` counted under its prompts' kind: its writing is ``ParallelContext._reply``'s
+    """``FactsHandle.generate_batch`` counted under its prompts' kind: its writing is ``ParallelContext._reply``'s
     seconds, its reading the rest; shared among the wave's batches (``_CALL.wave``) by the tokens each read
     alone and wrote."""
-    def wave(self: LlamaCppLLM, prompts: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
+    def wave(self: FactsHandle, prompts: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
         _CALL.kind, _CALL.write_s = _kind(list(prompts)), 0.0
         tokens = [self._prompt_tokens(self._render(p)) for p in prompts]
         shared = common_prefix(tokens)[:min(len(t) for t in tokens) - 1]
@@ -145,7 +145,7 @@ def install() -> None:
     LlamaCppLLM._prefill = _timed_prefill(LlamaCppLLM._prefill)  # type: ignore[method-assign]
     for name in ("generate", "yes_probability", "choice_probabilities"):
         setattr(LlamaCppLLM, name, _timed_call(getattr(LlamaCppLLM, name)))
-    LlamaCppLLM.generate_parallel = _timed_wave(LlamaCppLLM.generate_parallel)  # type: ignore[method-assign]
+    FactsHandle.generate_batch = _timed_wave(FactsHandle.generate_batch)  # type: ignore[method-assign]
     ParallelContext._reply = _timed_reply(ParallelContext._reply)  # type: ignore[method-assign]
     extract_many, consolidate = core.FactExtractor.extract_many, core.FactConsolidator.consolidate
 

@@ -66,7 +66,7 @@ def main() -> None:
     load_s = eng.load_models()
     countdowns = {STRUCTURE: book.countdown(STRUCTURE, work=lambda: workload("waits")),
                   FACTS: book.countdown(FACTS, wave=eng.config.fact_parallel, first_wave=1),
-                  TITLES: book.countdown(TITLES)}
+                  TITLES: book.countdown(TITLES, wave=eng.config.fact_parallel)}
     steps: list[dict] = []
 
     expected = sent = 0

@@ -89,7 +89,7 @@ class LlamaCppLLM:
         self._no = self._first_tokens(NO_WORDS)
         self._lock = FairLock()
         self._lltokenizer: LLTokenizer | None = None  # llguidance's view of the vocabulary, built on first JSON call
-        self._parallel: ParallelContext | None = None  # CoreFact extraction's waves (``generate_parallel``)
+        self._parallel: ParallelContext | None = None  # waves decoded together (``FactsHandle.generate_batch``)
 
     @classmethod
     def from_config(cls, config: MemSIFConfig) -> LlamaCppLLM:
@@ -242,37 +242,6 @@ class LlamaCppLLM:
         return Generation(result["choices"][0]["text"], int(usage.get("prompt_tokens", 0)),
                           int(usage.get("completion_tokens", 0)))
 
-    def generate_parallel(self, prompts: Sequence[Prompt], max_new_tokens: int = 512,
-                          json_schema: dict[str, Any] | None = None) -> list[Generation]:
-        """Greedy replies to several prompts decoded together, one sequence each on a context of their own
-        (``llamacpp_parallel.ParallelContext``, made on the first call): a step that decodes a token of
-        every prompt costs about what one prompt's step costs, and their common prefix is read once. The
-        same replies as ``generate`` at temperature 0 but for rounding in the batched arithmetic.
-
-        Raises:
-            LLMError: llguidance is not installed (JSON replies need its masks here), the prompts do not fit
-                the context, or llama.cpp failed; ``memsif.llm.generate_many`` then generates them one by one.
-        """
-        tokens = [self._prompt_tokens(self._render(p)) for p in prompts]
-        masks: list[Mask | None] = []
-        for seq in tokens:
-            if json_schema is None:
-                masks.append(None)
-                continue
-            constraint = self._json_constraint(json_schema, len(seq))
-            if "logits_processor" not in constraint:
-                raise LLMError("a JSON reply decoded in parallel needs llguidance (pip install llguidance)")
-            masks.append(constraint["logits_processor"][0])
-        with self._lock:
-            if self._parallel is None or self._parallel.sequences < len(prompts):
-                if self._parallel is not None:
-                    self._parallel.close()
-                self._parallel = ParallelContext(self._lib, self._llm._model, self._threads, max(len(prompts), 8))
-            context = self._parallel
-            replies = context.generate(tokens, max_new_tokens, masks, lambda: self._pause_point(context))
-        return [Generation(self._llm.detokenize(reply).decode("utf-8", "ignore"), len(seq), len(reply))
-                for seq, reply in zip(tokens, replies, strict=True)]
-
     def _prompt_tokens(self, text: str) -> list[int]:
         """The tokens create_completion makes of ``text`` (the model's BOS where its vocabulary adds one)."""
         return self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
@@ -341,15 +310,36 @@ class FactsHandle:
 
     def generate_batch(self, prompts: Sequence[Prompt], max_new_tokens: int = 512, temperature: float = 0.1,
                        json_schema: dict[str, Any] | None = None) -> list[Generation]:
-        """Several prompts decoded together (``LlamaCppLLM.generate_parallel``; ``memsif.llm.generate_many``
-        calls it for a wave of extraction batches). Greedy only.
+        """Greedy replies to several prompts decoded together (``memsif.llm.generate_many`` calls it for a wave
+        of extraction batches or segment titles), one sequence each on a context of their own
+        (``llamacpp_parallel.ParallelContext``, made on the first wave): a step that decodes a token of every
+        prompt costs about what one prompt's step costs, and their common prefix is read once. The same
+        replies as ``generate`` at temperature 0 but for rounding in the batched arithmetic.
 
         Raises:
-            LLMError: ``temperature`` is not 0, or as ``generate_parallel`` (the prompts then go one by one).
+            LLMError: ``temperature`` is not 0, llguidance is not installed (JSON replies need its masks here),
+                the prompts do not fit the context, or llama.cpp failed; ``generate_many`` then generates them
+                one by one.
         """
         if temperature > 0:
             raise LLMError("llama.cpp decodes prompts together only greedily (temperature 0)")
-        return self.backend.generate_parallel(prompts, max_new_tokens, json_schema)
+        llm = self.backend
+        tokens = [llm._prompt_tokens(llm._render(p)) for p in prompts]
+        masks: list[Mask | None] = []
+        for seq in tokens:
+            constraint = llm._json_constraint(json_schema, len(seq)) if json_schema is not None else {}
+            if json_schema is not None and "logits_processor" not in constraint:
+                raise LLMError("a JSON reply decoded in parallel needs llguidance (pip install llguidance)")
+            masks.append(constraint["logits_processor"][0] if constraint else None)
+        with llm._lock:
+            if llm._parallel is None or llm._parallel.sequences < len(prompts):
+                if llm._parallel is not None:
+                    llm._parallel.close()
+                llm._parallel = ParallelContext(llm._lib, llm._llm._model, llm._threads, max(len(prompts), 8))
+            context = llm._parallel
+            replies = context.generate(tokens, max_new_tokens, masks, lambda: llm._pause_point(context))
+        return [Generation(llm._llm.detokenize(reply).decode("utf-8", "ignore"), len(seq), len(reply))
+                for seq, reply in zip(tokens, replies, strict=True)]
 
     def generate_stream(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
                         stop: Sequence[str] = ()) -> Iterator[str | Generation]:
