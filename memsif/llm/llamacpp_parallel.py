@@ -11,7 +11,6 @@ unfinished sequence gets one token per step, greedily, under its own JSON gramma
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -131,7 +130,7 @@ class ParallelContext:
             batch.token[k], batch.pos[k], batch.n_seq_id[k] = token, pos, len(seqs)
             for j, seq in enumerate(seqs):
                 batch.seq_id[k][j] = seq
-            batch.logits[k] = ctypes.c_int8(1 if wants else 0).value
+            batch.logits[k] = int(wants)
         batch.n_tokens = len(rows)
         code = self._lib.llama_decode(self._ctx, batch)
         if code != 0:
