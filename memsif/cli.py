@@ -215,6 +215,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(f"  warning: not in the context it was given: {', '.join(result.unsupported_mentions)}")
     if result.premise_mentions:
         print(f"  note: taken from the question, not confirmed by its context: {', '.join(result.premise_mentions)}")
+    if result.when_rule:
+        print(f"  note: {result.when_rule}")
     verdict = "n/a" if result.sufficiency_prob is None else f"{result.sufficiency_prob:.2f}"
     print(f"\n  sufficient: {result.sufficient} (P={verdict}); traced back to Structured Interaction "
           f"Memory: {result.traced_back}; tokens {result.tokens_in} in / {result.tokens_out} out; "

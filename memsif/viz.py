@@ -633,6 +633,9 @@ def answer_markdown(answer: Answer, supporting: int = 3, clip_chars: int = 200) 
     if answer.premise_mentions:
         asked = escape_markdown(", ".join(answer.premise_mentions))
         lines.append(f"\nℹ️ Taken from the question, not confirmed by the memory it was given: **{asked}**.")
+    if answer.when_rule:
+        lines.append(f"\nℹ️ The model wrote **{escape_markdown(answer.model_answer)}**; its memory resolves the "
+                     f"period as written above (see the trace).")
     best = best_evidence(answer.evidence_used)
     if best[:supporting]:
         lines.append("\n**Best supporting messages**")
@@ -676,6 +679,8 @@ def trace_markdown(answer: Answer) -> tuple[str, str]:
         lines.append(f"\n_Relevance: {escape_markdown(answer.relevance_rule)}_")
     if answer.answer_check_rule:
         lines.append(f"\n_Answer check: {escape_markdown(answer.answer_check_rule)}_")
+    if answer.when_rule:
+        lines.append(f"\n_Date of the answer: {escape_markdown(answer.when_rule)}_")
     if answer.evidence_used:
         lines.append("\n**Nearest excerpts** (none is about the question; not given to the model)"
                      if answer.nothing_relevant else

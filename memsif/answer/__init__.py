@@ -10,5 +10,6 @@ accumulation into ActiveFact clusters (§3.4).
 - ``relevance``: whether anything retrieved is about the question (the "nothing in memory" rule);
 - ``places``: a country or US state the messages name by one of its cities (GeoNames);
 - ``check``: the answer check, the unsupported-mention flag and the question's premise;
+- ``when``: a "When" answer given the period its context resolves instead of a bare date;
 - ``language``: which languages a question and the embedder are in.
 """

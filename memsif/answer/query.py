@@ -33,6 +33,7 @@ from memsif.answer.context import FACTS, fit_lines, render_context
 from memsif.answer.gate import GateVerdict, SufficiencyGate
 from memsif.answer.relevance import Said, judge
 from memsif.answer.retrieval import EvidenceRetriever, asks_about_the_past, named_speakers
+from memsif.answer.when import resolved_period
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.entities import EntityExtractor
@@ -128,6 +129,9 @@ class Answer(BaseModel):
                                                 "says so, with ``closest``, instead of a generated answer.")
     closest: list[str] = Field(default_factory=list, description="The context's lines closest to the question, "
                                                                  "shown when ``not_stated``.")
+    model_answer: str = Field("", description="The model's own answer when ``when_rule`` replaced it; else empty.")
+    when_rule: str = Field("", description="Why the answer gives the period its context resolves instead of the "
+                                           "model's date (``memsif.answer.when``); empty when the model's stands.")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able (dates as ISO strings)."""
@@ -359,6 +363,10 @@ class QueryPipeline:
         gen = generate_streamed(self.llm, prompt, on_text, max_new_tokens=self.config.answer.answer_max_tokens,
                                 temperature=self.config.answer.answer_temperature, stop=answer_prompt.STOP)
         result.answer = gen.text.strip().split("\n")[0].strip()
+        period = resolved_period(question, result.answer, result.context)
+        if period is not None:
+            result.model_answer, result.when_rule = result.answer, period.explain(result.answer)
+            result.answer = period.answer
         result.tokens_in += gen.tokens_in
         result.tokens_out += gen.tokens_out
         self._record_model(result)

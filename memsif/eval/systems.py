@@ -318,5 +318,5 @@ class MemSIFSystem:
                                    "traced_back": r.traced_back, "gate_rule": r.gate_rule, "errors": r.errors,
                                    "aggregation": r.aggregation, "paths": context_paths(r),
                                    "fact_ids": [f.id for f in r.facts_used], "context": r.context,
-                                   "first_token_s": r.first_token_seconds,
-                                   "active_facts_changed": r.active_facts_changed})
+                                   "first_token_s": r.first_token_seconds, "model_answer": r.model_answer,
+                                   "when_rule": r.when_rule, "active_facts_changed": r.active_facts_changed})
