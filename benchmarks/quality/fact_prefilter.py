@@ -10,7 +10,9 @@ mean), and a logistic regression (scikit-learn) is fitted on two conversations a
 
 Prints per held-out conversation: the share of batches with no fact-bearing message (what a perfect filter
 could skip), the filter's ROC AUC, and for skipping the lowest-scored 10 / 20 / 30 % of batches the
-supported, durable candidates lost (every message they cite skipped). No model runs.
+supported, durable candidates lost (every message they cite skipped); then with a fixed threshold, the one
+the two fitting conversations set (a twentieth of their batches below it), the held-out batches skipped, how
+many messages they hold and the good candidates lost. No model runs.
 
     PYTHONPATH=. python benchmarks/quality/fact_prefilter.py [--out FILE.json]
 """
@@ -38,6 +40,8 @@ LABELS = Path(__file__).parent / "data"
 CONVERSATIONS = ("conv-26", "conv-30", "conv-47")
 BATCH_MESSAGES = 8
 SKIPS = (0.1, 0.2, 0.3)
+#: The share of the fitting conversations' batches below the fixed threshold.
+THRESHOLD_SKIP = 0.05
 FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|my|me|mine|we|our|us)\b", re.I)
 SMALL_TALK = re.compile(r"\b(hey|hi|hello|thanks|thank|congrats|congratulations|wow|awesome|cool|great|amazing|"
                         r"bye|glad|proud)\b", re.I)
@@ -84,12 +88,15 @@ def conversation(sample: Any) -> dict[str, Any]:
 
 
 def held_out(convs: dict[str, dict[str, Any]], held: str) -> dict[str, Any]:
-    """Fit on every conversation but ``held``; its AUC and, per skip share, the good candidates lost."""
+    """Fit on every conversation but ``held``; its AUC, per skip share the good candidates lost, and with the
+    threshold the fitting conversations set (``THRESHOLD_SKIP`` of their batches below it) the batches of
+    ``held`` skipped, their sizes and the good candidates lost."""
     train = [c for c in convs if c != held]
     x = np.vstack([convs[c]["X"] for c in train])
     mean, scale = x.mean(0), x.std(0) + 1e-6
     model = LogisticRegression(C=0.3, max_iter=2000).fit((x - mean) / scale,
                                                          np.concatenate([convs[c]["y"] for c in train]))
+    min_p = float(np.quantile(model.predict_proba((x - mean) / scale)[:, 1], THRESHOLD_SKIP))
     conv = convs[held]
     score = model.predict_proba((conv["X"] - mean) / scale)[:, 1]
     row: dict[str, Any] = {"conversation": held, "batches": len(score),
@@ -97,10 +104,18 @@ def held_out(convs: dict[str, dict[str, Any]], held: str) -> dict[str, Any]:
                            "auc": round(float(roc_auc_score(conv["y"], score)), 3), "good": len(conv["good"])}
     order = np.argsort(score, kind="stable")
     for share in SKIPS:
-        skipped = set(order[: round(share * len(score))].tolist())
-        read = {m.id for k, b in enumerate(conv["batches"]) if k not in skipped for m in b}
-        row[f"lost_at_{int(share * 100)}"] = sum(1 for r in conv["good"] if not any(s in read for s in r["sources"]))
+        row[f"lost_at_{int(share * 100)}"] = lost(conv, set(order[: round(share * len(score))].tolist()))
+    below = np.flatnonzero(score < min_p).tolist()
+    row.update({"min_p": round(min_p, 4), "skipped_at_min_p": len(below), "lost_at_min_p": lost(conv, set(below)),
+                "skipped_sizes": sorted(len(conv["batches"][k]) for k in below),
+                "skipped_texts": [" | ".join(m.text[:40] for m in conv["batches"][k]) for k in below]})
     return row
+
+
+def lost(conv: dict[str, Any], skipped: set[int]) -> int:
+    """The good candidates of ``conv`` whose every cited message lies in a skipped batch."""
+    read = {m.id for k, b in enumerate(conv["batches"]) if k not in skipped for m in b}
+    return sum(1 for r in conv["good"] if not any(s in read for s in r["sources"]))
 
 
 def main() -> None:
@@ -116,6 +131,11 @@ def main() -> None:
     for r in rows:
         print(f"| {r['conversation']} | {r['batches']} | {100 * r['no_fact_bearing']:.0f} % | {r['auc']:.3f} | "
               f"{r['good']} | " + " | ".join(str(r[f"lost_at_{int(100 * s)}"]) for s in SKIPS) + " |")
+    print("\n| held out | threshold set by the other two | batches skipped | their sizes (messages) | good lost |\n"
+          "|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['conversation']} | {r['min_p']:.3f} | {r['skipped_at_min_p']} of {r['batches']} | "
+              f"{', '.join(map(str, r['skipped_sizes']))} | {r['lost_at_min_p']} of {r['good']} |")
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=1))
 
