@@ -254,10 +254,11 @@ def test_streamed_generation_hands_over_each_piece_and_returns_the_whole_text():
 
 
 @pytest.mark.integration
-def test_llamacpp_decodes_a_wave_of_extraction_prompts_together_each_held_to_its_grammar():
+def test_llamacpp_decodes_a_wave_of_extraction_prompts_together_each_held_to_its_grammar(monkeypatch):
     """A wave of CoreFact extraction prompts decoded together on llama.cpp (one sequence each, their
-    shared head read once): every reply finishes before the cap and parses to the schema, the head stays
-    cached for the next wave, and a job cancelled meanwhile stops at the next step."""
+    shared head read once): every reply finishes before the cap and parses to the schema, the tokens the
+    grammar forces take no step of their own, the head stays cached for the next wave, and a job cancelled
+    meanwhile stops at the next step."""
     from memsif.errors import JobCancelled
     from memsif.eval.data import load_locomo
     from memsif.facts.core import EXTRACT_MAX_TOKENS
@@ -277,12 +278,20 @@ def test_llamacpp_decodes_a_wave_of_extraction_prompts_together_each_held_to_its
     schema = parse_schema("")
     prompts = [core_extract.build([(day_text(m.time), m.speaker, m.text) for m in messages[k:k + 4]], schema)
                for k in (0, 4, 8)]
+    from memsif.llm.llamacpp_parallel import ParallelContext
+
     facts = llm.for_job("facts")
     reply_model = core_extract.response_schema(schema)
+    steps = []
+    decode = ParallelContext._decode
+    monkeypatch.setattr(ParallelContext, "_decode", lambda self, rows: steps.append(any(r[3] for r in rows))
+                        or decode(self, rows))
     with job("wave", "facts"):
         replies = generate_many(facts, prompts, max_new_tokens=EXTRACT_MAX_TOKENS, temperature=0.0,
                                 json_schema=core_extract.grammar(reply_model))
     assert llm._parallel is not None, "the wave was not decoded together"
+    longest = max(r.tokens_out for r in replies if not isinstance(r, Exception))
+    assert sum(steps) < 0.8 * longest, f"{sum(steps)} steps for a reply of {longest} tokens: none was forced"
     for reply in replies:
         assert not isinstance(reply, Exception), reply
         assert 0 < reply.tokens_out < EXTRACT_MAX_TOKENS, reply.text

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
@@ -171,34 +170,57 @@ def salvage_items(text: str, item_schema: type[T]) -> list[T]:
         rest = rest[rest.find(value) + len(value):]
 
 
-def llguidance_mask(tokenizer: LLTokenizer, json_schema: dict[str, Any],
-                    n_prompt: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """A llama.cpp logits processor that keeps a reply inside ``json_schema`` with llguidance's token masks
-    (compact JSON with ", " and ": " separators, the layout the model writes unprompted). It reads the
-    tokens sampled after the first ``n_prompt`` (the prompt's) and masks every score that would leave
-    the schema with -inf.
+class JsonMask:
+    """Keeps a reply inside a JSON schema with llguidance's token masks (compact JSON with ", " and ": "
+    separators, the layout the model writes unprompted). A llama.cpp logits processor when called with
+    ``(input_ids, scores)``: it reads the tokens after the first ``n_prompt`` (the prompt's) and masks every
+    score that would leave the schema with -inf. A caller that feeds the reply itself uses ``advance``
+    (the new tokens), ``apply`` (mask the next token's scores) and ``forced`` (the tokens the grammar
+    allows alone from here: written without asking the model).
 
     Raises:
         LLMError: the schema cannot be compiled into a grammar.
     """
-    import numpy as np
-    from llguidance import LLMatcher
 
-    grammar = LLMatcher.grammar_from_json_schema(
-        json.dumps(json_schema), defaults={"whitespace_flexible": False, "item_separator": ", ",
-                                           "key_separator": ": "})
-    matcher = LLMatcher(tokenizer, grammar)
-    if matcher.is_error():
-        raise LLMError(f"the JSON schema cannot be compiled into a grammar: {matcher.get_error()}")
-    seen = n_prompt
+    def __init__(self, tokenizer: LLTokenizer, json_schema: dict[str, Any], n_prompt: int) -> None:
+        from llguidance import LLMatcher
 
-    def mask(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        nonlocal seen
-        if len(input_ids) > seen:
-            matcher.consume_tokens([int(t) for t in input_ids[seen:]])
-            seen = len(input_ids)
-        allowed = np.unpackbits(np.frombuffer(matcher.compute_bitmask(), dtype=np.uint8), bitorder="little")
+        grammar = LLMatcher.grammar_from_json_schema(
+            json.dumps(json_schema), defaults={"whitespace_flexible": False, "item_separator": ", ",
+                                               "key_separator": ": "})
+        self._matcher = LLMatcher(tokenizer, grammar)
+        if self._matcher.is_error():
+            raise LLMError(f"the JSON schema cannot be compiled into a grammar: {self._matcher.get_error()}")
+        self._seen = n_prompt
+
+    def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        if len(input_ids) > self._seen:
+            self.advance([int(t) for t in input_ids[self._seen:]])
+        return self.apply(scores)
+
+    def advance(self, tokens: list[int]) -> None:
+        """The reply's next ``tokens``, in order."""
+        self._matcher.consume_tokens(tokens)
+        self._seen += len(tokens)
+
+    def apply(self, scores: np.ndarray) -> np.ndarray:
+        """``scores`` (n_vocab,) with every token the grammar refuses next set to -inf (in place)."""
+        import numpy as np
+
+        allowed = np.unpackbits(np.frombuffer(self._matcher.compute_bitmask(), dtype=np.uint8), bitorder="little")
         scores[~allowed[:len(scores)].astype(bool)] = -np.inf
         return scores
 
-    return mask
+    def forced(self) -> list[int]:
+        """The tokens the grammar forces next (``{"facts": [{"subject": "`` after ``{``), none when the next
+        token is a choice; not consumed (``advance`` them once written)."""
+        return list(self._matcher.compute_ff_tokens())
+
+
+def llguidance_mask(tokenizer: LLTokenizer, json_schema: dict[str, Any], n_prompt: int) -> JsonMask:
+    """A :class:`JsonMask` for ``json_schema`` reading the reply after ``n_prompt`` prompt tokens.
+
+    Raises:
+        LLMError: the schema cannot be compiled into a grammar.
+    """
+    return JsonMask(tokenizer, json_schema, n_prompt)
