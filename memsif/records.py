@@ -278,8 +278,8 @@ class ClaimCheck(_Record):
 
 
 class Verification(_Record):
-    """How a CoreFact was checked against its sources before it was stored (§3.3; DESIGN: a
-    verification the model is measured to do well). ``verified`` when the model's P(yes) that the
+    """How a CoreFact was checked against its sources before it was stored (§3.3; docs/method.md:
+    a verification the model is measured to do well). ``verified`` when the model's P(yes) that the
     subject's own cited messages state the statement is at least ``min_p`` (measured per model) and
     at least ``min_word_overlap`` of its content words are in its supporting sentences."""
 

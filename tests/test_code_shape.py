@@ -5,6 +5,7 @@ the store (records ↔ Qdrant payloads), transcript and dataset parsing, HTTP re
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from memsif import records
@@ -91,3 +92,18 @@ def test_no_function_over_60_lines_and_no_class_over_250_beyond_those_still_list
     assert not new, "over the size limits (split them): " + ", ".join(new)
     assert not grown, "grew while over the limit: " + ", ".join(grown)
     assert not fits, "now within the limits, take them out of STILL_OVER: " + ", ".join(fits)
+
+
+#: A file of the repository named in the package's text ("docs/results.md", "``benchmarks/quality/x.py``").
+_POINTER = re.compile(r"(?<![\w/.-])((?:docs|benchmarks|memsif|tests|assets)/[\w/.-]*\w\.(?:md|py|jsonl|json|gz|txt))")
+
+
+def test_every_file_the_package_points_to_exists_and_no_text_cites_a_document_the_project_lacks():
+    missing, design = [], []
+    for path in ROOT.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        missing += [f"{path.relative_to(ROOT.parent)}: {m}" for m in _POINTER.findall(text)
+                    if not (ROOT.parent / m).exists()]
+        design += [str(path.relative_to(ROOT.parent)) for _ in re.finditer(r"\bDESIGN\b", text)]
+    assert not missing, f"pointers to files that do not exist: {missing}"
+    assert not design, f"cite a DESIGN document the project does not have: {design}"

@@ -1,5 +1,5 @@
-"""A model-free check of an answer against its context (DESIGN: on a weak model the trace must show
-when an answer says what the memory does not).
+"""A model-free check of an answer against its context (docs/method.md: on a weak model the trace
+must show when an answer says what the memory does not).
 
 An answer *mentions* names (capitalised words that are not common sentence starters), numbers
 (digits and number words, compared as numbers) and calendar words (months, weekdays). A mention
@@ -8,8 +8,8 @@ it. A number followed by a unit of time ("3 months", "five years") that the time
 of the context gives (rounded or whole units) is computed, not invented, and is not flagged. The
 check only flags; it never changes the answer.
 
-Before the answer, the model's check (``check_context``, DESIGN: the small model answers focused
-yes/no questions well): P(yes) that the answer context states what is asked, over the answer prompt's
+Before the answer, the model's check (``check_context``, docs/method.md: the small model answers
+focused yes/no questions well): P(yes) that the answer context states what is asked, over the answer prompt's
 own prefix; below the measured threshold (``answer_check_threshold``) the answer is "not stated" with
 the closest lines the memory holds (``closest_lines``, ``refusal``) instead of a guess.
 """

@@ -1,5 +1,5 @@
-"""Is anything in a memory about a question? (§3.5; DESIGN: on a weak model the engine says "I don't
-know" rather than let it invent.) No model is involved.
+"""Is anything in a memory about a question? (§3.5; docs/method.md: on a weak model the engine says "I
+don't know" rather than let it invent.) No model is involved.
 
 The memory holds nothing about the question, and the answer says so without the model, when
 

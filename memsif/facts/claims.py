@@ -1,5 +1,5 @@
 """CoreFact candidates checked claim by claim against the one cited sentence that states each (§3.3;
-DESIGN: verify what the model writes before it is stored, by rules where rules can tell).
+docs/method.md: what the model writes is verified before it is stored, by rules where rules can tell).
 
 A candidate's statement is split into its claims: the predicates its subject governs ("Jon started
 a dance studio and hired two teachers" holds "started a dance studio" and "hired two teachers";

@@ -1,5 +1,5 @@
-"""The grounding gate before every CoreFact write (§3.3; DESIGN, "What the default model can and
-cannot do": nothing the engine stores is trusted without a check that needs no model).
+"""The grounding gate before every CoreFact write (§3.3; docs/method.md,
+"Dual-Track Fact Memory": nothing the engine stores is trusted without a check that needs no model).
 
 A candidate fact is written only when all of these hold; each is a check a reader can redo by hand:
 

@@ -1,4 +1,4 @@
-"""The values a statement asserts, so that a changed value is never merged away (§3.3, DESIGN).
+"""The values a statement asserts, so that a changed value is never merged away (§3.3, docs/method.md).
 
 Two statements that differ only in a number, date, time, count, amount or polarity score above the
 duplicate threshold with small embedders ("rent is 1,200 euros" / "rent is 1,500 euros": cosine 0.99

@@ -1,5 +1,5 @@
-"""The model's verification of a CoreFact candidate before it is stored (§3.3; DESIGN: a verification
-the model is measured to do well, yes/no against the cited sources).
+"""The model's verification of a CoreFact candidate before it is stored (§3.3; docs/method.md,
+"Dual-Track Fact Memory": a verification the model is measured to do well, yes/no against the cited sources).
 
 A candidate that passed the grounding gate is verified when the model's P(yes) that what its subject
 wrote in the cited messages states every detail of it (``memsif.prompts.fact_verify``) reaches the

@@ -1,5 +1,5 @@
-"""The answer check (§3.5, before the answer; DESIGN: the small model answers focused yes/no questions
-well): does the memory given to the answer state what the question asks? Yes/no, scored as P(yes).
+"""The answer check (§3.5, before the answer; docs/method.md: the small model answers focused yes/no
+questions well): does the memory given to the answer state what the question asks? Yes/no, scored as P(yes).
 
 The prompt is the answer prompt (``memsif.prompts.answer``: same system message, same memory, same
 question) with the yes/no question where the answer prompt says "Answer:", so the model's key/value

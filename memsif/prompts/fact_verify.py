@@ -1,4 +1,4 @@
-"""CoreFact verification (§3.3; DESIGN: a verification the model is measured to do well): does what
+"""CoreFact verification (§3.3; docs/method.md: a verification the model is measured to do well): does what
 the subject wrote in the cited messages state every detail of the candidate's statement? Yes/no,
 scored as P(yes).
 
