@@ -173,3 +173,15 @@ def test_the_answer_context_puts_the_facts_last_nearest_the_question():
         "Facts:", "- Nate: Nate dyed his hair purple (the week before 15 April 2022)."]
     assert render_context(["- Nate: x"], []) == "Facts:\n- Nate: x"
     assert render_context([], evidence).startswith("Conversation excerpts")
+
+
+def test_a_stage_timed_twice_adds_its_seconds(monkeypatch):
+    from memsif.answer import query
+
+    ticks = iter([10.0, 10.5, 20.0, 21.0])
+    monkeypatch.setattr(query.time, "perf_counter", lambda: next(ticks))
+    result = query.Answer(question="q", answer="", sufficient=False, sufficiency_prob=None, traced_back=False)
+    for _ in range(2):
+        with query._stage(result, "answer"):
+            pass
+    assert result.seconds_by_stage == {"answer": pytest.approx(1.5)}

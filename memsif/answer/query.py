@@ -61,7 +61,7 @@ def _stage(result: Answer, name: str) -> Iterator[None]:
     try:
         yield
     finally:
-        result.seconds_by_stage[name] = time.perf_counter() - start
+        result.seconds_by_stage[name] = result.seconds_by_stage.get(name, 0.0) + time.perf_counter() - start
 
 
 def _fact_text(fact: RetrievedFact) -> str:
