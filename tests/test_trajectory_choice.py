@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from memsif.config import MemSIFConfig
-from memsif.interaction import gate
+from memsif.interaction import joinable
 from memsif.interaction.state import InteractionState
 from memsif.interaction.trajectories import TrajectoryBuilder
 from memsif.matching import SemanticMapping
@@ -20,33 +20,33 @@ DAY = datetime(2023, 5, 1)
 
 def _side(persons, stems, titled=(), day=0):
     when = DAY + timedelta(days=day)
-    return gate.Side(frozenset(persons), frozenset(stems), frozenset(titled), when, when)
+    return joinable.Side(frozenset(persons), frozenset(stems), frozenset(titled), when, when)
 
 
 def _idf(stem):
     return {"adopt": 3.0, "agenc": 3.0, "potteri": 3.0}.get(stem, 0.1)
 
 
-RULE = gate.GateRule(rare_share=0.1, max_gap_days=30)
+RULE = joinable.GateRule(rare_share=0.1, max_gap_days=30)
 
 
 def test_a_candidate_needs_a_person_and_a_rare_or_title_word_in_common_within_the_window():
     new = _side({"caroline"}, {"adopt", "today"}, {"interview"}, day=20)
-    assert gate.check(new, _side({"caroline"}, {"adopt"}), _idf, 40, RULE).passed
-    no_person = gate.check(new, _side({"melanie"}, {"adopt"}), _idf, 40, RULE)
+    assert joinable.check(new, _side({"caroline"}, {"adopt"}), _idf, 40, RULE).passed
+    no_person = joinable.check(new, _side({"melanie"}, {"adopt"}), _idf, 40, RULE)
     assert not no_person.passed and no_person.reason == "no person in common"
-    common_only = gate.check(new, _side({"caroline"}, {"today"}), _idf, 40, RULE)  # a word every segment holds
+    common_only = joinable.check(new, _side({"caroline"}, {"today"}), _idf, 40, RULE)  # a word every segment holds
     assert not common_only.passed and "no rare word" in common_only.reason
-    by_title = gate.check(new, _side({"caroline"}, {"today"}, {"interview"}), _idf, 40, RULE)
+    by_title = joinable.check(new, _side({"caroline"}, {"today"}, {"interview"}), _idf, 40, RULE)
     assert by_title.passed and by_title.terms == ("interview",)
-    too_old = gate.check(_side({"caroline"}, {"adopt"}, day=100), _side({"caroline"}, {"adopt"}), _idf, 40, RULE)
+    too_old = joinable.check(_side({"caroline"}, {"adopt"}, day=100), _side({"caroline"}, {"adopt"}), _idf, 40, RULE)
     assert not too_old.passed and "100 days apart" in too_old.reason
-    assert gate.check(_side({"caroline"}, {"adopt"}, day=100), _side({"caroline"}, {"adopt"}), _idf, 40,
-                      gate.GateRule()).passed  # no window
+    assert joinable.check(_side({"caroline"}, {"adopt"}, day=100), _side({"caroline"}, {"adopt"}), _idf, 40,
+                      joinable.GateRule()).passed  # no window
 
 
 def test_a_trajectory_is_gated_as_the_union_of_its_segments():
-    side = gate.Side.union([_side({"caroline"}, {"adopt"}, day=0), _side({"melanie"}, {"potteri"}, day=9)])
+    side = joinable.Side.union([_side({"caroline"}, {"adopt"}, day=0), _side({"melanie"}, {"potteri"}, day=9)])
     assert side.persons == {"caroline", "melanie"} and side.stems == {"adopt", "potteri"}
     assert side.start == DAY and side.end == DAY + timedelta(days=9)
 

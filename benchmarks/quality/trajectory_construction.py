@@ -5,7 +5,7 @@ into an earlier trajectory or a new one:
 
 - ``phi-rule``: the Top-K earlier segments by φ and the fitted logistic link model over φ, rare-word
   overlap, entity Jaccard and days apart (``link.RULE``, the construction before titles and the gate).
-- ``gate+cosine``: the trajectories that pass the gate (``interaction.gate``: a person and a rare or
+- ``gate+cosine``: the trajectories that pass the gate (``interaction.joinable``: a person and a rare or
   title word in common, within a window), the best by the cosine of the segment's and the
   trajectory's pooled embeddings, joined when it reaches a threshold.
 - ``gate+title-cosine``: the same, by the best cosine between a title line of the segment and one of
@@ -51,7 +51,7 @@ from trajectory_decision import DEV, THREADS, Seg, gold_pairs, load_segments
 
 from memsif.config import MemSIFConfig
 from memsif.eval.judges import roc_auc
-from memsif.interaction import gate, link
+from memsif.interaction import joinable, link
 from memsif.interaction.titles import title_subjects
 from memsif.matching import SemanticMapping, phi
 from memsif.prompts import trajectory_choice
@@ -76,7 +76,7 @@ class Conversation:
     segs: list[Seg]
     titles: dict[str, list[str]]
     gold: set[tuple[str, str]]
-    sides: list[gate.Side] = field(default_factory=list)
+    sides: list[joinable.Side] = field(default_factory=list)
     idf_at: list[Callable[[str], float]] = field(default_factory=list)  # the vocabulary as S_i closes
     title_vectors: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -122,7 +122,7 @@ def prepare(name: str, export: str, titles: dict, embed: Callable[[list[str]], n
         vocabulary.read(s.id, len(s.messages), lambda s=s: (m.text for m in s.messages))
         frozen = dict(vocabulary._df), len(vocabulary._stems)  # the IDF as this segment closes
         conv.idf_at.append(lambda stem, f=frozen: math.log((f[1] + 1) / (f[0].get(stem, 0) + 0.5)))
-        conv.sides.append(gate.title_side(conv.titles[s.id], (m.text for m in s.messages), s.messages[0].time,
+        conv.sides.append(joinable.title_side(conv.titles[s.id], (m.text for m in s.messages), s.messages[0].time,
                                           s.messages[-1].time))
     lines = sorted({line for v in conv.titles.values() for line in v})
     matters = [line.split(":", 1)[-1] for line in lines]
@@ -184,7 +184,7 @@ def option_text(conv: Conversation, members: Sequence[int], persons: Sequence[st
     return "; ".join(lines[:4])
 
 
-def choose(conv: Conversation, i: int, options: list[tuple[int, list[int], gate.GateResult]],
+def choose(conv: Conversation, i: int, options: list[tuple[int, list[int], joinable.GateResult]],
            chooser: Chooser) -> tuple[list[float], float, int, float]:
     """Averaged option probabilities (one per trajectory, then none), calls, seconds."""
     texts = [option_text(conv, members, g.persons) for _, members, g in options]
@@ -198,11 +198,11 @@ def choose(conv: Conversation, i: int, options: list[tuple[int, list[int], gate.
     return avg, avg[-1], 2, s1 + s2
 
 
-def replay(conv: Conversation, how: str, threshold: float, chooser: Chooser | None, rule: gate.GateRule,
+def replay(conv: Conversation, how: str, threshold: float, chooser: Chooser | None, rule: joinable.GateRule,
            top_k: int = 3, max_share: float = 0.15, cfg: MemSIFConfig | None = None,
            mapping: SemanticMapping | None = None) -> Outcome:
     trajectories: list[list[int]] = []
-    trajectory_sides: list[gate.Side] = []  # each trajectory's side, updated as segments join
+    trajectory_sides: list[joinable.Side] = []  # each trajectory's side, updated as segments join
     of: dict[int, int] = {}
     out = Outcome({}, [], [])
     n = len(conv.segs)
@@ -228,7 +228,7 @@ def replay(conv: Conversation, how: str, threshold: float, chooser: Chooser | No
         else:
             gated = []
             for t, members in enumerate(trajectories):
-                g = gate.check(conv.sides[i], trajectory_sides[t], idf, i + 1, rule)
+                g = joinable.check(conv.sides[i], trajectory_sides[t], idf, i + 1, rule)
                 if g.passed:
                     gated.append((t, members, g))
             gated.sort(key=lambda x: -sum(idf(s) for s in x[2].terms))
@@ -263,7 +263,7 @@ def replay(conv: Conversation, how: str, threshold: float, chooser: Chooser | No
             t = best[1]
             out.joins.append((seg.id, conv.segs[trajectories[t][-1]].id))
             trajectories[t].append(i)
-            trajectory_sides[t] = gate.Side.union([trajectory_sides[t], conv.sides[i]])
+            trajectory_sides[t] = joinable.Side.union([trajectory_sides[t], conv.sides[i]])
         else:
             t = len(trajectories)
             trajectories.append([i])
@@ -394,7 +394,7 @@ def main() -> None:
         eng.load_models()
         llm = eng.llm
     chooser = Chooser(args.choices, llm)
-    rule = gate.GateRule(rare_share=args.rare_share, max_gap_days=args.window)
+    rule = joinable.GateRule(rare_share=args.rare_share, max_gap_days=args.window)
     grids = {"phi-rule": np.arange(0.05, 0.96, 0.025), "gate+cosine": np.arange(0.3, 0.96, 0.02),
              "gate+cosine-max": np.arange(0.3, 0.96, 0.02), "gate+message": np.arange(0.3, 0.96, 0.02),
              "gate+title-cosine": np.arange(0.3, 0.96, 0.02), "gate+choice": np.arange(0.1, 0.51, 0.1)}

@@ -1,6 +1,6 @@
 """Event Trajectory decision as one comparative choice over gated candidates (§3.2).
 
-For a closing Topical Segment S_i: the earlier trajectories that pass the gate (``interaction.gate``:
+For a closing Topical Segment S_i: the earlier trajectories that pass the gate (``interaction.joinable``:
 a person and a rare or title word in common, within the window) are ranked by the IDF of the terms
 they share and the first K are offered to the LLM at once — their segments' titles lettered A, B, …
 and "none of these" (``prompts.trajectory_choice``). The prompt is asked in two orders (the threads,
@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memsif.errors import LLMError
-from memsif.interaction import gate
+from memsif.interaction import joinable
 from memsif.interaction.state import InteractionState, SegmentState, TrajectoryState
 from memsif.llm import LLM
 from memsif.matching import SemanticMapping, phi
@@ -47,32 +47,32 @@ class ChoiceOutcome:
 class ChoiceLinker:
     """Gates the earlier trajectories of a closing segment and asks ``llm`` to pick one or none."""
 
-    def __init__(self, llm: LLM, rule: gate.GateRule, margin: float, top_k: int, alpha: float,
+    def __init__(self, llm: LLM, rule: joinable.GateRule, margin: float, top_k: int, alpha: float,
                  mapping: SemanticMapping) -> None:
         self.llm, self.rule, self.margin, self.top_k = llm, rule, margin, top_k
         self.alpha, self.mapping = alpha, mapping
         self.calls = 0
-        self._sides: dict[str, tuple[int, gate.Side]] = {}
-        self._trajectory_sides: dict[str, tuple[tuple[tuple[str, int], ...], gate.Side]] = {}
+        self._sides: dict[str, tuple[int, joinable.Side]] = {}
+        self._trajectory_sides: dict[str, tuple[tuple[tuple[str, int], ...], joinable.Side]] = {}
 
-    def side(self, state: InteractionState, seg: SegmentState) -> gate.Side:
+    def side(self, state: InteractionState, seg: SegmentState) -> joinable.Side:
         """The gate's view of ``seg`` (its title's persons and words, what was said), kept while it is unchanged."""
         size = len(seg.record.message_ids)
         cached = self._sides.get(seg.record.id)
         if cached is None or cached[0] != size:
             rec = seg.record
             lines = rec.title.lines if rec.title else []
-            cached = self._sides[rec.id] = (size, gate.title_side(
+            cached = self._sides[rec.id] = (size, joinable.title_side(
                 lines, (m.text for m in state.segment_messages(seg)), rec.start_time, rec.end_time))
         return cached[1]
 
-    def trajectory_side(self, state: InteractionState, traj: TrajectoryState) -> gate.Side:
+    def trajectory_side(self, state: InteractionState, traj: TrajectoryState) -> joinable.Side:
         """The union of a trajectory's segments' sides, kept while its segments and their sizes are unchanged
         (each closing segment gates every earlier trajectory: the union is not redone for each)."""
         key = tuple((i, len(state.segment(i).record.message_ids)) for i in traj.record.segment_ids)
         cached = self._trajectory_sides.get(traj.record.id)
         if cached is None or cached[0] != key:
-            side = gate.Side.union(self.side(state, state.segment(i)) for i in traj.record.segment_ids)
+            side = joinable.Side.union(self.side(state, state.segment(i)) for i in traj.record.segment_ids)
             cached = self._trajectory_sides[traj.record.id] = (key, side)
         return cached[1]
 
@@ -84,10 +84,10 @@ class ChoiceLinker:
         joins nothing and records the error.
         """
         new = self.side(state, seg)
-        passed: list[tuple[TrajectoryState, gate.GateResult]] = []
+        passed: list[tuple[TrajectoryState, joinable.GateResult]] = []
         earlier = [t for t in state.trajectories if t.record.segment_ids]
         for traj in earlier:
-            result = gate.check(new, self.trajectory_side(state, traj), idf, segments, self.rule)
+            result = joinable.check(new, self.trajectory_side(state, traj), idf, segments, self.rule)
             if result.passed:
                 passed.append((traj, result))
         passed.sort(key=lambda tr: (-sum(idf(t) for t in tr[1].terms), -tr[0].record.index))
@@ -136,7 +136,7 @@ class ChoiceLinker:
 
     @staticmethod
     def _ids(state: InteractionState, seg: SegmentState,
-             offered: Sequence[tuple[TrajectoryState, gate.GateResult]]) -> list[str]:
+             offered: Sequence[tuple[TrajectoryState, joinable.GateResult]]) -> list[str]:
         """The messages the prompt's titles stand for: the new segment's and the offered segments'."""
         shown = [seg, *(state.segment(i) for traj, _ in offered for i in traj.record.segment_ids[-OPTION_SEGMENTS:])]
         return [i for s in shown for i in (s.record.title.input_ids if s.record.title else [])]

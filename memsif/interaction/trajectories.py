@@ -22,7 +22,7 @@ from memsif.errors import LLMError
 from memsif.interaction import link
 from memsif.interaction.choice import NAME as CHOICE
 from memsif.interaction.choice import ChoiceLinker
-from memsif.interaction.gate import GateRule
+from memsif.interaction.joinable import GateRule
 from memsif.interaction.judge import Verdict, YesNoJudge
 from memsif.interaction.relink import whole_memory
 from memsif.interaction.state import InteractionState, SegmentState
