@@ -112,7 +112,7 @@ def _timed_wave(original: Callable[..., Any]) -> Callable[..., Any]:
     alone and wrote."""
     def wave(self: FactsHandle, prompts: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
         _CALL.kind, _CALL.write_s = _kind(list(prompts)), 0.0
-        tokens = [self._prompt_tokens(self._render(p)) for p in prompts]
+        tokens = [self.backend.prompt_tokens(p) for p in prompts]
         shared = common_prefix(tokens)[:min(len(t) for t in tokens) - 1]
         held = self._parallel._prefix if self._parallel is not None else []
         new_shared = len(shared) - (len(common_prefix([held, shared])) if held and shared else 0)

@@ -34,7 +34,7 @@ from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, Runtime, announce_r
 from memsif.llm.llamacpp_cpu import INSTALL_COMMAND, CpuLibrary, choose_cpu_library, probe_failure
 from memsif.llm.llamacpp_parallel import Mask, ParallelContext
 from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
-from memsif.llm.structured import llguidance_mask
+from memsif.llm.structured import JsonMask
 from memsif.locks import FairLock, check_cancelled
 from memsif.prompts import Prompt
 
@@ -50,6 +50,42 @@ PREFILL_CHUNK = 64
 #: A prompt read on the shared context with at least this many new tokens updates the measured prompt
 #: speed (``prompt_tokens_per_s``, the mean of the last measure and the one before it).
 RATE_MIN_TOKENS = 64
+
+
+class Grammars:
+    """What keeps a llama.cpp model's reply inside a JSON schema: llguidance's token masks (its view of the
+    vocabulary made on the first JSON reply, ~3 s), else llama.cpp's own grammar sampling where llguidance is
+    not installed (~30 % slower a token here)."""
+
+    def __init__(self, llama: Any, lib: Any) -> None:
+        self._llama, self._lib = llama, lib
+        self._tokenizer: LLTokenizer | None = None
+
+    def mask(self, json_schema: dict[str, Any], n_prompt: int) -> JsonMask | None:
+        """llguidance's mask of a reply that follows ``n_prompt`` prompt tokens; None without llguidance.
+
+        Raises:
+            LLMError: the schema cannot be compiled into a grammar.
+        """
+        try:
+            from llguidance.llamacpp import lltokenizer_from_vocab
+        except ImportError:
+            return None
+        if self._tokenizer is None:
+            with warnings.catch_warnings():  # it calls a deprecated llama.cpp accessor once per token
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self._tokenizer = lltokenizer_from_vocab(self._llama._model.vocab)
+        return JsonMask(self._tokenizer, json_schema, n_prompt)
+
+    def completion_arguments(self, json_schema: dict[str, Any], n_prompt: int) -> dict[str, Any]:
+        """create_completion's arguments that hold its reply to ``json_schema``: the mask as a logits
+        processor, else a llama.cpp grammar."""
+        mask = self.mask(json_schema, n_prompt)
+        if mask is None:
+            from llama_cpp.llama_grammar import LlamaGrammar
+
+            return {"grammar": LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)}
+        return {"logits_processor": self._lib.LogitsProcessorList([mask])}
 
 
 class LlamaCppLLM:
@@ -88,8 +124,8 @@ class LlamaCppLLM:
         self._yes = self._first_tokens(YES_WORDS)
         self._no = self._first_tokens(NO_WORDS)
         self._lock = FairLock()
-        self._lltokenizer: LLTokenizer | None = None  # llguidance's view of the vocabulary, built on first JSON call
-        self._parallel: ParallelContext | None = None  # waves decoded together (``FactsHandle.generate_batch``)
+        self.grammars = Grammars(self._llm, self._lib)
+        self._parallel: ParallelContext | None = None  # waves decoded together (``decode_wave``)
 
     @classmethod
     def from_config(cls, config: MemSIFConfig) -> LlamaCppLLM:
@@ -231,7 +267,7 @@ class LlamaCppLLM:
         tokens = self._prompt_tokens(text)
         kwargs: dict[str, Any] = {}
         if json_schema is not None:
-            kwargs.update(self._json_constraint(json_schema, len(tokens)))
+            kwargs.update(self.grammars.completion_arguments(json_schema, len(tokens)))
         llm: Any = context or self._llm
         with self._lock:  # create_completion finds the prompt evaluated and samples at once
             self._prefill(llm, tokens)
@@ -246,21 +282,30 @@ class LlamaCppLLM:
         """The tokens create_completion makes of ``text`` (the model's BOS where its vocabulary adds one)."""
         return self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
 
-    def _json_constraint(self, json_schema: dict[str, Any], n_prompt: int) -> dict[str, Any]:
-        """create_completion arguments that keep the reply inside ``json_schema``: a llguidance
-        logits processor (``structured.llguidance_mask``), else a llama.cpp grammar."""
-        try:
-            from llguidance.llamacpp import lltokenizer_from_vocab
-        except ImportError:
-            from llama_cpp.llama_grammar import LlamaGrammar
+    def prompt_tokens(self, prompt: Prompt) -> list[int]:
+        """The tokens of ``prompt`` as the model reads it (its chat template; BOS where the vocabulary adds one)."""
+        return self._prompt_tokens(self._render(prompt))
 
-            return {"grammar": LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)}
-        if self._lltokenizer is None:
-            with warnings.catch_warnings():  # it calls a deprecated llama.cpp accessor once per token
-                warnings.simplefilter("ignore", DeprecationWarning)
-                self._lltokenizer = lltokenizer_from_vocab(self._llm._model.vocab)  # ~3 s, once
-        return {"logits_processor": self._lib.LogitsProcessorList([llguidance_mask(self._lltokenizer, json_schema,
-                                                                                   n_prompt)])}
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        """The text of ``tokens`` (bytes that are no whole UTF-8 character dropped)."""
+        return str(self._llm.detokenize(list(tokens)).decode("utf-8", "ignore"))
+
+    def decode_wave(self, prompts: Sequence[list[int]], masks: Sequence[Mask], max_new_tokens: int) -> list[list[int]]:
+        """Greedy reply tokens of several prompts decoded together on a context of their own
+        (``llamacpp_parallel.ParallelContext``, made on the first wave, widened for a wider one), each held by
+        its mask; between two steps a more urgent call may run on the shared context.
+
+        Raises:
+            LLMError: the prompts do not fit the context, or llama.cpp failed.
+            JobCancelled: the job was cancelled meanwhile.
+        """
+        with self._lock:
+            if self._parallel is None or self._parallel.sequences < len(prompts):
+                if self._parallel is not None:
+                    self._parallel.close()
+                self._parallel = ParallelContext(self._lib, self._llm._model, self._threads, max(len(prompts), 8))
+            context = self._parallel
+            return context.generate(prompts, max_new_tokens, masks, lambda: self._pause_point(context))
 
     def generate_stream(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
                         stop: Sequence[str] = (), context: Any = None) -> Iterator[str | Generation]:
@@ -324,21 +369,12 @@ class FactsHandle:
         if temperature > 0:
             raise LLMError("llama.cpp decodes prompts together only greedily (temperature 0)")
         llm = self.backend
-        tokens = [llm._prompt_tokens(llm._render(p)) for p in prompts]
-        masks: list[Mask | None] = []
-        for seq in tokens:
-            constraint = llm._json_constraint(json_schema, len(seq)) if json_schema is not None else {}
-            if json_schema is not None and "logits_processor" not in constraint:
-                raise LLMError("a JSON reply decoded in parallel needs llguidance (pip install llguidance)")
-            masks.append(constraint["logits_processor"][0] if constraint else None)
-        with llm._lock:
-            if llm._parallel is None or llm._parallel.sequences < len(prompts):
-                if llm._parallel is not None:
-                    llm._parallel.close()
-                llm._parallel = ParallelContext(llm._lib, llm._llm._model, llm._threads, max(len(prompts), 8))
-            context = llm._parallel
-            replies = context.generate(tokens, max_new_tokens, masks, lambda: llm._pause_point(context))
-        return [Generation(llm._llm.detokenize(reply).decode("utf-8", "ignore"), len(seq), len(reply))
+        tokens = [llm.prompt_tokens(p) for p in prompts]
+        masks = [llm.grammars.mask(json_schema, len(seq)) if json_schema is not None else None for seq in tokens]
+        if json_schema is not None and any(mask is None for mask in masks):
+            raise LLMError("a JSON reply decoded in parallel needs llguidance (pip install llguidance)")
+        replies = llm.decode_wave(tokens, masks, max_new_tokens)
+        return [Generation(llm.detokenize(reply), len(seq), len(reply))
                 for seq, reply in zip(tokens, replies, strict=True)]
 
     def generate_stream(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,

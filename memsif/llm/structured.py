@@ -215,12 +215,3 @@ class JsonMask:
         """The tokens the grammar forces next (``{"facts": [{"subject": "`` after ``{``), none when the next
         token is a choice; not consumed (``advance`` them once written)."""
         return list(self._matcher.compute_ff_tokens())
-
-
-def llguidance_mask(tokenizer: LLTokenizer, json_schema: dict[str, Any], n_prompt: int) -> JsonMask:
-    """A :class:`JsonMask` for ``json_schema`` reading the reply after ``n_prompt`` prompt tokens.
-
-    Raises:
-        LLMError: the schema cannot be compiled into a grammar.
-    """
-    return JsonMask(tokenizer, json_schema, n_prompt)
