@@ -18,6 +18,7 @@ import pytest
 from tests.test_browser import CHROMEDRIVER, CHROMIUM, ROOT, _browser, _plot_drawn, _tab, start_app
 
 webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -172,7 +173,12 @@ def test_a_first_visit_sees_the_prebuilt_example_at_once_then_warnings_and_a_sto
         time.sleep(2)
         d.find_element(By.ID, "build-btn").click()
         _tab(d, "CoreFacts")
-        WebDriverWait(d, 300).until(lambda d: "CoreFact extraction stopped" in _text(d, "corefacts-status"))
+        try:
+            WebDriverWait(d, 300).until(lambda d: "CoreFact extraction stopped" in _text(d, "corefacts-status"))
+        except TimeoutException:  # say what the page showed instead, for whoever reads the failure
+            d.save_screenshot(str(shots / "walk-stopped-timeout.png"))
+            pytest.fail(f"no 'CoreFact extraction stopped' within 300 s; the CoreFacts status: "
+                        f"{_text(d, 'corefacts-status')!r}; the build summary: {_text(d, 'build-summary')[:400]!r}")
         stopped = _text(d, "corefacts-status")
         d.save_screenshot(str(shots / "walk-job-stopped.png"))
         assert "replaced by a build of" in stopped and "garden-chat.txt" in stopped, stopped
