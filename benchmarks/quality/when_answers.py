@@ -17,11 +17,11 @@ judge accuracy with and without the rule is printed the same way.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 from pathlib import Path
 from typing import Any
 
+from benchmarks.quality.best_fact import read_rows
 from memsif.answer.when import resolved_period
 from memsif.config import MemSIFConfig
 from memsif.eval.metrics import locomo_f1, paired_bootstrap
@@ -30,15 +30,15 @@ from memsif.eval.runner import judge_rows
 from memsif.llm import LLM, load_llm
 
 
-def read_rows(paths: list[Path]) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for path in paths:
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8") as fh:
-            rows += [r for r in map(json.loads, filter(str.strip, fh)) if r.get("system") == "memsif"]
-    if rows and not all("sys_context" in r for r in rows):
-        raise SystemExit("these MemSIF rows keep no answer context (sys_context); run the evaluation again")
-    return rows
+def paired_line(name: str, with_rule: list[float], without: list[float], groups: list[str]) -> dict[str, Any]:
+    """Mean of each and their paired difference (questions resampled within each conversation), printed as one
+    line in percent; returned rounded."""
+    interval = paired_bootstrap(with_rule, without, groups, stratified=True)
+    n = len(groups)
+    print(f"{name} {100 * sum(without) / n:.1f} % -> {100 * sum(with_rule) / n:.1f} %, paired "
+          f"{100 * interval['diff']:+.2f} [{100 * interval['ci_low']:+.2f}, {100 * interval['ci_high']:+.2f}]")
+    return {"without": round(sum(without) / n, 4), "with": round(sum(with_rule) / n, 4),
+            "paired": {k: round(v, 4) for k, v in interval.items()}}
 
 
 def main() -> None:
@@ -48,7 +48,7 @@ def main() -> None:
     parser.add_argument("--judge", action="store_true", help="judge the changed answers again with the LLM")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    rows = read_rows(args.runs)
+    rows = [row for path in args.runs for row in read_rows(path, None)]
     judge: LLM | None = load_llm(MemSIFConfig.from_env()) if args.judge else None
     without, with_rule, groups = [], [], []
     judged_without, judged_with = [], []
@@ -77,22 +77,14 @@ def main() -> None:
             if args.show:
                 print(f"{r['qid']} {before:.2f} -> {after:.2f} | {r['question']} | gold: {gold} | "
                       f"{model} -> {period.answer} ({period.rule})")
-    interval = paired_bootstrap(with_rule, without, groups, stratified=True)
-    result = {"conversations": per, "questions": len(rows),
-              "f1_without": round(sum(without) / len(rows), 4), "f1_with": round(sum(with_rule) / len(rows), 4),
-              "paired": {k: round(v, 4) for k, v in interval.items()}}
+    result: dict[str, Any] = {"conversations": per, "questions": len(rows)}
     print("| conversation | questions | answers changed | F1 gained | F1 lost |\n|---|---|---|---|---|")
     for conv, c in per.items():
         print(f"| {conv} | {c['questions']} | {c['changed']} | {c['gained']} | {c['lost']} |")
-    print(f"\ntoken F1 {100 * result['f1_without']:.1f} % -> {100 * result['f1_with']:.1f} %, paired "
-          f"{100 * interval['diff']:+.2f} [{100 * interval['ci_low']:+.2f}, {100 * interval['ci_high']:+.2f}]")
+    f1 = paired_line("\ntoken F1", with_rule, without, groups)
+    result.update({"f1_without": f1["without"], "f1_with": f1["with"], "paired": f1["paired"]})
     if judge is not None:
-        verdicts = paired_bootstrap(judged_with, judged_without, groups, stratified=True)
-        result["judge"] = {"without": round(sum(judged_without) / len(rows), 4),
-                           "with": round(sum(judged_with) / len(rows), 4), "model": judge.name,
-                           "paired": {k: round(v, 4) for k, v in verdicts.items()}}
-        print(f"judge {100 * result['judge']['without']:.1f} % -> {100 * result['judge']['with']:.1f} %, paired "
-              f"{100 * verdicts['diff']:+.1f} [{100 * verdicts['ci_low']:+.1f}, {100 * verdicts['ci_high']:+.1f}]")
+        result["judge"] = {**paired_line("judge", judged_with, judged_without, groups), "model": judge.name}
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
 
