@@ -1,6 +1,7 @@
 """MemSIF: Structured Interaction Memory and Dual-Track Fact Memory for LLM agents.
 
-The names most programs need, imported lazily so that ``import memsif`` stays cheap::
+``memsif.__all__`` is the public surface, imported lazily so that ``import memsif`` stays cheap; the
+rest of the package is the engine's inside and may change without notice::
 
     from memsif import MemSIF, MemSIFConfig, load_transcripts
 
@@ -8,29 +9,22 @@ The names most programs need, imported lazily so that ``import memsif`` stays ch
     for transcript in load_transcripts("chat.json"):
         engine.ingest(transcript.messages, namespace=transcript.sample_id)
     print(engine.ask("Where did Ana go in May?", namespace="conv-26").answer)
+
+- **The engine** (§3) and what it is made of: ``MemSIF``, its settings (``MemSIFConfig``, ``AnswerSettings``), the
+  back-ends it holds (``Backends``) and what its model was measured to do (``ModelProfile``).
+- **What it returns**: the records of a memory (``Message``, ``TopicalSegment``, ``EventTrajectory``, ``CoreFact``,
+  ``ActiveFact``, ... §3.2–3.4), an ingest's ``IngestReport``, an ``Answer`` with its trace (§3.5), a search's
+  ``Found``.
+- **Histories and exports**: ``load_transcripts`` and the export format (``NamespaceExport``, ``read_export``, ...).
+- **Serving one model to chats and builds**: the job handles a server wraps each piece of work in, so a chat
+  answer goes before a build's calls and a replaced memory's jobs stop (``job``, ``interactive``, ``cancel``, ...).
+- **Errors**, all ``MemSIFError``.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+import lazy_loader
 
 __version__ = "0.1.0"
 
-_EXPORTS = {
-    "MemSIF": "memsif.engine",
-    "IngestReport": "memsif.engine",
-    "MemSIFConfig": "memsif.config",
-    "Message": "memsif.records",
-    "load_transcripts": "memsif.io",
-    "MemSIFError": "memsif.errors",
-    "TranscriptError": "memsif.errors",
-}
-
-__all__ = [*_EXPORTS, "__version__"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'memsif' has no attribute {name!r}")
+# every name of ``__init__.pyi``, imported from its module the first time it is read
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
+__all__ += ["__version__"]

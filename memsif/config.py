@@ -347,6 +347,10 @@ class ModelSettings:
     #: packaged 1.5B), so a chat answer or a build runs between two of its tokens instead of after the
     #: whole extraction call; False: one context for everything (llm.llamacpp_backend).
     llm_facts_context: bool = True
+    #: The measured profile the engine uses for the model (``memsif.llm.profiles``): empty, the one its name
+    #: matches; a profile's name ("Qwen2.5-Coder-1.5B-Instruct") for a renamed copy of a measured model;
+    #: "unmeasured" to trust the model with no optional step.
+    llm_profile: str = ""
     embedder_model: str = PACKAGED_EMBEDDER
     use_spacy: bool = True
 

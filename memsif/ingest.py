@@ -14,10 +14,11 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memsif.backends import Backends
 from memsif.errors import MemSIFError, SourceConflict
 from memsif.facts.step import CoreFactStep, CoreFactSummary, ProgressFn
 from memsif.interaction.forecast import Workload, forecast, published
@@ -36,16 +37,12 @@ from memsif.records import Decision, Message, record_number, spoken_text
 from memsif.store import StoredMessage
 
 if TYPE_CHECKING:
-    from memsif.config import MemSIFConfig
-    from memsif.embed import Embedder
-    from memsif.entities import EntityExtractor
     from memsif.interaction.state import SegmentState
-    from memsif.llm import LLM
     from memsif.store import Store
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Backends", "CoreFactSummary", "IngestPipeline", "IngestReport", "ProgressFn"]
+__all__ = ["CoreFactSummary", "IngestPipeline", "IngestReport", "ProgressFn"]
 
 #: Messages longer than this get a warning at ingest: the default embedder reads 256 word pieces
 #: (about EMBEDDER_READS_CHARS characters of English) and prompts clip each message (memsif.prompts).
@@ -108,19 +105,6 @@ class Placed:
             self.progress(self.done + done, self.total, stage)
 
 
-class Backends(Protocol):
-    """The back-ends an ingest uses, each loaded when a step first reads it (``MemSIF`` is one)."""
-
-    @property
-    def llm(self) -> LLM: ...
-    @property
-    def embedder(self) -> Embedder: ...
-    @property
-    def entity_extractor(self) -> EntityExtractor: ...
-    @property
-    def store(self) -> Store: ...
-
-
 @dataclass(frozen=True)
 class StoredState:
     """One namespace's working state read from the store, repaired first where an interrupted ingest left it
@@ -170,12 +154,12 @@ class StoredState:
 
 
 class IngestPipeline:
-    """One namespace's ingest under ``config`` with ``backends`` (loaded when a step first needs them);
+    """One namespace's ingest with ``backends`` (and their settings) (loaded when a step first needs them);
     ``dates_checked``: a loader has warned about the messages' implausible dates already."""
 
-    def __init__(self, config: MemSIFConfig, backends: Backends, namespace: str, dates_checked: bool = False) -> None:
+    def __init__(self, backends: Backends, namespace: str, dates_checked: bool = False) -> None:
         self.backends = backends
-        self.config = config
+        self.config = backends.config
         self.namespace = namespace
         self.dates_checked = dates_checked
         self.stages: dict[str, float] = {}
@@ -201,8 +185,9 @@ class IngestPipeline:
                 vectors, entity_sets = self.embed(admitted.fresh)
             # how cosine becomes s_sem for this embedder (``matching.COSINE_RANGES``)
             mapping = SemanticMapping.for_embedder(self.backends.embedder.name, self.config.method.sem_mapping)
-            seg_builder = SegmentBuilder(self.config, mapping, self.backends.llm)
-            traj_builder = TrajectoryBuilder(self.config, mapping, self.backends.llm)
+            llm, profile = self.backends.llm, self.backends.profile
+            seg_builder = SegmentBuilder(self.config, mapping, llm, profile)
+            traj_builder = TrajectoryBuilder(self.config, mapping, llm, profile=profile)
             structured = _Structured()
             every = self.config.store.persist_every
             fresh = admitted.fresh
@@ -225,7 +210,7 @@ class IngestPipeline:
             summary = CoreFactSummary()
             if core_facts:
                 with self.stage("core_facts"):
-                    summary = CoreFactStep(self.config, self.backends, self.namespace, self.stage).run(state, progress)
+                    summary = CoreFactStep(self.backends, self.namespace, self.stage).run(state, progress)
         return IngestReport(
             namespace=self.namespace, messages=len(admitted.fresh), skipped=admitted.skipped,
             total_messages=len(state.messages), segments=len(state.segments), trajectories=len(state.trajectories),

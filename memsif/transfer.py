@@ -29,7 +29,7 @@ from memsif.interaction.clustering import scorer_for
 from memsif.interaction.relink import whole_memory
 from memsif.lexical import SparseVector
 from memsif.llm.packaged import PACKAGED_MODELS
-from memsif.llm.profiles import profile_of
+from memsif.llm.profiles import configured_profile
 from memsif.prompts import (
     core_change,
     core_extract,
@@ -364,7 +364,7 @@ def content_fingerprint(config: MemSIFConfig) -> dict[str, Any]:
     provenance (``"content"``); an export with the same fingerprint shows what this configuration would
     build, whatever the back-end or display name."""
     model = PACKAGED_MODELS.get(config.model.llm_model)
-    profile = profile_of(model.name if model else config.model.llm_model)
+    profile = configured_profile(config.model.llm_profile, model.name if model else config.model.llm_model)
     out = {"llm": f"sha256:{model.sha256}" if model and model.sha256 else config.model.llm_model,
            "embedder": config.model.embedder_model,
            "settings": {name: config.setting(name) for name in CONTENT_SETTINGS},

@@ -42,7 +42,7 @@ def engine_factory(tmp_path):
     """Build an engine with fakes; ``config`` keyword overrides go into MemSIFConfig."""
     engines = []
 
-    def build(llm=None, embedder=None, entities=None, store=None, **config):
+    def build(llm=None, embedder=None, entities=None, store=None, profile=None, **config):
         config.setdefault("core_facts", False)  # Structured Interaction Memory tests need no fact LLM
         # the fake's scripted core_operation replies stand in for a model trusted with the choice
         config.setdefault("fact_operation", "model")
@@ -52,7 +52,8 @@ def engine_factory(tmp_path):
         config.setdefault("segment_titles", "rule")
         cfg = MemSIFConfig(data_dir=str(tmp_path / "data"), **config)
         engine = MemSIF(cfg, llm=llm or FakeLLM(), embedder=embedder or HashEmbedder(),
-                        entities=entities or TableEntities(), store=store or MemoryStore(in_memory=True))
+                        entities=entities or TableEntities(), store=store or MemoryStore(in_memory=True),
+                        profile=profile)
         engines.append(engine)
         return engine
 

@@ -13,6 +13,7 @@ import numpy as np
 from memsif.entities import RegexEntityExtractor
 from memsif.errors import LLMError
 from memsif.llm import Generation
+from memsif.llm.profiles import ModelProfile
 from memsif.prompts import Prompt
 
 
@@ -156,10 +157,6 @@ class KeywordEmbedder(HashEmbedder):
         return out
 
 
-def trust_sufficiency(monkeypatch, name: str = "fake-llm") -> None:
-    """Profile the model called ``name`` as measured on the sufficiency check (``memsif.llm.profiles``),
-    so ``sufficiency_gate="auto"`` asks it."""
-    from memsif.llm import profiles
-
-    monkeypatch.setattr(profiles, "PROFILES",
-                        (*profiles.PROFILES, profiles.ModelProfile(name, judges_sufficiency=True)))
+#: The profile of a model measured on the sufficiency check (``memsif.llm.profiles``), so ``sufficiency_gate="auto"``
+#: asks it: handed to an engine as its model's profile (``MemSIF(..., profile=TRUSTS_SUFFICIENCY)``).
+TRUSTS_SUFFICIENCY = ModelProfile("fake-llm", judges_sufficiency=True)

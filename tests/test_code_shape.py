@@ -107,3 +107,45 @@ def test_every_file_the_package_points_to_exists_and_no_text_cites_a_document_th
         design += [str(path.relative_to(ROOT.parent)) for _ in re.finditer(r"\bDESIGN\b", text)]
     assert not missing, f"pointers to files that do not exist: {missing}"
     assert not design, f"cite a DESIGN document the project does not have: {design}"
+
+
+def _classes() -> dict[str, tuple[Path, ast.ClassDef]]:
+    """Every class the package defines, by name, with its file."""
+    found = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ClassDef):
+                found[node.name] = (path, node)
+    return found
+
+
+def _mixed(classes: dict[str, tuple[Path, ast.ClassDef]]) -> list[str]:
+    """Classes made of two or more of the package's own classes (mixins): an object is one class, or holds
+    its parts."""
+    return sorted(f"{path.relative_to(ROOT)}:{name}" for name, (path, node) in classes.items()
+                  if sum(ast.unparse(b).split(".")[-1] in classes for b in node.bases) > 1)
+
+
+def test_no_class_is_mixed_from_the_packages_classes_and_no_part_casts_to_its_engine():
+    classes = _classes()
+    assert not _mixed(classes), "mixins (hold the parts instead): " + ", ".join(_mixed(classes))
+    sample = {"A": (ROOT, ast.parse("class A: pass").body[0]), "B": (ROOT, ast.parse("class B: pass").body[0]),
+              "C": (ROOT, ast.parse("class C(A, B): pass").body[0])}
+    assert _mixed(sample) == [f"{Path('.')}:C"]  # the check sees one
+    casts = [f"{p.relative_to(ROOT)}" for p in ROOT.rglob("*.py") if re.search(r"cast\((EngineCore|\"EngineCore)",
+                                                                                p.read_text())]
+    assert not casts and "EngineCore" not in classes
+
+
+def test_one_back_end_bundle_and_the_profile_resolved_only_where_the_model_loads():
+    """``memsif.backends.Backends`` is the one bundle every pipeline takes (no Protocol of back-ends beside it),
+    and a model's profile is looked up by name only in ``memsif.llm`` (``configured_profile``, which
+    ``Backends.profile`` calls once)."""
+    classes = _classes()
+    bundles = [name for name, (_, node) in classes.items()
+               if ("Backends" in name and name != "Backends") or name in ("FactBackends", "EngineCore")]
+    assert not bundles and classes["Backends"][0] == ROOT / "backends.py"
+    lookups = sorted(f"{p.relative_to(ROOT)}" for p in ROOT.rglob("*.py")
+                     if "profile_of(" in p.read_text() and p.parent.name != "llm")
+    assert not lookups, "a model's profile looked up by name outside the model loader: " + ", ".join(lookups)
+    assert "configured_profile(" in (ROOT / "backends.py").read_text()

@@ -96,13 +96,13 @@ def test_a_read_only_store_and_a_busy_namespace_refuse_a_correction(sushi, monke
     with pytest.raises(StoreError, match="read-only"):
         sushi.delete_fact("t", "F1")
     monkeypatch.setattr(sushi.store, "read_only", False, raising=False)
-    monkeypatch.setattr("memsif.editing.LOCK_WAIT_S", 0.05)
+    monkeypatch.setattr("memsif.engine.editing.LOCK_WAIT_S", 0.05)
     import threading
 
     held, release = threading.Event(), threading.Event()
 
     def build():  # another thread holds the namespace as a build does
-        with sushi._namespace_lock("t"):
+        with sushi.lock("t"):
             held.set()
             release.wait(5)
     worker = threading.Thread(target=build)

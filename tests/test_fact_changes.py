@@ -9,6 +9,7 @@ import pytest
 
 from memsif.answer.retrieval import asks_about_the_past
 from memsif.facts.changes import KEY_MIN_COSINE, ChangeCandidate, ask_change, change_candidates, change_threshold
+from memsif.llm.profiles import profile_of
 from memsif.prompts import core_change, core_extract
 from memsif.records import CoreFact, FactOp, Message, parse_schema
 from memsif.viz import FACT_COLUMNS, fact_chain, fact_rows, op_rows
@@ -213,4 +214,4 @@ def test_the_change_question_is_asked_by_default_only_of_a_model_whose_changes_w
                                                                                                    threshold):
     llm = FakeLLM({})
     llm.name = name
-    assert change_threshold(mode, llm) == threshold
+    assert change_threshold(mode, llm, profile_of(name)) == threshold

@@ -5,14 +5,13 @@ those inside functions and under ``TYPE_CHECKING`` too: a late import is still a
 The layers, lowest first (a module may import its own layer's modules or lower ones):
 
 0. foundations: records, errors, config, timeparse, lexical, matching, entities, locks, answer.language
-1. back-ends and what they read: embed, llm, store, prompts, io
+1. back-ends and what they read: embed, llm, store, prompts, io, and their bundle (backends)
 2. the method's steps: interaction (Structured Interaction Memory), facts (Dual-Track Fact Memory),
    answer.check, answer.relevance
 3. pipelines: ingest, answer.retrieval, answer.query (question answering, §3.5, is the ``answer``
    package), transfer, upgrade
-4. the engine and its parts (reads; editing: the person's corrections; search)
-5. what uses the engine: eval, viz, cli, inspector (the inspector through ``memsif.api``, the engine's
-   public names)
+4. the engine and its parts (the ``engine`` package), and the public surface (``memsif``, ``memsif.__all__``)
+5. what uses the engine: eval, viz, cli, inspector (the inspector through ``memsif``'s public names)
 """
 
 from __future__ import annotations
@@ -25,18 +24,18 @@ import networkx as nx
 ROOT = Path(__file__).resolve().parents[1] / "memsif"
 
 LAYERS: dict[str, int] = {
-    "memsif": 0, "memsif.records": 0, "memsif.errors": 0, "memsif.config": 0, "memsif.timeparse": 0,
+    "memsif": 4, "memsif.records": 0, "memsif.errors": 0, "memsif.config": 0, "memsif.timeparse": 0,
     "memsif.lexical": 0, "memsif.matching": 0, "memsif.entities": 0, "memsif.locks": 0,
-    "memsif.answer.language": 0,
-    "memsif.embed": 1, "memsif.llm": 1, "memsif.store": 1, "memsif.prompts": 1, "memsif.io": 1,
+    "memsif.answer.language": 0, "memsif.answer.places": 0, "memsif.answer.when": 0, "memsif.answer": 0,
+    "memsif.files": 0, "memsif.markdown": 0,
+    "memsif.embed": 1, "memsif.backends": 1, "memsif.llm": 1, "memsif.store": 1, "memsif.prompts": 1, "memsif.io": 1,
     "memsif.interaction": 2, "memsif.facts": 2, "memsif.answer.check": 2, "memsif.answer.relevance": 2,
     "memsif.answer.gate": 2,
     "memsif.ingest": 3, "memsif.answer.retrieval": 3, "memsif.answer.context": 3, "memsif.answer.accumulation": 3,
     "memsif.answer.query": 3, "memsif.transfer": 3,
     "memsif.upgrade": 3,
-    "memsif.editing": 4, "memsif.search": 4, "memsif.sources": 4, "memsif.reads": 4, "memsif.parts": 4,
     "memsif.engine": 4,
-    "memsif.api": 4,
+    "memsif.api": 5,
     "memsif.eval": 5, "memsif.viz": 5, "memsif.cli": 5, "memsif.__main__": 5, "memsif.inspector": 5,
 }
 
@@ -94,7 +93,7 @@ def test_no_arrow_runs_up_the_layers():
 def test_the_graph_sees_late_and_type_checking_imports():
     """The checks above can fail: the engine imports the pipelines (late imports included)."""
     graph = import_graph()
-    assert graph.has_edge("memsif.engine", "memsif.ingest")
+    assert graph.has_edge("memsif.engine", "memsif.ingest") and graph.has_edge("memsif.ingest", "memsif.backends")
     assert graph.has_edge("memsif.engine", "memsif.transfer")  # imported inside a method
     assert layer("memsif.store.qdrant") == 1 and layer("memsif.inspector.demo") == 5
 
@@ -114,22 +113,11 @@ def test_no_tab_imports_another_tab():
     assert graph.has_edge("memsif.inspector.demo", "memsif.inspector.chat"), "the check sees the wiring's imports"
 
 
-#: The engine's public names (``memsif.api``): all the inspector may import of the engine.
-PUBLIC = {
-    "MemSIF", "MemSIFConfig", "AnswerSettings", "LLM_BACKENDS", "default_data_dir", "IngestReport", "ProgressFn",
-    "Message", "Evidence", "FactOp", "FactOperation", "BoundaryRule", "SegmentDecision", "TrajectoryDecision",
-    "record_number", "Answer", "Found", "trajectory_name", "trajectory_terms", "decision_threshold",
-    "MemSIFError", "TranscriptError", "AmbiguousDates", "JobCancelled", "NotFoundError", "SourceConflict",
-    "load_transcripts", "as_memories", "HISTORY_FORMATS", "day_text", "parse_time",
-    "NamespaceExport", "check_export", "checked_namespace", "readable", "is_export", "read_export", "same_content",
-    "write_export",
-    "PACKAGED_MODELS", "Reading", "reading_reported", "runtime_of",
-    "job", "interactive", "cancel", "check_cancelled", "queue_position", "sharing", "waited", "held_by_jobs",
-    "Workload", "workload",
-}
 #: Beside the engine's public names the inspector may import its own modules and its neighbours in the top
 #: layer: the views (viz), the evaluation harness (Evaluate tab) and the text escaping the views share.
-INSPECTOR_NEIGHBOURS = ("memsif.inspector", "memsif.viz", "memsif.eval", "memsif.markdown")
+INSPECTOR_NEIGHBOURS = ("memsif.inspector", "memsif.viz", "memsif.markdown")
+#: The public surfaces the inspector may import names of: the engine's and the evaluation lenses'.
+SURFACES = ("memsif", "memsif.eval")
 
 
 def _imports(path: Path) -> list[tuple[str, list[str]]]:
@@ -144,19 +132,30 @@ def _imports(path: Path) -> list[tuple[str, list[str]]]:
 
 
 def test_the_inspector_imports_only_the_engines_public_names():
-    import memsif.api
+    import importlib
 
-    assert set(memsif.api.__all__) == PUBLIC
-    assert all(hasattr(memsif.api, name) for name in PUBLIC)
+    offered = {module: set(importlib.import_module(module).__all__) for module in SURFACES}
+    assert all(hasattr(importlib.import_module(m), n) for m, names in offered.items() for n in names)
     inside, outside = [], []
     for path in sorted((ROOT / "inspector").glob("*.py")):
         for module, names in _imports(path):
-            if module == "memsif.api":
-                outside += [f"{path.name}: {n}" for n in names if n not in PUBLIC]
+            if module in offered:
+                outside += [f"{path.name}: {module}.{n}" for n in names if n not in offered[module]]
             elif not module.startswith(INSPECTOR_NEIGHBOURS):
                 inside.append(f"{path.name}: {module}")
     assert not inside, "the inspector reaches into the engine:\n" + "\n".join(inside)
-    assert not outside, "names memsif.api does not offer:\n" + "\n".join(outside)
+    assert not outside, "names the public surfaces do not offer:\n" + "\n".join(outside)
+
+
+def test_the_public_surface_is_the_documented_one_and_every_name_resolves():
+    """``memsif.__all__`` is the surface its docstring lists, each name importable, the internals not in it."""
+    import memsif
+
+    assert {"MemSIF", "MemSIFConfig", "Backends", "ModelProfile", "Answer", "CoreFact", "load_transcripts",
+            "MemSIFError", "job"} <= set(memsif.__all__)
+    assert not {"decision_threshold", "trajectory_terms", "workload", "profile_of"} & set(memsif.__all__)
+    assert all(getattr(memsif, name) is not None for name in memsif.__all__)
+    assert memsif.MemSIF.__module__ == "memsif.engine" and "Backends" in (memsif.__doc__ or "")
 
 
 #: The entry points, the only modules that build settings from the environment (``MemSIFConfig.from_env``),

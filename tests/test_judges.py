@@ -6,7 +6,8 @@ import pytest
 from memsif.config import MemSIFConfig
 from memsif.errors import ConfigError
 from memsif.eval import judges
-from memsif.interaction.judge import YesNoJudge, measured_decision_point
+from memsif.interaction.judge import YesNoJudge
+from memsif.llm.profiles import profile_of
 from memsif.prompts import Prompt, segment_judge
 from tests.conftest import LOCOMO_DEV, requires_shared
 from tests.fakes import FakeLLM
@@ -17,10 +18,11 @@ class NamedFake(FakeLLM):
 
 
 def test_a_measured_model_is_judged_against_its_decision_point():
-    point = measured_decision_point(NamedFake.name, "segment_judge")
+    profile = profile_of(NamedFake.name)
+    point = profile.decision_point("segment_judge")
     assert point is not None and 0.5 < point < 1.0
     llm = NamedFake({"segment_judge": lambda p: point if "same" in p.text else point - 0.05})
-    judge = YesNoJudge(llm, segment_judge.content_free, "auto")
+    judge = YesNoJudge(llm, segment_judge.content_free, "auto", profile)
     at, below = judge.score([Prompt("segment_judge", "v", "same"),
                              Prompt("segment_judge", "v", "other")])
     assert at.prob == pytest.approx(0.5) and at.raw == pytest.approx(point) and at.prior == point

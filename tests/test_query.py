@@ -6,7 +6,7 @@ from datetime import datetime
 import pytest
 
 from memsif.records import Message
-from tests.fakes import FakeLLM, KeywordEmbedder, trust_sufficiency
+from tests.fakes import TRUSTS_SUFFICIENCY, FakeLLM, KeywordEmbedder
 
 MAY = datetime(2023, 5, 8)
 # the gate's relevance floor is off here (the fake embedder's cosines mean nothing); it has its own test
@@ -23,17 +23,16 @@ def _messages():
             for i, t in enumerate(texts)]
 
 
-def _engine(engine_factory, sufficient: float):
+def _engine(engine_factory, sufficient: float, **kw):
     llm = FakeLLM({"core_extract": json.dumps(FACTS), "core_operation": "A", "sufficiency": sufficient,
                    "answer": "Pottery."})
-    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"pottery": 0, "lake": 1, "camp": 1}), **CFG)
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"pottery": 0, "lake": 1, "camp": 1}), **CFG, **kw)
     engine.ingest(_messages())
     return engine, llm
 
 
 def test_fact_level_sufficient_question_never_touches_structured_interaction_memory(engine_factory, monkeypatch):
-    trust_sufficiency(monkeypatch)  # a model measured on the check
-    engine, llm = _engine(engine_factory, sufficient=0.9)
+    engine, llm = _engine(engine_factory, sufficient=0.9, profile=TRUSTS_SUFFICIENCY)  # a model measured on the check
     searched = []
     for read in ("segments", "trajectories", "hybrid_search"):  # Structured Interaction Memory's reads
         original = getattr(engine.store, read)
@@ -94,14 +93,14 @@ def test_ask_unknown_namespace_and_empty_question(engine_factory):
 def test_a_fact_that_names_its_own_day_is_not_given_the_session_day_beside_it(engine_factory, monkeypatch):
     """A statement whose relative date was settled ("yesterday (7 May 2023)") is shown with that day
     only: the session's day beside it would be a second, conflicting date for the same event."""
-    trust_sufficiency(monkeypatch)
     facts = {"facts": [{"subject": "Melanie", "type": "Event", "statement": "Melanie made a bowl yesterday.",
                         "sources": [1]},
                        {"subject": "Melanie", "type": "Preference", "statement": "Melanie loves pottery.",
                         "sources": [1]}]}
     llm = FakeLLM({"core_extract": json.dumps(facts), "core_operation": "A", "sufficiency": 0.9,
                    "answer": "Yesterday."})
-    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"pottery": 0, "bowl": 0}), **CFG)
+    engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"pottery": 0, "bowl": 0}), profile=TRUSTS_SUFFICIENCY,
+                            **CFG)
     engine.ingest([Message(id="D1:1", namespace="t", speaker="Melanie", text="I love pottery, I made a bowl yesterday.",
                            time=MAY, session_id="s1")])
     assert {f.statement for f in engine.facts("t")} == {"Melanie made a bowl yesterday (7 May 2023).",

@@ -11,11 +11,12 @@ import pytest
 
 from memsif import lexical
 from memsif.answer.query import QueryPipeline
+from memsif.backends import Backends
 from memsif.config import MemSIFConfig
 from memsif.interaction.sentences import build_sentences
 from memsif.records import EventTrajectory, Message, TopicalSegment
 from memsif.store import MemoryStore, SentenceQuery, StoredMessage
-from tests.fakes import FakeLLM, HashEmbedder, KeywordEmbedder, trust_sufficiency
+from tests.fakes import TRUSTS_SUFFICIENCY, FakeLLM, HashEmbedder, KeywordEmbedder
 
 DAY = datetime(2023, 5, 8)
 
@@ -50,7 +51,7 @@ def _store(turns: list[tuple[str, str, str]], embedder, trajectories: dict[str, 
 
 def _pipeline(store, embedder, llm=None, **config) -> QueryPipeline:
     cfg = MemSIFConfig(use_core_facts=False, use_active_facts=False, **config)
-    return QueryPipeline(cfg, llm or FakeLLM(), embedder, store)
+    return QueryPipeline(Backends(cfg, llm=llm or FakeLLM(), embedder=embedder, store=store), read_entities=False)
 
 
 def test_sentences_are_whole_and_short_ones_are_joined():
@@ -209,13 +210,13 @@ def test_the_trajectory_path_brings_in_another_segment_of_the_same_event(sentenc
     assert any("segment_id" in k for k in filters) == (not sentence_trajectories), "the list filter is the fallback"
 
 
-def _facts_engine(engine_factory, llm):
+def _facts_engine(engine_factory, llm, **kw):
     import json
 
     facts = {"facts": [{"subject": "Ana", "type": "Preference", "statement": "Ana loves pottery.", "sources": [1]}]}
     llm.answers.update({"core_extract": json.dumps(facts), "core_operation": "A", "answer": "Pottery.",
                         "segment_judge": 0.9, "trajectory_judge": 0.9})
-    engine = engine_factory(llm=llm, core_facts=True)
+    engine = engine_factory(llm=llm, core_facts=True, **kw)
     engine.ingest([Message(id="D1:1", namespace="t", speaker="Ana", text="I love pottery, I made a bowl.", time=DAY),
                    Message(id="D1:2", namespace="t", speaker="Ana", text="We went camping at the lake.", time=DAY)])
     return engine
@@ -240,9 +241,8 @@ def test_a_model_not_measured_on_the_check_is_not_asked_under_auto(engine_factor
 
 
 def test_a_trusted_model_decides_and_the_setting_overrides_auto(engine_factory, monkeypatch):
-    trust_sufficiency(monkeypatch)
     llm = FakeLLM({"sufficiency": 0.99})
-    engine = _facts_engine(engine_factory, llm)
+    engine = _facts_engine(engine_factory, llm, profile=TRUSTS_SUFFICIENCY)
     engine = engine.with_config(engine.config.replace(gate_fact_floor=0.0))  # the floor: its own test
     result = engine.ask("What does Ana love?", namespace="t")
     assert result.sufficient and not result.traced_back and "facts only" in result.gate_rule
@@ -258,9 +258,8 @@ def test_the_gate_asks_only_when_the_facts_the_answer_would_see_are_about_the_qu
                                                                                       monkeypatch):
     """Below the gate's relevance floor (the best fact's cosine to the question) the model is not asked
     and evidence is added, however sure it would be; the rule names the best fact's score and the floor."""
-    trust_sufficiency(monkeypatch)
     llm = FakeLLM({"sufficiency": 0.99})
-    engine = _facts_engine(engine_factory, llm)
+    engine = _facts_engine(engine_factory, llm, profile=TRUSTS_SUFFICIENCY)
     best = engine.ask("What does Ana love?", namespace="t", generate=False).facts_used[0].score
     above = engine.with_config(engine.config.replace(gate_fact_floor=max(0.0, best - 0.01)))
     result = above.ask("What does Ana love?", namespace="t", generate=False)
@@ -482,7 +481,7 @@ def test_an_aggregation_question_gathers_the_named_speakers_facts_and_their_sour
                         ("F4", "Ann", "Ann signed up for a pottery class."), ("F5", "Bo", "Bo likes running.")])
     cfg = MemSIFConfig(use_active_facts=False, fact_top_k=1, aggregation_fact_top_k=8, context_tokens=1500,
                        fact_sources=True)
-    pipeline = QueryPipeline(cfg, FakeLLM(), emb, store, TableEntities())
+    pipeline = QueryPipeline(Backends(cfg, llm=FakeLLM(), embedder=emb, store=store, entities=TableEntities()))
     question = "What activities does Ann do?"
     answer = pipeline.ask(question, namespace="t", generate=False)
     assert answer.aggregation and "Ann" in answer.aggregation_rule
@@ -493,8 +492,9 @@ def test_an_aggregation_question_gathers_the_named_speakers_facts_and_their_sour
     from_facts = {e.source_message_ids[0]: e for e in answer.evidence_used if "fact" in e.found_by}
     assert {"D1:1", "D3:1", "D4:1"} <= set(from_facts), "each fact's source turn is in the evidence"
     # one for one: the same question without the aggregation path has one fact
-    off = QueryPipeline(cfg.replace(aggregation_fact_top_k=0, fact_sources=False), FakeLLM(), emb, store,
-                        TableEntities()).ask(question, namespace="t", generate=False)
+    off = QueryPipeline(Backends(cfg.replace(aggregation_fact_top_k=0, fact_sources=False), llm=FakeLLM(),
+                                 embedder=emb, store=store, entities=TableEntities())).ask(question, namespace="t",
+                                                                                           generate=False)
     assert off.aggregation and "aggregation_fact_top_k = 0" in off.aggregation_rule and len(off.facts_used) == 1
     assert not any("fact" in e.found_by for e in off.evidence_used)
     # a question for one thing takes the nearest facts only
@@ -514,7 +514,7 @@ def test_an_aggregation_question_ranks_its_evidence_with_its_own_segment_weight(
     store = _store(turns, emb)
     cfg = MemSIFConfig(use_core_facts=False, use_active_facts=False, context_tokens=1500,
                        segment_weight=0.25, aggregation_segment_weight=0.0)
-    pipeline = QueryPipeline(cfg, FakeLLM(), emb, store, TableEntities())
+    pipeline = QueryPipeline(Backends(cfg, llm=FakeLLM(), embedder=emb, store=store, entities=TableEntities()))
     several = pipeline.ask("What activities does Ann do at the lake?", namespace="t", generate=False)
     assert several.aggregation and several.evidence_used
     assert not any("segment" in e.found_by for e in several.evidence_used)
@@ -539,7 +539,8 @@ def test_the_flat_floor_holds_hybrid_rags_best_sentences_whatever_the_facts_and_
     flat_cfg = MemSIFConfig(use_segments=False, use_trajectories=False, use_core_facts=False, use_active_facts=False)
 
     def ids(cfg: MemSIFConfig) -> tuple[list[str], object]:
-        answer = QueryPipeline(cfg, FakeLLM(), emb, store).ask(question, namespace="t", generate=False)
+        pipeline = QueryPipeline(Backends(cfg, llm=FakeLLM(), embedder=emb, store=store), read_entities=False)
+        answer = pipeline.ask(question, namespace="t", generate=False)
         return [e.source_message_ids[0] for e in answer.evidence_used], answer
 
     def memsif(share: float, facts: int = 2) -> MemSIFConfig:

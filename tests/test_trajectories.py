@@ -13,6 +13,7 @@ from memsif.interaction import link
 from memsif.interaction.link import LinkModel
 from memsif.interaction.state import InteractionState
 from memsif.interaction.trajectories import TrajectoryBuilder, top_k_segments
+from memsif.llm.profiles import profile_of
 from memsif.matching import SemanticMapping, phi
 from tests.conftest import make_messages
 from tests.fakes import FakeLLM
@@ -122,9 +123,10 @@ def test_a_model_without_a_measured_judge_links_by_rule_without_calling_it():
     assert c.judge_prob is None and c.link_prob == pytest.approx(link.RULE.probability(
         link.LinkMeasures(phi=c.score.phi, rare=c.rare, jaccard=c.score.jaccard, gap_days=c.gap_days)), abs=1e-4)
     assert decision.link_model == link.RULE.name and link.RULE.name in decision.rule
-    assert link.model_for("auto", SimpleNamespace(name="Qwen2.5-Coder-1.5B-Instruct (packaged)")) is link.RULE
+    qwen = "Qwen2.5-Coder-1.5B-Instruct (packaged)"
+    assert link.model_for("auto", SimpleNamespace(name=qwen), profile_of(qwen)) is link.RULE
     assert link.model_for("model", llm) is link.JUDGE_ALONE and link.model_for("model", None) is link.RULE
-    assert link.model_for("model", llm, 0.7).threshold == 0.7
+    assert link.model_for("model", llm, judge_threshold=0.7).threshold == 0.7
 
 
 def test_the_default_leaves_each_segment_to_the_relink():

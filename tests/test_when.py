@@ -8,7 +8,7 @@ import pytest
 from memsif.answer.when import resolved_period
 from memsif.records import Message
 from memsif.viz import answer_markdown, trace_markdown
-from tests.fakes import FakeLLM, KeywordEmbedder, trust_sufficiency
+from tests.fakes import TRUSTS_SUFFICIENCY, FakeLLM, KeywordEmbedder
 
 EXCERPTS = """Conversation excerpts (oldest first):
 25 August 2023:
@@ -80,14 +80,13 @@ def test_the_speakers_names_do_not_make_a_line_closest():
 
 
 def test_the_engine_answers_with_the_period_and_shows_the_models_words_and_the_rule(engine_factory, monkeypatch):
-    trust_sufficiency(monkeypatch)
     facts = {"facts": [{"subject": "Melanie", "type": "Event", "statement": "Melanie made a pottery bowl yesterday.",
                         "sources": [1]}]}
     llm = FakeLLM({"core_extract": json.dumps(facts), "core_operation": "A", "sufficiency": 0.9,
                    "answer": "8 May 2023."})
     engine = engine_factory(llm=llm, embedder=KeywordEmbedder({"pottery": 0, "bowl": 0}), core_facts=True,
                             tau_split=0.0, tau_merge=0.01, sem_mapping="affine", trajectory_min_phi=1.0,
-                            gate_fact_floor=0.0)
+                            gate_fact_floor=0.0, profile=TRUSTS_SUFFICIENCY)
     engine.ingest([Message(id="D1:1", namespace="t", speaker="Melanie", text="I made a pottery bowl yesterday.",
                            time=datetime(2023, 5, 8), session_id="s1")])
     result = engine.ask("When did Melanie make a pottery bowl?", namespace="t")

@@ -32,8 +32,8 @@ def one_model(model: str, backend: str, per_sample: int) -> dict:
     from memsif.config import MemSIFConfig
     from memsif.eval import judges
     from memsif.eval.data import load_locomo
-    from memsif.interaction.judge import measured_decision_point
     from memsif.llm import load_llm, resolved_backend
+    from memsif.llm.profiles import profile_of
     from memsif.prompts import segment_judge, trajectory_judge
 
     config = MemSIFConfig.from_env(llm_model=model, llm_backend=backend)
@@ -47,8 +47,8 @@ def one_model(model: str, backend: str, per_sample: int) -> dict:
     seg_r = judges.score(llm, "segment_judge", seg + shifts, "off", segment_judge.content_free)
     traj_r = judges.score(llm, "trajectory_judge", traj, "off", trajectory_judge.content_free)
     name = getattr(llm, "name", model)
-    seg_point = measured_decision_point(name, "segment_judge")
-    traj_point = measured_decision_point(name, "trajectory_judge")
+    seg_point = profile_of(name).decision_point("segment_judge")
+    traj_point = profile_of(name).decision_point("trajectory_judge")
     n_seg, n_traj = len(seg_r.prompts), len(traj_r.prompts)
     return {
         "model": name, "backend": resolved_backend(config), "load_s": round(load_s, 1),

@@ -37,6 +37,7 @@ from memsif.facts import grounding
 from memsif.facts.claims import check_claims, empty_remark
 from memsif.facts.core import CoreFactBuilder, FactState, build_core_facts, operation_trusted, unread_batches
 from memsif.facts.verify import verifier_threshold
+from memsif.llm.profiles import profile_of
 from memsif.records import Message, parse_schema
 from memsif.timeparse import day_text
 from memsif.transfer import read_export
@@ -134,8 +135,10 @@ def build(data, messages: dict[str, Message], out: Path, batches_wanted: int | N
     trajectory_of = {s.id: s.trajectory_id for s in segments}
     batches = unread_batches(segments, messages, cfg.fact_batch_messages)[:batches_wanted]
     builder = CoreFactBuilder(llm, embedder, parse_schema(cfg.core_schema),
-                              ask_operation=operation_trusted(cfg.fact_operation, llm), messages=messages,
-                              verify_min_p=verifier_threshold(cfg.fact_verification, llm), second_pass=True)
+                              ask_operation=operation_trusted(cfg.fact_operation, llm, profile_of(llm.name)),
+                              messages=messages,
+                              verify_min_p=verifier_threshold(cfg.fact_verification, llm, profile_of(llm.name)),
+                              second_pass=True)
     state = FactState.of([])
     seconds: collections.Counter[int] = collections.Counter()
     ops, again = [], 0

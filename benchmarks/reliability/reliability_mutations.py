@@ -147,11 +147,11 @@ MUTATIONS = [
     ),
     (
         "operation log readable while written",
-        "memsif/reads.py",
-        "        self._require(namespace)\n"
-        "        return select_operations(self._stored.fact_ops(namespace), op, subject)",
-        "        with cast(EngineCore, self)._namespace_lock(namespace):\n"
-        "            return select_operations(self._stored.fact_ops(namespace), op, subject)",
+        "memsif/engine/__init__.py",
+        "    fact_log = Delegated(\"reads\", Reads.fact_log)\n",
+        "    def fact_log(self, namespace, op=None, subject=None):\n"
+        "        with self.locks(namespace):\n"
+        "            return self.reads.fact_log(namespace, op, subject)\n",
         "tests/test_concurrency.py::test_a_chat_in_the_same_namespace_does_not_wait_for_its_core_facts",
     ),
     # a person's history as one memory
@@ -433,9 +433,9 @@ MUTATIONS = [
     ),
     (
         "implausible dates: said once per path",
-        "memsif/sources.py",
-        "        return IngestPipeline(engine.config, engine, ns, dates_checked=True).run(",
-        "        return IngestPipeline(engine.config, engine, ns, dates_checked=False).run(",
+        "memsif/engine/sources.py",
+        "        return IngestPipeline(self.backends, ns, dates_checked=True).run(",
+        "        return IngestPipeline(self.backends, ns, dates_checked=False).run(",
         "tests/test_transcript_content.py::test_the_python_api_warns_about_implausible_dates_once_per_path",
     ),
     (
@@ -705,7 +705,7 @@ MUTATIONS = [
     ),
     (
         "names: a namespace no store keeps is refused before the build",
-        "memsif/engine.py",
+        "memsif/engine/__init__.py",
         "        ns = checked_namespace(ns)\n",
         "",
         "tests/test_histories.py::test_the_python_api_refuses_a_namespace_no_store_can_keep_before_any_work",

@@ -18,12 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
+from memsif.backends import load_embedder
 from memsif.config import MemSIFConfig
-from memsif.engine import load_embedder
 from memsif.facts.core import CoreFactBuilder, FactState, build_core_facts, operation_trusted, unread_batches
 from memsif.facts.verify import verifier_threshold
 from memsif.llm import load_llm
 from memsif.llm.base import for_job
+from memsif.llm.profiles import profile_of
 from memsif.records import parse_schema
 from memsif.transfer import read_export
 
@@ -43,8 +44,8 @@ def main() -> None:
     config = MemSIFConfig()
     llm = for_job(load_llm(config), "facts")
     builder = CoreFactBuilder(llm, load_embedder(config.model.embedder_model, None), parse_schema(""),
-                              ask_operation=operation_trusted("auto", llm), messages=messages,
-                              verify_min_p=verifier_threshold("auto", llm))
+                              ask_operation=operation_trusted("auto", llm, profile_of(llm.name)), messages=messages,
+                              verify_min_p=verifier_threshold("auto", llm, profile_of(llm.name)))
     segment_of = {m: s.id for s in segments for m in s.message_ids}
     start = time.perf_counter()
     written = [round(time.perf_counter() - start, 1)

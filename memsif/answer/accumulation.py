@@ -8,12 +8,10 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from memsif.config import MemSIFConfig
-from memsif.embed import Embedder
+from memsif.backends import Backends
 from memsif.entities import EntityExtractor
 from memsif.facts.active import Observed, Thresholds, accumulate, normalise_subject, stated
 from memsif.records import Evidence
-from memsif.store import Store
 
 
 @dataclass
@@ -29,9 +27,9 @@ class Accumulated:
 class EvidenceAccumulator:
     """Adds an answer's evidence to the namespace's candidate clusters (``run``)."""
 
-    def __init__(self, config: MemSIFConfig, store: Store, embedder: Embedder,
-                 entities: EntityExtractor | None) -> None:
-        self.config, self.store, self.embedder, self.entities = config, store, embedder, entities
+    def __init__(self, backends: Backends, entities: EntityExtractor | None) -> None:
+        self.config, self.store, self.embedder = backends.config, backends.store, backends.embedder
+        self.entities = entities
 
     def run(self, namespace: str, question: str, qv: np.ndarray, evidence: list[Evidence]) -> Accumulated:
         """Post-answer candidate accumulation and promotion (§3.4, Eqs. 2–4; ``facts.active.accumulate``):

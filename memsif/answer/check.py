@@ -27,7 +27,7 @@ from memsif.answer.language import detect, function_words
 from memsif.errors import LLMError
 from memsif.facts.values import NUMBER_WORDS, values
 from memsif.llm import LLM
-from memsif.llm.profiles import profile_of, step_threshold
+from memsif.llm.profiles import ModelProfile, step_threshold
 from memsif.prompts import answer_check
 from memsif.timeparse import DATE_IN_TEXT, parse_time
 
@@ -192,14 +192,14 @@ CLOSEST_SHOWN = 3
 NOT_STATED = "I don't know: this memory does not state that."
 
 
-def answer_check_threshold(mode: str, llm: LLM | None) -> float | None:
-    """The P(yes) below which ``llm``'s answer check refuses under ``answer_check`` ``mode`` ("auto": a
-    model whose profile holds a measured threshold, ``ModelProfile.answer_check_min_p``; "model": any
-    model, at ``UNMEASURED_ANSWER_CHECK_MIN_P`` when unmeasured; "off": none), or None when the check
-    is not asked."""
+def answer_check_threshold(mode: str, llm: LLM | None, profile: ModelProfile) -> float | None:
+    """The P(yes) below which the answer check of ``llm`` (measured as ``profile``) refuses under ``answer_check``
+    ``mode`` ("auto": a model whose profile holds a measured threshold, ``ModelProfile.answer_check_min_p``; "model":
+    any model, at ``UNMEASURED_ANSWER_CHECK_MIN_P`` when unmeasured; "off": none), or None when the check is not
+    asked."""
     if llm is None:
         return None
-    return step_threshold(mode, llm.name or "", profile_of(llm.name).answer_check_min_p, UNMEASURED_ANSWER_CHECK_MIN_P)
+    return step_threshold(mode, llm.name or "", profile.answer_check_min_p, UNMEASURED_ANSWER_CHECK_MIN_P)
 
 
 @dataclass(frozen=True)

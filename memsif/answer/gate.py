@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError
 from memsif.llm import LLM
-from memsif.llm.profiles import profile_of
+from memsif.llm.profiles import ModelProfile
 from memsif.prompts import sufficiency
 from memsif.records import RetrievedFact
 
@@ -34,6 +34,7 @@ class SufficiencyGate:
 
     config: MemSIFConfig
     llm: LLM
+    profile: ModelProfile
 
     def trusted(self) -> bool:
         """Whether the sufficiency verdict may replace the evidence (``sufficiency_gate``: "model" always,
@@ -44,8 +45,7 @@ class SufficiencyGate:
         facts + evidence."""
         mode = self.config.answer.sufficiency_gate
         if mode == "auto":
-            profile = profile_of(self.llm.name)
-            return profile.judges_sufficiency and not profile.at_chance
+            return self.profile.judges_sufficiency and not self.profile.at_chance
         return mode == "model"
 
     def decide(self, question: str, facts: list[RetrievedFact]) -> GateVerdict:

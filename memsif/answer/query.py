@@ -34,16 +34,14 @@ from memsif.answer.gate import GateVerdict, SufficiencyGate
 from memsif.answer.relevance import Said, judge
 from memsif.answer.retrieval import EvidenceRetriever, asks_about_the_past, named_speakers
 from memsif.answer.when import resolved_period
+from memsif.backends import Backends
 from memsif.config import MemSIFConfig
-from memsif.embed import Embedder
-from memsif.entities import EntityExtractor
 from memsif.errors import CollectionMissing, NotFoundError, StoreError
 from memsif.facts.dates import names_a_day
 from memsif.llm import LLM, generate_streamed, runtime_of
-from memsif.llm.profiles import profile_of
+from memsif.llm.profiles import ModelProfile
 from memsif.prompts import answer as answer_prompt
 from memsif.records import Evidence, RetrievedFact
-from memsif.store import Store
 from memsif.timeparse import dated, day_text
 
 #: The answer when nothing retrieved passes the relevance floor (``Answer.nothing_relevant``).
@@ -138,10 +136,11 @@ class Answer(BaseModel):
         return self.model_dump(mode="json")
 
 
-def check_answer(config: MemSIFConfig, llm: LLM, question: str, question_date: str | None, result: Answer) -> None:
+def check_answer(config: MemSIFConfig, llm: LLM, profile: ModelProfile, question: str, question_date: str | None,
+                 result: Answer) -> None:
     """The answer check (``memsif.answer.check.check_context``) when ``config.answer.answer_check`` asks it of
     ``llm``: sets ``result.answer_check_prob``, ``answer_check_rule``, ``not_stated`` and ``closest``."""
-    min_p = answer_check_threshold(config.answer.answer_check, llm)
+    min_p = answer_check_threshold(config.answer.answer_check, llm, profile)
     if min_p is None:
         result.answer_check_rule = (f"not asked: {llm.name or 'the model'} is not measured for the answer check "
                                     f"(answer_check={config.answer.answer_check})")
@@ -157,15 +156,18 @@ def check_answer(config: MemSIFConfig, llm: LLM, question: str, question_date: s
 
 
 class QueryPipeline:
-    """One question at a time against one namespace."""
+    """Questions against ``backends``' memory, one at a time per namespace; its caches (token counts, a
+    namespace's message texts) outlive a question. Without ``read_entities`` the question's named entities
+    are never read (the flat baselines: no aggregation path, relevance without entity names)."""
 
-    def __init__(self, config: MemSIFConfig, llm: LLM, embedder: Embedder, store: Store,
-                 entities: EntityExtractor | None = None) -> None:
-        self.config, self.llm, self.embedder, self.store = config, llm, embedder, store
-        self.entities = entities
-        self.retriever = EvidenceRetriever(config, llm, embedder, store, entities)
-        self.accumulator = EvidenceAccumulator(config, store, embedder, entities)
-        self.gate = SufficiencyGate(config, llm)
+    def __init__(self, backends: Backends, *, read_entities: bool = True) -> None:
+        self.backends = backends
+        self.config, self.llm = backends.config, backends.llm
+        self.embedder, self.store = backends.embedder, backends.store
+        self.entities = backends.entity_extractor if read_entities else None
+        self.retriever = EvidenceRetriever(backends, self.entities)
+        self.accumulator = EvidenceAccumulator(backends, self.entities)
+        self.gate = SufficiencyGate(backends.config, backends.llm, backends.profile)
         self._said: dict[str, tuple[int, Said]] = {}  # namespace → (message count, its messages' text)
 
     def said(self, namespace: str) -> Said:
@@ -193,7 +195,7 @@ class QueryPipeline:
         """Whether the configured LLM is one measured at chance on the engine's judgements (its
         ``ModelProfile.at_chance``: the packaged SmolLM2-135M labels 100 % of mismatched answers CORRECT,
         ``eval judge-check`` separation 0.54): a demo model, said so with every answer."""
-        return profile_of(self.llm.name).at_chance
+        return self.backends.profile.at_chance
 
     def ask(self, question: str, *, namespace: str, question_date: str | None = None, generate: bool = True,
             on_text: Callable[[str], None] | None = None, accumulate: bool = True) -> Answer:
@@ -267,7 +269,7 @@ class QueryPipeline:
              *(m for e in evidence for m in e.source_message_ids)]))
         if generate and not result.nothing_relevant:
             with _stage(result, "answer_check"):
-                check_answer(self.config, self.llm, question, question_date, result)
+                check_answer(self.config, self.llm, self.backends.profile, question, question_date, result)
         with _stage(result, "answer"):
             if generate:
                 def tap(piece: str) -> None:  # the answer always streams, so its first piece is timed

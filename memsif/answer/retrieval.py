@@ -40,15 +40,13 @@ from datetime import datetime
 import numpy as np
 
 from memsif import lexical
-from memsif.config import MemSIFConfig
-from memsif.embed import Embedder
+from memsif.backends import Backends
 from memsif.entities import EntityExtractor
 from memsif.facts.active import normalise_subject
-from memsif.llm import LLM
 from memsif.matching import jaccard
 from memsif.prompts import clip
 from memsif.records import Evidence, RetrievedFact, TopicalSegment
-from memsif.store import SentenceHit, SentenceQuery, Store
+from memsif.store import SentenceHit, SentenceQuery
 from memsif.timeparse import day_text
 
 #: A message enters the answer context as evidence with at most this many characters (a pasted log
@@ -137,11 +135,11 @@ class _Candidate:
 class EvidenceRetriever:
     """Facts and evidence sentences for one question at a time (no LLM call; ``llm`` counts tokens)."""
 
-    def __init__(self, config: MemSIFConfig, llm: LLM, embedder: Embedder, store: Store,
-                 entities: EntityExtractor | None = None) -> None:
-        self.config, self.llm, self.embedder, self.store = config, llm, embedder, store
+    def __init__(self, backends: Backends, entities: EntityExtractor | None) -> None:
+        self.config, self.llm = backends.config, backends.llm
+        self.embedder, self.store = backends.embedder, backends.store
         self.entities = entities
-        self._token_counts: dict[str, int] = {}  # one question's pieces, costed once for both fills
+        self._token_counts: dict[str, int] = {}  # pieces of the questions asked, each costed once
 
     def _tokens(self, text: str) -> int:
         if text not in self._token_counts:

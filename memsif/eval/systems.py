@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from memsif.backends import Backends
 from memsif.config import MemSIFConfig
 from memsif.embed import Embedder
 from memsif.eval.data import EvalQuestion, EvalSample
@@ -252,7 +253,8 @@ class HybridRAGSystem:
                                      use_active_facts=False, context_tokens=self.budget)
         self.store = MemoryStore(in_memory=True)
         self.store.ensure_collections(embedder.name, embedder.dim)
-        self.pipeline = QueryPipeline(self.config, llm, embedder, self.store)
+        self.pipeline = QueryPipeline(Backends(self.config, llm=llm, embedder=embedder, store=self.store),
+                                      read_entities=False)
         self.namespace = ""
 
     def build(self, sample: EvalSample) -> BuildCost:

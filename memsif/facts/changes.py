@@ -30,7 +30,7 @@ from memsif.errors import LLMError
 from memsif.facts.active import normalise_subject
 from memsif.facts.values import values
 from memsif.llm import LLM
-from memsif.llm.profiles import profile_of, step_threshold
+from memsif.llm.profiles import ModelProfile, step_threshold
 from memsif.matching import cosine
 from memsif.prompts import core_change
 from memsif.records import CoreFact, FactOp
@@ -50,13 +50,13 @@ MAX_ASKED = 3
 UNMEASURED_CHANGE_MIN_P = 0.5
 
 
-def change_threshold(mode: str, llm: LLM | None) -> float | None:
-    """The P(yes) at or above which ``llm``'s answer makes a change under ``fact_change`` ``mode`` ("auto": a
-    model whose profile ``changes_facts``, at its ``change_min_p``; "model": any, at its ``change_min_p`` or,
-    unmeasured, ``UNMEASURED_CHANGE_MIN_P``; "off": none), or None when the question is not asked."""
+def change_threshold(mode: str, llm: LLM | None, profile: ModelProfile) -> float | None:
+    """The P(yes) at or above which the answer of ``llm`` (measured as ``profile``) makes a change under ``fact_change``
+    ``mode`` ("auto": a model whose profile ``changes_facts``, at its ``change_min_p``; "model": any, at its
+    ``change_min_p`` or, unmeasured, ``UNMEASURED_CHANGE_MIN_P``; "off": none), or None when the question is not
+    asked."""
     if llm is None:
         return None
-    profile = profile_of(llm.name)
     if mode == "auto" and not profile.changes_facts:
         return None
     return step_threshold(mode, llm.name or "", profile.change_min_p, UNMEASURED_CHANGE_MIN_P)

@@ -41,7 +41,7 @@ from memsif.facts.dates import settle_dates
 from memsif.facts.values import Values, mask, values
 from memsif.facts.verify import verify
 from memsif.llm import LLM, Generation, generate_many
-from memsif.llm.profiles import profile_of
+from memsif.llm.profiles import ModelProfile
 from memsif.llm.structured import parse_json_reply, salvage_items
 from memsif.matching import cosine, cosines
 from memsif.prompts import Prompt, core_extract, core_operation
@@ -79,13 +79,13 @@ MAX_KNOWN = 2
 EXTRACT_MAX_TOKENS = 320
 
 
-def operation_trusted(mode: str, llm: LLM | None) -> bool:
-    """Whether ``llm`` chooses the operation when no rule decides (``fact_operation``: "model" always,
-    "rules" never, "auto" only for a model whose profile says it chooses better than always-Add on the
+def operation_trusted(mode: str, llm: LLM | None, profile: ModelProfile) -> bool:
+    """Whether ``llm`` (measured as ``profile``) chooses the operation when no rule decides (``fact_operation``:
+    "model" always, "rules" never, "auto" only for a model whose profile says it chooses better than always-Add on the
     labelled pairs of ``benchmarks/quality/data/fact-operations.jsonl``: ``ModelProfile.chooses_operation``, none
     yet). Otherwise a candidate that no rule decides is added beside the similar facts (the log says so)."""
     if mode == "auto":
-        return llm is not None and profile_of(llm.name).chooses_operation
+        return llm is not None and profile.chooses_operation
     return mode == "model"
 
 

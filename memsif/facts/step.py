@@ -9,8 +9,9 @@ import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
+from memsif.backends import Backends
 from memsif.facts.changes import change_threshold
 from memsif.facts.core import (
     CoreFactBuilder,
@@ -30,10 +31,7 @@ from memsif.locks import check_cancelled, job
 from memsif.records import FactOperation, parse_schema, record_number
 
 if TYPE_CHECKING:
-    from memsif.config import MemSIFConfig
-    from memsif.embed import Embedder
     from memsif.llm import LLM
-    from memsif.store import Store
 
 log = logging.getLogger("memsif.ingest")
 
@@ -51,24 +49,13 @@ class CoreFactSummary:
     fact_errors: int = 0
 
 
-class FactBackends(Protocol):
-    """The back-ends the CoreFact step uses, each loaded when first read (``MemSIF`` is one)."""
-
-    @property
-    def llm(self) -> LLM: ...
-    @property
-    def embedder(self) -> Embedder: ...
-    @property
-    def store(self) -> Store: ...
-
-
 class CoreFactStep:
-    """One namespace's CoreFact pass under ``config`` with ``backends``; ``stage(name)`` times a part of
+    """One namespace's CoreFact pass with ``backends`` (and their settings); ``stage(name)`` times a part of
     it (the pipeline's stage timer)."""
 
-    def __init__(self, config: MemSIFConfig, backends: FactBackends, namespace: str,
+    def __init__(self, backends: Backends, namespace: str,
                  stage: Callable[[str], AbstractContextManager[None]]) -> None:
-        self.config, self.backends, self.namespace, self.stage = config, backends, namespace, stage
+        self.config, self.backends, self.namespace, self.stage = backends.config, backends, namespace, stage
 
     def run(self, state: InteractionState, progress: ProgressFn | None) -> CoreFactSummary:
         """CoreFact extraction and consolidation over every message no extraction has read yet (§3.3,
@@ -79,7 +66,8 @@ class CoreFactStep:
         batch's operations are written twice."""
         store, ns, cfg = self.backends.store, self.namespace, self.config.facts
         with job(ns, "facts"):
-            llm = for_job(self.backends.llm, "facts")  # the back-end's handle for extraction's calls
+            # the back-end's handle for extraction's calls
+            llm, profile = for_job(self.backends.llm, "facts"), self.backends.profile
             batches = unread_batches([s.record for s in state.segments], state.messages, cfg.fact_batch_messages)
             oplog = store.fact_ops(ns) if batches or cfg.fact_second_pass else []  # read once for both uses
             batches = self._finish_logged_batches(state, batches, oplog)
@@ -87,11 +75,11 @@ class CoreFactStep:
                 if cfg.fact_second_pass else []
             facts = FactState.of([(f, v) for f, v in store.facts(ns, with_vectors=True) if v is not None])
             builder = CoreFactBuilder(llm, self.backends.embedder, parse_schema(cfg.core_schema),
-                                      ask_operation=operation_trusted(cfg.fact_operation, llm),
+                                      ask_operation=operation_trusted(cfg.fact_operation, llm, profile),
                                       messages=state.messages,
-                                      verify_min_p=verifier_threshold(cfg.fact_verification, llm),
+                                      verify_min_p=verifier_threshold(cfg.fact_verification, llm, profile),
                                       second_pass=cfg.fact_second_pass,
-                                      change_min_p=change_threshold(cfg.fact_change, llm))
+                                      change_min_p=change_threshold(cfg.fact_change, llm, profile))
             trajectory_of = {seg.record.id: seg.record.trajectory_id for seg in state.segments}
             summary = CoreFactSummary()
             seq = store.count("fact_op", ns)
@@ -119,7 +107,7 @@ class CoreFactStep:
         """``llm``'s titles for the segments the structure step titled without it (``titles.write_model_titles``),
         after every CoreFact batch (no title delays a fact) and in the CoreFact job (so they yield to chat),
         ``fact_parallel`` segments a call; each stored as it is written, timed as the stage "titles"."""
-        if titles_by_model(self.config.method.segment_titles, llm):
+        if titles_by_model(self.config.method.segment_titles, llm, self.backends.profile):
             with self.stage("titles"):
                 write_model_titles(state, llm, lambda seg: self.backends.store.put_segments(
                     self.namespace, [(seg.record, seg.profile.mean)]), progress, self.config.facts.fact_parallel)

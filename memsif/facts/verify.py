@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from memsif.errors import LLMError
 from memsif.llm import LLM
-from memsif.llm.profiles import profile_of, step_threshold
+from memsif.llm.profiles import ModelProfile, step_threshold
 from memsif.prompts import fact_verify
 from memsif.records import Message, Verification
 
@@ -25,14 +25,14 @@ UNMEASURED_VERIFIER_MIN_P = 0.5
 VERIFIED_MIN_OVERLAP = 0.7
 
 
-def verifier_threshold(mode: str, llm: LLM | None) -> float | None:
-    """The P(yes) at or above which ``llm`` verifies a candidate under ``fact_verification`` ``mode``
-    ("auto": a model whose profile holds a measured threshold, ``ModelProfile.verify_min_p``, fitted on
-    the labelled stored facts of dev conv-26 and conv-30: ``benchmarks/quality/fact_verifier.py``; "model": any
-    model, at ``UNMEASURED_VERIFIER_MIN_P`` when unmeasured; "off": none), or None when it is not asked."""
+def verifier_threshold(mode: str, llm: LLM | None, profile: ModelProfile) -> float | None:
+    """The P(yes) at or above which ``llm`` (measured as ``profile``) verifies a candidate under ``fact_verification``
+    ``mode`` ("auto": a model whose profile holds a measured threshold, ``ModelProfile.verify_min_p``, fitted on the
+    labelled stored facts of dev conv-26 and conv-30: ``benchmarks/quality/fact_verifier.py``; "model": any model, at
+    ``UNMEASURED_VERIFIER_MIN_P`` when unmeasured; "off": none), or None when it is not asked."""
     if llm is None:
         return None
-    return step_threshold(mode, llm.name or "", profile_of(llm.name).verify_min_p, UNMEASURED_VERIFIER_MIN_P)
+    return step_threshold(mode, llm.name or "", profile.verify_min_p, UNMEASURED_VERIFIER_MIN_P)
 
 
 def verify(llm: LLM | None, min_p: float | None, subject: str, statement: str, cited: Sequence[Message],

@@ -157,7 +157,7 @@ class AgentTools:
             transcripts = as_memories(load_transcripts(path, sample=sample or None, format=format,
                                                        include_do_not_remember=include_do_not_remember))
         eng = self.app.engine()
-        held = eng._namespace_lock(ns)
+        held = eng.lock(ns)
         if not held.acquire(blocking=False):  # a retry, or a build of it elsewhere: answered now, not queued
             return _json(_building(ns))
         try:

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from memsif.api import day_text, decision_threshold, record_number, trajectory_name, trajectory_terms
+from memsif.api import day_text, record_number, trajectory_name, trajectory_terms
 from memsif.inspector.common import Inspector, Page, SessionSettings, guard
 from memsif.viz import (
     TRAJECTORY_DETAIL_COLUMNS,
@@ -87,7 +87,7 @@ class TrajectoriesTab:
         decisions = eng.decisions(namespace, "trajectory")
         return (trajectory_graph(segments, trajectories, index, decisions),
                 trajectory_decisions_plot(decisions, segments, index,
-                                          decision_threshold(eng.config.method, eng.llm)),
+                                          eng.trajectory_threshold()),
                 gr.Dropdown(choices=trajectory_choices(segments, trajectories, messages), value=None))
 
     @guard

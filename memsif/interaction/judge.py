@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from memsif.errors import LLMError
 from memsif.llm import LLM
-from memsif.llm.profiles import profile_of
+from memsif.llm.profiles import UNMEASURED, ModelProfile
 from memsif.prompts import Prompt
 
 CALIBRATIONS = ("auto", "content-free", "off")
@@ -52,19 +52,14 @@ def calibrate(p: float, p0: float) -> float:
     return yes / (yes + no)
 
 
-def measured_decision_point(model_name: str, task: str) -> float | None:
-    """The raw P(yes) at which the verdicts of the model called ``model_name`` on judge prompt ``task``
-    separate labelled pairs best (the balanced-accuracy optimum on the dev conversations' own-session /
-    other-conversation pairs; ``benchmarks/quality/model_steps.py``), from its profile; None when not measured."""
-    return profile_of(model_name).decision_point(task)
-
-
 class YesNoJudge:
     """Scores prompts of one task with ``llm``; ``content_free`` builds that task's N/A prompt;
-    ``calibration`` is one of ``CALIBRATIONS`` (True / False: the old "content-free" / "off")."""
+    ``calibration`` is one of ``CALIBRATIONS`` (True / False: the old "content-free" / "off"); ``profile``
+    holds the model's measured decision points ("auto")."""
 
-    def __init__(self, llm: LLM | None, content_free: Callable[[], Prompt], calibration: str | bool = "auto") -> None:
-        self.llm = llm
+    def __init__(self, llm: LLM | None, content_free: Callable[[], Prompt], calibration: str | bool = "auto",
+                 profile: ModelProfile = UNMEASURED) -> None:
+        self.llm, self.profile = llm, profile
         self.content_free = content_free
         self.calibration = {True: "content-free", False: "off"}.get(calibration, calibration)  # type: ignore[arg-type]
         self.calls = 0
@@ -75,7 +70,9 @@ class YesNoJudge:
         if self.calibration == "off":
             return None
         if self.calibration == "auto":
-            return measured_decision_point(self.llm.name if self.llm is not None else "", self.content_free().name)
+            # the raw P(yes) at which this model's verdicts on the task separate labelled pairs best
+            # (balanced-accuracy optimum on the dev conversations; ``benchmarks/quality/model_steps.py``)
+            return self.profile.decision_point(self.content_free().name)
         return self.prior()
 
     def prior(self) -> float:

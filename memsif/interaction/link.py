@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from memsif import lexical
 from memsif.config import MethodSettings
 from memsif.llm import LLM
-from memsif.llm.profiles import profile_of
+from memsif.llm.profiles import UNMEASURED, ModelProfile
 from memsif.records import Message
 
 #: Stems shorter than this are not content (``'s``, ``go``).
@@ -152,21 +152,22 @@ JUDGE_ALONE = LinkModel(name="trajectory_link/judge-alone", features=("logit_p_y
                         intercept=0.0, threshold=0.5, fitted="not fitted: P(same thread) = the judge's P(yes)")
 
 
-def model_for(mode: str, llm: LLM | None, judge_threshold: float = JUDGE_ALONE.threshold) -> LinkModel:
+def model_for(mode: str, llm: LLM | None, profile: ModelProfile = UNMEASURED,
+              judge_threshold: float = JUDGE_ALONE.threshold) -> LinkModel:
     """The link model for ``trajectory_link`` ``mode`` and ``llm``: "model" asks the judge
     (``JUDGE_ALONE`` at ``judge_threshold``), "rule" never (``RULE``), "auto" only for a model whose
     link model with the judge was fitted and measured on the labelled threads
     (``ModelProfile.links_trajectories``, ``benchmarks/quality/trajectory_decision.py``; none yet: the 1.5B's joins
     were 8 %, 9 % and 22 % precise on conv-26, conv-30 and conv-47); always ``RULE`` without an LLM."""
-    judged = mode == "model" or (mode == "auto" and llm is not None and profile_of(llm.name).links_trajectories)
+    judged = mode == "model" or (mode == "auto" and llm is not None and profile.links_trajectories)
     if llm is None or not judged:
         return RULE
     return JUDGE_ALONE if judge_threshold == JUDGE_ALONE.threshold else replace(JUDGE_ALONE, threshold=judge_threshold)
 
 
-def decision_threshold(method: MethodSettings, llm: LLM | None) -> float:
+def decision_threshold(method: MethodSettings, llm: LLM | None, profile: ModelProfile) -> float:
     """The score a segment's best Event Trajectory must reach to be joined under ``method``: the margin
     over "none of these" for ``trajectory_link`` "choice", else the link model's threshold (``model_for``)."""
     if method.trajectory_link == "choice":
         return method.trajectory_choice_margin
-    return model_for(method.trajectory_link, llm, method.judge_threshold).threshold
+    return model_for(method.trajectory_link, llm, profile, method.judge_threshold).threshold

@@ -26,6 +26,7 @@ from memsif.errors import LLMError
 from memsif.interaction.judge import YesNoJudge
 from memsif.interaction.state import InteractionState, SegmentState
 from memsif.llm import LLM
+from memsif.llm.profiles import UNMEASURED, ModelProfile
 from memsif.matching import SemanticMapping, phi
 from memsif.prompts import segment_judge
 from memsif.records import BoundaryRule, Message, SegmentDecision
@@ -34,10 +35,11 @@ from memsif.records import BoundaryRule, Message, SegmentDecision
 class SegmentBuilder:
     """Places messages into Topical Segments and records every decision."""
 
-    def __init__(self, config: MemSIFConfig, mapping: SemanticMapping, llm: LLM | None) -> None:
+    def __init__(self, config: MemSIFConfig, mapping: SemanticMapping, llm: LLM | None,
+                 profile: ModelProfile = UNMEASURED) -> None:
         self.config = config
         self.mapping = mapping
-        self.judge = YesNoJudge(llm, segment_judge.content_free, config.method.judge_calibration)
+        self.judge = YesNoJudge(llm, segment_judge.content_free, config.method.judge_calibration, profile)
         self.model_name = llm.name if llm is not None else None
         self.judge_calls = 0  # messages that reached the judge
         self.judge_chars = 0  # characters of the prompts they were judged with (``interaction.forecast``)

@@ -28,7 +28,7 @@ from memsif.interaction.relink import whole_memory
 from memsif.interaction.state import InteractionState, SegmentState
 from memsif.interaction.titles import TitleWriter, meaningful
 from memsif.llm import LLM
-from memsif.llm.profiles import profile_of
+from memsif.llm.profiles import UNMEASURED, ModelProfile
 from memsif.matching import SemanticMapping, phi, phi_many
 from memsif.prompts import trajectory_judge
 from memsif.records import EventTrajectory, PhiScore, TopicalSegment, TrajectoryCandidate, TrajectoryDecision
@@ -60,18 +60,18 @@ class TrajectoryBuilder:
     """Assigns closed Topical Segments to Event Trajectories and records every decision."""
 
     def __init__(self, config: MemSIFConfig, mapping: SemanticMapping, llm: LLM | None,
-                 link_model: link.LinkModel | None = None) -> None:
+                 link_model: link.LinkModel | None = None, profile: ModelProfile = UNMEASURED) -> None:
         self.config = config
         self.mapping = mapping
         method = config.method
-        self.link = link_model or link.model_for(method.trajectory_link, llm, method.judge_threshold)
-        self.judge = YesNoJudge(llm, trajectory_judge.content_free, method.judge_calibration) \
+        self.link = link_model or link.model_for(method.trajectory_link, llm, profile, method.judge_threshold)
+        self.judge = YesNoJudge(llm, trajectory_judge.content_free, method.judge_calibration, profile) \
             if self.link.uses_judge else None
         self.model_name = llm.name if llm is not None else None
         self.provisional = link_model is None and whole_memory(method)  # a link model given: decide online
         self.vocabulary = link.Vocabulary()
         self.judge_calls = 0  # candidate pairs that reached the judge
-        self.titles = TitleWriter(llm if titles_at_close(config, llm) else None)
+        self.titles = TitleWriter(llm if titles_at_close(config, llm, profile) else None)
         self.choice = ChoiceLinker(llm, GateRule(),
                                    method.trajectory_choice_margin, method.construction_top_k, method.alpha_trajectory,
                                    mapping) if method.trajectory_link == "choice" and llm is not None else None
@@ -182,22 +182,22 @@ class TrajectoryBuilder:
         return f"joined {best.trajectory_id} via {best.segment_id}: {how}"
 
 
-def titles_at_close(config: MemSIFConfig, llm: LLM | None) -> bool:
+def titles_at_close(config: MemSIFConfig, llm: LLM | None, profile: ModelProfile) -> bool:
     """Whether the LLM titles each segment as it closes: with ``segment_titles="model"``, or "auto"
     when the trajectory decision reads titles (``trajectory_link="choice"``). Otherwise segments get
     the model-free title at close and the LLM's after the CoreFacts (``facts.step.CoreFactStep.model_titles``),
     so the timeline does not wait for titles (one generation per segment, about as long as the whole
     structure step on 2 cores)."""
-    by_model = titles_by_model(config.method.segment_titles, llm)
+    by_model = titles_by_model(config.method.segment_titles, llm, profile)
     return by_model and (config.method.segment_titles == "model" or config.method.trajectory_link == "choice")
 
 
-def titles_by_model(mode: str, llm: LLM | None) -> bool:
+def titles_by_model(mode: str, llm: LLM | None, profile: ModelProfile) -> bool:
     """Whether segment titles are written by ``llm`` under ``segment_titles`` ``mode``: "model" always
     (with an LLM), "rule" never, "auto" unless the model's judgements are at chance (its profile)."""
     if llm is None or mode == "rule":
         return False
-    return mode == "model" or not profile_of(llm.name).at_chance
+    return mode == "model" or not profile.at_chance
 
 
 def _gap_days(earlier: SegmentState, later: SegmentState) -> float:

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from memsif.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class ModelProfile:
@@ -96,3 +98,22 @@ def step_threshold(mode: str, name: str | None, measured: float | None, unmeasur
     if measured is not None:
         return measured
     return unmeasured if mode == "model" else None
+
+
+def configured_profile(override: str, name: str | None) -> ModelProfile:
+    """The profile the engine uses for the model called ``name``, resolved once when the model loads
+    (``memsif.backends.Backends.profile``): the measured profile whose ``match`` is ``override`` (setting
+    ``llm_profile``, e.g. a renamed copy of a measured model; "unmeasured": none), else ``profile_of(name)``.
+
+    Raises:
+        ConfigError: ``override`` names no measured profile.
+    """
+    if not override:
+        return profile_of(name)
+    if override.lower() == "unmeasured":
+        return UNMEASURED
+    named = [p for p in PROFILES if p.match.lower() == override.lower()]
+    if not named:
+        raise ConfigError(f"llm_profile {override!r} names no measured model; use one of "
+                          f"{', '.join(repr(p.match) for p in PROFILES)}, 'unmeasured', or leave it empty.")
+    return named[0]

@@ -7,21 +7,26 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import cast
 
+from memsif.backends import Backends
+from memsif.engine.editing import Corrections
+from memsif.engine.namespaces import NamespaceLocks
+from memsif.engine.reads import Reads
 from memsif.errors import SourceConflict
 from memsif.ingest import IngestPipeline, IngestReport, ProgressFn
 from memsif.io.names import checked_namespace
 from memsif.io.placement import Placement, place
 from memsif.io.transcripts import Transcript
-from memsif.parts import EngineCore
 from memsif.records import FactOp, FactOperation, Message
 
 log = logging.getLogger("memsif.engine")
 
 
 class Sources:
-    """Loaded transcripts into a namespace's memory (part of ``MemSIF``)."""
+    """Loaded transcripts into a namespace's memory (``MemSIF.sources``)."""
+
+    def __init__(self, backends: Backends, reads: Reads, locks: NamespaceLocks, corrections: Corrections) -> None:
+        self.backends, self.reads, self.locks, self.corrections = backends, reads, locks, corrections
 
     def ingest_transcript(self, transcript: Transcript, namespace: str | None = None,
                           progress: ProgressFn | None = None, core_facts: bool | None = None,
@@ -42,9 +47,9 @@ class Sources:
                 ``differences`` list each; nothing is written.
             MemSIFError, StoreError, EmbedderError, LLMError: as ``ingest``.
         """
-        eng, ns = cast(EngineCore, self), checked_namespace(namespace or transcript.sample_id)
-        with eng._namespace_lock(ns), eng._namespace_lock(ns, "clusters"):
-            stored = eng.messages(ns) if eng.has_memory(ns) else []
+        ns = checked_namespace(namespace or transcript.sample_id)
+        with self.locks(ns), self.locks(ns, "clusters"):
+            stored = self.reads.messages(ns) if self.reads.has_memory(ns) else []
             placement = place(transcript.messages, stored, transcript.source_ids)
             if placement.differences and not replace:
                 raise SourceConflict(ns, placement.differences)
@@ -58,9 +63,8 @@ class Sources:
                        core_facts: bool | None) -> IngestReport:
         """``engine.ingest`` of a loaded transcript's messages, whose load warned about their dates already.
         The caller holds the namespace's lock."""
-        engine = cast(EngineCore, self)
-        return IngestPipeline(engine.config, engine, ns, dates_checked=True).run(
-            messages, progress, engine.config.facts.core_facts if core_facts is None else core_facts)
+        return IngestPipeline(self.backends, ns, dates_checked=True).run(
+            messages, progress, self.backends.config.facts.core_facts if core_facts is None else core_facts)
 
     def _rebuild_corrected(self, ns: str, stored: list[Message], placement: Placement,
                            progress: ProgressFn | None, core_facts: bool | None) -> IngestReport:
@@ -68,15 +72,16 @@ class Sources:
         history with the transcript's versions is ingested again from scratch (CoreFacts too when the
         memory had them, the person's corrections applied again: ``carry_corrections``), and a NOOP entry of
         the CoreFact operation log says what changed. The caller holds the namespace's locks."""
-        engine = cast(EngineCore, self)
+        store = self.backends.store
         given = {m.id: m for m in placement.messages}
         known = {m.id for m in stored}
         history = [given.get(m.id, m) for m in stored] + [m for m in placement.messages if m.id not in known]
-        had_facts = engine.store.count("fact_op", ns) > 0
-        by_person = [op for op in engine.store.fact_ops(ns) if op.decided_by == "person"] if had_facts else []
-        engine.store.delete_namespace(ns)
+        had_facts = store.count("fact_op", ns) > 0
+        by_person = [op for op in store.fact_ops(ns) if op.decided_by == "person"] if had_facts else []
+        store.delete_namespace(ns)
         report = self._ingest_loaded(history, ns, progress, core_facts or (core_facts is None and had_facts))
-        report.warnings += engine.carry_corrections(ns, by_person) if by_person and engine.has_memory(ns) else []
+        if by_person and self.reads.has_memory(ns):
+            report.warnings += self.corrections.carry_corrections(ns, by_person)
         changed = sorted({d.message_id for d in placement.differences})
         report.warnings[:0] = [*placement.notes, (
             f"replaced {len(changed)} stored message(s) with this source's version "
@@ -86,7 +91,7 @@ class Sources:
         said = report.warnings[len(placement.notes)]
         log.warning("namespace %s: %s", ns, said)
         now = datetime.now(UTC).replace(tzinfo=None)
-        engine.store.put_fact_ops(ns, [FactOperation(namespace=ns, op=FactOp.NOOP, fact_ids=[], decided_by="rule",
+        store.put_fact_ops(ns, [FactOperation(namespace=ns, op=FactOp.NOOP, fact_ids=[], decided_by="rule",
                                                      recorded_at=now, reason=f"source replaced: {said}")],
-                                  engine.store.count("fact_op", ns))
+                                  store.count("fact_op", ns))
         return report

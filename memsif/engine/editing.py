@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import cast
 
+from memsif.backends import Backends
+from memsif.engine.namespaces import NamespaceLocks
+from memsif.engine.reads import Reads
 from memsif.errors import MemSIFError, StoreError
 from memsif.facts import corrections
 from memsif.facts.core import FactState
-from memsif.parts import EngineCore
 from memsif.records import FactOperation, parse_schema
 
 LOCK_WAIT_S = 5.0
@@ -23,7 +24,10 @@ LOCK_WAIT_S = 5.0
 class Corrections:
     """The person's corrections of MemSIF's Dual-Track Fact Memory (part of ``MemSIF``). Every
     correction is one operation of the CoreFact log with ``decided_by="person"``, the time and the
-    previous value (``memsif.facts.corrections`` says how each is kept)."""
+    previous value (``memsif.facts.corrections`` says how each is kept). ``MemSIF.corrections``."""
+
+    def __init__(self, backends: Backends, reads: Reads, locks: NamespaceLocks) -> None:
+        self.backends, self.reads, self.locks = backends, reads, locks
 
     def edit_fact(self, namespace: str, fact_id: str, *, statement: str | None = None, subject: str | None = None,
                   type: str | None = None, when: datetime | None = None) -> FactOperation:
@@ -41,11 +45,11 @@ class Corrections:
             StoreError: the memory is open read-only.
             MemSIFError: a build of this namespace holds it (try again when it ends).
         """
-        eng = self._engine()
+        backends = self.backends
         said = corrections.person_statement(statement) if statement is not None else None  # refused before work
-        vector = eng.embedder.embed_documents([said])[0] if said else None
-        schema = parse_schema(eng.config.facts.core_schema)
-        speakers = eng.store.speakers(namespace) if subject is not None else []
+        vector = backends.embedder.embed_documents([said])[0] if said else None
+        schema = parse_schema(backends.config.facts.core_schema)
+        speakers = backends.store.speakers(namespace) if subject is not None else []
         return self._apply(namespace, lambda state, now: corrections.edit(
             state, fact_id, vector, now, schema, statement=said, subject=subject, type=type, when=when,
             speakers=speakers))
@@ -77,7 +81,7 @@ class Corrections:
         the corrected one said (statement cosine ≥ ``CORRECTED_COSINE``), a RESTORE to the fact its DELETE
         was carried to. Returns one sentence per correction that found no such fact (the report's
         warnings); ActiveFacts start again with the rebuild, so theirs are not carried."""
-        eng = self._engine()
+        backends = self.backends
         carried: dict[str, str] = {}  # a corrected fact's id before → its id in the rebuilt memory
         lost: list[str] = []
         for op in corrections_made:
@@ -86,8 +90,9 @@ class Corrections:
             if op.op.value not in ("EDIT", "DELETE") or not op.before:
                 continue
             old = op.before[0]
-            vector = eng.embedder.embed_documents([old.statement])[0]
-            hits = [f for f, cos in eng.store.search_facts(namespace, vector, 1) if cos >= corrections.CORRECTED_COSINE]
+            vector = backends.embedder.embed_documents([old.statement])[0]
+            hits = [f for f, cos in backends.store.search_facts(namespace, vector, 1)
+                    if cos >= corrections.CORRECTED_COSINE]
             if not hits:
                 lost.append(f"a person's {op.op.value} of {old.id} ({old.statement!r}) was not carried over: "
                             "the rebuilt memory holds no fact that says it")
@@ -105,30 +110,28 @@ class Corrections:
         return lost
 
     # ----------------------------------------------------------------- helpers
-    def _engine(self) -> EngineCore:
-        return cast(EngineCore, self)
-
     def _apply(self, namespace: str, change: Callable[[FactState, datetime], FactOperation]) -> FactOperation:
         """Load ``namespace``'s CoreFacts, ``change(state, now)`` them, store the facts it changed and
         append its operation to the log."""
-        eng = self._engine()
+        backends = self.backends
         with self._writable(namespace):
-            state = FactState.of([(f, v) for f, v in eng.store.facts(namespace, with_vectors=True) if v is not None])
+            stored = backends.store.facts(namespace, with_vectors=True)
+            state = FactState.of([(f, v) for f, v in stored if v is not None])
             op = change(state, datetime.now(UTC).replace(tzinfo=None))
             changed = [f for f in state.facts if f.id in op.fact_ids]
-            eng.store.put_facts(namespace, [(f, state.vectors[f.id]) for f in changed])
-            eng.store.put_fact_ops(namespace, [op], eng.store.count("fact_op", namespace))
+            backends.store.put_facts(namespace, [(f, state.vectors[f.id]) for f in changed])
+            backends.store.put_fact_ops(namespace, [op], backends.store.count("fact_op", namespace))
             return op
 
     def _set_active(self, namespace: str, fact_id: str, deleted: bool) -> FactOperation:
-        eng = self._engine()
+        backends = self.backends
         with self._writable(namespace, "clusters"):
-            changed, op = corrections.set_active_status(eng.store.active_facts(namespace), fact_id, deleted,
+            changed, op = corrections.set_active_status(backends.store.active_facts(namespace), fact_id, deleted,
                                                         datetime.now(UTC).replace(tzinfo=None))
-            vector = eng.embedder.embed_documents([changed.statement])[0]
-            eng.store.put_active_facts(namespace, [(changed, vector)])
-            with eng._namespace_lock(namespace):
-                eng.store.put_fact_ops(namespace, [op], eng.store.count("fact_op", namespace))
+            vector = backends.embedder.embed_documents([changed.statement])[0]
+            backends.store.put_active_facts(namespace, [(changed, vector)])
+            with self.locks(namespace):
+                backends.store.put_fact_ops(namespace, [op], backends.store.count("fact_op", namespace))
             return op
 
     @contextmanager
@@ -141,14 +144,14 @@ class Corrections:
             StoreError: the store is read-only.
             MemSIFError: the lock stayed busy for ``LOCK_WAIT_S``.
         """
-        eng = self._engine()
-        eng._require(namespace)
-        if eng.store.read_only:
-            raise StoreError(f"the memory at {eng.store.location} is open read-only (a read-only folder, or a "
+        backends = self.backends
+        self.reads.require(namespace)
+        if backends.store.read_only:
+            raise StoreError(f"the memory at {backends.store.location} is open read-only (a read-only folder, or a "
                              "snapshot while another process such as the app holds it): a correction cannot be "
                              "stored. Make it where the memory is open for writing (in the app's page, or after "
                              "closing the app).")
-        lock = eng._namespace_lock(namespace, part)
+        lock = self.locks(namespace, part)
         if not lock.acquire(timeout=LOCK_WAIT_S):
             raise MemSIFError(f"namespace {namespace!r} is being built (a build or a CoreFact extraction holds it); "
                               "make the correction when it ends: nothing was changed.")

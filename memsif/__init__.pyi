@@ -1,0 +1,67 @@
+"""The names of the public surface, for type checkers; ``memsif/__init__.py`` imports them lazily from here."""
+
+from .answer.query import Answer as Answer
+from .backends import Backends as Backends
+from .config import LLM_BACKENDS as LLM_BACKENDS
+from .config import AnswerSettings as AnswerSettings
+from .config import MemSIFConfig as MemSIFConfig
+from .config import default_data_dir as default_data_dir
+from .engine import IngestReport as IngestReport
+from .engine import MemSIF as MemSIF
+from .engine import ProgressFn as ProgressFn
+from .engine.search import Found as Found
+from .errors import ConfigError as ConfigError
+from .errors import EmbedderError as EmbedderError
+from .errors import JobCancelled as JobCancelled
+from .errors import LLMError as LLMError
+from .errors import MemSIFError as MemSIFError
+from .errors import NotFoundError as NotFoundError
+from .errors import SourceConflict as SourceConflict
+from .errors import StoreError as StoreError
+from .errors import TranscriptError as TranscriptError
+from .facts.corrections import CorrectionError as CorrectionError
+from .interaction.forecast import Workload as Workload
+from .io import as_memories as as_memories
+from .io import load_transcripts as load_transcripts
+from .io.chatlog import AmbiguousDates as AmbiguousDates
+from .io.names import checked_namespace as checked_namespace
+from .io.names import readable as readable
+from .io.transcripts import HISTORY_FORMATS as HISTORY_FORMATS
+from .llm import Reading as Reading
+from .llm import reading_reported as reading_reported
+from .llm import runtime_of as runtime_of
+from .llm.packaged import PACKAGED_MODELS as PACKAGED_MODELS
+from .llm.profiles import ModelProfile as ModelProfile
+from .locks import cancel as cancel
+from .locks import check_cancelled as check_cancelled
+from .locks import held_by_jobs as held_by_jobs
+from .locks import interactive as interactive
+from .locks import job as job
+from .locks import queue_position as queue_position
+from .locks import sharing as sharing
+from .locks import waited as waited
+from .records import ActiveFact as ActiveFact
+from .records import BoundaryRule as BoundaryRule
+from .records import CandidateCluster as CandidateCluster
+from .records import CoreFact as CoreFact
+from .records import Decision as Decision
+from .records import EventTrajectory as EventTrajectory
+from .records import Evidence as Evidence
+from .records import FactOp as FactOp
+from .records import FactOperation as FactOperation
+from .records import Message as Message
+from .records import SegmentDecision as SegmentDecision
+from .records import TopicalSegment as TopicalSegment
+from .records import TrajectoryDecision as TrajectoryDecision
+from .records import record_number as record_number
+from .timeparse import day_text as day_text
+from .timeparse import parse_time as parse_time
+from .transfer import NamespaceExport as NamespaceExport
+from .transfer import check_export as check_export
+from .transfer import is_export as is_export
+from .transfer import read_export as read_export
+from .transfer import same_content as same_content
+from .transfer import write_export as write_export
+
+__version__: str
+__all__: list[str]
