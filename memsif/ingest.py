@@ -21,7 +21,7 @@ import numpy as np
 from memsif.backends import Backends
 from memsif.errors import MemSIFError, SourceConflict
 from memsif.facts.step import CoreFactStep, CoreFactSummary, ProgressFn
-from memsif.interaction.forecast import Workload, forecast, published
+from memsif.interaction.forecast import Workload, forecast
 from memsif.interaction.relink import Relinker, RelinkResult, latest_decisions, whole_memory
 from memsif.interaction.restore import Repair, mean_vector, messages_state, plan_repair, restore
 from memsif.interaction.segments import SegmentBuilder
@@ -177,7 +177,7 @@ class IngestPipeline:
         """Every step in order (the caller holds the namespace's lock); see ``MemSIF.ingest``."""
         start = time.perf_counter()
         trajectory_note = ""
-        with job(self.namespace, "structure"):
+        with job(self.namespace, "structure") as running:
             with self.stage("load_state"):
                 state = StoredState(self.backends, self.namespace).load()
             admitted = self.admit(state, messages)
@@ -193,7 +193,8 @@ class IngestPipeline:
             fresh = admitted.fresh
             with self.stage("structure"):  # the judge work ahead (φ of a dry run), for the waits a page states
                 work = forecast(self.config, mapping, state, fresh, vectors, entity_sets)
-            with published(self.namespace, work):
+            running.workload = work  # the model work ahead, for a page's waits (``MemSIF.workload``)
+            try:
                 for first in range(0, max(len(fresh), 1), every):  # one pass with nothing new: closes what was left
                     chunk = slice(first, first + every)
                     with self.stage("structure"):
@@ -204,6 +205,8 @@ class IngestPipeline:
                     self.persist(state, fresh[chunk], part)
                     structured.decisions += part.decisions
                     structured.assigned += part.assigned
+            finally:
+                running.workload = None  # published only while messages are placed
             if whole_memory(self.config.method) and structured.assigned:  # a segment closed: link them again
                 with self.stage("relink"):  # Event Trajectories over the whole memory (interaction.relink)
                     trajectory_note = self.relink(state).note or ""  # another embedder than the scorer's: said

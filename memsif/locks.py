@@ -70,11 +70,33 @@ _cancels: dict[str, tuple[int, str]] = {}
 _cancels_lock = threading.Lock()
 
 
+@dataclass
+class Job:
+    """The handle of a running job (:func:`job` yields it; :func:`running` finds it from another thread): its
+    name and kind, and what it publishes while it runs for a progress display (``workload``: a memory build's
+    model work ahead, ``interaction.forecast.Workload``)."""
+
+    name: str
+    kind: str
+    workload: object = None
+
+
+#: (name, kind) → the running job's handle (the outermost block of that name and kind)
+_running: dict[tuple[str, str], Job] = {}
+
+
+def running(name: str, kind: str = "structure") -> Job | None:
+    """The handle of job ``name`` of ``kind`` running in this process now, or None."""
+    with _cancels_lock:
+        return _running.get((name, kind))
+
+
 @contextmanager
-def job(name: str, kind: str = "structure") -> Iterator[None]:
+def job(name: str, kind: str = "structure") -> Iterator[Job]:
     """Model calls made inside this block (in this thread) belong to job ``name`` of ``kind``
-    ("interactive", "structure" or "facts"). The job can be cancelled from the moment it is entered
-    (:func:`cancel`); a block of the same name inside it is part of it (cancelled with it).
+    ("interactive", "structure" or "facts"); yields its handle (:class:`Job`). The job can be cancelled from
+    the moment it is entered (:func:`cancel`); a block of the same name inside it is part of it (cancelled
+    with it).
 
     Raises:
         ValueError: an unknown kind.
@@ -88,10 +110,16 @@ def job(name: str, kind: str = "structure") -> Iterator[None]:
         with _cancels_lock:
             epoch = _cancels.get(name, (0, ""))[0]
     token = _job.set((name, KINDS[kind], epoch))
+    with _cancels_lock:
+        outermost = (name, kind) not in _running
+        handle = _running.setdefault((name, kind), Job(name, kind))
     try:
-        yield
+        yield handle
     finally:
         _job.reset(token)
+        if outermost:
+            with _cancels_lock:
+                _running.pop((name, kind), None)
 
 
 @contextmanager

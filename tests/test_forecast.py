@@ -4,7 +4,7 @@ build runs for the countdown the page states."""
 
 import pytest
 
-from memsif.interaction.forecast import Workload, workload
+from memsif.interaction.forecast import Workload
 from memsif.prompts import segment_judge
 from tests.conftest import make_messages
 from tests.fakes import FakeLLM, FixedEmbedder
@@ -18,9 +18,9 @@ CFG = dict(alpha_segment=1.0, sem_mapping="affine", trajectory_min_phi=1.0, judg
 def _build(engine, messages, ns="t"):
     """Ingest ``messages``; the workload the build published, as read from its progress."""
     seen: list[Workload | None] = []
-    engine.ingest(messages, namespace=ns, progress=lambda done, total, stage: seen.append(workload(ns)))
+    engine.ingest(messages, namespace=ns, progress=lambda done, total, stage: seen.append(engine.workload(ns)))
     assert seen and all(w is seen[0] for w in seen), "one workload for the whole call"
-    assert workload(ns) is None, "published only while the build runs"
+    assert engine.workload(ns) is None, "published only while the build runs"
     return seen[0]
 
 

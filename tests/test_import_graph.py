@@ -27,7 +27,7 @@ LAYERS: dict[str, int] = {
     "memsif": 4, "memsif.records": 0, "memsif.errors": 0, "memsif.config": 0, "memsif.timeparse": 0,
     "memsif.lexical": 0, "memsif.matching": 0, "memsif.entities": 0, "memsif.locks": 0,
     "memsif.answer.language": 0, "memsif.answer.places": 0, "memsif.answer.when": 0, "memsif.answer": 0,
-    "memsif.files": 0, "memsif.markdown": 0,
+    "memsif.files": 0, "memsif.markdown": 0, "memsif.delegated": 0,
     "memsif.embed": 1, "memsif.backends": 1, "memsif.llm": 1, "memsif.store": 1, "memsif.prompts": 1, "memsif.io": 1,
     "memsif.interaction": 2, "memsif.facts": 2, "memsif.answer.check": 2, "memsif.answer.relevance": 2,
     "memsif.answer.gate": 2,

@@ -185,13 +185,13 @@ def test_extraction_prompts_give_valid_json_per_prompt(built):
     engine, _, messages = built
     builder = CoreFactBuilder(engine.llm, engine.embedder, parse_schema(""))
     batches = [messages[0:12], messages[12:15], messages[15:27]]  # different prompt lengths
-    prompts = [core_extract.build([("", m.speaker, m.text) for m in b], builder.schema) for b in batches]
-    schema = builder.response_model.model_json_schema()
+    prompts = [core_extract.build([("", m.speaker, m.text) for m in b], builder.extractor.schema) for b in batches]
+    schema = builder.extractor.response_model.model_json_schema()
     together = generate_many(engine.llm, prompts, max_new_tokens=EXTRACT_MAX_TOKENS, temperature=0.0,
                              json_schema=schema)
     assert len(together) == 3
     for gen in together:
         assert not isinstance(gen, Exception), gen
         assert gen.tokens_out < EXTRACT_MAX_TOKENS, f"cut off at the token cap: {gen.text[-200:]!r}"
-        parse_json_reply(gen.text, builder.response_model)
+        parse_json_reply(gen.text, builder.extractor.response_model)
         assert gen.tokens_in > 0

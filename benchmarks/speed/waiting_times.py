@@ -31,7 +31,6 @@ from memsif.engine import MemSIF
 from memsif.eval.data import load_locomo
 from memsif.inspector.build import EXAMPLE_MEMORY
 from memsif.inspector.pace import FACTS, STRUCTURE, TITLES, PaceBook
-from memsif.interaction.forecast import workload
 from memsif.records import Message
 from memsif.transfer import read_export
 
@@ -64,7 +63,7 @@ def main() -> None:
     book = PaceBook()
     book.set_prior(read_export(EXAMPLE_MEMORY).provenance, eng.config.fact_batch_messages)
     load_s = eng.load_models()
-    countdowns = {STRUCTURE: book.countdown(STRUCTURE, work=lambda: workload("waits")),
+    countdowns = {STRUCTURE: book.countdown(STRUCTURE, work=lambda: eng.workload("waits")),
                   FACTS: book.countdown(FACTS, wave=eng.config.fact_parallel, first_wave=1),
                   TITLES: book.countdown(TITLES, wave=eng.config.fact_parallel)}
     steps: list[dict] = []
@@ -73,7 +72,7 @@ def main() -> None:
 
     def progress(done: int, total: int, stage: str) -> None:
         nonlocal expected, sent
-        if (work := workload("waits")) is not None:  # what the forecast expected, what was sent
+        if (work := eng.workload("waits")) is not None:  # what the forecast expected, what was sent
             expected, sent = sum(work.expected), work.sent
         kind = STAGES.get(stage)
         if kind is None:  # the second pass: a count of its own

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from memsif.backends import Backends
 from memsif.config import AnswerSettings, MemSIFConfig
+from memsif.delegated import Delegated
 from memsif.embed import Embedder
-from memsif.engine.delegated import Delegated
 from memsif.engine.editing import Corrections
 from memsif.engine.namespaces import NamespaceAdmin, NamespaceLocks
 from memsif.engine.reads import Reads
@@ -21,11 +21,13 @@ from memsif.engine.sources import Sources
 from memsif.entities import EntityExtractor
 from memsif.errors import MemSIFError
 from memsif.ingest import IngestPipeline, IngestReport, ProgressFn
+from memsif.interaction.forecast import Workload
 from memsif.interaction.relink import RelinkResult
 from memsif.io.names import checked_namespace
 from memsif.llm import LLM
 from memsif.llm.profiles import ModelProfile
 from memsif.locks import interactive
+from memsif.locks import running as job_running
 from memsif.records import Message
 from memsif.store import Store
 
@@ -98,6 +100,12 @@ class MemSIF:
         from memsif.interaction.link import decision_threshold
 
         return decision_threshold(self.config.method, self.llm, self.backends.profile)
+
+    def workload(self, namespace: str) -> Workload | None:
+        """The model work ahead of the memory build of ``namespace`` running in this process now (its judge
+        prompts' characters, ``interaction.forecast``), for a page's waits; None when none runs."""
+        running = job_running(namespace, "structure")
+        return running.workload if running is not None and isinstance(running.workload, Workload) else None
 
     # ----------------------------------------------------------------- back-ends
     @property

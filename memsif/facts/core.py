@@ -30,6 +30,7 @@ from typing import Any, Literal, Protocol, get_args
 
 import numpy as np
 
+from memsif.delegated import Delegated
 from memsif.embed import Embedder
 from memsif.errors import LLMError, LLMOutputError
 from memsif.facts import claims as claim_rules
@@ -425,16 +426,17 @@ def changed_quantity(state: FactState, cand: Candidate, messages: Mapping[str, M
     return None
 
 
-class _FactStep:
+@dataclass
+class FactLog:
     """What CoreFact extraction and consolidation share: the model and the embedder they call, the clock
-    of the operation log, the model calls made, and how an operation is written into the log."""
+    of the operation log, the model calls made, and how an operation is written into the log (``log``)."""
 
     llm: LLM
     embedder: Embedder
-    now: Callable[[], datetime]
-    llm_calls: int
+    now: Callable[[], datetime] = lambda: datetime.now(UTC).replace(tzinfo=None)
+    llm_calls: int = 0
 
-    def _log(self, namespace: str, op: FactOp, fact_ids: list[str], *, reason: str, decided_by: Literal["rule", "llm"],
+    def log(self, namespace: str, op: FactOp, fact_ids: list[str], *, reason: str, decided_by: Literal["rule", "llm"],
              before: Sequence[CoreFact] = (), after: Sequence[CoreFact] = (), scores: OperationScores | None = None,
              event_time: datetime | None = None, prompt: Prompt | None = None,
              error: str | None = None) -> FactOperation:
@@ -446,12 +448,13 @@ class _FactStep:
             model=self.llm.name if prompt and self.llm is not None else None, error=error)
 
 
-class FactExtractor(_FactStep):
+class FactExtractor:
     """CoreFact extraction (§3.3): a batch of messages → the model's candidates, or a NOOP saying why
     there are none."""
 
-    schema: tuple[FactType, ...]
-    response_model: type[core_extract.ExtractedFacts]
+    def __init__(self, shared: FactLog, schema: Sequence[FactType]) -> None:
+        self.shared, self.schema = shared, tuple(schema)
+        self.response_model = core_extract.response_schema(self.schema)
 
     def extract(self, namespace: str, messages: Sequence[Message], segment_of: dict[str, str],
                 trajectory_of: dict[str, str | None], message_vectors: np.ndarray | None = None
@@ -476,10 +479,10 @@ class FactExtractor(_FactStep):
         prompts = ([core_extract.build(b, self.schema) for b in lines] if again is None else
                    [core_extract.build_again(b, self.schema, r.writers, r.kept)
                     for b, r in zip(lines, again, strict=True)])
-        self.llm_calls += len(prompts)
+        self.shared.llm_calls += len(prompts)
         reply_model = self.response_model if again is None else core_extract.response_schema(
             self.schema, core_extract.AGAIN_MAX_FACTS)
-        replies = generate_many(self.llm, prompts, max_new_tokens=EXTRACT_MAX_TOKENS, temperature=0.0,
+        replies = generate_many(self.shared.llm, prompts, max_new_tokens=EXTRACT_MAX_TOKENS, temperature=0.0,
                                 json_schema=core_extract.grammar(reply_model))
         vectors = list(message_vectors) if message_vectors is not None else [None] * len(batches)
         read = [self._read(namespace, batch, prompt, reply, segment_of, trajectory_of, vecs)
@@ -498,7 +501,7 @@ class FactExtractor(_FactStep):
         for cand in [c for c in candidates if _words(c.fact.statement) in said]:
             candidates.remove(cand)
             op, reason = said[_words(cand.fact.statement)]
-            failures.append(self._log(namespace, op, [], decided_by="rule", prompt=prompt, reason=reason,
+            failures.append(self.shared.log(namespace, op, [], decided_by="rule", prompt=prompt, reason=reason,
                                       event_time=cand.fact.event_time))
             failures[-1].candidate = cand.fact.model_copy()
         return candidates, failures
@@ -521,15 +524,15 @@ class FactExtractor(_FactStep):
                     raise
                 salvage_note = f"recovered {len(items)} complete fact(s) from a cut-off reply ({exc}); "
         except LLMError as exc:
-            return [], [self._log(namespace, FactOp.NOOP, [], reason=f"extraction failed for {ids[0]}..{ids[-1]}",
+            return [], [self.shared.log(namespace, FactOp.NOOP, [], reason=f"extraction failed for {ids[0]}..{ids[-1]}",
                                   decided_by="llm", prompt=prompt, error=f"{type(exc).__name__}: {exc}")]
         if not items:
-            return [], [self._log(namespace, FactOp.NOOP, [], reason=f"no schema facts in {ids[0]}..{ids[-1]}",
+            return [], [self.shared.log(namespace, FactOp.NOOP, [], reason=f"no schema facts in {ids[0]}..{ids[-1]}",
                                   decided_by="llm", prompt=prompt)]
         # A small model can write JSON debris into a string ("Ben (17 March 2024)},{"): such a fact is
         # dropped with a recorded error, never stored.
         debris = [it for it in items if grounding.DEBRIS.search(it.subject) or not re.search(r"\w", it.subject)]
-        failures = [self._log(namespace, FactOp.NOOP, [], reason=f"dropped a fact with a malformed subject from "
+        failures = [self.shared.log(namespace, FactOp.NOOP, [], reason=f"dropped a fact with a malformed subject from "
                               f"{ids[0]}..{ids[-1]}", decided_by="llm", prompt=prompt,
                               error=f"malformed subject {it.subject!r} (statement {it.statement!r})")
                     for it in debris]
@@ -537,24 +540,24 @@ class FactExtractor(_FactStep):
         if not items:
             return [], failures
         items, notes = _whole_sentences(items)
-        vectors = self.embedder.embed_documents([f.statement for f in items])
+        vectors = self.shared.embedder.embed_documents([f.statement for f in items])
         if message_vectors is None:
-            message_vectors = self.embedder.embed_documents([m.text for m in messages])
+            message_vectors = self.shared.embedder.embed_documents([m.text for m in messages])
         return [_candidate(namespace, item, vector, messages, message_vectors, salvage_note + note, segment_of,
                            trajectory_of)
                 for item, vector, note in zip(items, vectors, notes, strict=True)], failures
 
 
-class FactConsolidator(_FactStep):
+class FactConsolidator:
     """CoreFact consolidation (§3.3): a candidate through the grounding gate, the claim rules, a
     person's corrections and the verification, then Add / Update / Merge / Supersede by rule or by the
     model's choice, each logged."""
 
-    ask_operation: bool
-    verify_min_p: float | None
-    change_min_p: float | None
-    messages: Mapping[str, Message]
-    _message_values: dict[str, Values]
+    def __init__(self, shared: FactLog, ask_operation: bool, messages: Mapping[str, Message],
+                 verify_min_p: float | None, change_min_p: float | None) -> None:
+        self.shared, self.ask_operation, self.messages = shared, ask_operation, messages
+        self.verify_min_p, self.change_min_p = verify_min_p, change_min_p
+        self._message_values: dict[str, Values] = {}  # the quantity rule reads old messages again and again
 
     def ground(self, cand: Candidate) -> grounding.Grounding:
         """The grounding gate's verdict on a candidate (no model involved)."""
@@ -594,10 +597,10 @@ class FactConsolidator(_FactStep):
         then the operation."""
         if refused := refused_by_correction(state, cand.fact, cand.vector):
             return self._reject(cand, refused, terms)
-        self.llm_calls += int(self.verify_min_p is not None and bool(cand.cited))
+        self.shared.llm_calls += int(self.verify_min_p is not None and bool(cand.cited))
         overlap = float(terms.grounding.get("overlap", 0.0))
-        check = cand.fact.verification = verify(self.llm, self.verify_min_p, cand.fact.subject, cand.fact.statement,
-                                                cand.cited, overlap)
+        check = cand.fact.verification = verify(self.shared.llm, self.verify_min_p, cand.fact.subject,
+                                                cand.fact.statement, cand.cited, overlap)
         terms.verification = {k: v for k, v in check.model_dump(include={"p_yes", "min_p", "word_overlap",
                                                                          "min_word_overlap"}).items() if v is not None}
         if check.p_yes is not None and not check.verified:
@@ -605,7 +608,7 @@ class FactConsolidator(_FactStep):
                               terms, "llm")
             op.model, op.prompt_version = check.model, check.prompt_version
             return op
-        if changed := changed_quantity(state, cand, self.messages, self._message_values, self.embedder):
+        if changed := changed_quantity(state, cand, self.messages, self._message_values, self.shared.embedder):
             old, reason, cos = changed
             terms.quantity_cosine[old.id] = round(cos, 4)
             return self._apply(state, cand, FactOp.SUPERSEDE, old, "rule", reason, terms)
@@ -623,7 +626,7 @@ class FactConsolidator(_FactStep):
                                "is similar enough" + (", and none it may change" if self.change_min_p else ""), terms)
         if not self.ask_operation:
             best, best_cos = max(known, key=lambda item: item[1])
-            reason = (f"operation choice not asked ({self.llm.name or 'the model'} is not "
+            reason = (f"operation choice not asked ({self.shared.llm.name or 'the model'} is not "
                       f"trusted with it: fact_operation, its model profile); added beside {best.id} "
                       f"(cos {best_cos:.2f})")
             return self._apply(state, cand, FactOp.ADD, None, "rule", f"{reason}; {value_note}" if value_note
@@ -641,7 +644,7 @@ class FactConsolidator(_FactStep):
             return self._apply(state, cand, FactOp.MERGE, best, "rule", f"near-identical to {best.id}", terms), ""
         if not changed:
             return None, ""
-        claim_cos = cosine(*self.embedder.embed_documents([mask(cand.fact.statement), mask(best.statement)]))
+        claim_cos = cosine(*self.shared.embedder.embed_documents([mask(cand.fact.statement), mask(best.statement)]))
         terms.claim_cosine[best.id] = round(claim_cos, 4)
         value_note = (f"{' and '.join(changed)} changed ({old_values.describe()} → {new_values.describe()})")
         newer = (cand.fact.event_time is not None and best.event_time is not None
@@ -662,19 +665,19 @@ class FactConsolidator(_FactStep):
         terms.key_cosine = {c.fact.id: round(c.key_cosine, 4) for c in found}
         if not found or self.change_min_p is None:
             return None
-        self.llm_calls += 1
-        verdict = ask_change(self.llm, self.change_min_p, cand.fact, found)
+        self.shared.llm_calls += 1
+        verdict = ask_change(self.shared.llm, self.change_min_p, cand.fact, found)
         terms.change, terms.change_min_p = verdict.p_yes, verdict.min_p
         target = verdict.changed
         record = self._apply(state, cand, verdict.op if target else FactOp.ADD, target, "llm", verdict.reason, terms)
-        record.prompt_version, record.model, record.error = verdict.prompt_version, self.llm.name, verdict.error
+        record.prompt_version, record.model, record.error = verdict.prompt_version, self.shared.llm.name, verdict.error
         return record
 
     def _key_vector(self, state: FactState, fact: CoreFact) -> np.ndarray:
         """The (d,) embedding of a fact's attribute key (``changes.key_text``), cached per stored fact."""
         if fact.id and fact.id in state.keys:
             return state.keys[fact.id]
-        vector: np.ndarray = self.embedder.embed_documents([key_text(fact)])[0]
+        vector: np.ndarray = self.shared.embedder.embed_documents([key_text(fact)])[0]
         if fact.id:
             state.keys[fact.id] = vector
         return vector
@@ -687,8 +690,8 @@ class FactConsolidator(_FactStep):
         no_merge = [k for k, (f, _) in enumerate(known) if values(f.statement).differences(new_values)]
         prompt, options = core_operation.build(cand.fact, [f for f, _ in known], no_merge)
         try:
-            self.llm_calls += 1
-            probs = self.llm.choice_probabilities(prompt, [o[0] for o in options])
+            self.shared.llm_calls += 1
+            probs = self.shared.llm.choice_probabilities(prompt, [o[0] for o in options])
         except LLMError as exc:
             failed = self._apply(state, cand, FactOp.ADD, None, "rule", "operation choice failed; added", terms)
             failed.error, failed.prompt_version = f"{type(exc).__name__}: {exc}", prompt.version
@@ -704,13 +707,13 @@ class FactConsolidator(_FactStep):
             reason += f"; {value_note}, so Merge with it was not offered"
         record = self._apply(state, cand, op, target, "llm", reason, terms)
         record.prompt_version = prompt.version
-        record.model = self.llm.name if self.llm is not None else None
+        record.model = self.shared.llm.name if self.shared.llm is not None else None
         return record
 
     def _reject(self, cand: Candidate, reason: str, scores: OperationScores,
                 decided_by: Literal["rule", "llm"] = "rule") -> FactOperation:
         """A REJECT of ``cand`` (kept in the entry) for ``reason`` and its provenance note."""
-        op = self._log(cand.fact.namespace, FactOp.REJECT, [], reason="; ".join(filter(None, [
+        op = self.shared.log(cand.fact.namespace, FactOp.REJECT, [], reason="; ".join(filter(None, [
             reason, cand.provenance_note])), decided_by=decided_by, scores=scores, event_time=cand.fact.event_time)
         op.candidate = cand.fact.model_copy()
         return op
@@ -727,7 +730,7 @@ class FactConsolidator(_FactStep):
             new.id = f"F{len(state.facts) + 1}"
             state.facts.append(new)
             state.vectors[new.id] = cand.vector
-            return self._log(ns, FactOp.ADD, [new.id], after=[new], reason=reason, decided_by=decided_by,
+            return self.shared.log(ns, FactOp.ADD, [new.id], after=[new], reason=reason, decided_by=decided_by,
                              scores=scores,
                              event_time=new.event_time)
         before = copy.deepcopy(target)
@@ -745,7 +748,7 @@ class FactConsolidator(_FactStep):
                 setattr(target, attr, merged)
             if new.event_time and (target.event_time is None or new.event_time > target.event_time):
                 target.event_time = new.event_time
-            return self._log(ns, op, [target.id], before=[before], after=[target], reason=reason,
+            return self.shared.log(ns, op, [target.id], before=[before], after=[target], reason=reason,
                              decided_by=decided_by, scores=scores, event_time=new.event_time)
         # SUPERSEDE: close the old fact, keep it as history, link it to its successor
         new.id = f"F{len(state.facts) + 1}"
@@ -754,13 +757,13 @@ class FactConsolidator(_FactStep):
         target.status = "superseded"
         target.valid_until = new.event_time
         target.superseded_by = new.id
-        return self._log(ns, FactOp.SUPERSEDE, [target.id, new.id], before=[before], after=[target, new],
+        return self.shared.log(ns, FactOp.SUPERSEDE, [target.id, new.id], before=[before], after=[target, new],
                          reason=reason, decided_by=decided_by, scores=scores, event_time=new.event_time)
 
 
-class CoreFactBuilder(FactExtractor, FactConsolidator):
-    """Extracts and consolidates CoreFacts (``FactExtractor``, ``FactConsolidator``); every operation (and
-    failure) goes to the log."""
+class CoreFactBuilder:
+    """Extracts and consolidates CoreFacts: it holds an ``extractor`` (``FactExtractor``) and a ``consolidator``
+    (``FactConsolidator``) over one ``FactLog``; every operation (and failure) goes to the log."""
 
     def __init__(self, llm: LLM, embedder: Embedder, schema: Sequence[FactType],
                  now: Callable[[], datetime] = lambda: datetime.now(UTC).replace(tzinfo=None),
@@ -773,13 +776,17 @@ class CoreFactBuilder(FactExtractor, FactConsolidator):
         ``second_pass``: read again a batch whose refusals leave a cited writer factless (``build_core_facts``).
         ``change_min_p``: the P(yes) the change question needs to supersede or update an earlier fact
         (``changes.change_threshold``; None: not asked)."""
-        self.llm, self.ask_operation, self.verify_min_p = llm, ask_operation, verify_min_p
-        self.change_min_p = change_min_p
+        self.shared = FactLog(llm, embedder, now)
+        self.extractor = FactExtractor(self.shared, schema)
+        self.consolidator = FactConsolidator(self.shared, ask_operation, messages or {}, verify_min_p, change_min_p)
         self.second_pass = second_pass
-        self.messages = messages or {}
-        self._message_values: dict[str, Values] = {}  # the quantity rule reads old messages again and again
-        self.embedder = embedder
-        self.schema = tuple(schema)
-        self.response_model = core_extract.response_schema(self.schema)
-        self.now = now
-        self.llm_calls = 0
+
+    extract = Delegated("extractor", FactExtractor.extract)
+    extract_many = Delegated("extractor", FactExtractor.extract_many)
+    ground = Delegated("consolidator", FactConsolidator.ground)
+    consolidate = Delegated("consolidator", FactConsolidator.consolidate)
+
+    @property
+    def llm_calls(self) -> int:
+        """The model calls extraction and consolidation made."""
+        return self.shared.llm_calls

@@ -21,9 +21,7 @@ published under the job's name while the ingest runs (``published``) for a count
 from __future__ import annotations
 
 import itertools
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,26 +95,3 @@ def forecast(config: MemSIFConfig, mapping: SemanticMapping, state: InteractionS
         scratch.add_message(m, vector, entities)
         dry.place(scratch, m)
     return Workload([dry.prompt_chars.get(m.id, 0) for m in fresh])
-
-
-_published: dict[str, Workload] = {}
-_lock = threading.Lock()
-
-
-@contextmanager
-def published(name: str, work: Workload) -> Iterator[Workload]:
-    """``work`` readable as ``workload(name)`` inside the block (the job's name: its namespace)."""
-    with _lock:
-        _published[name] = work
-    try:
-        yield work
-    finally:
-        with _lock:
-            if _published.get(name) is work:
-                del _published[name]
-
-
-def workload(name: str) -> Workload | None:
-    """The workload of the structure step job ``name`` runs now, or None (none running, or another process's)."""
-    with _lock:
-        return _published.get(name)

@@ -213,17 +213,16 @@ class Collections:
     """The Qdrant client a store's reads and writes go through, where it points, and the vector size
     (set by ``ensure_collections``)."""
 
-    _client: Any
-    location: str
-    _is_server: bool
-    dim: int | None
+    def __init__(self, client: Any, location: str, is_server: bool) -> None:
+        self.client, self.location, self.is_server = client, location, is_server
+        self.dim: int | None = None
 
-    def _sentences(self, namespace: str, create: bool = False) -> str | None:
+    def sentences(self, namespace: str, create: bool = False) -> str | None:
         """The namespace's sentence collection; None when it has none (and ``create`` is False)."""
         name = sentence_collection(namespace)
-        if self._client.collection_exists(name):
+        if self.client.collection_exists(name):
             return name
         if not create:
             return None
-        create_sentence_collection(self._client, self._is_server, name, self.dim)
+        create_sentence_collection(self.client, self.is_server, name, self.dim)
         return name

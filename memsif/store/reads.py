@@ -45,19 +45,22 @@ from memsif.store.points import (
 )
 
 
-class StoreReads(Collections):
+class StoreReads:
     """Reads of one namespace's records, nearest-vector searches that never return what a person deleted,
     and the hybrid (dense + lexical) sentence search."""
+
+    def __init__(self, base: Collections) -> None:
+        self.base = base
 
     def facts(self, namespace: str, with_vectors: bool = False) -> list[tuple[CoreFact, np.ndarray | None]]:
         """Every CoreFact of the namespace (current and superseded) in id order."""
         rows = []
-        for rec in scroll(self._client, FACTS, ns_filter(namespace), with_vectors=with_vectors):
+        for rec in scroll(self.base.client, FACTS, ns_filter(namespace), with_vectors=with_vectors):
             vector = np.asarray(rec.vector, dtype=np.float32) if with_vectors else None
             rows.append((CoreFact(**(rec.payload or {})), vector))
         return sorted(rows, key=lambda r: record_number(r[0].id))
 
-    def search_facts(self, namespace: str, vector: np.ndarray, limit: int, history: bool = False,
+    def search_facts(self, /, namespace: str, vector: np.ndarray, limit: int, history: bool = False,
                      **equals: Any) -> list[tuple[CoreFact, float]]:
         """Current CoreFacts of ``namespace`` (with ``history`` the superseded ones too) nearest to ``vector``
         ((d,)) by cosine, best first; only those whose payload matches ``equals`` when given (e.g.
@@ -79,7 +82,7 @@ class StoreReads(Collections):
     def _search(self, collection: str, namespace: str, vector: np.ndarray, limit: int,
                 **equals: Any) -> list[tuple[dict[str, Any], float]]:
         found = models.Filter(must=ns_filter(namespace, **equals).must, must_not=[matches("status", "deleted")])
-        result = self._client.query_points(collection, query=vector.astype(float).tolist(), query_filter=found,
+        result = self.base.client.query_points(collection, query=vector.astype(float).tolist(), query_filter=found,
                                            limit=limit, with_payload=True)  # never what a person deleted
         return [(dict(p.payload or {}), float(p.score)) for p in result.points]
 
@@ -92,11 +95,11 @@ class StoreReads(Collections):
         and boost run in Qdrant (Query API prefetch + RRF, then a formula query). Best first, at most
         ``limit``. With ``path_scores`` False the two searches' own scores are not fetched (one request
         less each; the hits' ``dense``/``lexical`` stay None)."""
-        collection = self._sentences(namespace)
+        collection = self.base.sentences(namespace)
         if collection is None:
             return []
         fused_request, requests = hybrid_requests(query, limit, sentence_filter(query))
-        fused, *paths = self._client.query_batch_points(
+        fused, *paths = self.base.client.query_batch_points(
             collection, requests=[fused_request, *(requests if path_scores else [])])
         by_path = [{p.id: float(p.score) for p in result.points} for result in paths]
         dense_scores = by_path[0] if by_path else {}
@@ -106,29 +109,29 @@ class StoreReads(Collections):
 
     def speakers(self, namespace: str) -> list[str]:
         """The namespace's speakers, most frequent first (a facet over the sentence index)."""
-        collection = self._sentences(namespace)
+        collection = self.base.sentences(namespace)
         if collection is None:
             return []
-        return [str(h.value) for h in self._client.facet(collection, key="speaker", limit=1000).hits]
+        return [str(h.value) for h in self.base.client.facet(collection, key="speaker", limit=1000).hits]
 
     def sentences(self, namespace: str, with_vectors: bool = False) -> list[tuple[Sentence, np.ndarray | None]]:
         """The namespace's sentences in chronological order, with their dense vectors if asked."""
         rows = []
-        collection = self._sentences(namespace)
+        collection = self.base.sentences(namespace)
         if collection is None:
             return []
-        for rec in scroll(self._client, collection, None, with_vectors=[DENSE] if with_vectors else False):
+        for rec in scroll(self.base.client, collection, None, with_vectors=[DENSE] if with_vectors else False):
             vector = np.asarray(named_vector(rec, DENSE), dtype=np.float32) if with_vectors else None
             rows.append((Sentence(**(rec.payload or {})), vector))
         return sorted(rows, key=lambda r: (r[0].message_index, r[0].position))
 
     def sentence_lexical(self, namespace: str) -> dict[str, SparseVector]:
         """Sentence id → its stored sparse lexical vector (empty for a sentence without terms)."""
-        collection = self._sentences(namespace)
+        collection = self.base.sentences(namespace)
         if collection is None:
             return {}
         out = {}
-        for rec in scroll(self._client, collection, None, with_vectors=[LEXICAL]):
+        for rec in scroll(self.base.client, collection, None, with_vectors=[LEXICAL]):
             sparse = named_vector(rec, LEXICAL)
             out[str((rec.payload or {})["id"])] = SparseVector(tuple(sparse.indices), tuple(sparse.values)) \
                 if isinstance(sparse, models.SparseVector) else SparseVector((), ())
@@ -151,12 +154,12 @@ class StoreReads(Collections):
 
     def _payloads(self, collection: str, namespace: str) -> Iterator[dict[str, Any]]:
         """The payloads of ``namespace``'s records in ``collection``."""
-        return ((rec.payload or {}) for rec in scroll(self._client, collection, ns_filter(namespace)))
+        return ((rec.payload or {}) for rec in scroll(self.base.client, collection, ns_filter(namespace)))
 
     def messages(self, namespace: str, with_vectors: bool = True) -> list[StoredMessage]:
         """The namespace's messages in chronological order (by ``index``)."""
         out = [stored_message(rec.payload, rec.vector if with_vectors else [])
-               for rec in scroll(self._client, MESSAGES, ns_filter(namespace), with_vectors=with_vectors)]
+               for rec in scroll(self.base.client, MESSAGES, ns_filter(namespace), with_vectors=with_vectors)]
         out.sort(key=lambda r: r.message.index)
         return out
 
@@ -171,5 +174,5 @@ class StoreReads(Collections):
     def decisions(self, namespace: str, kind: Literal["segment", "trajectory"] | None = None) -> list[Decision]:
         """Structured Interaction Memory decisions in the order they were made (one kind, or all)."""
         flt = ns_filter(namespace, kind=kind) if kind else ns_filter(namespace)
-        rows = [DECISION.validate_python(rec.payload or {}) for rec in scroll(self._client, DECISIONS, flt)]
+        rows = [DECISION.validate_python(rec.payload or {}) for rec in scroll(self.base.client, DECISIONS, flt)]
         return sorted(rows, key=lambda d: -1 if d.seq is None else d.seq)

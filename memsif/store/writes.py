@@ -33,8 +33,11 @@ from memsif.store.points import (
 )
 
 
-class StoreWrites(Collections):
+class StoreWrites:
     """Upserts of every record kind (§3.2–3.4) and the append-only logs (decisions, CoreFact operations)."""
+
+    def __init__(self, base: Collections) -> None:
+        self.base = base
 
     def put_messages(self, namespace: str, rows: Iterable[StoredMessage]) -> None:
         points = [
@@ -46,7 +49,7 @@ class StoreWrites(Collections):
             )
             for r in rows
         ]
-        upsert(self._client, self.location, MESSAGES, points)
+        upsert(self.base.client, self.base.location, MESSAGES, points)
 
 
     def put_sentences(self, namespace: str, rows: Iterable[tuple[Sentence, np.ndarray, SparseVector]]) -> None:
@@ -54,7 +57,8 @@ class StoreWrites(Collections):
         rows = list(rows)
         if not rows:
             return
-        upsert(self._client, self.location, made(self._sentences(namespace, create=True), namespace, self.location), [
+        base = self.base
+        upsert(base.client, base.location, made(base.sentences(namespace, create=True), namespace, base.location), [
             models.PointStruct(id=point_id(namespace, "sentence", s.id), payload=s.model_dump(mode="json"),
                                vector={DENSE: v.astype(float).tolist(),
                                        **({LEXICAL: sparse(sp)} if sp else {})})
@@ -65,11 +69,11 @@ class StoreWrites(Collections):
         """Set the ``trajectory_id`` of every sentence of each segment in ``trajectory_of`` (segment id →
         trajectory id): a segment's sentences are written before its trajectory may change (an ingest
         that continues it, the repair of an interrupted one, a store made before sentences held it)."""
-        collection = self._sentences(namespace)
+        collection = self.base.sentences(namespace)
         if collection is None:
             return
         for segment_id, trajectory_id in trajectory_of.items():
-            self._client.set_payload(collection, payload={"trajectory_id": trajectory_id}, wait=True,
+            self.base.client.set_payload(collection, payload={"trajectory_id": trajectory_id}, wait=True,
                                      points=models.Filter(must=[models.FieldCondition(
                                          key="segment_id", match=models.MatchValue(value=segment_id))]))
 
@@ -113,7 +117,7 @@ class StoreWrites(Collections):
                     key: Callable[[Any], str] = lambda record: record.id) -> None:
         """Upsert records of ``kind`` into its collection, each with its (d,) vector (None: a collection
         without vectors); the payload is the record's JSON and its ``namespace``."""
-        upsert(self._client, self.location, COLLECTION_OF[kind], [
+        upsert(self.base.client, self.base.location, COLLECTION_OF[kind], [
             models.PointStruct(id=point_id(namespace, kind, key(record)),
                                vector={} if vector is None else vector.astype(float).tolist(),
                                payload={**record.model_dump(mode="json"), "namespace": namespace})

@@ -1,4 +1,5 @@
-"""A method of the engine that one of its parts carries out (``MemSIF.facts`` is ``MemSIF.reads.facts``)."""
+"""A method of an object that one of the parts it holds carries out (``MemSIF.facts`` is ``MemSIF.reads.facts``,
+``CoreFactBuilder.consolidate`` its ``consolidator``'s)."""
 
 from __future__ import annotations
 
