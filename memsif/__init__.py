@@ -21,10 +21,19 @@ rest of the package is the engine's inside and may change without notice::
 - **Errors**, all ``MemSIFError``.
 """
 
+from typing import Any
+
 import lazy_loader
 
 __version__ = "0.1.0"
 
 # every name of ``__init__.pyi``, imported from its module the first time it is read
-__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
+_lazy, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
 __all__ += ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        return _lazy(name)
+    except AttributeError:  # Python's own words, as for any module
+        raise AttributeError(f"module 'memsif' has no attribute {name!r}") from None

@@ -88,8 +88,8 @@ def test_lexical_match_finds_what_the_dense_embedder_cannot():
     turns.insert(5, ("Ana", "My cousin Zbigniew moved to Gdansk last spring.", "S1"))
     store = _store(turns, emb)
     calls = []
-    original = store._client.query_batch_points
-    store._client.query_batch_points = lambda *a, **k: calls.append(k["requests"]) or original(*a, **k)
+    original = store.base.client.query_batch_points
+    store.base.client.query_batch_points = lambda *a, **k: calls.append(k["requests"]) or original(*a, **k)
     hits = store.hybrid_search(
         "t", SentenceQuery(emb.embed_query("x"), lexical.encode_query("Where did Zbigniew move?")), 3)
     assert hits[0].sentence.message_id == "D6:1" and hits[0].found_by == ["dense", "lexical"]
@@ -298,7 +298,7 @@ def test_a_store_without_the_sentence_index_says_how_to_upgrade_and_the_upgrade_
     engine.ingest(make_messages(["I adopted a dog named Max.", "Max is a beagle puppy.", "Stocks fell today."]))
     before = (engine.messages("t"), engine.segments("t"), engine.trajectories("t"), engine.decisions("t"))
     # an old store: the same memory without its sentence index
-    engine.store._client.delete_collection(sentence_collection("t"))
+    engine.store.base.client.delete_collection(sentence_collection("t"))
     with pytest.raises(StoreError, match="python -m memsif upgrade"):
         engine.ask("What is the dog called?", namespace="t")
     assert engine.missing_sentence_index("t") == 3
@@ -378,7 +378,7 @@ def test_ingest_into_a_namespace_stored_before_the_index_indexes_the_old_message
     engine = engine_factory(llm=FakeLLM({"segment_judge": 0.5, "trajectory_judge": 0.5}))
     msgs = make_messages(["I adopted a dog named Max.", "Max is a beagle puppy.", "Stocks fell today."])
     engine.ingest(msgs[:2])
-    engine.store._client.delete_collection(sentence_collection("t"))  # as an old store
+    engine.store.base.client.delete_collection(sentence_collection("t"))  # as an old store
     engine.ingest(msgs)
     assert engine.missing_sentence_index("t") == 0
 

@@ -67,8 +67,8 @@ class NamespaceAdmin:
         from memsif.transfer import export_namespace
 
         self.reads.require(namespace)  # no lock: a copy for Evaluate must not wait for a CoreFact extraction
-        store, embedder = self.backends.store, self.backends.embedder
-        embedded_with = store.recorded_embedder() or (embedder.name, embedder.dim)
+        store = self.backends.store  # the embedder is loaded only for a store that records none
+        embedded_with = store.recorded_embedder() or (self.backends.embedder.name, self.backends.embedder.dim)
         return export_namespace(store, embedded_with, namespace, decimals, provenance)
 
     def import_namespace(self, data: NamespaceExport | dict[str, Any], namespace: str | None = None) -> str:
