@@ -8,6 +8,7 @@ from memsif.errors import ConfigError
 from memsif.eval import judges
 from memsif.interaction.judge import YesNoJudge, measured_decision_point
 from memsif.prompts import Prompt, segment_judge
+from tests import ROOT
 from tests.conftest import LOCOMO_DEV, requires_shared
 from tests.fakes import FakeLLM
 
@@ -63,6 +64,4 @@ def test_labelled_pairs_come_from_the_dev_conversations():
 
 
 def judges_shift_file():
-    from pathlib import Path
-
-    return Path(__file__).resolve().parents[1] / "benchmarks" / "quality" / "data" / "segment-shifts.jsonl"
+    return ROOT / "benchmarks" / "quality" / "data" / "segment-shifts.jsonl"
