@@ -9,12 +9,13 @@ from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.records import Message
 from memsif.store import MemoryStore
+from tests import ROOT
 from tests.fakes import FakeLLM, HashEmbedder, TableEntities
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = ROOT.parent / "shared"
 LOCOMO_DEV = SHARED / "data" / "locomo" / "locomo_dev.json"
 LONGMEMEVAL = SHARED / "data" / "longmemeval" / "longmemeval_synthetic.json"
-EXAMPLE = Path(__file__).resolve().parents[1] / "assets" / "locomo-conv-26.json"
+EXAMPLE = ROOT / "assets" / "locomo-conv-26.json"
 
 #: Tests that read the dev data beside the checkout (present in CI) skip cleanly where it is absent.
 requires_shared = pytest.mark.skipif(not LOCOMO_DEV.exists() or not LONGMEMEVAL.exists(),

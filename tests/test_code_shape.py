@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
 from memsif import records
 from memsif.answer.query import Answer
+from tests import ROOT as REPO
 
-ROOT = Path(__file__).resolve().parents[1] / "memsif"
+ROOT = REPO / "memsif"
 #: Modules that parse or write JSON documents whose keys happen to share record field names.
 JSON_EDGES = {
     "store/qdrant.py", "transfer.py",        # Qdrant payloads; the export document

@@ -16,13 +16,12 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
-from pathlib import Path
 
 import pytest
 
 from memsif import cli
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 COMMAND = "python -m memsif"
 #: What a mention may leave out (argparse's words).

@@ -21,7 +21,9 @@ from pathlib import Path
 
 import networkx as nx
 
-ROOT = Path(__file__).resolve().parents[1] / "memsif"
+from tests import ROOT as REPO
+
+ROOT = REPO / "memsif"
 
 LAYERS: dict[str, int] = {
     "memsif": 4, "memsif.records": 0, "memsif.errors": 0, "memsif.config": 0, "memsif.timeparse": 0,

@@ -368,7 +368,7 @@ def free_port() -> int:
 
 
 def server_command(gguf: Path, port: int, n_ctx: int, threads: int) -> list[str]:
-    """``python -m llama_cpp.server`` for ``gguf`` on 127.0.0.1:``port`` (tests/test_openai_server.py's
+    """``python -m llama_cpp.server`` for ``gguf`` on 127.0.0.1:``port`` (tests/llm/test_openai_server.py's
     command), with MemSIF's thread count for prompt and decoding (its server default is half the cores)."""
     return [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", SERVER_MODEL,
             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),

@@ -1,7 +1,7 @@
 """The store contract: every read and write the engine makes, typed (records in, records out).
 
 ``MemoryStore`` (Qdrant: ``:memory:``, ``path=`` or ``url=``) is the one implementation; the contract
-tests (``tests/test_store_contract.py``) run the same calls on each of its three connections and
+tests (``tests/store/test_store_contract.py``) run the same calls on each of its three connections and
 compare the results. Vectors are (d,) float32 arrays; scores are cosines (search) or fused
 reciprocal-rank scores (``hybrid_search``).
 """

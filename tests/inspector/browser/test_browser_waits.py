@@ -11,8 +11,7 @@ import time
 
 import pytest
 
-from tests.test_browser import CHROMEDRIVER, CHROMIUM, _browser, _tab, upload_and_build
-from tests.test_browser_walk import _text
+from tests.inspector.browser.helpers import CHROMEDRIVER, CHROMIUM, open_browser, open_tab, text_of, upload_and_build
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -106,11 +105,11 @@ def test_every_status_states_its_wait_facts_come_before_titles_and_a_stall_makes
     url, seen = served
     chat = tmp_path / "WhatsApp Chat with Ben.txt"
     chat.write_text(_whatsapp())
-    d = _browser()
+    d = open_browser()
     try:
         upload_and_build(d, url, chat)
         building, shown = [], []
-        while "Topical Segments" not in (summary := _text(d, "build-summary")):
+        while "Topical Segments" not in (summary := text_of(d, "build-summary")):
             if summary.startswith(("Loading models and reading", "Building Structured Interaction Memory")):
                 building.append(summary)
             shown.append(summary)
@@ -119,10 +118,10 @@ def test_every_status_states_its_wait_facts_come_before_titles_and_a_stall_makes
         assert building and all(WAIT.search(s) for s in building), [s for s in building if not WAIT.search(s)][:3] \
             or shown[::5]
 
-        _tab(d, "CoreFacts")
+        open_tab(d, "CoreFacts")
         extracting, first_fact, stalled, announced = [], None, [], set()
         deadline = time.monotonic() + 240
-        while "current CoreFacts" not in (status := _text(d, "corefacts-status")):
+        while "current CoreFacts" not in (status := text_of(d, "corefacts-status")):
             assert time.monotonic() < deadline, f"the extraction did not end: {status}"
             if status.startswith(("Loading the model", "Extracting", "Second pass", "Titling")):
                 extracting.append(status)

@@ -15,7 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_browser import CHROMEDRIVER, CHROMIUM, ROOT, _browser, _plot_drawn, _tab, start_app
+from tests import DATA, ROOT
+from tests.inspector.browser.helpers import (
+    CHROMEDRIVER,
+    CHROMIUM,
+    open_browser,
+    open_tab,
+    pick_first,
+    plot_drawn,
+    start_app,
+    text_of,
+)
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.common.exceptions import TimeoutException  # noqa: E402
@@ -46,20 +56,6 @@ def _mini_locomo(path: Path) -> Path:
     return path
 
 
-def _text(driver, elem_id: str) -> str:
-    return driver.find_element(By.ID, elem_id).text
-
-
-def _pick_first(driver, elem_id: str) -> str:
-    """Open a Gradio dropdown and choose its first option; returns the option's text."""
-    driver.find_element(By.CSS_SELECTOR, f"#{elem_id} input").click()
-    option = WebDriverWait(driver, 10).until(
-        lambda d: d.find_elements(By.CSS_SELECTOR, f"#{elem_id} li[data-testid='dropdown-option']"))[0]
-    chosen = option.get_attribute("aria-label")
-    option.click()
-    return chosen
-
-
 def _errors_shown(driver) -> list[str]:
     """Texts of the Error badges and toasts on the page (Gradio marks a failed event on its outputs)."""
     found = driver.find_elements(By.CSS_SELECTOR, ".error, [data-testid='toast-body'], .toast-body.error")
@@ -79,7 +75,7 @@ def _clipped_headers(driver) -> list[str]:
 
 def _forget(d) -> None:
     """Delete this session's memory from the Build tab: the button works only once confirmed."""
-    _tab(d, "Build")
+    open_tab(d, "Build")
     next(b for b in d.find_elements(By.CSS_SELECTOR, "button") if "Delete this session's memory" in b.text).click()
     button = WebDriverWait(d, 10).until(lambda d: d.find_element(By.ID, "forget-btn"))
     assert not button.is_enabled(), "Delete works without the confirmation"
@@ -87,7 +83,7 @@ def _forget(d) -> None:
          if "Yes, delete all of this session's memory" in x.text).click()
     WebDriverWait(d, 10).until(lambda d: d.find_element(By.ID, "forget-btn").is_enabled())
     d.find_element(By.ID, "forget-btn").click()
-    WebDriverWait(d, 30).until(lambda d: "memory was deleted" in _text(d, "build-summary"))
+    WebDriverWait(d, 30).until(lambda d: "memory was deleted" in text_of(d, "build-summary"))
 
 
 def _set_number(driver, elem_id: str, value: float) -> None:
@@ -109,88 +105,88 @@ def test_a_first_visit_sees_the_prebuilt_example_at_once_then_warnings_and_a_sto
     shots = Path(os.environ.get("MEMSIF_SCREENSHOT_DIR", tmp_path))
     shots.mkdir(parents=True, exist_ok=True)
     mini = _mini_locomo(tmp_path / "conv-26-mini.json")
-    d = _browser()
+    d = open_browser()
     try:
         d.get(walk_url)
         WebDriverWait(d, 30).until(lambda d: d.find_elements(By.ID, "build-btn"))
-        WebDriverWait(d, 30).until(lambda d: _text(d, "models-status"))
-        if "Loading the models" in _text(d, "models-status"):  # the module's first page: models still loading
+        WebDriverWait(d, 30).until(lambda d: text_of(d, "models-status"))
+        if "Loading the models" in text_of(d, "models-status"):  # the module's first page: models still loading
             d.save_screenshot(str(shots / "walk-loading-models.png"))
-        WebDriverWait(d, 180).until(lambda d: "Models loaded" in _text(d, "models-status"))
+        WebDriverWait(d, 180).until(lambda d: "Models loaded" in text_of(d, "models-status"))
 
         # 1. the example at once, from its prebuilt memory
         d.find_element(By.ID, "build-btn").click()
-        WebDriverWait(d, 90).until(lambda d: "Topical Segments" in _text(d, "build-summary")
-                                   and _plot_drawn(d, "timeline"))
-        summary = _text(d, "build-summary")
+        WebDriverWait(d, 90).until(lambda d: "Topical Segments" in text_of(d, "build-summary")
+                                   and plot_drawn(d, "timeline"))
+        summary = text_of(d, "build-summary")
         assert "prebuilt example memory" in summary and "Loaded in" in summary, summary
         assert "419 messages" in summary and "Qwen2.5-Coder-1.5B-Instruct" in summary and "built on" in summary
         assert not _clipped_headers(d), _clipped_headers(d)
         d.save_screenshot(str(shots / "walk-prebuilt-example.png"))
-        _tab(d, "CoreFacts")
-        WebDriverWait(d, 60).until(lambda d: "current CoreFacts" in _text(d, "corefacts-status"))
+        open_tab(d, "CoreFacts")
+        WebDriverWait(d, 60).until(lambda d: "current CoreFacts" in text_of(d, "corefacts-status"))
         WebDriverWait(d, 30).until(lambda d: "ADD" in d.find_element(By.ID, "fact-ops").text)
         assert not _clipped_headers(d), _clipped_headers(d)
-        _tab(d, "ActiveFacts")
-        WebDriverWait(d, 30).until(lambda d: _plot_drawn(d, "clusters")
+        open_tab(d, "ActiveFacts")
+        WebDriverWait(d, 30).until(lambda d: plot_drawn(d, "clusters")
                                    and "not promoted" in d.find_element(By.ID, "clusters-table").text)
         assert not _clipped_headers(d), _clipped_headers(d)
         d.save_screenshot(str(shots / "walk-prebuilt-activefacts.png"))
-        _tab(d, "Trajectories")
-        WebDriverWait(d, 30).until(lambda d: _plot_drawn(d, "traj-graph") and _plot_drawn(d, "traj-decisions"))
+        open_tab(d, "Trajectories")
+        WebDriverWait(d, 30).until(lambda d: plot_drawn(d, "traj-graph") and plot_drawn(d, "traj-decisions"))
         linked = re.search(r"(\d+) link two or more", d.find_element(By.ID, "traj-graph").text)
         assert linked and int(linked.group(1)) >= 2, "the example's trajectories link no segments"  # the graph's title
         d.save_screenshot(str(shots / "walk-prebuilt-trajectories.png"))
 
         # 2. a degenerate build: warned, with the setting in force named
-        _tab(d, "Build")
+        open_tab(d, "Build")
         d.find_element(By.CSS_SELECTOR, "input[type='file']").send_keys(str(mini))
         time.sleep(2)
         d.find_element(By.ID, "build-btn").click()
-        WebDriverWait(d, 300).until(lambda d: "35 messages" in _text(d, "build-summary")
-                                    and "Structure health" in _text(d, "build-summary"))
-        _tab(d, "Settings")  # rebuilds the file with every message split by rule
+        WebDriverWait(d, 300).until(lambda d: "35 messages" in text_of(d, "build-summary")
+                                    and "Structure health" in text_of(d, "build-summary"))
+        open_tab(d, "Settings")  # rebuilds the file with every message split by rule
         _set_number(d, "tau-split", 0.95)
         _set_number(d, "tau-merge", 0.99)
         time.sleep(1)
         d.find_element(By.ID, "apply-settings").click()
-        _tab(d, "Build")
-        WebDriverWait(d, 600).until(lambda d: "35 messages" in _text(d, "build-summary")
-                                    and "τ_split 0.95" in _text(d, "build-summary"))
-        summary = _text(d, "build-summary")
+        open_tab(d, "Build")
+        WebDriverWait(d, 600).until(lambda d: "35 messages" in text_of(d, "build-summary")
+                                    and "τ_split 0.95" in text_of(d, "build-summary"))
+        summary = text_of(d, "build-summary")
         assert "The structure looks degenerate" in summary and "single messages" in summary, summary
         assert "τ_split 0.95 (default 0.325)" in summary, summary
         d.save_screenshot(str(shots / "walk-degenerate-warning.png"))
 
         # 3. its CoreFact job, replaced by another build, ends with the reason and no Error badge; replaced while
         # at least a wave of its batches is left (a later batch can end the short job before the build begins)
-        _tab(d, "CoreFacts")
+        open_tab(d, "CoreFacts")
         WebDriverWait(d, 300).until(lambda d: re.search(r"Extracting CoreFacts: batch [01] of (?:[3-9]|[1-9]\d+)\b",
-                                                        _text(d, "corefacts-status")))
-        _tab(d, "Build")
+                                                        text_of(d, "corefacts-status")))
+        open_tab(d, "Build")
         next(b for b in d.find_elements(By.CSS_SELECTOR, "button[aria-label='Clear']") if b.is_displayed()).click()
         time.sleep(1)
-        garden = ROOT / "tests" / "data" / "garden-chat.txt"
+        garden = DATA / "garden-chat.txt"
         d.find_element(By.CSS_SELECTOR, "input[type='file']").send_keys(str(garden))
         time.sleep(2)
         d.find_element(By.ID, "build-btn").click()
-        _tab(d, "CoreFacts")
+        open_tab(d, "CoreFacts")
         try:
-            WebDriverWait(d, 300).until(lambda d: "CoreFact extraction stopped" in _text(d, "corefacts-status"))
+            WebDriverWait(d, 300).until(lambda d: "CoreFact extraction stopped" in text_of(d, "corefacts-status"))
         except TimeoutException:  # say what the page showed instead, for whoever reads the failure
             d.save_screenshot(str(shots / "walk-stopped-timeout.png"))
             pytest.fail(f"no 'CoreFact extraction stopped' within 300 s; the CoreFacts status: "
-                        f"{_text(d, 'corefacts-status')!r}; the build summary: {_text(d, 'build-summary')[:400]!r}")
-        stopped = _text(d, "corefacts-status")
+                        f"{text_of(d, 'corefacts-status')!r}; the build summary: {text_of(d, 'build-summary')[:400]!r}")
+        stopped = text_of(d, "corefacts-status")
         d.save_screenshot(str(shots / "walk-job-stopped.png"))
         assert "replaced by a build of" in stopped and "garden-chat.txt" in stopped, stopped
-        _tab(d, "Build")
-        WebDriverWait(d, 600).until(lambda d: "garden-chat.txt" in _text(d, "build-summary")
-                                    and "Topical Segments" in _text(d, "build-summary"))
+        open_tab(d, "Build")
+        WebDriverWait(d, 600).until(lambda d: "garden-chat.txt" in text_of(d, "build-summary")
+                                    and "Topical Segments" in text_of(d, "build-summary"))
         assert not _errors_shown(d), _errors_shown(d)
-        _tab(d, "CoreFacts")  # the replacing build's own extraction runs now, with no badge left from the old one
+        open_tab(d, "CoreFacts")  # the replacing build's own extraction runs now, with no badge left from the old one
         assert not _errors_shown(d), _errors_shown(d)
-        _tab(d, "Settings")
+        open_tab(d, "Settings")
         d.find_element(By.ID, "reset-settings").click()
         _forget(d)  # stops the replacing build's extraction, which would otherwise run on into the next walk
     except BaseException:
@@ -206,7 +202,7 @@ def test_a_first_visit_walks_every_view(walk_url, tmp_path):
     mini = _mini_locomo(tmp_path / "conv-26-mini.json")
     bad = tmp_path / "photo.json"
     bad.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
-    d = _browser()
+    d = open_browser()
     try:
         d.get(walk_url)
         WebDriverWait(d, 30).until(lambda d: d.find_elements(By.ID, "build-btn"))
@@ -215,14 +211,14 @@ def test_a_first_visit_walks_every_view(walk_url, tmp_path):
         d.find_element(By.ID, "build-btn").click()
         stated_during_build = None  # the time left, as the page states it while building
         deadline = time.time() + 300
-        while "Topical Segments" not in (summary := _text(d, "build-summary")) and time.time() < deadline:
+        while "Topical Segments" not in (summary := text_of(d, "build-summary")) and time.time() < deadline:
             if stated_during_build is None and " left at " in summary:
                 stated_during_build = summary
                 d.save_screenshot(str(shots / "walk-build-time-left.png"))
             time.sleep(0.3)
-        assert "35 messages" in _text(d, "build-summary")
+        assert "35 messages" in text_of(d, "build-summary")
         assert stated_during_build, "the build never said how long it had left"
-        WebDriverWait(d, 30).until(lambda d: _plot_drawn(d, "timeline"))
+        WebDriverWait(d, 30).until(lambda d: plot_drawn(d, "timeline"))
 
         # 5. notation where it appears
         next(b for b in d.find_elements(By.CSS_SELECTOR, "button") if "What the timeline shows" in b.text).click()
@@ -230,11 +226,11 @@ def test_a_first_visit_walks_every_view(walk_url, tmp_path):
         d.save_screenshot(str(shots / "walk-build.png"))
 
         # 2. CoreFacts appear while they are written, under one progress display
-        _tab(d, "CoreFacts")
+        open_tab(d, "CoreFacts")
         first_rows_during, seen, statuses = None, [], []
         deadline = time.time() + 600
         while time.time() < deadline:
-            status = _text(d, "corefacts-status")
+            status = text_of(d, "corefacts-status")
             rows = d.find_elements(By.CSS_SELECTOR, "#fact-ops tbody tr")
             seen.append((status[:80], len(rows)))
             statuses.append(status)
@@ -256,55 +252,55 @@ def test_a_first_visit_walks_every_view(walk_url, tmp_path):
         assert len(d.find_elements(By.CSS_SELECTOR, ".progress-text, .eta-bar")) <= 1
 
         # 3. a bad upload: one message in the page; the views stay
-        _tab(d, "Build")
+        open_tab(d, "Build")
         next(b for b in d.find_elements(By.CSS_SELECTOR, "button[aria-label='Clear']") if b.is_displayed()).click()
         time.sleep(1)  # the file box is empty again (the views stay)
         d.find_element(By.CSS_SELECTOR, "input[type='file']").send_keys(str(bad))
-        WebDriverWait(d, 30).until(lambda d: "was not loaded" in _text(d, "build-summary"))
+        WebDriverWait(d, 30).until(lambda d: "was not loaded" in text_of(d, "build-summary"))
         page = d.find_element(By.TAG_NAME, "body").text
         assert page.count("was not loaded") == 1 and "Portable Network Graphics" in page
-        assert _plot_drawn(d, "timeline"), "the bad upload removed the timeline"
+        assert plot_drawn(d, "timeline"), "the bad upload removed the timeline"
         d.save_screenshot(str(shots / "walk-bad-upload.png"))
 
         # 6. chat: answer first, trace and raw JSON folded; a message it rests on opens in context
-        _tab(d, "Chat")
+        open_tab(d, "Chat")
         d.find_element(By.CSS_SELECTOR, "#question textarea").send_keys("What did Caroline research?", Keys.ENTER)
         WebDriverWait(d, 300).until(lambda d: "Trace ·" in d.find_element(By.TAG_NAME, "body").text)
         body = d.find_element(By.TAG_NAME, "body").text
         assert body.index("Best supporting messages") < body.index("Trace ·")
         assert "evidence_used" not in body, "the raw JSON is open"
         WebDriverWait(d, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, "#context-pick input").is_enabled())
-        chosen = _pick_first(d, "context-pick")
-        WebDriverWait(d, 60).until(lambda d: chosen in _text(d, "message-context")
-                                   and "→" in _text(d, "message-context"))
-        assert "Topical Segment" in _text(d, "message-context")
-        WebDriverWait(d, 30).until(lambda d: _plot_drawn(d, "context-plot"))
+        chosen = pick_first(d, "context-pick")
+        WebDriverWait(d, 60).until(lambda d: chosen in text_of(d, "message-context")
+                                   and "→" in text_of(d, "message-context"))
+        assert "Topical Segment" in text_of(d, "message-context")
+        WebDriverWait(d, 30).until(lambda d: plot_drawn(d, "context-plot"))
         d.save_screenshot(str(shots / "walk-message-context.png"))
 
         # 7. plots fill their width, also when drawn in a tab that was hidden
-        _tab(d, "Trajectories")
-        WebDriverWait(d, 60).until(lambda d: _plot_drawn(d, "traj-graph"))
+        open_tab(d, "Trajectories")
+        WebDriverWait(d, 60).until(lambda d: plot_drawn(d, "traj-graph"))
         time.sleep(1)
         plot = d.find_element(By.CSS_SELECTOR, "#traj-graph .js-plotly-plot")
         holder = d.find_element(By.ID, "traj-graph")
         assert plot.size["width"] >= 0.9 * holder.size["width"], (plot.size, holder.size)
 
         # 8. the Evaluate lens on the file's own questions
-        _tab(d, "Evaluate")
+        open_tab(d, "Evaluate")
         d.find_element(By.ID, "eval-btn").click()
-        WebDriverWait(d, 600).until(lambda d: "| MemSIF |" in _text(d, "eval-summary")
-                                    or "Hybrid RAG" in _text(d, "eval-summary"))
-        summary = _text(d, "eval-summary")
+        WebDriverWait(d, 600).until(lambda d: "| MemSIF |" in text_of(d, "eval-summary")
+                                    or "Hybrid RAG" in text_of(d, "eval-summary"))
+        summary = text_of(d, "eval-summary")
         assert "questions" in summary and "Naive RAG" in summary
         assert "95 % interval" in summary and re.search(r"\d+\.\d % \[\d+\.\d, \d+\.\d\]", summary), summary
         next(x for x in d.find_elements(By.CSS_SELECTOR, "label") if x.text.strip() == "all questions").click()
-        WebDriverWait(d, 30).until(lambda d: _plot_drawn(d, "eval-plot"))
+        WebDriverWait(d, 30).until(lambda d: plot_drawn(d, "eval-plot"))
         d.save_screenshot(str(shots / "walk-evaluate.png"))
 
         # 4. delete: behind a confirmation, away from Build; every view empties
         _forget(d)
-        assert not _plot_drawn(d, "timeline")
-        _tab(d, "CoreFacts")
+        assert not plot_drawn(d, "timeline")
+        open_tab(d, "CoreFacts")
         assert not [r for r in d.find_elements(By.CSS_SELECTOR, "#fact-ops tbody tr")
                     if (r.get_attribute("textContent") or "").strip()], "the operation log still shows deleted memory"
         d.save_screenshot(str(shots / "walk-deleted.png"))
@@ -320,8 +316,8 @@ def test_an_export_of_three_conversations_is_one_memory_in_the_page(walk_url, tm
     conversations", the default, and one build holds all three in the order they happened."""
     shots = Path(os.environ.get("MEMSIF_SCREENSHOT_DIR", tmp_path))
     shots.mkdir(parents=True, exist_ok=True)
-    export = ROOT / "tests" / "data" / "formats" / "chatgpt-three-conversations.json"
-    d = _browser()
+    export = DATA / "formats" / "chatgpt-three-conversations.json"
+    d = open_browser()
     try:
         d.get(walk_url)
         WebDriverWait(d, 30).until(lambda d: d.find_elements(By.ID, "build-btn"))
@@ -336,10 +332,10 @@ def test_an_export_of_three_conversations_is_one_memory_in_the_page(walk_url, tm
                               "Moving to Lyon · 3 March 2024 · 3 messages", "Rent went up · 1 May 2024 · 3 messages"]
         options[0].click()
         d.find_element(By.ID, "build-btn").click()
-        WebDriverWait(d, 300).until(lambda d: "Topical Segments" in _text(d, "build-summary"))
-        summary = _text(d, "build-summary")
+        WebDriverWait(d, 300).until(lambda d: "Topical Segments" in text_of(d, "build-summary"))
+        summary = text_of(d, "build-summary")
         assert "8 messages" in summary and "3 conversations: Garden plans, Moving to Lyon, Rent went up" in summary
-        WebDriverWait(d, 30).until(lambda d: _plot_drawn(d, "timeline"))
+        WebDriverWait(d, 30).until(lambda d: plot_drawn(d, "timeline"))
         d.save_screenshot(str(shots / "walk-export.png"))
     except BaseException:
         d.save_screenshot(str(shots / "walk-export-failed.png"))

@@ -3,7 +3,6 @@
 
 import json
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
@@ -12,9 +11,10 @@ from memsif.errors import SourceConflict
 from memsif.io import as_memories, load_transcripts
 from memsif.io.placement import place
 from memsif.records import Message
+from tests import DATA
 from tests.fakes import FakeLLM
 
-FORMATS_DIR = Path(__file__).parent / "data" / "formats"
+FORMATS_DIR = DATA / "formats"
 EXPORT = FORMATS_DIR / "chatgpt-three-conversations.json"
 
 

@@ -5,7 +5,6 @@ import subprocess
 import sys
 import time
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
@@ -13,9 +12,10 @@ from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
 from memsif.records import Message
 from memsif.store import MemoryStore
+from tests import ROOT
 from tests.fakes import FakeLLM, HashEmbedder, TableEntities, grounded_extraction
 
-REPLAY = Path(__file__).resolve().parent / "replay" / "crash_ingest.py"
+REPLAY = ROOT / "tests" / "replay" / "crash_ingest.py"
 TOPICS = ["pottery class glaze kiln", "camping lake tent fire", "adoption agency interview", "concert violin band"]
 
 

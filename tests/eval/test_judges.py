@@ -9,6 +9,7 @@ from memsif.eval import judges
 from memsif.interaction.judge import YesNoJudge
 from memsif.llm.profiles import profile_of
 from memsif.prompts import Prompt, segment_judge
+from tests import ROOT
 from tests.conftest import LOCOMO_DEV, requires_shared
 from tests.fakes import FakeLLM
 
@@ -65,6 +66,4 @@ def test_labelled_pairs_come_from_the_dev_conversations():
 
 
 def judges_shift_file():
-    from pathlib import Path
-
-    return Path(__file__).resolve().parents[1] / "benchmarks" / "quality" / "data" / "segment-shifts.jsonl"
+    return ROOT / "benchmarks" / "quality" / "data" / "segment-shifts.jsonl"

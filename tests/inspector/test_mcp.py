@@ -164,7 +164,7 @@ def test_an_agents_second_session_appends_and_a_corrected_one_is_refused_with_th
 
 
 def test_an_export_of_three_conversations_becomes_one_memory_over_mcp(mcp_url):
-    from tests.test_placement import EXPORT
+    from tests.io.test_placement import EXPORT
 
     failed, text = _call(mcp_url, "memory_ingest", {"namespace": "export", "transcript": EXPORT.read_text()})
     assert not failed, text
@@ -202,7 +202,7 @@ def test_an_agent_ingests_a_whatsapp_chat_log_and_settles_its_date_order(mcp_url
 
 
 def test_an_agent_leaves_do_not_remember_conversations_and_reasoning_out_unless_asked(mcp_url):
-    from tests.test_histories import THINK, _conversation, _node_message
+    from tests.io.test_histories import THINK, _conversation, _node_message
 
     export = json.dumps([
         _conversation("c1", [_node_message("user", ["Where should I move?"]), _node_message("assistant", [THINK])]),

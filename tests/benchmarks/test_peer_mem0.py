@@ -6,12 +6,12 @@ import importlib.util
 import json
 import sys
 from dataclasses import asdict
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-RECORDED = ROOT / "tests" / "data" / "mem0-raw"
+from tests import DATA, ROOT
+
+RECORDED = DATA / "mem0-raw"
 
 
 @pytest.fixture(scope="module")

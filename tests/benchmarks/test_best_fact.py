@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests import ROOT
+
 CONTEXT = "\n".join([
     "Conversation excerpts (oldest first):", "15 April 2022:", "- Nate: Look at my hair!",
     "20 May 2022:", "- Nate: The tournament was fun.",

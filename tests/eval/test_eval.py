@@ -3,7 +3,6 @@
 import json
 import re
 from datetime import datetime
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +26,7 @@ from memsif.eval.metrics import (
 from memsif.eval.runner import EvalOptions, run_eval
 from memsif.eval.systems import CountingLLM, FullContextSystem, MemSIFSystem, NaiveRAGSystem, render_turn
 from memsif.records import Message
+from tests import ROOT
 from tests.conftest import LOCOMO_DEV, LONGMEMEVAL, requires_shared
 from tests.fakes import FakeLLM, KeywordEmbedder
 
@@ -431,7 +431,7 @@ def test_compare_names_missing_labels_leaves_out_undefined_values_and_warns_on_o
 def test_synthetic_histories_for_the_scale_benchmark_are_long_ordered_and_unique():
     from memsif.eval.scale import growth, synthetic_history
 
-    example = Path(__file__).resolve().parents[1] / "assets" / "locomo-conv-26.json"
+    example = ROOT / "assets" / "locomo-conv-26.json"
     messages, questions = synthetic_history(1000, [str(example)])
     assert len(messages) == 1000 and len({m.id for m in messages}) == 1000
     times = [m.time for m in messages if m.time]

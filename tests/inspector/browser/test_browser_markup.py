@@ -9,9 +9,17 @@ import time
 
 import pytest
 
-from tests.test_app import IMG, MARKUP_TRANSCRIPT
-from tests.test_browser import CHROMEDRIVER, CHROMIUM, _browser, _plot_drawn, _tab, upload_and_build
-from tests.test_browser_walk import _pick_first, _text
+from tests.inspector.browser.helpers import (
+    CHROMEDRIVER,
+    CHROMIUM,
+    open_browser,
+    open_tab,
+    pick_first,
+    plot_drawn,
+    text_of,
+    upload_and_build,
+)
+from tests.inspector.test_app import IMG, MARKUP_TRANSCRIPT
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -58,16 +66,16 @@ def _markup_made(driver) -> list[str]:
 def test_markup_in_a_transcript_is_shown_as_written_in_every_view(markup_url, tmp_path):
     path = tmp_path / "garden.txt"
     path.write_text(MARKUP_TRANSCRIPT)
-    d = _browser()
+    d = open_browser()
     try:
         upload_and_build(d, markup_url, path)
-        WebDriverWait(d, 120).until(lambda d: "Topical Segments" in _text(d, "build-summary")
-                                    and _plot_drawn(d, "timeline"))
+        WebDriverWait(d, 120).until(lambda d: "Topical Segments" in text_of(d, "build-summary")
+                                    and plot_drawn(d, "timeline"))
         assert not _markup_made(d), _markup_made(d)
         rows = [row.text for row in d.find_elements(By.CSS_SELECTOR, "#segments tbody tr")]
         assert rows and not any(w in row for row in rows for w in ("onerror", "src", "style")), rows  # key entities
 
-        _tab(d, "Chat")
+        open_tab(d, "Chat")
         d.find_element(By.CSS_SELECTOR, "#question textarea").send_keys("Which tomatoes <b>did</b> Ana plant?",
                                                                         Keys.ENTER)
         WebDriverWait(d, 120).until(lambda d: "Trace ·" in d.find_element(By.TAG_NAME, "body").text)
@@ -79,27 +87,27 @@ def test_markup_in_a_transcript_is_shown_as_written_in_every_view(markup_url, tm
         assert "Which tomatoes <b>did</b> Ana plant?" in body, "the question is not shown as written"
         assert IMG in body.split("Query-local evidence", 1)[1], "the trace's evidence is not shown as written"
         WebDriverWait(d, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, "#context-pick input").is_enabled())
-        _pick_first(d, "context-pick")
-        WebDriverWait(d, 60).until(lambda d: "Topical Segment" in _text(d, "message-context"))
-        context = _text(d, "message-context")
+        pick_first(d, "context-pick")
+        WebDriverWait(d, 60).until(lambda d: "Topical Segment" in text_of(d, "message-context"))
+        context = text_of(d, "message-context")
         assert IMG in context or "<b>bold</b> move! [link](javascript:window.__pwned=2)" in context, context
         assert not _markup_made(d), _markup_made(d)
 
-        _tab(d, "Trajectories")
-        WebDriverWait(d, 60).until(lambda d: _plot_drawn(d, "traj-graph"))
-        _pick_first(d, "trajectory-pick")
+        open_tab(d, "Trajectories")
+        WebDriverWait(d, 60).until(lambda d: plot_drawn(d, "traj-graph"))
+        pick_first(d, "trajectory-pick")
         WebDriverWait(d, 30).until(lambda d: "San Marzano" in d.find_element(By.TAG_NAME, "body").text)
         assert IMG in d.find_element(By.TAG_NAME, "body").text, "a trajectory's messages are not shown as written"
         d.find_element(By.CSS_SELECTOR, "#trajectory-pick input").click()  # its options, drawn
         time.sleep(0.5)
         assert not _markup_made(d), _markup_made(d)
 
-        _tab(d, "CoreFacts")
-        WebDriverWait(d, 120).until(lambda d: "current CoreFacts" in _text(d, "corefacts-status"))
+        open_tab(d, "CoreFacts")
+        WebDriverWait(d, 120).until(lambda d: "current CoreFacts" in text_of(d, "corefacts-status"))
         WebDriverWait(d, 30).until(lambda d: "<b>Ana</b>" in d.find_element(By.TAG_NAME, "body").text)
         assert IMG in d.find_element(By.TAG_NAME, "body").text, "a CoreFact is not shown as written"
-        _tab(d, "ActiveFacts")
-        WebDriverWait(d, 30).until(lambda d: _plot_drawn(d, "clusters"))
+        open_tab(d, "ActiveFacts")
+        WebDriverWait(d, 30).until(lambda d: plot_drawn(d, "clusters"))
         assert not _markup_made(d), _markup_made(d)
     finally:
         d.quit()

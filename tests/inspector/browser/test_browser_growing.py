@@ -9,8 +9,7 @@ import time
 
 import pytest
 
-from tests.test_browser import CHROMEDRIVER, CHROMIUM, _browser, _tab, build_until_facts
-from tests.test_browser_walk import _text
+from tests.inspector.browser.helpers import CHROMEDRIVER, CHROMIUM, build_until_facts, open_browser, open_tab, text_of
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -88,11 +87,11 @@ def test_every_view_shows_the_new_memory_as_it_is_made(page_url, tmp_path):
     old, new = tmp_path / "pixel.txt", tmp_path / "lessons.txt"
     old.write_text(_old())
     new.write_text(_long())
-    d = _browser()
+    d = open_browser()
     try:
         build_until_facts(d, page_url, old)
         WebDriverWait(d, 15).until(lambda d: any("quartet" in c for c in _rows(d, "corefacts-table")))
-        _tab(d, "Build")
+        open_tab(d, "Build")
         assert _segments(d) == OLD
 
         d.find_element(By.CSS_SELECTOR, "#upload button[aria-label='Clear'], #upload button[title='Clear']").click()
@@ -102,33 +101,33 @@ def test_every_view_shows_the_new_memory_as_it_is_made(page_url, tmp_path):
                                                                .get_attribute("value") or ""))
         d.find_element(By.ID, "build-btn").click()
         clicked = time.monotonic()  # the replaced memory's summary goes at once
-        WebDriverWait(d, 10).until(lambda d: "⏳ Building 160 messages" in _text(d, "build-summary")
-                                   or "new messages placed" in _text(d, "build-summary"))
+        WebDriverWait(d, 10).until(lambda d: "⏳ Building 160 messages" in text_of(d, "build-summary")
+                                   or "new messages placed" in text_of(d, "build-summary"))
         assert time.monotonic() - clicked < 3, "the replaced memory's summary stayed on the page"
-        WebDriverWait(d, 30).until(lambda d: "new messages placed" in _text(d, "build-summary"))
+        WebDriverWait(d, 30).until(lambda d: "new messages placed" in text_of(d, "build-summary"))
         assert _segments(d) != OLD, "the replaced memory is shown"
-        _tab(d, "CoreFacts")
-        assert "Building the memory of" in _text(d, "corefacts-status"), _text(d, "corefacts-status")
+        open_tab(d, "CoreFacts")
+        assert "Building the memory of" in text_of(d, "corefacts-status"), text_of(d, "corefacts-status")
         assert not any("quartet" in c for c in _rows(d, "corefacts-table")), "the replaced memory's facts are shown"
-        _tab(d, "Build")
+        open_tab(d, "Build")
         seen = set()
-        while "new messages placed" in _text(d, "build-summary"):  # the table grows while messages are placed
+        while "new messages placed" in text_of(d, "build-summary"):  # the table grows while messages are placed
             rows = _segments(d)
             assert rows != OLD, "the replaced memory is shown again"
             seen.add(sum(int(r[1]) for r in rows))
             time.sleep(0.3)
         assert len(seen - {0}) >= 4, f"the segment table did not grow while the memory was built: {sorted(seen)}"
 
-        _tab(d, "CoreFacts")
-        WebDriverWait(d, 60).until(lambda d: "Extracting CoreFacts" in _text(d, "corefacts-status"))
+        open_tab(d, "CoreFacts")
+        WebDriverWait(d, 60).until(lambda d: "Extracting CoreFacts" in text_of(d, "corefacts-status"))
         started = time.monotonic()
-        _tab(d, "Chat")  # a question while the facts are extracted
+        open_tab(d, "Chat")  # a question while the facts are extracted
         d.find_element(By.CSS_SELECTOR, "#question textarea").send_keys("What lessons does Ana take?", Keys.ENTER)
         WebDriverWait(d, 60).until(lambda d: "Trace ·" in d.find_element(By.TAG_NAME, "body").text)
-        _tab(d, "CoreFacts")
+        open_tab(d, "CoreFacts")
         WebDriverWait(d, 60).until(lambda d: any("lessons" in c for c in _rows(d, "corefacts-table")))
         waited = time.monotonic() - started
-        status = _text(d, "corefacts-status")
+        status = text_of(d, "corefacts-status")
         assert waited <= 3 * BATCH_SECONDS, f"the first CoreFacts came {waited:.1f} s after extraction began"
         # still extracting: its batches, or the segment titles the model writes after them
         assert "current CoreFacts" not in status and any(

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from memsif.errors import EmbedderError, MemSIFError
+from tests.answer.test_query import _engine
 from tests.fakes import HashEmbedder
-from tests.test_query import _engine
 
 
 def _snapshot(engine, ns):

@@ -16,9 +16,10 @@ import pytest
 from memsif.errors import TranscriptError
 from memsif.io import load_transcripts
 from memsif.io.transcripts import FORMATS
+from tests import DATA
 from tests.conftest import EXAMPLE, LONGMEMEVAL
 
-FORMATS_DIR = Path(__file__).parent / "data" / "formats"
+FORMATS_DIR = DATA / "formats"
 TEXT = "## 3 March 2024\nAna: I planted tomatoes.\nBen: Which kind?\nAna: San Marzano, for sauce.\n"
 
 

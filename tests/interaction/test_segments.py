@@ -1,15 +1,14 @@
 """Topical Segment construction: the double-threshold rule (§3.2)."""
 
 import itertools
-from pathlib import Path
 
 import pytest
 
 from memsif.records import BoundaryRule
+from tests import ROOT
 from tests.conftest import make_messages
 from tests.fakes import FakeLLM, FixedEmbedder, TableEntities
 
-ROOT = Path(__file__).resolve().parent.parent
 # alpha = 1 and the affine mapping make φ = (cos + 1) / 2, easy to compute by hand.
 VECTORS = {"same": [1.0, 0.0], "same again": [1.0, 0.0], "opposite": [-1.0, 0.0], "orthogonal": [0.0, 1.0]}
 CFG = dict(alpha_segment=1.0, sem_mapping="affine", trajectory_min_phi=1.0, judge_calibration=False)

@@ -7,13 +7,13 @@ real app on the real models.
 
 
 import re
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from memsif.config import MemSIFConfig
 from memsif.engine import MemSIF
+from tests import DATA, ROOT
 from tests.fakes import FakeLLM, grounded_extraction
 
 gradio_client = pytest.importorskip("gradio_client")
@@ -196,7 +196,7 @@ def test_uploads_over_the_size_limit_are_refused_before_parsing(tmp_path):
 
 def test_a_chatgpt_export_builds_and_its_warnings_show(app_url):
     client = gradio_client.Client(app_url, verbose=False)
-    export = Path(__file__).parent / "data" / "formats" / "chatgpt-conversations.json"
+    export = DATA / "formats" / "chatgpt-conversations.json"
     summary, _, _ = client.predict(gradio_client.handle_file(str(export)), None, api_name="/build")
     assert "3 messages" in summary and "1 conversation: Trip planning" in summary
     assert "left out 1 message that was not conversation: 1 system prompt" in summary
@@ -204,7 +204,7 @@ def test_a_chatgpt_export_builds_and_its_warnings_show(app_url):
 
 def test_an_export_of_three_conversations_is_listed_by_title_and_built_into_one_memory(app_url):
     client = gradio_client.Client(app_url, verbose=False)
-    export = Path(__file__).parent / "data" / "formats" / "chatgpt-three-conversations.json"
+    export = DATA / "formats" / "chatgpt-three-conversations.json"
     box, _ = client.predict(gradio_client.handle_file(str(export)), api_name="/samples")
     labels = [label for label, _ in box["choices"]]
     assert box["value"] == "all conversations" and labels[0].startswith("All conversations (3")
@@ -469,7 +469,7 @@ def test_a_failed_build_says_why_shows_the_memory_that_exists_and_starts_no_core
 def test_sessions_are_forgotten_by_default_on_a_space_only(env, forget):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("memsif_app", Path(__file__).resolve().parents[1] / "app.py")
+    spec = importlib.util.spec_from_file_location("memsif_app", ROOT / "app.py")
     app = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(app)
     assert app.forget_sessions(env) is forget

@@ -135,7 +135,7 @@ def test_prefix_reuse_gives_the_full_pass_probabilities():
 @pytest.mark.integration
 def test_llamacpp_backend_scores_and_generates():
     """llama.cpp scores the packaged GGUF and generates (where it cannot run, the probe's LLMError says
-    why: tests/test_llamacpp_cpu.py)."""
+    why: tests/llm/test_llamacpp_cpu.py)."""
     from memsif.llm import load_llm
 
     llm = load_llm(MemSIFConfig(llm_backend="llamacpp"))

@@ -9,8 +9,7 @@ import urllib.request
 
 import pytest
 
-from tests.test_browser import CHROMEDRIVER, CHROMIUM, _browser, _tab, build_until_facts
-from tests.test_browser_walk import _text
+from tests.inspector.browser.helpers import CHROMEDRIVER, CHROMIUM, build_until_facts, open_browser, open_tab, text_of
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -64,8 +63,8 @@ def _select_fact(d, statement: str, fact_id: str | None = None) -> None:
 
 def _correction(d, button: str, wanted: str) -> str:
     d.find_element(By.ID, button).click()
-    WebDriverWait(d, 30).until(lambda d: wanted in _text(d, "fact-correction-status"))
-    return _text(d, "fact-correction-status")
+    WebDriverWait(d, 30).until(lambda d: wanted in text_of(d, "fact-correction-status"))
+    return text_of(d, "fact-correction-status")
 
 
 def _click(d, by: str, selector: str) -> None:
@@ -88,7 +87,7 @@ def _open(d, label: str) -> None:
 def test_a_person_edits_deletes_restores_searches_downloads_and_restores_a_memory(page_url, tmp_path):
     path = tmp_path / "alice.txt"
     path.write_text(TRANSCRIPT)
-    d = _browser()
+    d = open_browser()
     try:
         build_until_facts(d, page_url, path)
 
@@ -104,7 +103,7 @@ def test_a_person_edits_deletes_restores_searches_downloads_and_restores_a_memor
         body = d.find_element(By.TAG_NAME, "body").text
         assert "deleted by a person" in body and "corrected by a person" in body
 
-        _tab(d, "Chat")
+        open_tab(d, "Chat")
         d.find_element(By.CSS_SELECTOR, "#question textarea").send_keys("How much is Alice's rent?", Keys.ENTER)
         WebDriverWait(d, 60).until(lambda d: "Trace ·" in d.find_element(By.TAG_NAME, "body").text)
         for title in d.find_elements(By.XPATH, "//*[starts-with(normalize-space(text()), 'Trace ·')]"):
@@ -114,17 +113,17 @@ def test_a_person_edits_deletes_restores_searches_downloads_and_restores_a_memor
         assert RENT not in trace, "a deleted fact is still in the answer's context"
         assert "viola" in trace, "the edited fact is not in the answer's context"
 
-        _tab(d, "CoreFacts")
+        open_tab(d, "CoreFacts")
         _select_fact(d, RENT, "F1")
         assert "RESTORE" in _correction(d, "fact-restore", "RESTORE")
 
-        _tab(d, "Search")
+        open_tab(d, "Search")
         d.find_element(By.CSS_SELECTOR, "#search-query textarea").send_keys("Lisbon", Keys.ENTER)
-        WebDriverWait(d, 30).until(lambda d: "messages for" in _text(d, "search-status"))
+        WebDriverWait(d, 30).until(lambda d: "messages for" in text_of(d, "search-status"))
         _cell(d, "search-found", "That's a lot for Lisbon.").click()
-        WebDriverWait(d, 30).until(lambda d: "Topical Segment" in _text(d, "search-place"))
+        WebDriverWait(d, 30).until(lambda d: "Topical Segment" in text_of(d, "search-place"))
 
-        _tab(d, "Build")
+        open_tab(d, "Build")
         _open(d, "Download or restore this memory")
         _click(d, By.ID, "download-btn")
         link = WebDriverWait(d, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#download-file a[href]"))[0]
@@ -136,16 +135,16 @@ def test_a_person_edits_deletes_restores_searches_downloads_and_restores_a_memor
         _click(d, By.XPATH, "//label[contains(., \"Yes, delete all of this session's memory\")]")
         WebDriverWait(d, 10).until(lambda d: d.find_element(By.ID, "forget-btn").is_enabled())
         _click(d, By.ID, "forget-btn")
-        WebDriverWait(d, 30).until(lambda d: "was deleted" in _text(d, "build-summary"))
+        WebDriverWait(d, 30).until(lambda d: "was deleted" in text_of(d, "build-summary"))
 
         _click(d, By.CSS_SELECTOR, "#upload button[aria-label='Clear'], #upload button[title='Clear']")
         WebDriverWait(d, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#upload input[type='file']"))
         d.find_element(By.CSS_SELECTOR, "#upload input[type='file']").send_keys(str(saved))
         time.sleep(2)
         d.find_element(By.ID, "build-btn").click()
-        WebDriverWait(d, 60).until(lambda d: "Restored" in _text(d, "build-summary"))
-        assert "3 corrections by a person in its log" in _text(d, "build-summary")
-        _tab(d, "CoreFacts")
+        WebDriverWait(d, 60).until(lambda d: "Restored" in text_of(d, "build-summary"))
+        assert "3 corrections by a person in its log" in text_of(d, "build-summary")
+        open_tab(d, "CoreFacts")
         _click(d, By.XPATH, "//button[contains(., 'Refresh')]")
         WebDriverWait(d, 30).until(lambda d: "Alice started learning the viola." in d.find_element(
             By.TAG_NAME, "body").text)

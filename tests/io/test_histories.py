@@ -14,6 +14,7 @@ import pytest
 from memsif.errors import MemSIFError
 from memsif.io import as_memories, load_transcripts
 from memsif.records import Message
+from tests import ROOT
 from tests.fakes import FakeLLM
 
 LATIN1_NAME = b"caf\xe9-chat"  # "café-chat" written by a system whose file names are Latin-1
@@ -620,8 +621,8 @@ def test_the_page_builds_one_memory_from_an_export_zip(tmp_path, engine_factory)
 def _stored_memory(tmp_path: Path, engine_factory):
     """A memory in an embedded folder (closed again), built on fakes that let an answer use evidence."""
     from memsif.store import MemoryStore
+    from tests.answer.test_query import CFG, _messages
     from tests.fakes import KeywordEmbedder
-    from tests.test_query import CFG, _messages
 
     llm = FakeLLM({"core_extract": json.dumps({"facts": []}), "sufficiency": 0.1, "answer": "Camping."})
     embedder = KeywordEmbedder({"pottery": 0, "lake": 1, "camp": 1})
@@ -643,7 +644,7 @@ def test_a_read_never_holds_the_folder_so_a_writer_can_start_meanwhile(tmp_path,
     code = ("import sys; from memsif.store import MemoryStore; s = MemoryStore(path=sys.argv[1]); "
             "print(s.count('message', 't')); s.close()")
     writer = subprocess.run([sys.executable, "-c", code, str(tmp_path / "data" / "qdrant")], capture_output=True,
-                            text=True, cwd=Path(__file__).resolve().parents[1])
+                            text=True, cwd=ROOT)
     assert writer.returncode == 0 and writer.stdout.strip() == "4", writer.stderr
     assert reader.count("message", "t") == 4, "the reader goes on reading its snapshot"
     reader.close()

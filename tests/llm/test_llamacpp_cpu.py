@@ -23,9 +23,8 @@ from memsif.llm.llamacpp_cpu import (
     describe_exit,
     rebuild_command,
 )
+from tests import ROOT
 from tests.fakes import FakeLLM
-
-ROOT = Path(__file__).resolve().parents[1]
 
 #: ggml_backend_score of each CPU library as measured on an AMD EPYC (AVX-512, VNNI, BF16), with the
 #: AMX library's score as an Intel Xeon that advertises AMX gives it (zen4's features + 2^11).

@@ -17,8 +17,8 @@ from memsif.interaction.clustering import PairScorer, average_linkage, max_size,
 from memsif.interaction.pairs import SegmentView, measure_pairs, segment_view
 from memsif.interaction.relink import stable_ids
 from memsif.records import Message
+from tests.facts.test_core_facts import extraction
 from tests.fakes import FakeLLM
-from tests.test_core_facts import extraction
 
 
 def _view(sid, vector, stems, entities=(), words=10, sessions=("s1",), day=0, speakers=None, facts=None, title=None):

@@ -12,8 +12,8 @@ from memsif.errors import MemSIFError, NotFoundError, StoreError
 from memsif.facts.active import Observed, Thresholds, accumulate
 from memsif.facts.corrections import CorrectionError
 from memsif.records import ActiveFact, Evidence
+from tests.facts.test_core_facts import AUGUST, CFG, MAY, extraction, msg
 from tests.fakes import FakeLLM, KeywordEmbedder
-from tests.test_core_facts import AUGUST, CFG, MAY, extraction, msg
 
 SUSHI = {"I love sushi": [{"subject": "Melanie", "type": "Preference", "statement": "Melanie loves sushi.",
                            "sources": [1]}],

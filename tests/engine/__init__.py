@@ -1,0 +1,2 @@
+"""Tests of the engine (``memsif.engine``): corrections, export and import, concurrent sessions, an
+interrupted ingest."""

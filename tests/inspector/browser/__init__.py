@@ -1,0 +1,1 @@
+"""The inspector in headless Chromium; ``helpers`` holds what these tests share."""
