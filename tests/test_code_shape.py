@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
 from memsif import records
 from memsif.answer.query import Answer
