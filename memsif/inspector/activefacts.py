@@ -50,7 +50,6 @@ class ActiveFactsTab:
     title = "ActiveFacts"
 
     def layout(self) -> ActiveFactsViews:
-        """The ActiveFacts tab's components."""
         ui = ActiveFactsViews()
         ui.refresh_btn = gr.Button("Refresh")
         ui.plot = gr.Plot(label="Candidate clusters: Score_src vs Score_qry (Eq. 4)", elem_id="clusters")

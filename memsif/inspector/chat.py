@@ -85,8 +85,8 @@ def _streamed_answer(eng, question: str, namespace: str) -> Iterator[tuple[str, 
 
 @dataclass(init=False)
 class ChatViews(Views):
-    """The Chat tab's components; a delete (or a build that replaced the memory it answered from) empties
-    the chat, the trace, the message picker, the opened message and its timeline."""
+    """The Chat tab's components; a delete (or a build replacing the memory it answered from) empties the
+    chat, the trace, the message picker, the opened message and its timeline."""
 
     chatbot: gr.Chatbot = field(metadata={EMPTIED: []})
     trace: gr.JSON = field(metadata={EMPTIED: None})
@@ -115,7 +115,6 @@ class ChatTab:
     title = "Chat"
 
     def layout(self) -> ChatViews:
-        """The Chat tab's components."""
         ui = ChatViews()
         ui.chatbot = gr.Chatbot(label="Chat with this memory (each answer comes with its best supporting messages; "
                                 "its trace folds open below it)", height=480)

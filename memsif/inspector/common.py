@@ -248,9 +248,9 @@ EMPTIED = "emptied"
 
 @dataclass(init=False)
 class Views:
-    """A tab's components: one dataclass per tab, a typed field per component, each set by the tab's
-    ``layout``, and the tab's ``gr.Tab`` (``tab``, set by ``demo``). A field declared ``= field(metadata={EMPTIED:
-    value})`` is one a delete of the session's memory empties, to ``value``."""
+    """A tab's components: one dataclass per tab, a typed field per component that the tab's ``layout`` sets,
+    and its ``gr.Tab`` (``tab``, set by ``demo``). A delete of the session's memory empties each field declared
+    ``= field(metadata={EMPTIED: value})`` to ``value``."""
 
     tab: gr.Tab
 
@@ -279,16 +279,16 @@ class Page:
     views: Mapping[type[Views], Views]
 
     def __getitem__(self, kind: type[V]) -> V:
+        """The views of the tab whose ``layout`` made a ``kind``."""
         return cast(V, self.views[kind])
 
 
 @runtime_checkable
 class Tab(Protocol):
-    """A tab of the inspector, one module each: a class of handlers bound to the page's ``Inspector``, with
-    the tab's ``title``, its components (``layout``, called inside its ``gr.Tab``) and its own events
-    (``wire``, reading its views as ``page[ItsViews]``). No tab imports another: an event whose outputs or
-    chain reach another tab is wired by ``demo.py``, which hands a tab the handlers of another it calls
-    (``ClusterViews``)."""
+    """A tab of the inspector, one module each: a class of handlers bound to the page's ``Inspector`` with
+    the tab's ``title``, its components (``layout``, called inside its ``gr.Tab``) and its own events (``wire``,
+    its views being ``page[ItsViews]``). No tab imports another: ``demo.py`` wires the events whose outputs
+    or chains reach another tab, and hands a tab the handlers it calls of another (``ClusterViews``)."""
 
     title: str
 

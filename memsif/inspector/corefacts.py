@@ -125,7 +125,6 @@ class CoreFactsTab:
     title = "CoreFacts"
 
     def layout(self) -> CoreFactsViews:
-        """The CoreFacts tab's components."""
         ui = CoreFactsViews()
         ui.status = gr.Markdown(EMPTY_STATUS, elem_id="corefacts-status")
         with gr.Row():

@@ -183,8 +183,7 @@ def redraw(rows: list[LensRow] | None, which: str):
 
 @dataclass(init=False)
 class EvaluateViews(Views):
-    """The Evaluate tab's components; a delete empties the summary, figure, table and the rows kept for
-    redrawing."""
+    """The Evaluate tab's components; a delete empties the summary, figure, table and rows kept for redrawing."""
 
     summary: gr.Markdown = field(metadata={EMPTIED: ""})
     plot: gr.Plot = field(metadata={EMPTIED: None})
@@ -202,7 +201,6 @@ class EvaluateTab:
     title = "Evaluate"
 
     def layout(self) -> EvaluateViews:
-        """The Evaluate tab's components."""
         ui = EvaluateViews()
         gr.Markdown("For files that carry questions with gold evidence (LoCoMo, LongMemEval): ask them all "
                     "retrieval-only of MemSIF and of two flat baselines at the same budget, and see where the evidence "

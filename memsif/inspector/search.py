@@ -45,7 +45,6 @@ class SearchTab:
     title = "Search"
 
     def layout(self) -> SearchViews:
-        """The Search tab's components."""
         ui = SearchViews()
         with gr.Row():
             ui.query = gr.Textbox(label="Find in this memory (words, names, or what it was about)", scale=4,

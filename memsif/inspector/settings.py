@@ -15,8 +15,7 @@ from memsif.markdown import code_span, escape_html
 
 @dataclass(init=False)
 class SettingsViews(Views):
-    """The Settings tab's components: the sliders and the model, Apply and Reset, the status line and the
-    model in use."""
+    """The Settings tab's components: the sliders and the model, Apply, Reset, the status and the model in use."""
 
     alpha: gr.Slider
     tau_split: gr.Slider

@@ -46,8 +46,7 @@ def trajectory_choices(segments, trajectories, messages) -> list[tuple[str, str]
 
 @dataclass(init=False)
 class TrajectoriesViews(Views):
-    """The Trajectories tab's components; a delete empties the graph, the lanes, the trajectory picker and its
-    table."""
+    """The Trajectories tab's components; a delete empties the graph, lanes, trajectory picker and its table."""
 
     graph: gr.Plot = field(metadata={EMPTIED: None})
     lanes: gr.Plot = field(metadata={EMPTIED: None})
@@ -64,7 +63,6 @@ class TrajectoriesTab:
     title = "Trajectories"
 
     def layout(self) -> TrajectoriesViews:
-        """The Trajectories tab's components."""
         ui = TrajectoriesViews()
         ui.refresh_btn = gr.Button("Refresh")
         ui.graph = gr.Plot(label="Topical Segments linked into Event Trajectories", elem_id="traj-graph")
