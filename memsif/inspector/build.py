@@ -496,18 +496,6 @@ class MemoryFile:
                f"({corrections} corrections by a person in its log), {len(data.active_facts)} ActiveFacts.{notes}"
                + structure_health(eng, namespace) + where_it_lies(eng, namespace), fig, rows)
 
-    @guard
-    def rebuild(self, namespace: str | None, source: BuiltSource | None, settings: SessionSettings | None,
-                progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
-        """Delete this session's memory and build it again from the last transcript with the session's new
-        settings (the Settings tab's Apply). Yields as ``build``."""
-        if not source:
-            yield namespace, source, "Nothing to rebuild yet: build memory in the Build tab.", gr.skip(), gr.skip()
-            return
-        if namespace:
-            delete_memory(self.app.engine(), namespace, "the memory is being rebuilt with new settings")
-        yield from self.build(source.path, source.sample, namespace, settings, None, live=True, progress=progress)
-
     def download(self, namespace: str | None, settings: SessionSettings | None,
                  source: BuiltSource | None = None) -> tuple[str | None, str]:
         """This session's memory as a MemSIF export file (``.json.gz``: messages, segments, trajectories,
