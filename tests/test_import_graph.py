@@ -107,7 +107,7 @@ TABS = {f"memsif.inspector.{t}" for t in ("build", "chat", "trajectories", "core
 
 def test_no_tab_imports_another_tab():
     """A tab needs another's handler only through the Protocols of ``inspector.common`` (the Tab contract),
-    handed over by ``demo._tabs``."""
+    handed over by ``demo.build_demo``."""
     graph = import_graph()
     assert TABS <= set(graph), TABS - set(graph)
     crossing = sorted(f"{a} → {b}" for a, b in graph.edges if a in TABS and b in TABS)

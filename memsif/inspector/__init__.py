@@ -4,13 +4,14 @@ One module per tab — ``build`` (upload, φ timeline, Topical Segments; §3.2),
 their trace, messages in context; §3.5), ``trajectories`` (Event Trajectories; §3.2), ``corefacts``
 (CoreFacts and their operation log; §3.3), ``activefacts`` (candidate clusters against θ_s/θ_q;
 §3.4), ``search`` (facts and messages by meaning), ``evaluate`` (retrieval against flat baselines on a
-file's own questions; §4), ``settings`` (α, τ_split, τ_merge, Top-K, θ; Table 13) — each a class of
-handlers bound to one ``common.Inspector`` (the engine it is handed and what the page derives from it).
-No tab imports another: each builds its components and offers its handlers; ``demo.py`` lays the page
-out (``common.Page``) and wires the events that cross tabs (:func:`memsif.inspector.demo.build_demo`;
-the page's ``demo.inspector``). ``place.py`` shows a message in its Topical Segment, Event Trajectory and
-timeline; ``tools.py`` holds the agent (MCP) tools; ``pace.py`` the stated waits. The inspector imports
-the engine's public names only (``memsif.api``). No module of this package holds state. ``app.py`` at the top of the
+file's own questions; §4), ``settings`` (α, τ_split, τ_merge, Top-K, θ; Table 13) — each a
+``common.Tab``: a class of handlers bound to one ``common.Inspector`` (the engine it is handed and what
+the page derives from it) that lays out its typed ``Views`` and wires its own events. No tab imports
+another; ``demo.py`` lists the tabs, lays the page out (``common.Page``) and wires the events that cross
+tabs (:func:`memsif.inspector.demo.build_demo`; the page's ``demo.inspector`` and ``demo.page``).
+``place.py`` shows a message in its Topical Segment, Event Trajectory and timeline; ``tools.py``
+holds the agent (MCP) tools; ``pace.py`` the stated waits. The inspector imports the engine's public
+names only (``memsif.api``). No module of this package holds state. ``app.py`` at the top of the
 repository makes the engine from the environment and runs it.
 """
 

@@ -5,13 +5,12 @@ the buttons that delete or restore its ActiveFact (a person's correction, ``mems
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
-from types import SimpleNamespace
+from dataclasses import dataclass, field
 
 import gradio as gr
 
 from memsif.api import MemSIFError
-from memsif.inspector.common import MESSAGE_COLUMNS, Inspector, Page, SessionSettings, guard
+from memsif.inspector.common import EMPTIED, MESSAGE_COLUMNS, Inspector, Page, SessionSettings, Views, guard
 from memsif.markdown import escape_html
 from memsif.viz import cluster_scatter, message_rows
 
@@ -29,32 +28,18 @@ NOTATION_ACTIVE = """
 """
 
 
-def layout() -> SimpleNamespace:
-    """The ActiveFacts tab's components."""
-    ui = SimpleNamespace()
-    ui.refresh_btn = gr.Button("Refresh")
-    ui.plot = gr.Plot(label="Candidate clusters: Score_src vs Score_qry (Eq. 4)", elem_id="clusters")
-    ui.table = gr.Dataframe(headers=CLUSTER_COLUMNS, label="Candidate clusters C_k (select one for its source "
-                            "messages R_k)", wrap=True, elem_id="clusters-table",
-                            column_widths=["7%", "12%", "23%", "9%", "9%", "4%", "19%", "10%", "7%"])
-    ui.sources = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages R_k of the selected cluster", wrap=True)
-    with gr.Row():
-        ui.active_id = gr.Textbox(label="ActiveFact of the selected cluster", interactive=False, elem_id="active-id")
-        ui.delete_btn = gr.Button("Delete ActiveFact", variant="stop", elem_id="active-delete")
-        ui.restore_btn = gr.Button("Restore ActiveFact", elem_id="active-restore")
-    ui.correction = gr.Markdown(elem_id="active-correction-status")
-    with gr.Accordion("What the scores mean", open=False):
-        gr.Markdown(NOTATION_ACTIVE)
-    return ui
+@dataclass(init=False)
+class ActiveFactsViews(Views):
+    """The ActiveFacts tab's components; a delete empties the clusters' plot, their table and a cluster's sources."""
 
-
-#: What the ActiveFacts tab shows after a delete: the clusters' plot, their table, a cluster's sources.
-EMPTY = (None, [], [])
-
-
-def views(ui: SimpleNamespace) -> list:
-    """The tab's views a delete empties, in ``EMPTY``'s order."""
-    return [ui.plot, ui.table, ui.sources]
+    plot: gr.Plot = field(metadata={EMPTIED: None})
+    table: gr.Dataframe = field(metadata={EMPTIED: []})
+    sources: gr.Dataframe = field(metadata={EMPTIED: []})
+    refresh_btn: gr.Button
+    active_id: gr.Textbox
+    delete_btn: gr.Button
+    restore_btn: gr.Button
+    correction: gr.Markdown
 
 
 @dataclass(frozen=True)
@@ -62,6 +47,26 @@ class ActiveFactsTab:
     """The ActiveFacts tab's handlers, bound to the page's ``Inspector`` (``app``)."""
 
     app: Inspector
+    title = "ActiveFacts"
+
+    def layout(self) -> ActiveFactsViews:
+        ui = ActiveFactsViews()
+        ui.refresh_btn = gr.Button("Refresh")
+        ui.plot = gr.Plot(label="Candidate clusters: Score_src vs Score_qry (Eq. 4)", elem_id="clusters")
+        ui.table = gr.Dataframe(headers=CLUSTER_COLUMNS, label="Candidate clusters C_k (select one for its source "
+                                "messages R_k)", wrap=True, elem_id="clusters-table",
+                                column_widths=["7%", "12%", "23%", "9%", "9%", "4%", "19%", "10%", "7%"])
+        ui.sources = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages R_k of the selected cluster",
+                                  wrap=True)
+        with gr.Row():
+            ui.active_id = gr.Textbox(label="ActiveFact of the selected cluster", interactive=False,
+                                      elem_id="active-id")
+            ui.delete_btn = gr.Button("Delete ActiveFact", variant="stop", elem_id="active-delete")
+            ui.restore_btn = gr.Button("Restore ActiveFact", elem_id="active-restore")
+        ui.correction = gr.Markdown(elem_id="active-correction-status")
+        with gr.Accordion("What the scores mean", open=False):
+            gr.Markdown(NOTATION_ACTIVE)
+        return ui
 
     @guard
     def clusters_view(self, namespace: str | None, settings: SessionSettings | None = None):
@@ -105,7 +110,7 @@ class ActiveFactsTab:
 
     def wire(self, page: Page) -> None:
         """The tab's own events."""
-        a, per_session = page.activefacts, [page.namespace, page.settings]
+        a, per_session = page[ActiveFactsViews], [page.namespace, page.settings]
         a.refresh_btn.click(self.clusters_view, inputs=per_session, outputs=[a.plot, a.table], api_name="clusters")
         a.tab.select(self.clusters_view, inputs=per_session, outputs=[a.plot, a.table], api_name=False)
         a.table.select(self.cluster_sources, inputs=per_session, outputs=[a.sources, a.active_id], api_name=False)

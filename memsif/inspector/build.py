@@ -12,10 +12,9 @@ import tempfile
 import time
 import warnings
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from types import SimpleNamespace
 
 import gradio as gr
 
@@ -47,6 +46,7 @@ from memsif.api import (
     write_export,
 )
 from memsif.inspector.common import (
+    EMPTIED,
     EXAMPLE,
     EXAMPLE_MEMORY,
     BuiltSource,
@@ -54,6 +54,7 @@ from memsif.inspector.common import (
     JobProgress,
     Page,
     SessionSettings,
+    Views,
     delete_memory,
     guard,
     in_background,
@@ -379,19 +380,31 @@ def read_source(file, sample: str | None, dates: str = "detect", private: bool =
         session_titles={c["sample_id"]: c["title"] for t in transcripts for c in t.extra.get("sessions", [])})
 
 
-#: What the Build tab's views show after a delete: the timeline and the segment table.
-EMPTY = (None, [])
+@dataclass(init=False)
+class BuildViews(Views):
+    """The Build tab's components; a delete empties the timeline and the segment table."""
+
+    timeline: gr.Plot = field(metadata={EMPTIED: None})
+    table: gr.Dataframe = field(metadata={EMPTIED: []})
+    upload: gr.File
+    sample: gr.Dropdown
+    dates: gr.Dropdown
+    private: gr.Checkbox
+    models: gr.Markdown
+    build_btn: gr.Button
+    live: gr.Checkbox
+    summary: gr.Markdown
+    download_btn: gr.Button
+    download: gr.File
+    download_status: gr.Markdown
+    forget_confirm: gr.Checkbox
+    forget_btn: gr.Button
 
 
-def views(ui: SimpleNamespace) -> list:
-    """The Build tab's views a delete empties, in ``EMPTY``'s order."""
-    return [ui.timeline, ui.table]
-
-
-def layout(live_wait: str) -> SimpleNamespace:
+def layout(live_wait: str) -> BuildViews:
     """The Build tab's components (inside the caller's ``gr.Tab``); ``live_wait`` says what building the
     example live takes (``BuildTab.example_wait``)."""
-    ui = SimpleNamespace()
+    ui = BuildViews()
     with gr.Row():
         ui.upload = gr.File(label="Transcript (LoCoMo, LongMemEval, a ChatGPT or Claude export: its ZIP or "
                             "conversations.json; Telegram, Discord, Messenger, Instagram or Slack JSON, OpenAI "
@@ -519,6 +532,7 @@ class BuildTab:
     """The Build tab's handlers, bound to the page's ``Inspector`` (``app``)."""
 
     app: Inspector
+    title = "Build"
 
     def timeline_view(self, namespace: str | None, settings: SessionSettings | None = None,
                       source: BuiltSource | None = None):
@@ -610,6 +624,18 @@ class BuildTab:
             return
         yield from self._build_live(eng, namespace, transcripts, source, previous, settings, progress)
 
+    @guard
+    def rebuild(self, namespace: str | None, source: BuiltSource | None, settings: SessionSettings | None,
+                progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+        """Delete this session's memory and build it again from the last transcript with the session's new
+        settings (the Settings tab's Apply). Yields as ``build``."""
+        if not source:
+            yield namespace, source, "Nothing to rebuild yet: build memory in the Build tab.", gr.skip(), gr.skip()
+            return
+        if namespace:
+            delete_memory(self.app.engine(), namespace, "the memory is being rebuilt with new settings")
+        yield from self.build(source.path, source.sample, namespace, settings, None, live=True, progress=progress)
+
     def download(self, namespace: str | None, settings: SessionSettings | None,
                  source: BuiltSource | None = None) -> tuple[str | None, str]:
         """``MemoryFile.download`` (the page's handler)."""
@@ -700,36 +726,36 @@ class BuildTab:
                 f"\n\n…and {len(warnings) - 5} more." if len(warnings) > 5 else "")
         return summary
 
-    def forget_handler(self, cleared: dict):
-        """The Delete button's handler; ``cleared`` maps every view of the page to its empty value (each
-        tab's ``EMPTY``), so a delete empties all of them."""
+    def forget_handler(self, b: BuildViews, emptied: dict):
+        """The Delete button's handler; ``emptied`` maps every view of the page to what a delete empties it to
+        (each tab's ``Views.emptied``)."""
         def forget(namespace: str | None, confirmed: bool = False) -> dict:
             """Delete this session's whole memory (messages, segments, trajectories, facts, clusters, logs)
             from the store, only with ``confirmed``; every view empties and the confirmation resets.
             Returns the build summary, every view's empty value, the confirmation box and the delete button."""
-            summary, confirm, button = cleared["summary"], cleared["confirm"], cleared["button"]
             if not confirmed:
-                return {summary: "Nothing was deleted: tick the confirmation first."}
+                return {b.summary: "Nothing was deleted: tick the confirmation first."}
             if namespace:
                 delete_memory(self.app.engine(), namespace)
-            return {summary: "This session's memory was deleted.", **cleared["views"],
-                    confirm: gr.Checkbox(value=False), button: gr.Button(interactive=False)}
+            return {b.summary: "This session's memory was deleted.", **emptied,
+                    b.forget_confirm: gr.Checkbox(value=False), b.forget_btn: gr.Button(interactive=False)}
         return forget
 
-    def layout(self) -> SimpleNamespace:
+    def layout(self) -> BuildViews:
         """The Build tab's components (``layout``), with what building the example live takes."""
         return layout(self.example_wait())
 
     def wire(self, page: Page) -> None:
         """The Build tab's own events: the sample list of an upload, the timeline when the tab is shown,
         and the delete's confirmation (the build and the delete, which reach every tab: ``demo``)."""
-        b, per_session = page.build, [page.namespace, page.settings]
+        b, per_session = page[BuildViews], [page.namespace, page.settings]
         b.forget_confirm.change(lambda ok: gr.Button(interactive=bool(ok)), inputs=b.forget_confirm,
                                 outputs=b.forget_btn, api_name=False)
         b.upload.change(list_samples, inputs=b.upload, outputs=[b.sample, b.summary], api_name="samples")
         b.download_btn.click(self.download, inputs=[*per_session, page.source], outputs=[b.download, b.download_status],
                              api_name="download")
-        b.tab.select(self.timeline_view, inputs=[*per_session, page.source], outputs=views(b), api_name=False)
+        b.tab.select(self.timeline_view, inputs=[*per_session, page.source], outputs=[b.timeline, b.table],
+                     api_name=False)
         timeline_btn = gr.Button(visible=False)
-        timeline_btn.click(self.timeline_view, inputs=[*per_session, page.source], outputs=views(b),
+        timeline_btn.click(self.timeline_view, inputs=[*per_session, page.source], outputs=[b.timeline, b.table],
                            api_name="timeline")

@@ -10,20 +10,20 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from types import SimpleNamespace
 
 import gradio as gr
 
 from memsif.api import Answer, Message, Reading, held_by_jobs, interactive, reading_reported
 from memsif.inspector.common import (
+    EMPTIED,
     BuiltSource,
     ClusterViews,
-    FactExtraction,
     Inspector,
     Page,
     SessionSettings,
+    Views,
     guard,
     new_session,
 )
@@ -83,53 +83,54 @@ def _streamed_answer(eng, question: str, namespace: str) -> Iterator[tuple[str, 
     yield "", box["answer"]
 
 
-def layout() -> SimpleNamespace:
-    """The Chat tab's components."""
-    ui = SimpleNamespace()
-    ui.chatbot = gr.Chatbot(label="Chat with this memory (each answer comes with its best supporting messages; its "
-                            "trace folds open below it)", height=480)
-    with gr.Row():
-        ui.question = gr.Textbox(label="Question", placeholder="What did Caroline research?", scale=4,
-                                 elem_id="question")
-        ui.send_btn = gr.Button("Send", variant="primary", scale=1, elem_id="send-btn")
-        ui.write = gr.Checkbox(label="write my messages into memory", value=False)
-    ui.pick = gr.Dropdown(label="Open a message of the last answer in context (its segment, trajectory and place on "
-                          "the timeline)", choices=[], interactive=False, allow_custom_value=True,
-                          elem_id="context-pick")
-    ui.context = gr.Markdown(elem_id="message-context")
-    ui.context_plot = gr.Plot(label="Where it sits on the φ timeline", elem_id="context-plot")
-    with gr.Accordion("Trace of the last answer (raw JSON)", open=False):
-        ui.trace = gr.JSON(label="Trace of the last answer (raw)", open=False)
-    return ui
+@dataclass(init=False)
+class ChatViews(Views):
+    """The Chat tab's components; a delete (or a build replacing the memory it answered from) empties the
+    chat, the trace, the message picker, the opened message and its timeline."""
+
+    chatbot: gr.Chatbot = field(metadata={EMPTIED: []})
+    trace: gr.JSON = field(metadata={EMPTIED: None})
+    pick: gr.Dropdown = field(metadata={EMPTIED: gr.Dropdown(choices=[], value=None, interactive=False)})
+    context: gr.Markdown = field(metadata={EMPTIED: ""})
+    context_plot: gr.Plot = field(metadata={EMPTIED: None})
+    question: gr.Textbox
+    send_btn: gr.Button
+    write: gr.Checkbox
 
 
-#: What the Chat tab shows after a delete (or a build that replaced the memory it answered from): the
-#: chat, the trace, the message picker, the opened message and its timeline.
-EMPTY = ([], None, gr.Dropdown(choices=[], value=None, interactive=False), "", None)
-
-
-def chat_after_build(source: BuiltSource | None):
+def chat_after_build(source: BuiltSource | None) -> list:
     """The Chat tab after a build: emptied when the build replaced another memory (its answers were
     about that one), else left as it is. Returns (chat, trace, message picker, message context, plot)."""
-    if not (source and source.replaced):
-        return (gr.skip(),) * len(EMPTY)
-    return EMPTY
-
-
-def views(ui: SimpleNamespace) -> list:
-    """The tab's views a delete empties, in ``EMPTY``'s order."""
-    return [ui.chatbot, ui.trace, ui.pick, ui.context, ui.context_plot]
+    empty = ChatViews.empty()
+    return empty if source and source.replaced else [gr.skip()] * len(empty)
 
 
 @dataclass(frozen=True)
 class ChatTab:
     """The Chat tab's handlers, bound to the page's ``Inspector`` (``app``); an answer redraws the
-    ActiveFacts tab's clusters (``clusters``) and a turn written into memory is read for CoreFacts
-    (``facts``)."""
+    ActiveFacts tab's clusters (``clusters``)."""
 
     app: Inspector
-    facts: FactExtraction
     clusters: ClusterViews
+    title = "Chat"
+
+    def layout(self) -> ChatViews:
+        ui = ChatViews()
+        ui.chatbot = gr.Chatbot(label="Chat with this memory (each answer comes with its best supporting messages; "
+                                "its trace folds open below it)", height=480)
+        with gr.Row():
+            ui.question = gr.Textbox(label="Question", placeholder="What did Caroline research?", scale=4,
+                                     elem_id="question")
+            ui.send_btn = gr.Button("Send", variant="primary", scale=1, elem_id="send-btn")
+            ui.write = gr.Checkbox(label="write my messages into memory", value=False)
+        ui.pick = gr.Dropdown(label="Open a message of the last answer in context (its segment, trajectory and place "
+                              "on the timeline)", choices=[], interactive=False, allow_custom_value=True,
+                              elem_id="context-pick")
+        ui.context = gr.Markdown(elem_id="message-context")
+        ui.context_plot = gr.Plot(label="Where it sits on the φ timeline", elem_id="context-plot")
+        with gr.Accordion("Trace of the last answer (raw JSON)", open=False):
+            ui.trace = gr.JSON(label="Trace of the last answer (raw)", open=False)
+        return ui
 
     @guard
     def chat(self, question: str, history: list | None, write: bool, namespace: str | None,
@@ -174,26 +175,13 @@ class ChatTab:
         trace = result.to_dict() if result is not None else {}  # the raw-JSON trace view
         yield (namespace, history, "", trace, *self.clusters.clusters_view(namespace, settings), picker)
 
-    def facts_after_chat(self, write: bool, namespace: str | None, settings: SessionSettings | None,
-                         progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
-        """After a chat turn written into memory, read it for CoreFacts too."""
-        if not write:
-            yield gr.skip(), gr.skip(), gr.skip()
-            return
-        yield from self.facts.build_facts(namespace, settings, progress)
-
     @guard
     def message_context(self, message_id: str | None, namespace: str | None, settings: SessionSettings | None = None):
         """One message in context (``place.MessagePlace``). Returns (markdown, timeline figure)."""
         return MessagePlace(self.app).show(namespace, settings, message_id)
 
-    def wire(self, page: Page) -> gr.events.Dependency:
-        """The tab's events: an answer also redraws the ActiveFacts tab (its question joined a cluster).
-        Returns the answer's event (demo.py chains the CoreFact extraction of a turn written into memory)."""
-        c, a, per_session = page.chat, page.activefacts, [page.namespace, page.settings]
-        asked = gr.on([c.question.submit, c.send_btn.click], self.chat,
-                      inputs=[c.question, c.chatbot, c.write, *per_session],
-                      outputs=[page.namespace, c.chatbot, c.question, c.trace, a.plot, a.table, c.pick], api_name="ask")
-        c.pick.change(self.message_context, inputs=[c.pick, *per_session], outputs=[c.context, c.context_plot],
-                      api_name="message")
-        return asked
+    def wire(self, page: Page) -> None:
+        """The tab's own events (an answer, which also redraws the ActiveFacts tab, is wired by ``demo``)."""
+        c = page[ChatViews]
+        c.pick.change(self.message_context, inputs=[c.pick, page.namespace, page.settings],
+                      outputs=[c.context, c.context_plot], api_name="message")

@@ -1,7 +1,7 @@
 """What every tab of the inspector shares: the ``Inspector`` (the engine the page was handed and what
-the page derives from it), typed per-session state (``SessionSettings``, ``BuiltSource``), namespaces,
-error handling, and background work with progress that says where the job stands on the shared model
-(``memsif.locks``)."""
+the page derives from it), the ``Tab`` contract with its ``Views`` and the ``Page``, typed per-session state
+(``SessionSettings``, ``BuiltSource``), namespaces, error handling, and background work with progress
+that says where the job stands on the shared model (``memsif.locks``)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from types import MappingProxyType, SimpleNamespace
-from typing import Any, Protocol
+from types import MappingProxyType
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 import gradio as gr
 
@@ -242,44 +242,65 @@ def model_share(namespace: str) -> str:
 MESSAGE_COLUMNS = ["message", "session", "time", "speaker", "text"]
 
 
-# What a tab's handlers may need of another tab's (the Tab contract): demo.py hands them over, and no tab
-# imports another.
+#: The ``field`` metadata of a ``Views`` field that a delete empties: ``field(metadata={EMPTIED: value})``.
+EMPTIED = "emptied"
+
+
+@dataclass(init=False)
+class Views:
+    """A tab's components: one dataclass per tab, a typed field per component that the tab's ``layout`` sets,
+    and its ``gr.Tab`` (``tab``, set by ``demo``). A delete of the session's memory empties each field declared
+    ``= field(metadata={EMPTIED: value})`` to ``value``."""
+
+    tab: gr.Tab
+
+    @classmethod
+    def empty(cls) -> list[Any]:
+        """The values a delete empties the views to, in field order."""
+        return [f.metadata[EMPTIED] for f in fields(cls) if EMPTIED in f.metadata]
+
+    def emptied(self) -> dict[Any, Any]:
+        """Each view a delete empties → its value then (``empty``), in field order."""
+        return {getattr(self, f.name): f.metadata[EMPTIED] for f in fields(self) if EMPTIED in f.metadata}
+
+
+V = TypeVar("V", bound=Views)
+
+
 @dataclass(frozen=True)
 class Page:
     """The page of one inspector: the per-session state (the session's namespace, its ``SessionSettings`` and
-    ``BuiltSource``) and each tab's components as that tab's ``layout`` made them (its ``gr.Tab`` as ``tab``).
-    A tab reads another tab's components only here, in its ``wire``; ``demo.py`` makes the page."""
+    ``BuiltSource``) and each tab's ``Views``, found by their class (``page[BuildViews].summary``).
+    ``demo.py`` makes the page."""
 
     namespace: gr.State
     settings: gr.State
     source: gr.State
-    build: SimpleNamespace
-    chat: SimpleNamespace
-    trajectories: SimpleNamespace
-    corefacts: SimpleNamespace
-    activefacts: SimpleNamespace
-    search: SimpleNamespace
-    evaluate: SimpleNamespace
-    settings_tab: SimpleNamespace
+    views: Mapping[type[Views], Views]
+
+    def __getitem__(self, kind: type[V]) -> V:
+        """The views of the tab whose ``layout`` made a ``kind``."""
+        return cast(V, self.views[kind])
+
+
+@runtime_checkable
+class Tab(Protocol):
+    """A tab of the inspector, one module each: a class of handlers bound to the page's ``Inspector`` with
+    the tab's ``title``, its components (``layout``, called inside its ``gr.Tab``) and its own events (``wire``,
+    its views being ``page[ItsViews]``). No tab imports another: ``demo.py`` wires the events whose outputs
+    or chains reach another tab, and hands a tab the handlers it calls of another (``ClusterViews``)."""
+
+    title: str
+
+    def layout(self) -> Views: ...
+
+    def wire(self, page: Page) -> None: ...
 
 
 class ClusterViews(Protocol):
     """The ActiveFacts tab's redraw (an answer's question joined a cluster)."""
 
     def clusters_view(self, namespace: str | None, settings: SessionSettings | None = None) -> Any: ...
-
-
-class FactExtraction(Protocol):
-    """The CoreFacts tab's extraction (a chat turn written into memory is read for CoreFacts)."""
-
-    def build_facts(self, namespace: str | None, settings: SessionSettings | None, progress: Any = ...) -> Any: ...
-
-
-class Builder(Protocol):
-    """The Build tab's build (Settings rebuilds the session's memory through it)."""
-
-    def build(self, file: Any, sample: str | None, namespace: str | None, settings: SessionSettings | None,
-              previous: BuiltSource | None = None, live: bool = False, progress: Any = ...) -> Any: ...
 
 
 class Inspector:

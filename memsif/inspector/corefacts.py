@@ -6,8 +6,7 @@ Delete / Restore), the source messages of a selected fact (§3.3), and the field
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from types import SimpleNamespace
+from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
@@ -25,12 +24,14 @@ from memsif.api import (
     waited,
 )
 from memsif.inspector.common import (
+    EMPTIED,
     MESSAGE_COLUMNS,
     BuiltSource,
     Inspector,
     JobProgress,
     Page,
     SessionSettings,
+    Views,
     guard,
     in_background,
     model_share,
@@ -53,54 +54,32 @@ CORRECTION_HELP = ("**Correct a fact**: select it in the table, change what is w
                    "changes a correction back.")
 
 
-def layout() -> SimpleNamespace:
-    """The CoreFacts tab's components."""
-    ui = SimpleNamespace()
-    ui.status = gr.Markdown(EMPTY_STATUS, elem_id="corefacts-status")
-    with gr.Row():
-        ui.extract_btn = gr.Button("Extract CoreFacts now")
-        ui.refresh_btn = gr.Button("Refresh")
-        ui.op_filter = gr.Dropdown([("all operations", ""), *((op.value, op.value) for op in FactOp)],
-                                   value="", label="Operation")
-        ui.subject_filter = gr.Textbox(label="Subject")
-    ui.facts = gr.Dataframe(headers=FACT_COLUMNS, label="CoreFacts by type and subject (select one for its sources)",
-                            wrap=True, elem_id="corefacts-table", max_height=400,
-                            column_widths=["5%", "7%", "9%", "34%", "15%", "9%", "8%", "13%"])
-    ui.sources = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages of the selected fact", wrap=True)
-    with gr.Group(elem_id="fact-correction"):
-        gr.Markdown(CORRECTION_HELP)
-        with gr.Row():
-            ui.fact_id = gr.Textbox(label="Fact (select a row, or type its id and press Enter)", elem_id="fact-id",
-                                    scale=1)
-            ui.fact_type = gr.Textbox(label="Type", elem_id="fact-type", scale=1)
-            ui.fact_subject = gr.Textbox(label="Subject", elem_id="fact-subject", scale=1)
-            ui.fact_when = gr.Textbox(label="Event date (e.g. 2023-05-08)", elem_id="fact-when", scale=1)
-        ui.fact_statement = gr.Textbox(label="Statement", lines=2, elem_id="fact-statement")
-        with gr.Row():
-            ui.save_btn = gr.Button("Save correction", elem_id="fact-save")
-            ui.delete_btn = gr.Button("Delete fact", elem_id="fact-delete", variant="stop")
-            ui.restore_btn = gr.Button("Restore fact", elem_id="fact-restore")
-        ui.correction = gr.Markdown(elem_id="fact-correction-status")
-    ui.ops = gr.Dataframe(headers=OP_COLUMNS, label="Operation log (append-only)", wrap=True, max_height=400,
-                          elem_id="fact-ops",
-                          column_widths=["4%", "8%", "27%", "7%", "42%", "12%"])
-    return ui
+@dataclass(init=False)
+class CoreFactsViews(Views):
+    """The CoreFacts tab's components; a delete empties its status line, the facts, a fact's sources, the log,
+    and the correction fields (fact id, type, subject, date, statement, what was done)."""
 
+    status: gr.Markdown = field(metadata={EMPTIED: EMPTY_STATUS})
+    facts: gr.Dataframe = field(metadata={EMPTIED: []})
+    sources: gr.Dataframe = field(metadata={EMPTIED: []})
+    ops: gr.Dataframe = field(metadata={EMPTIED: []})
+    fact_id: gr.Textbox = field(metadata={EMPTIED: ""})
+    fact_type: gr.Textbox = field(metadata={EMPTIED: ""})
+    fact_subject: gr.Textbox = field(metadata={EMPTIED: ""})
+    fact_when: gr.Textbox = field(metadata={EMPTIED: ""})
+    fact_statement: gr.Textbox = field(metadata={EMPTIED: ""})
+    correction: gr.Markdown = field(metadata={EMPTIED: ""})
+    extract_btn: gr.Button
+    refresh_btn: gr.Button
+    op_filter: gr.Dropdown
+    subject_filter: gr.Textbox
+    save_btn: gr.Button
+    delete_btn: gr.Button
+    restore_btn: gr.Button
 
-#: What the CoreFacts tab shows after a delete: its status line, the facts, a fact's sources, the log, and
-#: the correction fields (fact id, type, subject, date, statement, what was done).
-EMPTY = (EMPTY_STATUS, [], [], [], "", "", "", "", "", "")
-
-
-def views(ui: SimpleNamespace) -> list:
-    """The tab's views a delete empties, in ``EMPTY``'s order."""
-    return [ui.status, ui.facts, ui.sources, ui.ops, ui.fact_id, ui.fact_type, ui.fact_subject, ui.fact_when,
-            ui.fact_statement, ui.correction]
-
-
-def progress_views(ui: SimpleNamespace) -> list:
-    """What an extraction updates as it goes: the status line, the facts and the log."""
-    return [ui.status, ui.facts, ui.ops]
+    def progress(self) -> list:
+        """What an extraction updates as it goes: the status line, the facts and the log."""
+        return [self.status, self.facts, self.ops]
 
 
 @dataclass
@@ -143,6 +122,39 @@ class CoreFactsTab:
     """The CoreFacts tab's handlers, bound to the page's ``Inspector`` (``app``)."""
 
     app: Inspector
+    title = "CoreFacts"
+
+    def layout(self) -> CoreFactsViews:
+        ui = CoreFactsViews()
+        ui.status = gr.Markdown(EMPTY_STATUS, elem_id="corefacts-status")
+        with gr.Row():
+            ui.extract_btn = gr.Button("Extract CoreFacts now")
+            ui.refresh_btn = gr.Button("Refresh")
+            ui.op_filter = gr.Dropdown([("all operations", ""), *((op.value, op.value) for op in FactOp)],
+                                       value="", label="Operation")
+            ui.subject_filter = gr.Textbox(label="Subject")
+        ui.facts = gr.Dataframe(headers=FACT_COLUMNS, wrap=True, elem_id="corefacts-table", max_height=400,
+                                label="CoreFacts by type and subject (select one for its sources)",
+                                column_widths=["5%", "7%", "9%", "34%", "15%", "9%", "8%", "13%"])
+        ui.sources = gr.Dataframe(headers=MESSAGE_COLUMNS, label="Source messages of the selected fact", wrap=True)
+        with gr.Group(elem_id="fact-correction"):
+            gr.Markdown(CORRECTION_HELP)
+            with gr.Row():
+                ui.fact_id = gr.Textbox(label="Fact (select a row, or type its id and press Enter)", elem_id="fact-id",
+                                        scale=1)
+                ui.fact_type = gr.Textbox(label="Type", elem_id="fact-type", scale=1)
+                ui.fact_subject = gr.Textbox(label="Subject", elem_id="fact-subject", scale=1)
+                ui.fact_when = gr.Textbox(label="Event date (e.g. 2023-05-08)", elem_id="fact-when", scale=1)
+            ui.fact_statement = gr.Textbox(label="Statement", lines=2, elem_id="fact-statement")
+            with gr.Row():
+                ui.save_btn = gr.Button("Save correction", elem_id="fact-save")
+                ui.delete_btn = gr.Button("Delete fact", elem_id="fact-delete", variant="stop")
+                ui.restore_btn = gr.Button("Restore fact", elem_id="fact-restore")
+            ui.correction = gr.Markdown(elem_id="fact-correction-status")
+        ui.ops = gr.Dataframe(headers=OP_COLUMNS, label="Operation log (append-only)", wrap=True, max_height=400,
+                              elem_id="fact-ops",
+                              column_widths=["4%", "8%", "27%", "7%", "42%", "12%"])
+        return ui
 
     @guard
     def build_facts(self, namespace: str | None, settings: SessionSettings | None, progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
@@ -207,6 +219,14 @@ class CoreFactsTab:
         if source and source.failed:
             yield ("CoreFacts were not extracted: the build did not finish. **Extract CoreFacts** extracts them for "
                    "the messages that were built."), gr.skip(), gr.skip()
+            return
+        yield from self.build_facts(namespace, settings, progress)
+
+    def facts_after_chat(self, write: bool, namespace: str | None, settings: SessionSettings | None,
+                         progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
+        """``build_facts`` chained after a chat turn written into memory (``write``). Yields as ``build_facts``."""
+        if not write:
+            yield gr.skip(), gr.skip(), gr.skip()
             return
         yield from self.build_facts(namespace, settings, progress)
 
@@ -294,8 +314,8 @@ class CoreFactsTab:
 
     def wire(self, page: Page) -> None:
         """The tab's own events."""
-        f, namespace, settings = page.corefacts, page.namespace, page.settings
-        f.extract_btn.click(self.build_facts, inputs=[namespace, settings], outputs=progress_views(f),
+        f, namespace, settings = page[CoreFactsViews], page.namespace, page.settings
+        f.extract_btn.click(self.build_facts, inputs=[namespace, settings], outputs=f.progress(),
                             show_progress_on=f.status, api_name="build_facts")
         filtered = [namespace, f.op_filter, f.subject_filter, settings]
         f.refresh_btn.click(self.facts_view, inputs=filtered, outputs=[f.facts, f.ops], api_name="facts")

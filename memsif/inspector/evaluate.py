@@ -14,8 +14,7 @@ recovered them (§3.4).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from types import SimpleNamespace
+from dataclasses import dataclass, field
 
 import gradio as gr
 
@@ -25,11 +24,13 @@ from memsif.eval.metrics import evidence_recall, mean_interval, paired_bootstrap
 from memsif.eval.runner import NCE_TED
 from memsif.eval.systems import CountingLLM, HybridRAGSystem, NaiveRAGSystem, context_paths
 from memsif.inspector.common import (
+    EMPTIED,
     BuiltSource,
     Inspector,
     JobProgress,
     Page,
     SessionSettings,
+    Views,
     eval_namespace,
     guard,
     in_background,
@@ -180,30 +181,16 @@ def redraw(rows: list[LensRow] | None, which: str):
     return evidence_lens(rows or [], nce_only=which.startswith("NCE")) if rows else None
 
 
-def layout() -> SimpleNamespace:
-    """The Evaluate tab's components."""
-    ui = SimpleNamespace()
-    gr.Markdown("For files that carry questions with gold evidence (LoCoMo, LongMemEval): ask them all "
-                "retrieval-only of MemSIF and of two flat baselines at the same budget, and see where the evidence "
-                "lies, which system's context holds it, and how MemSIF found it. Runs on a copy of this memory.")
-    ui.run_btn = gr.Button("Evaluate retrieval on this file's questions", elem_id="eval-btn")
-    ui.summary = gr.Markdown(elem_id="eval-summary")
-    ui.which = gr.Radio(["NCE questions", "all questions"], value="NCE questions", label="Show")
-    ui.plot = gr.Plot(label="Gold evidence per question on the timeline: found by MemSIF (by path), by Hybrid RAG, "
-                      "missed", elem_id="eval-plot")
-    ui.table = gr.Dataframe(headers=EVAL_COLUMNS, label="Per question (most spread-out evidence first)", wrap=True,
-                            max_height=500, column_widths=["26%", "9%", "6%", "12%", "8%", "8%", "8%", "23%"])
-    ui.rows = gr.State()
-    return ui
+@dataclass(init=False)
+class EvaluateViews(Views):
+    """The Evaluate tab's components; a delete empties the summary, figure, table and rows kept for redrawing."""
 
-
-#: What the Evaluate tab shows after a delete: summary, figure, table and the rows kept for redrawing.
-EMPTY = ("", None, [], None)
-
-
-def views(ui: SimpleNamespace) -> list:
-    """The tab's views a delete empties, in ``EMPTY``'s order."""
-    return [ui.summary, ui.plot, ui.table, ui.rows]
+    summary: gr.Markdown = field(metadata={EMPTIED: ""})
+    plot: gr.Plot = field(metadata={EMPTIED: None})
+    table: gr.Dataframe = field(metadata={EMPTIED: []})
+    rows: gr.State = field(metadata={EMPTIED: None})
+    run_btn: gr.Button
+    which: gr.Radio
 
 
 @dataclass(frozen=True)
@@ -211,6 +198,22 @@ class EvaluateTab:
     """The Evaluate tab's handlers, bound to the page's ``Inspector`` (``app``)."""
 
     app: Inspector
+    title = "Evaluate"
+
+    def layout(self) -> EvaluateViews:
+        ui = EvaluateViews()
+        gr.Markdown("For files that carry questions with gold evidence (LoCoMo, LongMemEval): ask them all "
+                    "retrieval-only of MemSIF and of two flat baselines at the same budget, and see where the evidence "
+                    "lies, which system's context holds it, and how MemSIF found it. Runs on a copy of this memory.")
+        ui.run_btn = gr.Button("Evaluate retrieval on this file's questions", elem_id="eval-btn")
+        ui.summary = gr.Markdown(elem_id="eval-summary")
+        ui.which = gr.Radio(["NCE questions", "all questions"], value="NCE questions", label="Show")
+        ui.plot = gr.Plot(label="Gold evidence per question on the timeline: found by MemSIF (by path), by Hybrid RAG, "
+                          "missed", elem_id="eval-plot")
+        ui.table = gr.Dataframe(headers=EVAL_COLUMNS, label="Per question (most spread-out evidence first)", wrap=True,
+                                max_height=500, column_widths=["26%", "9%", "6%", "12%", "8%", "8%", "8%", "23%"])
+        ui.rows = gr.State()
+        return ui
 
     @guard
     def evaluate(self, namespace: str | None, source: BuiltSource | None, settings: SessionSettings | None,
@@ -260,7 +263,8 @@ class EvaluateTab:
 
     def wire(self, page: Page) -> None:
         """The tab's own events."""
-        e = page.evaluate
-        e.run_btn.click(self.evaluate, inputs=[page.namespace, page.source, page.settings], outputs=views(e),
+        e = page[EvaluateViews]
+        e.run_btn.click(self.evaluate, inputs=[page.namespace, page.source, page.settings],
+                        outputs=[e.summary, e.plot, e.table, e.rows],
                         show_progress_on=e.summary, api_name="evaluate")
         e.which.change(redraw, inputs=[e.rows, e.which], outputs=e.plot, api_name=False)

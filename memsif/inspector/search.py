@@ -5,13 +5,12 @@ opens in its Topical Segment, its Event Trajectory and the timeline (``place.Mes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from types import SimpleNamespace
+from dataclasses import dataclass, field
 
 import gradio as gr
 
 from memsif.api import Found, MemSIFError
-from memsif.inspector.common import Inspector, Page, SessionSettings, guard
+from memsif.inspector.common import EMPTIED, Inspector, Page, SessionSettings, Views, guard
 from memsif.inspector.place import MessagePlace
 from memsif.markdown import escape_html
 from memsif.viz import counted
@@ -20,29 +19,16 @@ FOUND_COLUMNS = ["kind", "id", "date", "speaker", "text", "score", "found by", "
 KINDS = {"core": "CoreFact", "active": "ActiveFact", "message": "message"}
 
 
-def layout() -> SimpleNamespace:
-    """The Search tab's components."""
-    ui = SimpleNamespace()
-    with gr.Row():
-        ui.query = gr.Textbox(label="Find in this memory (words, names, or what it was about)", scale=4,
-                              elem_id="search-query")
-        ui.search_btn = gr.Button("Search", scale=1, elem_id="search-btn")
-    ui.status = gr.Markdown(elem_id="search-status")
-    ui.found = gr.Dataframe(headers=FOUND_COLUMNS, label="Found (facts by meaning; messages by words and meaning — "
-                            "select a message to open it where it sits)", wrap=True, max_height=420,
-                            elem_id="search-found")
-    ui.place = gr.Markdown(elem_id="search-place")
-    ui.timeline = gr.Plot(label="Where it sits in the timeline", elem_id="search-timeline")
-    return ui
+@dataclass(init=False)
+class SearchViews(Views):
+    """The Search tab's components; a delete empties its status, results, where a message sits and the timeline."""
 
-
-#: What the Search tab shows after a delete: its status, results, where a message sits, the timeline.
-EMPTY = ("", [], "", None)
-
-
-def views(ui: SimpleNamespace) -> list:
-    """The tab's views a delete empties, in ``EMPTY``'s order."""
-    return [ui.status, ui.found, ui.place, ui.timeline]
+    status: gr.Markdown = field(metadata={EMPTIED: ""})
+    found: gr.Dataframe = field(metadata={EMPTIED: []})
+    place: gr.Markdown = field(metadata={EMPTIED: ""})
+    timeline: gr.Plot = field(metadata={EMPTIED: None})
+    query: gr.Textbox
+    search_btn: gr.Button
 
 
 def found_rows(found: list[Found]) -> list[list]:
@@ -56,6 +42,21 @@ class SearchTab:
     """The Search tab's handlers, bound to the page's ``Inspector`` (``app``)."""
 
     app: Inspector
+    title = "Search"
+
+    def layout(self) -> SearchViews:
+        ui = SearchViews()
+        with gr.Row():
+            ui.query = gr.Textbox(label="Find in this memory (words, names, or what it was about)", scale=4,
+                                  elem_id="search-query")
+            ui.search_btn = gr.Button("Search", scale=1, elem_id="search-btn")
+        ui.status = gr.Markdown(elem_id="search-status")
+        ui.found = gr.Dataframe(headers=FOUND_COLUMNS, label="Found (facts by meaning; messages by words and meaning — "
+                                "select a message to open it where it sits)", wrap=True, max_height=420,
+                                elem_id="search-found")
+        ui.place = gr.Markdown(elem_id="search-place")
+        ui.timeline = gr.Plot(label="Where it sits in the timeline", elem_id="search-timeline")
+        return ui
 
     def search(self, namespace: str | None, settings: SessionSettings | None, query: str):
         """Facts and messages of this session's memory for ``query``. Returns (status, rows, place, timeline)."""
@@ -83,8 +84,8 @@ class SearchTab:
 
     def wire(self, page: Page) -> None:
         """The tab's own events."""
-        s, per_session = page.search, [page.namespace, page.settings]
-        shown = views(s)
+        s, per_session = page[SearchViews], [page.namespace, page.settings]
+        shown = [s.status, s.found, s.place, s.timeline]
         s.search_btn.click(self.search, inputs=[*per_session, s.query], outputs=shown, api_name="search")
         s.query.submit(self.search, inputs=[*per_session, s.query], outputs=shown, api_name=False)
         s.found.select(self.open_found, inputs=per_session, outputs=[s.place, s.timeline], api_name=False)

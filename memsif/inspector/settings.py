@@ -1,25 +1,45 @@
 """Settings tab: this session's method settings (α, τ_split, τ_merge, Top-K, θ_s, θ_q, model;
-defaults from the paper's Table 13); applying them rebuilds the session's memory."""
+defaults from the paper's Table 13); applying them rebuilds the session's memory (``BuildTab.rebuild``,
+chained by ``demo``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import gradio as gr
 
 from memsif.api import MemSIFError
-from memsif.inspector.common import Builder, BuiltSource, Inspector, Page, SessionSettings, delete_memory, guard
+from memsif.inspector.common import Inspector, Page, SessionSettings, Views
 from memsif.markdown import code_span, escape_html
+
+
+@dataclass(init=False)
+class SettingsViews(Views):
+    """The Settings tab's components: the sliders and the model, Apply, Reset, the status and the model in use."""
+
+    alpha: gr.Slider
+    tau_split: gr.Slider
+    tau_merge: gr.Slider
+    top_k: gr.Slider
+    theta_src: gr.Slider
+    theta_qry: gr.Slider
+    model: gr.Dropdown
+    apply_btn: gr.Button
+    reset_btn: gr.Button
+    status: gr.Markdown
+    running: gr.Markdown
+
+    def sliders(self) -> list:
+        """The settings' inputs, in ``SettingsTab.apply_settings``'s order."""
+        return [self.alpha, self.tau_split, self.tau_merge, self.top_k, self.theta_src, self.theta_qry, self.model]
 
 
 @dataclass(frozen=True)
 class SettingsTab:
-    """The Settings tab's handlers, bound to the page's ``Inspector`` (``app``); a rebuild builds again
-    through the Build tab's handler (``build``)."""
+    """The Settings tab's handlers, bound to the page's ``Inspector`` (``app``)."""
 
     app: Inspector
-    build: Builder
+    title = "Settings"
 
     def apply_settings(self, alpha: float, tau_split: float, tau_merge: float, top_k: float, theta_src: float,
                        theta_qry: float, model: str):
@@ -40,21 +60,10 @@ class SettingsTab:
         return (cfg.alpha_segment, cfg.tau_split, cfg.tau_merge, cfg.construction_top_k, cfg.theta_src, cfg.theta_qry,
                 self.app.model_choices()[0], "Defaults restored in the sliders: press Apply and rebuild to use them.")
 
-    @guard
-    def rebuild(self, namespace: str | None, source: BuiltSource | None, settings: SessionSettings | None,
-                progress=gr.Progress()):  # noqa: B008 (Gradio idiom)
-        """Delete this session's memory and build it again from the last transcript with the new settings."""
-        if not source:
-            yield namespace, source, "Nothing to rebuild yet: build memory in the Build tab.", gr.skip(), gr.skip()
-            return
-        if namespace:
-            delete_memory(self.app.engine(), namespace, "the memory is being rebuilt with new settings")
-        yield from self.build.build(source.path, source.sample, namespace, settings, None, live=True, progress=progress)
-
-    def layout(self) -> SimpleNamespace:
+    def layout(self) -> SettingsViews:
         """The Settings tab's components, starting from the served engine's configuration."""
         config = self.app.config.method
-        ui = SimpleNamespace()
+        ui = SettingsViews()
         gr.Markdown("Method settings for this session (defaults: the paper's Table 13). Applying them rebuilds "
                     "this session's memory from the last transcript.")
         with gr.Row():
@@ -74,18 +83,8 @@ class SettingsTab:
         ui.running = gr.Markdown(elem_id="model-running")  # the model in use and what runs it (demo._preload)
         return ui
 
-    def wire(self, page: Page) -> gr.events.Dependency:
-        """The Settings tab's events: Apply validates and keeps the settings, then rebuilds the session's
-        memory with them (returned: the rebuild, which the page chains the other tabs after); Reset
-        restores the sliders."""
-        s, b = page.settings_tab, page.build
-        sliders = [s.alpha, s.tau_split, s.tau_merge, s.top_k, s.theta_src, s.theta_qry, s.model]
-        applied = s.apply_btn.click(self.apply_settings, inputs=sliders, outputs=[page.settings, s.status],
-                                    api_name="settings")
-        s.reset_btn.click(self.reset_settings, outputs=[*sliders, s.status], api_name=False)
-        rebuilt = applied.success(self.rebuild, inputs=[page.namespace, page.source, page.settings],
-                                  outputs=[page.namespace, page.source, b.summary, b.timeline, b.table],
-                                  api_name="rebuild", show_progress_on=b.summary)
-        rebuilt.success(lambda: "Rebuilt with these settings (messages written from Chat are not part of the "
-                        "transcript and were not rebuilt).", outputs=s.status, api_name=False)
-        return rebuilt
+    def wire(self, page: Page) -> None:
+        """The tab's own events: Reset restores the sliders (Apply, which rebuilds the session's memory, is
+        wired by ``demo``)."""
+        s = page[SettingsViews]
+        s.reset_btn.click(self.reset_settings, outputs=[*s.sliders(), s.status], api_name=False)

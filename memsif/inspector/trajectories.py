@@ -4,13 +4,12 @@ one trajectory's segments and messages (§3.2)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from types import SimpleNamespace
+from dataclasses import dataclass, field
 
 import gradio as gr
 
 from memsif.api import day_text, record_number, trajectory_name, trajectory_terms
-from memsif.inspector.common import Inspector, Page, SessionSettings, guard
+from memsif.inspector.common import EMPTIED, Inspector, Page, SessionSettings, Views, guard
 from memsif.viz import (
     TRAJECTORY_DETAIL_COLUMNS,
     trajectory_decisions_plot,
@@ -45,28 +44,15 @@ def trajectory_choices(segments, trajectories, messages) -> list[tuple[str, str]
     return [(label, tid) for _, label, tid in sorted(rows, key=lambda r: (-r[0], record_number(r[2])))]
 
 
-def layout() -> SimpleNamespace:
-    """The Trajectories tab's components."""
-    ui = SimpleNamespace()
-    ui.refresh_btn = gr.Button("Refresh")
-    ui.graph = gr.Plot(label="Topical Segments linked into Event Trajectories", elem_id="traj-graph")
-    ui.lanes = gr.Plot(label="Why each segment is in its trajectory: P(same thread) of its pairs (over the whole "
-                             "memory) or of its Top-K candidates (online)",
-                       elem_id="traj-decisions")
-    ui.pick = gr.Dropdown(label="Trajectory (largest first: what it is about, its size and dates)", choices=[],
-                          allow_custom_value=True, elem_id="trajectory-pick")
-    ui.table = gr.Dataframe(headers=TRAJECTORY_DETAIL_COLUMNS, label="Its segments and messages", wrap=True,
-                            max_height=400)
-    return ui
+@dataclass(init=False)
+class TrajectoriesViews(Views):
+    """The Trajectories tab's components; a delete empties the graph, lanes, trajectory picker and its table."""
 
-
-#: What the Trajectories tab shows after a delete: graph, lanes, trajectory picker, its table.
-EMPTY = (None, None, gr.Dropdown(choices=[], value=None), [])
-
-
-def views(ui: SimpleNamespace) -> list:
-    """The tab's views a delete empties, in ``EMPTY``'s order."""
-    return [ui.graph, ui.lanes, ui.pick, ui.table]
+    graph: gr.Plot = field(metadata={EMPTIED: None})
+    lanes: gr.Plot = field(metadata={EMPTIED: None})
+    pick: gr.Dropdown = field(metadata={EMPTIED: gr.Dropdown(choices=[], value=None)})
+    table: gr.Dataframe = field(metadata={EMPTIED: []})
+    refresh_btn: gr.Button
 
 
 @dataclass(frozen=True)
@@ -74,6 +60,20 @@ class TrajectoriesTab:
     """The Trajectories tab's handlers, bound to the page's ``Inspector`` (``app``)."""
 
     app: Inspector
+    title = "Trajectories"
+
+    def layout(self) -> TrajectoriesViews:
+        ui = TrajectoriesViews()
+        ui.refresh_btn = gr.Button("Refresh")
+        ui.graph = gr.Plot(label="Topical Segments linked into Event Trajectories", elem_id="traj-graph")
+        ui.lanes = gr.Plot(label="Why each segment is in its trajectory: P(same thread) of its pairs (over the whole "
+                                 "memory) or of its Top-K candidates (online)",
+                           elem_id="traj-decisions")
+        ui.pick = gr.Dropdown(label="Trajectory (largest first: what it is about, its size and dates)", choices=[],
+                              allow_custom_value=True, elem_id="trajectory-pick")
+        ui.table = gr.Dataframe(headers=TRAJECTORY_DETAIL_COLUMNS, label="Its segments and messages", wrap=True,
+                                max_height=400)
+        return ui
 
     @guard
     def trajectories_view(self, namespace: str | None, settings: SessionSettings | None = None):
@@ -103,7 +103,8 @@ class TrajectoriesTab:
     def wire(self, page: Page) -> None:
         """The tab's own events (plotly sizes a figure drawn in a hidden tab at half width: drawn again
         when the tab is shown)."""
-        t, per_session = page.trajectories, [page.namespace, page.settings]
-        t.refresh_btn.click(self.trajectories_view, inputs=per_session, outputs=views(t)[:3], api_name="trajectories")
-        t.tab.select(self.trajectories_view, inputs=per_session, outputs=views(t)[:3], api_name=False)
+        t, per_session = page[TrajectoriesViews], [page.namespace, page.settings]
+        drawn = [t.graph, t.lanes, t.pick]
+        t.refresh_btn.click(self.trajectories_view, inputs=per_session, outputs=drawn, api_name="trajectories")
+        t.tab.select(self.trajectories_view, inputs=per_session, outputs=drawn, api_name=False)
         t.pick.change(self.trajectory_detail, inputs=[t.pick, *per_session], outputs=t.table, api_name="trajectory")

@@ -645,7 +645,6 @@ def test_a_chat_turn_written_into_memory_counts_as_the_chat_for_whoever_waits_be
     are "a chat answer" in the line for the model, not "a memory build"."""
     from memsif.inspector.chat import ChatTab
     from memsif.inspector.common import Inspector
-    from memsif.inspector.corefacts import CoreFactsTab
     from memsif.locks import current_kind
     from tests.conftest import make_messages
 
@@ -662,8 +661,7 @@ def test_a_chat_turn_written_into_memory_counts_as_the_chat_for_whoever_waits_be
     kinds.clear()
     app = Inspector(engine)
     clusters = SimpleNamespace(clusters_view=lambda namespace, settings: (None, []))
-    list(ChatTab(app, facts=CoreFactsTab(app), clusters=clusters).chat("I also planted basil yesterday.", [], True,
-                                                                       "ui-chat", None))
+    list(ChatTab(app, clusters=clusters).chat("I also planted basil yesterday.", [], True, "ui-chat", None))
     assert len(engine.messages("ui-chat")) == 3 and kinds and set(kinds) == {"a chat answer"}, kinds
 
 
