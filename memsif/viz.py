@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 from memsif.answer.check import declined
 from memsif.interaction.relink import latest_decisions, why_text
 from memsif.interaction.titles import trajectory_name
+from memsif.interaction.trajectories import trajectory_terms
 from memsif.io.dates import implausible
 from memsif.markdown import code_span, escape_html, escape_markdown
 from memsif.records import (
@@ -34,6 +35,7 @@ from memsif.records import (
     TrajectoryDecision,
     record_number,
 )
+from memsif.timeparse import day_text
 
 if TYPE_CHECKING:  # memsif.answer.query loads the retrieval stack; the figures need only its Answer's fields
     from datetime import datetime
@@ -238,10 +240,9 @@ def trajectory_graph(segments: Sequence[TopicalSegment], trajectories: Sequence[
                                + (f" — {s.title.text}" if s.title and s.title.lines else "")) for s in segments],
         hoverinfo="text", showlegend=False))
     ticks = [0, *row.values()]
-    names = ["single-segment", *(escape_html(_short(f"{t} · {trajectory_name([by_id[i].title for i in members])}"))
-                                 if trajectory_name([by_id[i].title for i in members]) else t
-                                 for t, members in ((t.id, [i for i in t.segment_ids if i in by_id])
-                                                    for t in sorted(multi, key=lambda t: row[t.id])))]
+    named = ((t.id, trajectory_title([by_id[i] for i in t.segment_ids if i in by_id]))
+             for t in sorted(multi, key=lambda t: row[t.id]))
+    names = ["single-segment", *(escape_html(_short(f"{t} · {name}")) if name else t for t, name in named)]
     fig.update_layout(xaxis={"title": "message index" if first_index else "segment order", "tickformat": "d"},
                       yaxis={"tickvals": ticks, "ticktext": names, "title": "Event Trajectory"},
                       height=max(360, 60 + 22 * len(ticks)), margin={"l": 220, "r": 10, "t": 40, "b": 40},
@@ -709,3 +710,36 @@ def trace_markdown(answer: Answer) -> tuple[str, str]:
 def _ids(message_ids: Sequence[str]) -> str:
     """Source message ids as one code span (shown as written)."""
     return code_span(", ".join(message_ids))
+
+
+def trajectory_title(members: Sequence[TopicalSegment]) -> str:
+    """The name of the Event Trajectory of ``members`` from their titles (``interaction.titles.trajectory_name``;
+    "" when they share none)."""
+    return trajectory_name([s.title for s in members])
+
+
+def trajectory_choices(segments: Sequence[TopicalSegment], trajectories: Sequence[EventTrajectory],
+                       messages: Sequence[Message]) -> list[tuple[str, str]]:
+    """(label, id) per Event Trajectory for the picker, largest first: what it is about (its name from its
+    segments' titles, ``trajectory_title``; else its most specific key entities, ``trajectory_terms``; else
+    its first words), its segments,
+    sessions, messages and dates, so a trajectory is found by what it is about."""
+    by_seg = {s.id: s for s in segments}
+    by_msg = {m.id: m for m in messages}
+    about = trajectory_terms(trajectories, segments, sorted({m.speaker for m in messages}))
+    rows = []
+    for t in trajectories:
+        members = [by_seg[i] for i in t.segment_ids if i in by_seg]
+        ids = [m for s in members for m in s.message_ids if m in by_msg]
+        if not ids:
+            continue
+        times = [by_msg[m].time for m in ids if by_msg[m].time]
+        when = (day_text(min(times)) if min(times).date() == max(times).date()
+                else f"{day_text(min(times))} – {day_text(max(times))}") if times else "undated"
+        what = (trajectory_title(members) or ", ".join(about[t.id])
+                or " ".join(by_msg[ids[0]].text.split()[:8]) + "…")
+        sessions = list(dict.fromkeys(sid.removeprefix("session_") for s in members for sid in s.session_ids))
+        where = f"session{'s' * (len(sessions) != 1)} {', '.join(sessions)}" if sessions else "no session"
+        rows.append((len(ids), f"{t.id} · {what} · {len(members)} segment{'s' * (len(members) != 1)} in {where} · "
+                               f"{len(ids)} messages · {when}", t.id))
+    return [(label, tid) for _, label, tid in sorted(rows, key=lambda r: (-r[0], record_number(r[2])))]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import gradio as gr
 
-from memsif.api import MemSIFError
+from memsif import MemSIFError
 from memsif.inspector.common import EMPTIED, MESSAGE_COLUMNS, Inspector, Page, SessionSettings, Views, guard
 from memsif.markdown import escape_html
 from memsif.viz import cluster_scatter, message_rows

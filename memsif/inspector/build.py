@@ -18,7 +18,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from memsif.api import (
+from memsif import (
     HISTORY_FORMATS,
     PACKAGED_MODELS,
     AmbiguousDates,
@@ -42,7 +42,6 @@ from memsif.api import (
     runtime_of,
     same_content,
     waited,
-    workload,
     write_export,
 )
 from memsif.inspector.common import (
@@ -665,7 +664,7 @@ class BuildTab:
             return reports
 
         countdown = self.app.pace.countdown(STRUCTURE, paused=lambda: waited(namespace),
-                                            work=lambda: workload(namespace))  # counted in judge calls once known
+                                            work=lambda: eng.workload(namespace))  # counted in judge calls once known
         countdown.update(0, total)
 
         placed = JobProgress()

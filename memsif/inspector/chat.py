@@ -15,7 +15,7 @@ from datetime import datetime
 
 import gradio as gr
 
-from memsif.api import Answer, Message, Reading, held_by_jobs, interactive, reading_reported
+from memsif import Answer, Message, Reading, held_by_jobs, interactive, reading_reported
 from memsif.inspector.common import (
     EMPTIED,
     BuiltSource,

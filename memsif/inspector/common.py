@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 import gradio as gr
 
-from memsif.api import (
+from memsif import (
     LLM_BACKENDS,
     PACKAGED_MODELS,
     MemSIF,

@@ -11,7 +11,7 @@ from typing import Any
 
 import gradio as gr
 
-from memsif.api import (
+from memsif import (
     FactOp,
     FactOperation,
     JobCancelled,

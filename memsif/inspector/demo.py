@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 import gradio as gr
 
-from memsif.api import MemSIF, MemSIFError
+from memsif import MemSIF, MemSIFError
 from memsif.inspector.activefacts import ActiveFactsTab, ActiveFactsViews
 from memsif.inspector.build import BuildTab, BuildViews
 from memsif.inspector.chat import ChatTab, ChatViews, chat_after_build

@@ -18,11 +18,21 @@ from dataclasses import dataclass, field
 
 import gradio as gr
 
-from memsif.api import Answer, JobCancelled, MemSIF, MemSIFError, NotFoundError, check_cancelled, job
-from memsif.eval.data import load_locomo, load_longmemeval
-from memsif.eval.metrics import evidence_recall, mean_interval, paired_bootstrap, strict_recall, ted
-from memsif.eval.runner import NCE_TED
-from memsif.eval.systems import CountingLLM, HybridRAGSystem, NaiveRAGSystem, context_paths
+from memsif import Answer, JobCancelled, MemSIF, MemSIFError, NotFoundError, check_cancelled, job
+from memsif.eval import (
+    NCE_TED,
+    CountingLLM,
+    HybridRAGSystem,
+    NaiveRAGSystem,
+    context_paths,
+    evidence_recall,
+    load_locomo,
+    load_longmemeval,
+    mean_interval,
+    paired_bootstrap,
+    strict_recall,
+    ted,
+)
 from memsif.inspector.common import (
     EMPTIED,
     BuiltSource,

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memsif.api import Workload
+from memsif import Workload
 
 #: Relative half-width of a range estimated from a prior (another machine, another load).
 PRIOR = 0.5

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memsif.api import day_text, trajectory_name
+from memsif import day_text
 from memsif.inspector.common import Inspector, SessionSettings
 from memsif.markdown import code_span, escape_html, escape_markdown
-from memsif.viz import phi_timeline
+from memsif.viz import phi_timeline, trajectory_title
 
 #: Messages shown on each side of the message in its Topical Segment.
 CONTEXT_MESSAGES = 4
@@ -60,7 +60,7 @@ class MessagePlace:
                 members = [s for s in segments if s.trajectory_id == segment.trajectory_id]
                 others = [s for s in members if s.id != segment.id]
                 spans = ", ".join(f"{s.id} ({day_text(s.start_time)})" for s in others[:12]) or "none: it stands alone"
-                name = trajectory_name([s.title for s in members])
+                name = trajectory_title(members)
                 named = f" ({escape_markdown(name)})" if name and others else ""
                 lines.append(f"\nEvent Trajectory **{segment.trajectory_id}**{named}; its other segments: {spans}"
                              f"{' …' if len(others) > 12 else ''}")

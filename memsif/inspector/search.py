@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import gradio as gr
 
-from memsif.api import Found, MemSIFError
+from memsif import Found, MemSIFError
 from memsif.inspector.common import EMPTIED, Inspector, Page, SessionSettings, Views, guard
 from memsif.inspector.place import MessagePlace
 from memsif.markdown import escape_html

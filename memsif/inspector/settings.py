@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from memsif.api import MemSIFError
+from memsif import MemSIFError
 from memsif.inspector.common import Inspector, Page, SessionSettings, Views
 from memsif.markdown import code_span, escape_html
 

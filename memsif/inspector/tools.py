@@ -21,7 +21,7 @@ from typing import Any
 
 import gradio as gr
 
-from memsif.api import Evidence, MemSIFError, as_memories, checked_namespace, load_transcripts, parse_time
+from memsif import Evidence, MemSIFError, as_memories, checked_namespace, load_transcripts, parse_time
 from memsif.inspector.common import Inspector, refusal, tool_guard
 
 #: The fields of each record a tool reply carries (replies are ``model_dump(mode="json")`` of them).

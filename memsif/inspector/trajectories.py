@@ -8,40 +8,14 @@ from dataclasses import dataclass, field
 
 import gradio as gr
 
-from memsif.api import day_text, record_number, trajectory_name, trajectory_terms
 from memsif.inspector.common import EMPTIED, Inspector, Page, SessionSettings, Views, guard
 from memsif.viz import (
     TRAJECTORY_DETAIL_COLUMNS,
+    trajectory_choices,
     trajectory_decisions_plot,
     trajectory_detail_rows,
     trajectory_graph,
 )
-
-
-def trajectory_choices(segments, trajectories, messages) -> list[tuple[str, str]]:
-    """(label, id) per Event Trajectory for the picker, largest first: what it is about (its name from its
-    segments' titles, ``trajectory_name``; else its most specific key entities, ``trajectory_terms``; else
-    its first words), its segments,
-    sessions, messages and dates, so a trajectory is found by what it is about."""
-    by_seg = {s.id: s for s in segments}
-    by_msg = {m.id: m for m in messages}
-    about = trajectory_terms(trajectories, segments, sorted({m.speaker for m in messages}))
-    rows = []
-    for t in trajectories:
-        members = [by_seg[i] for i in t.segment_ids if i in by_seg]
-        ids = [m for s in members for m in s.message_ids if m in by_msg]
-        if not ids:
-            continue
-        times = [by_msg[m].time for m in ids if by_msg[m].time]
-        when = (day_text(min(times)) if min(times).date() == max(times).date()
-                else f"{day_text(min(times))} – {day_text(max(times))}") if times else "undated"
-        what = (trajectory_name([s.title for s in members]) or ", ".join(about[t.id])
-                or " ".join(by_msg[ids[0]].text.split()[:8]) + "…")
-        sessions = list(dict.fromkeys(sid.removeprefix("session_") for s in members for sid in s.session_ids))
-        where = f"session{'s' * (len(sessions) != 1)} {', '.join(sessions)}" if sessions else "no session"
-        rows.append((len(ids), f"{t.id} · {what} · {len(members)} segment{'s' * (len(members) != 1)} in {where} · "
-                               f"{len(ids)} messages · {when}", t.id))
-    return [(label, tid) for _, label, tid in sorted(rows, key=lambda r: (-r[0], record_number(r[2])))]
 
 
 @dataclass(init=False)
