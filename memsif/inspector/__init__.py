@@ -11,8 +11,8 @@ another; ``demo.py`` lists the tabs, lays the page out (``common.Page``) and wir
 tabs (:func:`memsif.inspector.demo.build_demo`; the page's ``demo.inspector`` and ``demo.page``).
 ``place.py`` shows a message in its Topical Segment, Event Trajectory and timeline; ``tools.py``
 holds the agent (MCP) tools; ``pace.py`` the stated waits. The inspector imports the engine's public
-names only (``memsif.__all__``, and ``memsif.eval.__all__`` for the Evaluate tab). No module of this package holds state. ``app.py`` at the top of the
-repository makes the engine from the environment and runs it.
+names only (``memsif.__all__``, and ``memsif.eval.__all__`` for the Evaluate tab). No module of this
+package holds state. ``app.py`` at the top of the repository makes the engine from the environment and runs it.
 """
 
 from memsif.inspector.demo import PAGE_CSS, PAGE_I18N, build_demo
