@@ -720,8 +720,8 @@ MUTATIONS = [
     (
         "names: ids with lone surrogates",
         "memsif/io/transcripts.py",
-        "        m.id, c = repair(m.id)\n",
-        "        c = 0\n",
+        '("text", "speaker", "id", "session_id", "namespace")',
+        '("text", "speaker", "session_id", "namespace")',
         "tests/test_histories.py::test_an_id_from_a_file_that_is_not_valid_unicode_is_repaired",
     ),
     (
