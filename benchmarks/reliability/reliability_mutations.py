@@ -385,7 +385,7 @@ MUTATIONS = [
     (
         "not conversation: OpenAI message list",
         "memsif/io/transcripts.py",
-        "        if kind := _not_conversation(msg.role, text, item):",
+        "        if kind := (left_out_as(msg.role) if text else tool_call_in(item)):",
         "        if kind := None:",
         "tests/test_transcript_content.py::test_prompts_tool_calls_and_tool_output_are_left_out_and_counted[openai]",
     ),
@@ -399,7 +399,7 @@ MUTATIONS = [
     (
         "not conversation: JSONL",
         "memsif/io/transcripts.py",
-        "        if kind := _not_conversation(rec.role or rec.speaker, text, obj):",
+        "        if kind := (left_out_as(rec.role or rec.speaker) if text else tool_call_in(obj)):",
         "        if kind := None:",
         "tests/test_transcript_content.py::test_prompts_tool_calls_and_tool_output_are_left_out_and_counted[jsonl]",
     ),

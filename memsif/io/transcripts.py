@@ -19,6 +19,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Container, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -101,13 +102,10 @@ def one_history(transcripts: Sequence[Transcript], name: str) -> Transcript:
     """
     if not transcripts:
         raise TranscriptError("no conversations to join", path=name)
-    order = sorted(range(len(transcripts)), key=lambda i: (transcripts[i].first_time is None,
-                                                           transcripts[i].first_time or datetime.min, i))
     messages: list[Message] = []
     seen: dict[str, str] = {}
     sessions = []
-    for i in order:
-        t = transcripts[i]
+    for t in sorted(transcripts, key=lambda t: (t.first_time is None, t.first_time or datetime.min)):  # stable
         for m in t.messages:
             if m.id in seen:
                 raise TranscriptError(f"message id {m.id} is used by two conversations ({seen[m.id]} and "
@@ -230,8 +228,7 @@ def as_memories(transcripts: Sequence[Transcript]) -> list[Transcript]:
 # ------------------------------------------------------------------------------------ detection
 def _detect(raw: str, name: str, path: str) -> tuple[str, Any]:
     """(format, parsed JSON or None) for ``format="auto"``."""
-    name = name.lower()
-    if name.endswith(".jsonl"):
+    if name.lower().endswith(".jsonl"):
         return "jsonl", None
     if is_chat_log(raw):  # before JSON: an iOS chat log's lines start with "["
         return "chatlog", None
@@ -249,10 +246,9 @@ def _detect(raw: str, name: str, path: str) -> tuple[str, Any]:
 
 
 def _is_json_object(line: str) -> bool:
-    try:
+    with suppress(json.JSONDecodeError):
         return isinstance(json.loads(line), dict)
-    except json.JSONDecodeError:
-        return False
+    return False
 
 
 def _detect_json(data: Any, path: str) -> str:
@@ -331,14 +327,11 @@ def _repair_messages(t: Transcript) -> None:
 def _without_reasoning(t: Transcript) -> list[str]:
     """Every message's text without the model's reasoning blocks (``roles.without_reasoning``); a message
     that held only reasoning is left out. Returns the load's warning."""
-    kept: list[Message] = []
     blocks = 0
     for m in t.messages:
         m.text, n = without_reasoning(m.text)
         blocks += n
-        if m.text:
-            kept.append(m.model_copy(update={"index": len(kept)}) if m.index != len(kept) else m)
-    t.messages = kept
+    t.messages = [m for m in t.messages if m.text]  # numbered again by ``_unique_ids``
     return reasoning_warning(blocks)
 
 
@@ -386,7 +379,6 @@ def _unique_ids(messages: list[Message], warnings: list[str]) -> list[Message]:
     """Message ids made unique inside one sample: a repeat with the same content is kept once, one with
     other content gets ``#2``, ``#3`` … — each with a warning."""
     kept: dict[str, Message] = {}
-    out = []
     for m in messages:
         if m.id in kept:
             if _same(kept[m.id], m):
@@ -396,16 +388,14 @@ def _unique_ids(messages: list[Message], warnings: list[str]) -> list[Message]:
             warnings.append(f"message id {m.id} is used twice with different content: the second is {new}")
             m.id = new
         kept[m.id] = m
-        out.append(m)
-    for i, m in enumerate(out):
+    for i, m in enumerate(kept.values()):
         m.index = i
-    return out
+    return list(kept.values())
 
 
 def _unique_samples(found: list[Transcript]) -> list[Transcript]:
     """Sample ids made unique inside one file (the same rule as message ids)."""
     kept: dict[str, Transcript] = {}
-    out = []
     for t in found:
         if t.sample_id in kept:
             first = kept[t.sample_id]
@@ -418,8 +408,7 @@ def _unique_samples(found: list[Transcript]) -> list[Transcript]:
             for m in t.messages:
                 m.namespace = new
         kept[t.sample_id] = t
-        out.append(t)
-    return out
+    return list(kept.values())
 
 
 # -------------------------------------------------------------------------------------- LoCoMo
@@ -649,16 +638,11 @@ def _chatgpt_text(content: fm.ChatGPTContent) -> tuple[str, int]:
 
 def _voice_warning(voice: Counter[str]) -> list[str]:
     """What a load kept and left out of voice messages."""
-    out = []
-    if voice["transcribed"]:
-        n = voice["transcribed"]
-        out.append(f"kept the transcription of {n} voice message{'s' if n != 1 else ''}; "
-                   f"{'their recordings are' if n != 1 else 'its recording is'} not kept")
-    if voice["untranscribed"]:
-        n = voice["untranscribed"]
-        out.append(f"left out {n} voice message{'s' if n != 1 else ''} without a transcription (only a recording, "
-                   "which is not kept)")
-    return out
+    n, m = voice["transcribed"], voice["untranscribed"]
+    kept = [f"kept the transcription of {n} voice message{'s' if n != 1 else ''}; "
+            f"{'their recordings are' if n != 1 else 'its recording is'} not kept"] if n else []
+    return kept + ([f"left out {m} voice message{'s' if m != 1 else ''} without a transcription (only a recording, "
+                    "which is not kept)"] if m else [])
 
 
 def _chatgpt_left_out(msg: fm.ChatGPTMessage) -> str | None:
@@ -729,7 +713,7 @@ def _load_openai_all(data: Any, path: str, wanted: str | None, include_do_not_re
         thought += reasoning_in(item) if isinstance(item, dict) else 0
         msg = fm.validate(fm.OpenAIMessage, item, path=path, position=f"message {k}")
         text = (msg.content or "").strip()
-        if kind := _not_conversation(msg.role, text, item):
+        if kind := (left_out_as(msg.role) if text else tool_call_in(item)):  # a prompt, tool output or tool call
             left_out[kind] += 1
         elif text:
             messages.append(_msg(sid, f"M{k + 1}", msg.name or msg.role, text, None, "1", len(messages)))
@@ -738,13 +722,6 @@ def _load_openai_all(data: Any, path: str, wanted: str | None, include_do_not_re
     flagged = isinstance(data, dict) and bool(data.get("do_not_remember") or data.get("is_do_not_remember"))
     t = Transcript(sid, messages, "openai", path, {"title": sid}, named + warnings, source_ids=False)
     return _remembered([(t, flagged)], path, include_do_not_remember)
-
-
-def _not_conversation(role: str | None, text: str, message: dict[str, Any]) -> str | None:
-    """What a message of an OpenAI list or a JSONL line is when it is not the conversation: a prompt or
-    tool output by its role (when it holds text), or a tool call without text; None otherwise (a
-    message without text is skipped anyway)."""
-    return left_out_as(role) if text else tool_call_in(message)
 
 
 def _load_app(data: Any, path: str, _wanted: str | None, _include: bool, *, fmt: str) -> list[Transcript]:
@@ -782,23 +759,20 @@ def _load_text(raw: str, path: str) -> Transcript:
     warnings: list[str] = []
     left_out: Counter[str] = Counter()
     session, turn, when = 1, 0, None
-    started = leaving_out = False
+    leaving_out = False
     for line_no, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
-        indented = line[:1].isspace()
-        header = None if indented else _HEADER.match(line)
-        if header:
+        if header := _HEADER.match(line):  # neither a header nor a speaker starts with a blank
             when = find_date(header.group(1))
             if when is None:
                 warnings.append(f"line {line_no}: header {header.group(1)!r} holds no date; its messages are "
                                 "undated")
-            if started:
+            if messages:
                 session, turn = session + 1, 0
             leaving_out = False
             continue
-        match = None if indented else _SPEAKER_LINE.match(line)
-        if match:
+        if match := _SPEAKER_LINE.match(line):
             text = match.group(2).strip()
             kind = left_out_as(match.group(1))
             leaving_out = kind is not None
@@ -808,7 +782,6 @@ def _load_text(raw: str, path: str) -> Transcript:
             if not text:
                 continue
             turn += 1
-            started = True
             messages.append(_msg(sid, f"D{session}:{turn}", match.group(1), text, when, f"session_{session}",
                                  len(messages)))
         elif leaving_out:
@@ -849,7 +822,7 @@ def _load_jsonl(raw: str, path: str) -> Transcript:
         rec = fm.validate(fm.JsonlLine, obj, path=path, position=where, build=fm.JsonlLine.from_obj)
         thought += reasoning_in(obj)
         text = rec.text.strip()
-        if kind := _not_conversation(rec.role or rec.speaker, text, obj):
+        if kind := (left_out_as(rec.role or rec.speaker) if text else tool_call_in(obj)):
             left_out[kind] += 1
             continue
         if not text:
