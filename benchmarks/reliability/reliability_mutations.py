@@ -35,8 +35,8 @@ MUTATIONS = [
     (
         "malformed layout names its item",
         "memsif/io/transcripts.py",
-        "        if not isinstance(x, dict):\n            raise TranscriptError(",
-        "        if False:\n            raise TranscriptError(",
+        '    items = [_require_dict(x, path, f"item {i}") for i, x in enumerate(_samples(data))]',
+        "    items = _samples(data)",
         "tests/test_loaders.py::test_malformed_transcripts_name_file_and_position",
     ),
     (

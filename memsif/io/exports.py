@@ -12,7 +12,7 @@ import re
 import zipfile
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +30,9 @@ def is_export_bundle(path: Path) -> bool:
     """Whether ``path`` is a ZIP archive or a folder (read as an export's parts), not one transcript file."""
     if path.is_dir():
         return True
-    try:
-        with path.open("rb") as f:
-            return f.read(4) == b"PK\x03\x04"
-    except OSError:
-        return False
+    with suppress(OSError), path.open("rb") as f:
+        return f.read(4) == b"PK\x03\x04"
+    return False
 
 
 def history_name(stem: str) -> str:

@@ -252,13 +252,9 @@ def _is_json_object(line: str) -> bool:
 
 
 def _detect_json(data: Any, path: str) -> str:
-    items = data if isinstance(data, list) else [data]
+    items = [_require_dict(x, path, f"item {i}") for i, x in enumerate(_samples(data))]
     if not items:
         raise TranscriptError("the transcript holds no messages (an empty JSON list)", path=path)
-    for i, x in enumerate(items):
-        if not isinstance(x, dict):
-            raise TranscriptError(f"each sample must be a JSON object, found {fm.type_name(x)}", path=path,
-                                  position=f"item {i}")
     keys = set().union(*(d.keys() for d in items))
     for key, fmt in (("conversation", "locomo"), ("haystack_sessions", "longmemeval"), ("mapping", "chatgpt"),
                      ("chat_messages", "claude")):
