@@ -35,8 +35,8 @@ MUTATIONS = [
     (
         "malformed layout names its item",
         "memsif/io/transcripts.py",
-        "        if not isinstance(x, dict):\n            raise TranscriptError(",
-        "        if False:\n            raise TranscriptError(",
+        '    items = [_require_dict(x, path, f"item {i}") for i, x in enumerate(_samples(data))]',
+        "    items = _samples(data)",
         "tests/io/test_loaders.py::test_malformed_transcripts_name_file_and_position",
     ),
     (
@@ -385,7 +385,7 @@ MUTATIONS = [
     (
         "not conversation: OpenAI message list",
         "memsif/io/transcripts.py",
-        "        if kind := _not_conversation(msg.role, text, item):",
+        "        if kind := (left_out_as(msg.role) if text else tool_call_in(item)):",
         "        if kind := None:",
         "tests/io/test_transcript_content.py::test_prompts_tool_calls_and_tool_output_are_left_out_and_counted[openai]",
     ),
@@ -399,7 +399,7 @@ MUTATIONS = [
     (
         "not conversation: JSONL",
         "memsif/io/transcripts.py",
-        "        if kind := _not_conversation(rec.role or rec.speaker, text, obj):",
+        "        if kind := (left_out_as(rec.role or rec.speaker) if text else tool_call_in(obj)):",
         "        if kind := None:",
         "tests/io/test_transcript_content.py::test_prompts_tool_calls_and_tool_output_are_left_out_and_counted[jsonl]",
     ),
@@ -720,8 +720,8 @@ MUTATIONS = [
     (
         "names: ids with lone surrogates",
         "memsif/io/transcripts.py",
-        "        m.id, c = repair(m.id)\n",
-        "        c = 0\n",
+        '("text", "speaker", "id", "session_id", "namespace")',
+        '("text", "speaker", "session_id", "namespace")',
         "tests/io/test_histories.py::test_an_id_from_a_file_that_is_not_valid_unicode_is_repaired",
     ),
     (

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -93,9 +94,12 @@ def load_app(fmt: str, data: Any, path: str, users: dict[str, str] | None = None
         TranscriptError: a field of the wrong type, or a chat without messages.
     """
     if fmt == "telegram":
-        chats = _obj(data.get("chats")).get("list") or [data]
-        return [_telegram(chat, path, k) for k, chat in enumerate(chats) if _has_messages(chat)] or \
-            _none(path, "no chat of the Telegram export holds messages")
+        chats = [(k, c) for k, c in enumerate(_obj(data.get("chats")).get("list") or [data])
+                 if isinstance(c, dict) and isinstance(c.get("messages"), list) and c["messages"]]
+        if not chats:
+            raise TranscriptError("the transcript holds no messages (no chat of the Telegram export holds messages)",
+                                  path=path)
+        return [_telegram(chat, path, k) for k, chat in chats]
     if fmt == "discord":
         return [_discord(data, path)]
     if fmt == "messenger":
@@ -108,21 +112,12 @@ def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _none(path: str, why: str) -> list[AppChat]:
-    raise TranscriptError(f"the transcript holds no messages ({why})", path=path)
-
-
-def _has_messages(chat: Any) -> bool:
-    return isinstance(chat, dict) and isinstance(chat.get("messages"), list) and bool(chat["messages"])
-
-
 def _chat(name: str, said: Sequence[_Said], left_out: Counter[str], path: str, source_ids: bool = True) -> AppChat:
     """An ``AppChat`` of ``said`` (any order): sorted by time, one session per day, ids from the file or
     ``<day>:<n>``; ``left_out`` counts what was left out, by kind, for the warning."""
-    ordered = sorted(said, key=lambda s: (s.time is None, s.time or datetime.min))
     turns: Counter[str] = Counter()
     messages: list[Message] = []
-    for s in ordered:
+    for s in sorted(said, key=lambda s: (s.time is None, s.time or datetime.min)):
         session = s.time.date().isoformat() if s.time else "1"
         turns[session] += 1
         mid = s.id if source_ids and s.id else f"{session if s.time else 'D1'}:{turns[session]}"
@@ -167,10 +162,8 @@ def _wall_clock(value: Any, path: str, position: str) -> datetime | None:
     """An ISO time as the exporter's clock showed it (its offset dropped)."""
     if value is None or value == "":
         return None
-    try:
+    with suppress(ValueError):
         return datetime.fromisoformat(str(value)).replace(tzinfo=None)
-    except ValueError:
-        pass
     try:
         return parse_time(str(value)).replace(tzinfo=None)
     except ValueError as exc:

@@ -104,9 +104,8 @@ def is_chat_log(raw: str) -> bool:
     so are at least half of its first lines."""
     head = raw[:_SAMPLE_CHARS].splitlines()  # a large JSON file is not split whole to look at its start
     lines = [line for line in head if line.strip() and not _HEADER.match(line)][:_SAMPLE_LINES]
-    if not lines or _stamped(lines[0]) is None:
-        return False
-    return sum(_stamped(line) is not None for line in lines) * 2 >= len(lines)
+    return bool(lines) and _stamped(lines[0]) is not None and \
+        sum(_stamped(line) is not None for line in lines) * 2 >= len(lines)
 
 
 def date_order(dates: list[tuple[int, int, int]], path: str) -> DateOrder | None:
@@ -164,10 +163,8 @@ def load_chat_log(raw: str, path: str, sid: str, order: DateOrder | None = None)
         found = _stamped(line)
         if found is None:
             header = _HEADER.match(line)
-            if header and not messages:
-                day = find_date(header.group(1))
-            elif header:
-                day = find_date(header.group(1)) or day
+            if header:  # a header without a date keeps the day, once a message has it
+                day = find_date(header.group(1)) or (day if messages else None)
             elif messages and not in_notice:
                 messages[-1].text += "\n" + _clean(line).strip()
             elif not messages and not in_notice:

@@ -12,7 +12,9 @@
 from __future__ import annotations
 
 import codecs
+import json
 import re
+from typing import Any
 
 from memsif.errors import TranscriptError
 
@@ -24,7 +26,7 @@ _BINARY_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
 
 
 def decode(data: bytes, path: str) -> tuple[str, list[str]]:
-    """The text of a transcript file and the warnings of its decoding.
+    """The text of a transcript file (without byte-order marks) and the warnings of its decoding.
 
     Raises:
         TranscriptError: a binary file (named by its magic bytes when known), or bytes that decode as
@@ -33,7 +35,7 @@ def decode(data: bytes, path: str) -> tuple[str, list[str]]:
     for bom, codec in _BOMS:
         if data.startswith(bom):
             try:
-                return data.decode(codec), []
+                return data.decode(codec).lstrip("\ufeff"), []
             except UnicodeDecodeError as exc:
                 raise TranscriptError(f"starts with a {codec.upper()} byte-order mark but is not {codec.upper()} "
                                       f"text ({exc.reason} at byte {exc.start})", path=path) from exc
@@ -43,7 +45,7 @@ def decode(data: bytes, path: str) -> tuple[str, list[str]]:
                               path=path)
     if b"\x00" not in data:
         try:
-            return data.decode("utf-8"), []
+            return data.decode("utf-8").lstrip("\ufeff"), []
         except UnicodeDecodeError:
             pass
     from charset_normalizer import from_bytes
@@ -52,7 +54,22 @@ def decode(data: bytes, path: str) -> tuple[str, list[str]]:
     if best is None or _BINARY_CONTROLS.search(str(best)):
         raise TranscriptError("not a text transcript (the bytes are no text encoding: a binary file?); upload a "
                               "JSON, JSONL or text file saved as UTF-8", path=path)
-    return str(best), [f"the file is not UTF-8: decoded as {best.encoding} (detected); check names and accents"]
+    return str(best).lstrip("\ufeff"), [f"the file is not UTF-8: decoded as {best.encoding} (detected); check names "
+                                         "and accents"]
+
+
+def parse_json(text: str, path: str, name: str = "", position: str | None = None) -> Any:
+    """``text`` as JSON data.
+
+    Raises:
+        TranscriptError: it is not JSON: "<name> is not valid JSON (…)", or "invalid JSON (…)" without a
+            ``name``; at ``position``, by default the error's line and column.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(f"{f'{name} is not valid' if name else 'invalid'} JSON ({exc.msg})", path=path,
+                              position=position or f"line {exc.lineno}, column {exc.colno}") from exc
 
 
 def _binary_kind(data: bytes) -> str | None:

@@ -8,16 +8,17 @@ refused with its cause and what to do."""
 
 from __future__ import annotations
 
-import json
 import re
 import zipfile
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from memsif.errors import TranscriptError
 from memsif.io.apps import is_slack_export
-from memsif.io.decode import decode
+from memsif.io.decode import decode, parse_json
 
 #: A conversations document of an export, whole or one part of it.
 PART = re.compile(r"^conversations(?:-(\d+))?\.json$", re.IGNORECASE)
@@ -29,11 +30,9 @@ def is_export_bundle(path: Path) -> bool:
     """Whether ``path`` is a ZIP archive or a folder (read as an export's parts), not one transcript file."""
     if path.is_dir():
         return True
-    try:
-        with path.open("rb") as f:
-            return f.read(4) == b"PK\x03\x04"
-    except OSError:
-        return False
+    with suppress(OSError), path.open("rb") as f:
+        return f.read(4) == b"PK\x03\x04"
+    return False
 
 
 def history_name(stem: str) -> str:
@@ -55,11 +54,7 @@ def read_bundle(path: Path) -> tuple[list[Any], list[str]]:
     for name, data in documents:
         text, said = decode(data, f"{path}:{name}")
         warnings += [f"{name}: {w}" for w in said]
-        try:
-            doc = json.loads(text.lstrip("\ufeff"))
-        except json.JSONDecodeError as exc:
-            raise TranscriptError(f"{name} is not valid JSON ({exc.msg})", path=str(path),
-                                  position=f"line {exc.lineno}, column {exc.colno}") from exc
+        doc = parse_json(text, str(path), name)
         if not isinstance(doc, list):
             raise TranscriptError(f"{name} holds a JSON {type(doc).__name__}, not the list of conversations an "
                                   "export's conversations.json holds", path=str(path))
@@ -90,14 +85,11 @@ def zipped_chat(path: Path) -> tuple[str, bytes] | None:
     Raises:
         TranscriptError: the ZIP cannot be read, or its chat log is protected or compressed unreadably.
     """
-    try:
-        with zipfile.ZipFile(path) as archive:
-            chats = [m for m in archive.infolist() if not m.is_dir() and CHAT_MEMBER.match(Path(m.filename).name)]
-            if not chats or any(PART.match(Path(m.filename).name) for m in archive.infolist()):
-                return None
-            return chats[0].filename, _read_member(archive, chats[0], path)
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise _damaged(path, exc) from exc
+    with _opened(path) as archive:
+        chats = [m for m in archive.infolist() if not m.is_dir() and CHAT_MEMBER.match(Path(m.filename).name)]
+        if not chats or any(PART.match(Path(m.filename).name) for m in archive.infolist()):
+            return None
+        return chats[0].filename, _read_member(archive, chats[0], path)
 
 
 def slack_files(path: Path) -> list[tuple[str, bytes]] | None:
@@ -116,19 +108,16 @@ def slack_files(path: Path) -> list[tuple[str, bytes]] | None:
             return [(n, f.read_bytes()) for n, f in zip(names, files, strict=True)]
         except OSError as exc:
             raise TranscriptError(f"cannot read the export's files ({exc.strerror or exc})", path=str(path)) from exc
-    try:
-        with zipfile.ZipFile(path) as archive:
-            members = [m for m in archive.infolist() if not m.is_dir() and m.filename.endswith(".json")]
-            root = _common_root([m.filename for m in members])
-            names = [m.filename[len(root):] for m in members]
-            if not is_slack_export(names):
-                return None
-            if sum(m.file_size for m in members) > MAX_UNPACKED:
-                raise TranscriptError(f"the Slack export would unpack to more than {MAX_UNPACKED // 1024**3} GB; it "
-                                      "is not read", path=str(path))
-            return [(n, _read_member(archive, m, path)) for n, m in zip(names, members, strict=True)]
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise _damaged(path, exc) from exc
+    with _opened(path) as archive:
+        members = [m for m in archive.infolist() if not m.is_dir() and m.filename.endswith(".json")]
+        root = _common_root([m.filename for m in members])
+        names = [m.filename[len(root):] for m in members]
+        if not is_slack_export(names):
+            return None
+        if sum(m.file_size for m in members) > MAX_UNPACKED:
+            raise TranscriptError(f"the Slack export would unpack to more than {MAX_UNPACKED // 1024**3} GB; it "
+                                  "is not read", path=str(path))
+        return [(n, _read_member(archive, m, path)) for n, m in zip(names, members, strict=True)]
 
 
 def _common_root(names: list[str]) -> str:
@@ -137,12 +126,27 @@ def _common_root(names: list[str]) -> str:
     return tops.pop() if len(tops) == 1 and all("/" in n for n in names) else ""
 
 
-def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, path: Path) -> bytes:
-    """The bytes of one member of ``archive``.
+@contextmanager
+def _opened(path: Path) -> Iterator[zipfile.ZipFile]:
+    """The ZIP archive at ``path``, open.
 
     Raises:
-        TranscriptError: it is protected by a password, compressed by a method Python does not read, or
-            its data is damaged; each with what to do.
+        TranscriptError: the archive, or a member read from it, is damaged (download the export again).
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            yield archive
+    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError, zlib.error) as exc:
+        raise TranscriptError(f"not a text transcript (looks like a ZIP archive) and the archive cannot be read "
+                              f"({exc}); download the export again", path=str(path)) from exc
+
+
+def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, path: Path) -> bytes:
+    """The bytes of one member of ``archive`` (opened by ``_opened``, which refuses damaged data).
+
+    Raises:
+        TranscriptError: it is protected by a password or compressed by a method Python does not read;
+            each with what to do.
     """
     if member.flag_bits & 0x1:
         raise TranscriptError(f"the ZIP is protected by a password ({member.filename} is encrypted). Open it with "
@@ -153,35 +157,23 @@ def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, path: Path) 
         raise TranscriptError(f"the ZIP is compressed with {method}, which this reader cannot unpack. Unpack it "
                               f"(7-Zip, or unzip) and upload {Path(member.filename).name} itself, or zip it again "
                               "with standard compression", path=str(path))
-    try:
-        return archive.read(member)
-    except (RuntimeError, NotImplementedError, zlib.error, zipfile.BadZipFile) as exc:
-        raise _damaged(path, exc) from exc
-
-
-def _damaged(path: Path, exc: BaseException) -> TranscriptError:
-    return TranscriptError(f"not a text transcript (looks like a ZIP archive) and the archive cannot be read "
-                           f"({exc}); download the export again", path=str(path))
+    return archive.read(member)
 
 
 def _zip_documents(path: Path) -> list[tuple[str, bytes]]:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            members = [m for m in archive.infolist() if not m.is_dir()]
-            wanted = sorted((m for m in members if PART.match(Path(m.filename).name)), key=lambda m: _order(m.filename))
-            if not wanted:
-                shown = ", ".join(m.filename for m in members[:8]) + (" …" if len(members) > 8 else "")
-                raise TranscriptError(f"the ZIP holds no conversations.json (nor conversations-000.json, … parts); it "
-                                      f"holds: {shown or 'nothing'}. A ChatGPT or Claude export's ZIP holds one, and "
-                                      "WhatsApp's a _chat.txt; for another transcript, upload the file itself",
-                                      path=str(path))
-            if sum(m.file_size for m in wanted) > MAX_UNPACKED:
-                limit = MAX_UNPACKED // 1024**3
-                raise TranscriptError(f"the ZIP's conversations would unpack to more than {limit} GB; it is not read",
-                                      path=str(path))
-            return [(m.filename, _read_member(archive, m, path)) for m in wanted]
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise _damaged(path, exc) from exc
+    with _opened(path) as archive:
+        members = [m for m in archive.infolist() if not m.is_dir()]
+        wanted = sorted((m for m in members if PART.match(Path(m.filename).name)), key=lambda m: _order(m.filename))
+        if not wanted:
+            shown = ", ".join(m.filename for m in members[:8]) + (" …" if len(members) > 8 else "")
+            raise TranscriptError(f"the ZIP holds no conversations.json (nor conversations-000.json, … parts); it "
+                                  f"holds: {shown or 'nothing'}. A ChatGPT or Claude export's ZIP holds one, and "
+                                  "WhatsApp's a _chat.txt; for another transcript, upload the file itself",
+                                  path=str(path))
+        if sum(m.file_size for m in wanted) > MAX_UNPACKED:
+            raise TranscriptError(f"the ZIP's conversations would unpack to more than {MAX_UNPACKED // 1024**3} GB; "
+                                  "it is not read", path=str(path))
+        return [(m.filename, _read_member(archive, m, path)) for m in wanted]
 
 
 def _folder_documents(path: Path) -> list[tuple[str, bytes]]:

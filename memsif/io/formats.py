@@ -55,12 +55,10 @@ class LoCoMoTurn(_Model):
     blip_caption: str | None = None
 
 
-
 class LongMemEvalTurn(_Model):
     role: str
     content: Text
     has_answer: bool = False
-
 
 
 class LongMemEvalSample(_Model):
@@ -95,14 +93,12 @@ class JsonlLine(_Model):
         return cls.model_validate(obj)
 
 
-
 class OpenAIMessage(_Model):
     """A chat message of the OpenAI API shape: role, content (string or parts), optional name."""
 
     role: str
     content: Annotated[str | None, BeforeValidator(_text_of)] = None
     name: str | None = None
-
 
 
 class ChatGPTAuthor(_Model):

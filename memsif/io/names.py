@@ -28,9 +28,8 @@ def name_of_file(path: str | Path) -> tuple[str, list[str]]:
     """The stem of ``path`` as text (``readable``), and a warning when its bytes are not UTF-8."""
     stem = Path(path).stem
     name = readable(stem)
-    if name == stem:
-        return name, []
-    return name, [f"the file name is not valid UTF-8 ({os.fsencode(stem)!r}): its memory is called {name!r}"]
+    return name, [] if name == stem else [f"the file name is not valid UTF-8 ({os.fsencode(stem)!r}): its memory is "
+                                          f"called {name!r}"]
 
 
 def checked_namespace(namespace: str) -> str:

@@ -144,19 +144,11 @@ def place(given: Sequence[Message], stored: Sequence[Message], source_ids: bool 
         source_ids: the ids come from the file (``Transcript.source_ids``).
     """
     given, named = with_one_spelling(given, stored)
-    placement = _place(given, stored, source_ids)
-    placement.notes[:0] = named
-    return placement
-
-
-def _place(given: Sequence[Message], stored: Sequence[Message], source_ids: bool) -> Placement:
     by_id = {m.id: m for m in stored}
-    if not stored:
-        return Placement(list(given))
-    if source_ids:
+    if source_ids or not stored:
         diffs = [d for m in given if m.id in by_id for d in differences(by_id[m.id], m)]
-        return Placement(list(given), differences=diffs)
-    placement = Placement([])
+        return Placement(list(given), differences=diffs, notes=named)
+    placement = Placement([], notes=named)
     taken = set(by_id)
     stored_sessions = _sessions(stored)
     session_ids = {m.session_id for m in stored}

@@ -18,9 +18,12 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
+from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +32,7 @@ from memsif.io import formats as fm
 from memsif.io.apps import APP_FORMATS, APP_LAYOUTS, AppChat, app_of, load_app, slack_channels
 from memsif.io.chatlog import DateOrder, is_chat_log, load_chat_log
 from memsif.io.dates import implausible_dates
-from memsif.io.decode import decode, repair
+from memsif.io.decode import decode, parse_json, repair
 from memsif.io.exports import history_name, is_export_bundle, read_bundle, slack_files, zipped_chat
 from memsif.io.names import name_of_file
 from memsif.io.roles import (
@@ -99,13 +102,10 @@ def one_history(transcripts: Sequence[Transcript], name: str) -> Transcript:
     """
     if not transcripts:
         raise TranscriptError("no conversations to join", path=name)
-    order = sorted(range(len(transcripts)), key=lambda i: (transcripts[i].first_time is None,
-                                                           transcripts[i].first_time or datetime.min, i))
     messages: list[Message] = []
     seen: dict[str, str] = {}
     sessions = []
-    for i in order:
-        t = transcripts[i]
+    for t in sorted(transcripts, key=lambda t: (t.first_time is None, t.first_time or datetime.min)):  # stable
         for m in t.messages:
             if m.id in seen:
                 raise TranscriptError(f"message id {m.id} is used by two conversations ({seen[m.id]} and "
@@ -172,22 +172,20 @@ def _read_samples(p: Path, sample: str | None, format: str,
     Raises:
         TranscriptError: as ``load_transcripts``.
     """
-    parsed: Any
+    parsed: Any = None
     bundle = is_export_bundle(p)
     chat = zipped_chat(p) if bundle and p.is_file() else None  # WhatsApp's ZIP: its chat log
-    slack = slack_files(p) if bundle and chat is None else None  # a Slack export: its channels' day files
-    warnings: list[str] = []
-    if slack is not None:
-        return [as_transcript(c, "slack", str(p)) for c in slack_channels(slack, _json_member, str(p))], warnings
+    if bundle and chat is None and (slack := slack_files(p)) is not None:  # a Slack export: its channels' days
+        channels = slack_channels(slack, lambda data, name: parse_json(decode(data, name)[0], name, name), str(p))
+        return [as_transcript(c, "slack", str(p)) for c in channels], []
     if bundle and chat is None:  # a ZIP or a folder: an export's conversations documents, as one
         parsed, warnings = read_bundle(p)
         raw, fmt = "", format if format != "auto" else _detect_json(parsed, str(p))
     else:
-        raw, warnings = _read_text(p) if chat is None else _text_of(chat[1], f"{p}:{chat[0]}")
+        raw, warnings = _text_of(p) if chat is None else _text_of(p, *chat)
         fmt, parsed = (format, None) if format != "auto" else _detect(raw, chat[0] if chat else p.name, str(p))
-    if fmt in ("locomo", "longmemeval", "chatgpt", "claude", "openai", *APP_FORMATS):
-        if parsed is None:
-            parsed = _parse_json(raw, str(p))
+    if fmt in _LOADERS:
+        parsed = parse_json(raw, str(p)) if parsed is None else parsed
         return _LOADERS[fmt](parsed, str(p), sample, include_do_not_remember), warnings
     if fmt == "jsonl":
         return [_load_jsonl(raw, str(p))], warnings
@@ -196,43 +194,18 @@ def _read_samples(p: Path, sample: str | None, format: str,
     return [_load_text(raw, str(p))], warnings
 
 
-def _json_member(data: bytes, name: str) -> Any:
-    """One JSON file of an export (decoded as any transcript file).
-
-    Raises:
-        TranscriptError: it is not JSON.
-    """
-    text, _ = decode(data, name)
-    try:
-        return json.loads(text.lstrip("\ufeff"))
-    except json.JSONDecodeError as exc:
-        raise TranscriptError(f"{name} is not valid JSON ({exc.msg})", path=name,
-                              position=f"line {exc.lineno}, column {exc.colno}") from exc
-
-
-def _read_text(p: Path) -> tuple[str, list[str]]:
-    """A transcript file's text and the warnings of its decoding.
+def _text_of(p: Path, member: str | None = None, data: bytes = b"") -> tuple[str, list[str]]:
+    """The text of the transcript file ``p`` (or of its ZIP's ``member``, ``data``) and its decoding's warnings.
 
     Raises:
         TranscriptError: unreadable, empty or binary.
     """
+    path = f"{p}:{member}" if member else str(p)
     try:
-        data = p.read_bytes()
+        data = data if member else p.read_bytes()
     except OSError as exc:
-        raise TranscriptError(f"cannot read the file ({exc.strerror or exc})", path=str(p)) from exc
-    return _text_of(data, str(p))
-
-
-def _text_of(data: bytes, path: str) -> tuple[str, list[str]]:
-    """The text of a transcript's bytes (a file, or a ZIP's member at ``path``) and its decoding's warnings.
-
-    Raises:
-        TranscriptError: empty or binary.
-    """
-    if not data.strip():
-        raise TranscriptError("the transcript holds no messages (the file is empty)", path=path)
+        raise TranscriptError(f"cannot read the file ({exc.strerror or exc})", path=path) from exc
     raw, warnings = decode(data, path)
-    raw = raw.lstrip("\ufeff")
     if not raw.strip():
         raise TranscriptError("the transcript holds no messages (the file is empty)", path=path)
     return raw, warnings
@@ -253,18 +226,9 @@ def as_memories(transcripts: Sequence[Transcript]) -> list[Transcript]:
 
 
 # ------------------------------------------------------------------------------------ detection
-def _parse_json(raw: str, path: str) -> Any:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise TranscriptError(f"invalid JSON ({exc.msg})", path=path,
-                              position=f"line {exc.lineno}, column {exc.colno}") from exc
-
-
 def _detect(raw: str, name: str, path: str) -> tuple[str, Any]:
     """(format, parsed JSON or None) for ``format="auto"``."""
-    name = name.lower()
-    if name.endswith(".jsonl"):
+    if name.lower().endswith(".jsonl"):
         return "jsonl", None
     if is_chat_log(raw):  # before JSON: an iOS chat log's lines start with "["
         return "chatlog", None
@@ -282,22 +246,16 @@ def _detect(raw: str, name: str, path: str) -> tuple[str, Any]:
 
 
 def _is_json_object(line: str) -> bool:
-    try:
+    with suppress(json.JSONDecodeError):
         return isinstance(json.loads(line), dict)
-    except json.JSONDecodeError:
-        return False
+    return False
 
 
 def _detect_json(data: Any, path: str) -> str:
-    items = data if isinstance(data, list) else [data]
+    items = [_require_dict(x, path, f"item {i}") for i, x in enumerate(_samples(data))]
     if not items:
         raise TranscriptError("the transcript holds no messages (an empty JSON list)", path=path)
-    for i, x in enumerate(items):
-        if not isinstance(x, dict):
-            raise TranscriptError(f"each sample must be a JSON object, found {fm.type_name(x)}", path=path,
-                                  position=f"item {i}")
-    dicts = items
-    keys = set().union(*(d.keys() for d in dicts))
+    keys = set().union(*(d.keys() for d in items))
     for key, fmt in (("conversation", "locomo"), ("haystack_sessions", "longmemeval"), ("mapping", "chatgpt"),
                      ("chat_messages", "claude")):
         if key in keys:
@@ -306,7 +264,7 @@ def _detect_json(data: Any, path: str) -> str:
         return app
     messages = data.get("messages") if isinstance(data, dict) else None
     if (isinstance(messages, list) and all(isinstance(m, dict) and "role" in m for m in messages)) \
-            or all("role" in d for d in dicts):
+            or all("role" in d for d in items):
         return "openai"
     inner = messages[0] if isinstance(messages, list) and messages and isinstance(messages[0], dict) else {}
     shown = ", ".join(sorted(map(str, keys))[:12]) or "none"
@@ -353,12 +311,10 @@ def _repair_messages(t: Transcript) -> None:
     and each message's text, speaker, id and session."""
     t.sample_id, repaired = repair(t.sample_id)
     for m in t.messages:
-        m.text, a = repair(m.text)
-        m.speaker, b = repair(m.speaker)
-        m.id, c = repair(m.id)
-        m.session_id, d = repair(m.session_id)
-        m.namespace, e = repair(m.namespace)
-        repaired += a + b + c + d + e
+        for name in ("text", "speaker", "id", "session_id", "namespace"):
+            value, n = repair(getattr(m, name))
+            setattr(m, name, value)
+            repaired += n
     if repaired:
         t.warnings.append(f"{repaired} character(s) were not valid Unicode (lone surrogates, e.g. half an emoji) "
                           "and were replaced by U+FFFD")
@@ -367,14 +323,11 @@ def _repair_messages(t: Transcript) -> None:
 def _without_reasoning(t: Transcript) -> list[str]:
     """Every message's text without the model's reasoning blocks (``roles.without_reasoning``); a message
     that held only reasoning is left out. Returns the load's warning."""
-    kept: list[Message] = []
     blocks = 0
     for m in t.messages:
         m.text, n = without_reasoning(m.text)
         blocks += n
-        if m.text:
-            kept.append(m.model_copy(update={"index": len(kept)}) if m.index != len(kept) else m)
-    t.messages = kept
+    t.messages = [m for m in t.messages if m.text]  # numbered again by ``_unique_ids``
     return reasoning_warning(blocks)
 
 
@@ -413,53 +366,49 @@ def _same(a: Message, b: Message) -> bool:
     return (a.speaker, a.text, a.time, a.session_id) == (b.speaker, b.text, b.time, b.session_id)
 
 
+def _free(taken: Container[str], name: str) -> str:
+    """``name#2``, ``name#3`` …: the first that is not ``taken`` (a repeated id with other content)."""
+    return next(f"{name}#{k}" for k in count(2) if f"{name}#{k}" not in taken)
+
+
 def _unique_ids(messages: list[Message], warnings: list[str]) -> list[Message]:
     """Message ids made unique inside one sample: a repeat with the same content is kept once, one with
     other content gets ``#2``, ``#3`` … — each with a warning."""
     kept: dict[str, Message] = {}
-    out = []
     for m in messages:
         if m.id in kept:
             if _same(kept[m.id], m):
                 warnings.append(f"message {m.id} appears twice with the same content: stored once")
                 continue
-            k = 2
-            while f"{m.id}#{k}" in kept:
-                k += 1
-            warnings.append(f"message id {m.id} is used twice with different content: the second is {m.id}#{k}")
-            m.id = f"{m.id}#{k}"
+            new = _free(kept, m.id)
+            warnings.append(f"message id {m.id} is used twice with different content: the second is {new}")
+            m.id = new
         kept[m.id] = m
-        out.append(m)
-    for i, m in enumerate(out):
+    for i, m in enumerate(kept.values()):
         m.index = i
-    return out
+    return list(kept.values())
 
 
 def _unique_samples(found: list[Transcript]) -> list[Transcript]:
     """Sample ids made unique inside one file (the same rule as message ids)."""
     kept: dict[str, Transcript] = {}
-    out = []
     for t in found:
         if t.sample_id in kept:
             first = kept[t.sample_id]
             if len(first.messages) == len(t.messages) and all(map(_same, first.messages, t.messages)):
                 first.warnings.append(f"sample {t.sample_id} appears twice with the same content: loaded once")
                 continue
-            k = 2
-            while f"{t.sample_id}#{k}" in kept:
-                k += 1
-            new = f"{t.sample_id}#{k}"
+            new = _free(kept, t.sample_id)
             t.warnings.append(f"sample id {t.sample_id} is used twice with different content: the second is {new}")
             t.sample_id = new
             for m in t.messages:
                 m.namespace = new
         kept[t.sample_id] = t
-        out.append(t)
-    return out
+    return list(kept.values())
 
 
 # -------------------------------------------------------------------------------------- LoCoMo
-def _each_sample(data: Any, path: str, wanted: str | None, id_key: str,
+def _each_sample(data: Any, path: str, wanted: str | None, _include: bool, *, id_key: str,
                  load: Callable[[dict[str, Any], str, int, str], Transcript]) -> list[Transcript]:
     """Every sample object of a LoCoMo or LongMemEval file (or only ``wanted``), each read by ``load``."""
     out = []
@@ -535,12 +484,8 @@ def _load_longmemeval(item: dict[str, Any], path: str, i: int, sid: str) -> Tran
             if sessions[first] == sessions[k] and parsed[first] == parsed[k]:
                 warnings.append(f"session {session_id} appears twice with the same turns: stored once")
                 continue
-            n = 2
-            while f"{session_id}#{n}" in seen:
-                n += 1
-            warnings.append(f"session id {session_id} is used twice with different turns: the second is "
-                            f"{session_id}#{n}")
-            ids[k] = f"{session_id}#{n}"
+            ids[k] = _free(seen, session_id)
+            warnings.append(f"session id {session_id} is used twice with different turns: the second is {ids[k]}")
         seen[ids[k]] = k
         keep.append(k)
     order = sorted(keep, key=lambda k: (parsed[k] is None, parsed[k] or datetime.min, k))
@@ -580,14 +525,19 @@ def _conversation_keys(ids: Sequence[str]) -> list[str]:
     return [f"{k}{i + 1}" for i, k in enumerate(keys)]
 
 
-def _load_chatgpt_all(data: Any, path: str, wanted: str | None, include_do_not_remember: bool) -> list[Transcript]:
+def _each_conversation(data: Any, path: str, wanted: str | None, include_do_not_remember: bool, *,
+                       model: type[fm.ChatGPTConversation | fm.ClaudeConversation], id_of: Callable[[Any], str | None],
+                       load: Callable[[Any, str, str, str], Transcript]) -> list[Transcript]:
+    """Every conversation of a ChatGPT or Claude export (or only ``wanted``), validated as ``model`` and
+    read by ``load`` with its id (``id_of``, else ``conversation-<n>``) and key (``_conversation_keys``);
+    those flagged do-not-remember as ``_remembered`` says."""
     convs = []
     for i, item in enumerate(_samples(data)):
         item = _require_dict(item, path, f"conversation {i}")
-        conv = fm.validate(fm.ChatGPTConversation, item, path=path, position=f"conversation {i}")
-        convs.append((str(conv.conversation_id or conv.id or f"conversation-{i + 1}"), conv))
+        conv = fm.validate(model, item, path=path, position=f"conversation {i}")
+        convs.append((str(id_of(conv) or f"conversation-{i + 1}"), conv))
     keys = _conversation_keys([sid for sid, _ in convs])
-    found = [(_load_chatgpt(conv, path, sid, key), conv.do_not_remember)
+    found = [(load(conv, path, sid, key), conv.do_not_remember)
              for (sid, conv), key in zip(convs, keys, strict=True) if wanted is None or sid == wanted]
     return _remembered(found, path, include_do_not_remember)
 
@@ -684,16 +634,11 @@ def _chatgpt_text(content: fm.ChatGPTContent) -> tuple[str, int]:
 
 def _voice_warning(voice: Counter[str]) -> list[str]:
     """What a load kept and left out of voice messages."""
-    out = []
-    if voice["transcribed"]:
-        n = voice["transcribed"]
-        out.append(f"kept the transcription of {n} voice message{'s' if n != 1 else ''}; "
-                   f"{'their recordings are' if n != 1 else 'its recording is'} not kept")
-    if voice["untranscribed"]:
-        n = voice["untranscribed"]
-        out.append(f"left out {n} voice message{'s' if n != 1 else ''} without a transcription (only a recording, "
-                   "which is not kept)")
-    return out
+    n, m = voice["transcribed"], voice["untranscribed"]
+    kept = [f"kept the transcription of {n} voice message{'s' if n != 1 else ''}; "
+            f"{'their recordings are' if n != 1 else 'its recording is'} not kept"] if n else []
+    return kept + ([f"left out {m} voice message{'s' if m != 1 else ''} without a transcription (only a recording, "
+                    "which is not kept)"] if m else [])
 
 
 def _chatgpt_left_out(msg: fm.ChatGPTMessage) -> str | None:
@@ -707,18 +652,6 @@ def _chatgpt_left_out(msg: fm.ChatGPTMessage) -> str | None:
 
 
 # ------------------------------------------------------------------------------- Claude export
-def _load_claude_all(data: Any, path: str, wanted: str | None, include_do_not_remember: bool) -> list[Transcript]:
-    convs = []
-    for i, item in enumerate(_samples(data)):
-        item = _require_dict(item, path, f"conversation {i}")
-        conv = fm.validate(fm.ClaudeConversation, item, path=path, position=f"conversation {i}")
-        convs.append((str(conv.uuid or f"conversation-{i + 1}"), conv))
-    found = [(_load_claude(conv, path, sid, key), conv.do_not_remember)
-             for (sid, conv), key in zip(convs, _conversation_keys([sid for sid, _ in convs]), strict=True)
-             if wanted is None or sid == wanted]
-    return _remembered(found, path, include_do_not_remember)
-
-
 def _load_claude(conv: fm.ClaudeConversation, path: str, sid: str, key: str) -> Transcript:
     """Each message's words (the text parts of ``content``, else ``text``) and, after them, the text
     of its attachments, each under an ``[attachment: <name>]`` line; a file without extracted text
@@ -776,7 +709,7 @@ def _load_openai_all(data: Any, path: str, wanted: str | None, include_do_not_re
         thought += reasoning_in(item) if isinstance(item, dict) else 0
         msg = fm.validate(fm.OpenAIMessage, item, path=path, position=f"message {k}")
         text = (msg.content or "").strip()
-        if kind := _not_conversation(msg.role, text, item):
+        if kind := (left_out_as(msg.role) if text else tool_call_in(item)):  # a prompt, tool output or tool call
             left_out[kind] += 1
         elif text:
             messages.append(_msg(sid, f"M{k + 1}", msg.name or msg.role, text, None, "1", len(messages)))
@@ -787,21 +720,12 @@ def _load_openai_all(data: Any, path: str, wanted: str | None, include_do_not_re
     return _remembered([(t, flagged)], path, include_do_not_remember)
 
 
-def _not_conversation(role: str | None, text: str, message: dict[str, Any]) -> str | None:
-    """What a message of an OpenAI list or a JSONL line is when it is not the conversation: a prompt or
-    tool output by its role (when it holds text), or a tool call without text; None otherwise (a
-    message without text is skipped anyway)."""
-    return left_out_as(role) if text else tool_call_in(message)
-
-
-def _load_app(fmt: str) -> Callable[[Any, str, str | None, bool], list[Transcript]]:
-    """The loader of a messaging app's JSON export (``memsif.io.apps``): one sample per chat, named by it."""
-    def load(data: Any, path: str, _wanted: str | None, _include: bool) -> list[Transcript]:
-        if app_of(data) != fmt and not (fmt == "slack" and isinstance(data, list)):
-            layout = dict(zip(APP_FORMATS, APP_LAYOUTS, strict=True))[fmt]
-            raise TranscriptError(f"the file is not {fmt}'s JSON layout ({layout})", path=path)
-        return [as_transcript(chat, fmt, path) for chat in load_app(fmt, data, path)]
-    return load
+def _load_app(data: Any, path: str, _wanted: str | None, _include: bool, *, fmt: str) -> list[Transcript]:
+    """A messaging app's JSON export in layout ``fmt`` (``memsif.io.apps``): one sample per chat, named by it."""
+    if app_of(data) != fmt and not (fmt == "slack" and isinstance(data, list)):
+        layout = dict(zip(APP_FORMATS, APP_LAYOUTS, strict=True))[fmt]
+        raise TranscriptError(f"the file is not {fmt}'s JSON layout ({layout})", path=path)
+    return [as_transcript(chat, fmt, path) for chat in load_app(fmt, data, path)]
 
 
 def as_transcript(chat: AppChat, fmt: str, path: str) -> Transcript:
@@ -810,12 +734,14 @@ def as_transcript(chat: AppChat, fmt: str, path: str) -> Transcript:
                       source_ids=chat.source_ids)
 
 
-_LOADERS = {"locomo": lambda data, path, wanted, _: _each_sample(data, path, wanted, "sample_id", _load_locomo),
-            "longmemeval": lambda data, path, wanted, _: _each_sample(data, path, wanted, "question_id",
-                                                                      _load_longmemeval),
-            "chatgpt": _load_chatgpt_all,
-            "claude": _load_claude_all, "openai": _load_openai_all,
-            **{fmt: _load_app(fmt) for fmt in APP_FORMATS}}
+#: The loader of each JSON format: (data, path, wanted sample, include_do_not_remember) → its samples.
+_LOADERS: dict[str, Callable[[Any, str, str | None, bool], list[Transcript]]] = {
+    "locomo": partial(_each_sample, id_key="sample_id", load=_load_locomo),
+    "longmemeval": partial(_each_sample, id_key="question_id", load=_load_longmemeval),
+    "chatgpt": partial(_each_conversation, model=fm.ChatGPTConversation, id_of=lambda c: c.conversation_id or c.id,
+                       load=_load_chatgpt),
+    "claude": partial(_each_conversation, model=fm.ClaudeConversation, id_of=lambda c: c.uuid, load=_load_claude),
+    "openai": _load_openai_all, **{fmt: partial(_load_app, fmt=fmt) for fmt in APP_FORMATS}}
 
 
 # ---------------------------------------------------------------------------------- plain text
@@ -829,23 +755,20 @@ def _load_text(raw: str, path: str) -> Transcript:
     warnings: list[str] = []
     left_out: Counter[str] = Counter()
     session, turn, when = 1, 0, None
-    started = leaving_out = False
+    leaving_out = False
     for line_no, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
-        indented = line[:1].isspace()
-        header = None if indented else _HEADER.match(line)
-        if header:
+        if header := _HEADER.match(line):  # neither a header nor a speaker starts with a blank
             when = find_date(header.group(1))
             if when is None:
                 warnings.append(f"line {line_no}: header {header.group(1)!r} holds no date; its messages are "
                                 "undated")
-            if started:
+            if messages:
                 session, turn = session + 1, 0
             leaving_out = False
             continue
-        match = None if indented else _SPEAKER_LINE.match(line)
-        if match:
+        if match := _SPEAKER_LINE.match(line):
             text = match.group(2).strip()
             kind = left_out_as(match.group(1))
             leaving_out = kind is not None
@@ -855,7 +778,6 @@ def _load_text(raw: str, path: str) -> Transcript:
             if not text:
                 continue
             turn += 1
-            started = True
             messages.append(_msg(sid, f"D{session}:{turn}", match.group(1), text, when, f"session_{session}",
                                  len(messages)))
         elif leaving_out:
@@ -889,17 +811,14 @@ def _load_jsonl(raw: str, path: str) -> Transcript:
         if not line.strip():
             continue
         where = f"line {line_no}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TranscriptError(f"invalid JSON ({exc.msg})", path=path, position=where) from exc
+        obj = parse_json(line, path, position=where)
         if not isinstance(obj, dict):
             raise TranscriptError(f'a line is {fm.type_name(obj)}, expected {{"speaker": ..., "text": ..., '
                                   '"time": ...}', path=path, position=where)
         rec = fm.validate(fm.JsonlLine, obj, path=path, position=where, build=fm.JsonlLine.from_obj)
         thought += reasoning_in(obj)
         text = rec.text.strip()
-        if kind := _not_conversation(rec.role or rec.speaker, text, obj):
+        if kind := (left_out_as(rec.role or rec.speaker) if text else tool_call_in(obj)):
             left_out[kind] += 1
             continue
         if not text:
