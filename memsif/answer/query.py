@@ -278,8 +278,8 @@ class QueryPipeline:
                     if on_text is not None:
                         on_text(piece)
 
-                if result.nothing_relevant:
-                    self._answer_nothing_relevant(result, tap)
+                if result.nothing_relevant:  # said, not generated (on every model)
+                    self._say(NOTHING_RELEVANT, result, tap)
                 elif result.not_stated:
                     self._say(refusal(result.closest), result, tap)
                 else:
@@ -339,10 +339,6 @@ class QueryPipeline:
         verdict = judge(question, result.relevance, self.config.answer.relevance_floor, self.store.speakers(namespace),
                         lambda: self.said(namespace), getattr(self.embedder, "name", "") or "", self.entities)
         result.nothing_relevant, result.relevance_rule, result.language = verdict
-
-    def _answer_nothing_relevant(self, result: Answer, on_text: Callable[[str], None]) -> None:
-        """The answer when nothing retrieved is about the question: said, not generated (on every model)."""
-        self._say(NOTHING_RELEVANT, result, on_text)
 
     def _say(self, text: str, result: Answer, on_text: Callable[[str], None]) -> None:
         """An answer the engine says instead of the model: ``text``."""
