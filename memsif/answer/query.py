@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from memsif.answer.accumulation import Accumulated, EvidenceAccumulator
+from memsif.answer.accumulation import EvidenceAccumulator
 from memsif.answer.check import (
     answer_check_threshold,
     check_context,
@@ -298,7 +298,9 @@ class QueryPipeline:
             with _stage(result, "active_facts"):
                 best = sorted(result.evidence_used, key=lambda e: -e.score)[:ACCUMULATED_EVIDENCE]
                 vector = self.embedder.embed_query(result.question) if qv is None else qv
-                self._accumulated(self.accumulator.run(namespace, result.question, vector, best), result)
+                done = self.accumulator.run(namespace, result.question, vector, best)
+                result.active_facts_changed, result.clusters_touched = done.active_facts_changed, done.clusters_touched
+                result.errors += [done.error] if done.error else []
 
     @staticmethod
     def _gated(verdict: GateVerdict, result: Answer) -> None:
@@ -306,12 +308,6 @@ class QueryPipeline:
         result.gate_rule, result.sufficient, result.sufficiency_prob = verdict.rule, verdict.sufficient, verdict.prob
         result.tokens_in += verdict.tokens_in
         result.errors += [verdict.error] if verdict.error else []
-
-    @staticmethod
-    def _accumulated(done: Accumulated, result: Answer) -> None:
-        """What the post-answer accumulation did, on the trace."""
-        result.active_facts_changed, result.clusters_touched = done.active_facts_changed, done.clusters_touched
-        result.errors += [done.error] if done.error else []
 
     def _question_form(self, question: str, named: list[str], result: Answer) -> None:
         """``result.aggregation``: the question names speakers and asks for a set of things about them
