@@ -197,9 +197,8 @@ def answer_check_threshold(mode: str, llm: LLM | None, profile: ModelProfile) ->
     ``mode`` ("auto": a model whose profile holds a measured threshold, ``ModelProfile.answer_check_min_p``; "model":
     any model, at ``UNMEASURED_ANSWER_CHECK_MIN_P`` when unmeasured; "off": none), or None when the check is not
     asked."""
-    if llm is None:
-        return None
-    return step_threshold(mode, llm.name or "", profile.answer_check_min_p, UNMEASURED_ANSWER_CHECK_MIN_P)
+    return None if llm is None else step_threshold(mode, llm.name or "", profile.answer_check_min_p,
+                                                   UNMEASURED_ANSWER_CHECK_MIN_P)
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,4 @@ def detect(text: str) -> tuple[str, int]:
 
 def embedder_languages(model: str) -> tuple[str, ...] | None:
     """The languages ``model`` is known to serve, or None when it is not in ``EMBEDDER_LANGUAGES``."""
-    for key, languages in EMBEDDER_LANGUAGES.items():
-        if key.lower() in model.lower():
-            return languages
-    return None
+    return next((languages for key, languages in EMBEDDER_LANGUAGES.items() if key.lower() in model.lower()), None)

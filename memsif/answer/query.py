@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from memsif.answer.accumulation import Accumulated, EvidenceAccumulator
+from memsif.answer.accumulation import EvidenceAccumulator
 from memsif.answer.check import (
     answer_check_threshold,
     check_context,
@@ -278,8 +278,8 @@ class QueryPipeline:
                     if on_text is not None:
                         on_text(piece)
 
-                if result.nothing_relevant:
-                    self._answer_nothing_relevant(result, tap)
+                if result.nothing_relevant:  # said, not generated (on every model)
+                    self._say(NOTHING_RELEVANT, result, tap)
                 elif result.not_stated:
                     self._say(refusal(result.closest), result, tap)
                 else:
@@ -298,7 +298,9 @@ class QueryPipeline:
             with _stage(result, "active_facts"):
                 best = sorted(result.evidence_used, key=lambda e: -e.score)[:ACCUMULATED_EVIDENCE]
                 vector = self.embedder.embed_query(result.question) if qv is None else qv
-                self._accumulated(self.accumulator.run(namespace, result.question, vector, best), result)
+                done = self.accumulator.run(namespace, result.question, vector, best)
+                result.active_facts_changed, result.clusters_touched = done.active_facts_changed, done.clusters_touched
+                result.errors += [done.error] if done.error else []
 
     @staticmethod
     def _gated(verdict: GateVerdict, result: Answer) -> None:
@@ -306,12 +308,6 @@ class QueryPipeline:
         result.gate_rule, result.sufficient, result.sufficiency_prob = verdict.rule, verdict.sufficient, verdict.prob
         result.tokens_in += verdict.tokens_in
         result.errors += [verdict.error] if verdict.error else []
-
-    @staticmethod
-    def _accumulated(done: Accumulated, result: Answer) -> None:
-        """What the post-answer accumulation did, on the trace."""
-        result.active_facts_changed, result.clusters_touched = done.active_facts_changed, done.clusters_touched
-        result.errors += [done.error] if done.error else []
 
     def _question_form(self, question: str, named: list[str], result: Answer) -> None:
         """``result.aggregation``: the question names speakers and asks for a set of things about them
@@ -339,10 +335,6 @@ class QueryPipeline:
         verdict = judge(question, result.relevance, self.config.answer.relevance_floor, self.store.speakers(namespace),
                         lambda: self.said(namespace), getattr(self.embedder, "name", "") or "", self.entities)
         result.nothing_relevant, result.relevance_rule, result.language = verdict
-
-    def _answer_nothing_relevant(self, result: Answer, on_text: Callable[[str], None]) -> None:
-        """The answer when nothing retrieved is about the question: said, not generated (on every model)."""
-        self._say(NOTHING_RELEVANT, result, on_text)
 
     def _say(self, text: str, result: Answer, on_text: Callable[[str], None]) -> None:
         """An answer the engine says instead of the model: ``text``."""

@@ -142,9 +142,9 @@ class EvidenceRetriever:
         self._token_counts: dict[str, int] = {}  # pieces of the questions asked, each costed once
 
     def _tokens(self, text: str) -> int:
-        if text not in self._token_counts:
-            self._token_counts[text] = self.llm.count_tokens(text)
-        return self._token_counts[text]
+        if (n := self._token_counts.get(text)) is None:
+            n = self._token_counts[text] = self.llm.count_tokens(text)
+        return n
 
     def retrieve_facts(self, namespace: str, qv: np.ndarray, subjects: Sequence[str] = (),
                        history: bool = False) -> list[RetrievedFact]:
@@ -214,7 +214,7 @@ class EvidenceRetriever:
             return []
         structured = method.use_segments or method.use_trajectories
         segments = {s.id: s for s in self.store.segments(namespace)} if structured else {}
-        q_entities = self._question_entities(question)
+        q_entities = self.entities.extract([question])[0] if self.entities is not None else frozenset()
         weight = cfg.aggregation_segment_weight if aggregation else cfg.segment_weight
         seg_score = self._segment_scores(hits, segments, q_entities, weight) if method.use_segments else {}
         candidates = [_Candidate(h, h.fused + seg_score.get(h.sentence.segment_id or "", 0.0), "search",
@@ -235,11 +235,6 @@ class EvidenceRetriever:
             while evidence and measure(evidence) > budget:  # never past the budget
                 evidence.remove(min(evidence, key=lambda e: e.score))
         return evidence
-
-    def _question_entities(self, question: str) -> frozenset[str]:
-        if self.entities is None:
-            return frozenset()
-        return self.entities.extract([question])[0]
 
     def _segment_scores(self, hits: list[SentenceHit], segments: dict[str, TopicalSegment],
                         q_entities: frozenset[str], weight: float) -> dict[str, float]:

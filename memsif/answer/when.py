@@ -63,10 +63,6 @@ class WhenAnswer:
                 f"({self.shared} of its terms) resolves it as \"{self.answer}\" ({self.rule} rule): {self.line}")
 
 
-def _asks_when(question: str) -> bool:
-    return re.match(r"\s*when\b", question, re.IGNORECASE) is not None
-
-
 def resolved_period(question: str, answer: str, context: str) -> WhenAnswer | None:
     """The period that ``answer`` to ``question`` should give, from ``context``'s lines, or None to keep it.
 
@@ -80,7 +76,7 @@ def resolved_period(question: str, answer: str, context: str) -> WhenAnswer | No
         already says a period, or no line settles it.
     """
     dates = _ANSWER_DATE.findall(answer)
-    if not _asks_when(question) or not dates or _PERIOD_WORDS.search(answer):
+    if not re.match(r"\s*when\b", question, re.IGNORECASE) or not dates or _PERIOD_WORDS.search(answer):
         return None
     lines = [m for m in (_LINE.match(line) for line in context.splitlines()) if m]
     names = {t for m in lines for t in lexical.terms(m.group(1))}

@@ -128,9 +128,7 @@ def add_evidence(cluster: CandidateCluster, statement: str, statement_vector: np
     if not any(cosine(query_vector, v) >= QUERY_DUPLICATE_COSINE for v in cluster.query_vectors):
         cluster.queries.append(query)
         cluster.query_vectors.append(np.asarray(query_vector, dtype=np.float32))
-    for source in sources:
-        if source not in cluster.sources:
-            cluster.sources.append(source)
+    cluster.sources += [source for source in dict.fromkeys(sources) if source not in cluster.sources]
     refresh(cluster)
 
 
@@ -230,8 +228,8 @@ def accumulate(clusters: Sequence[CandidateCluster], active: Sequence[ActiveFact
     touched: dict[str, CandidateCluster] = {}
     for ev, vec, topic in ((o.evidence, o.vector, o.topics) for o in observed):
         subject = normalise_subject(ev.subject)
-        fits = {cid: compatibility(c, vec) for cid, c in working.items() if c.subject == subject}
-        fits = {cid: f for cid, f in fits.items() if f >= thresholds.compatible_cosine}
+        fits = {cid: f for cid, c in working.items()
+                if c.subject == subject and (f := compatibility(c, vec)) >= thresholds.compatible_cosine}
         if fits:
             target = max(fits, key=lambda cid: fits[cid])
         else:

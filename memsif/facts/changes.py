@@ -55,9 +55,7 @@ def change_threshold(mode: str, llm: LLM | None, profile: ModelProfile) -> float
     ``mode`` ("auto": a model whose profile ``changes_facts``, at its ``change_min_p``; "model": any, at its
     ``change_min_p`` or, unmeasured, ``UNMEASURED_CHANGE_MIN_P``; "off": none), or None when the question is not
     asked."""
-    if llm is None:
-        return None
-    if mode == "auto" and not profile.changes_facts:
+    if llm is None or (mode == "auto" and not profile.changes_facts):
         return None
     return step_threshold(mode, llm.name or "", profile.change_min_p, UNMEASURED_CHANGE_MIN_P)
 

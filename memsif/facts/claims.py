@@ -197,13 +197,8 @@ def _not_done(verb: Any) -> set[str]:
 
 def _sentences(cited: Sequence[Message], writer: str) -> list[tuple[str, Any]]:
     """(message id, parsed sentence) of what ``writer`` said in ``cited`` (photo captions left out)."""
-    out = []
-    for message in cited:
-        if message.speaker != writer:
-            continue
-        for sentence in lexical.split_sentences(spoken_text(message.text)):
-            out.append((message.id, _parse(sentence)))
-    return out
+    return [(message.id, _parse(sentence)) for message in cited if message.speaker == writer
+            for sentence in lexical.split_sentences(spoken_text(message.text))]
 
 
 def _best(verb: Any, claim_words: set[str], sentences: Sequence[tuple[str, Any]]) -> tuple[str, Any, Any] | None:

@@ -115,11 +115,13 @@ class FactState:
     @classmethod
     def of(cls, rows: Sequence[tuple[CoreFact, np.ndarray]]) -> FactState:
         """The state of stored (fact, (d,) statement embedding) rows in id order."""
-        state = cls()
-        for fact, vector in rows:
-            state.facts.append(fact)
-            state.vectors[fact.id] = vector
-        return state
+        return cls([fact for fact, _ in rows], {fact.id: vector for fact, vector in rows})
+
+    def add(self, fact: CoreFact, vector: np.ndarray) -> None:
+        """Store a new fact as the next id (``F{n}``) with its (d,) statement embedding."""
+        fact.id = f"F{len(self.facts) + 1}"
+        self.facts.append(fact)
+        self.vectors[fact.id] = vector
 
 
 @dataclass
@@ -182,14 +184,9 @@ class Candidate:
 def known_for(state: FactState, cand: Candidate) -> list[tuple[CoreFact, float]]:
     """Current facts with the same subject and type, by statement cosine (same trajectory first)."""
     subject = normalise_subject(cand.fact.subject)
-    scored = []
-    for f in state.current():
-        if f.type != cand.fact.type or normalise_subject(f.subject) != subject:
-            continue
-        cos = cosine(state.vectors[f.id], cand.vector)
-        same_trajectory = bool(set(f.trajectory_ids) & set(cand.fact.trajectory_ids))
-        scored.append((f, cos, same_trajectory))
-    scored = [s for s in scored if s[1] >= CANDIDATE_MIN_COSINE]
+    scored = [(f, cos, bool(set(f.trajectory_ids) & set(cand.fact.trajectory_ids))) for f in state.current()
+              if f.type == cand.fact.type and normalise_subject(f.subject) == subject
+              and (cos := cosine(state.vectors[f.id], cand.vector)) >= CANDIDATE_MIN_COSINE]
     scored.sort(key=lambda s: (not s[2], -s[1]))
     return [(f, cos) for f, cos, _ in scored[:MAX_KNOWN]]
 
@@ -407,9 +404,8 @@ def changed_quantity(state: FactState, cand: Candidate, messages: Mapping[str, M
         for mid in fact.source_message_ids:
             if (old_message := messages.get(mid)) is None:
                 continue
-            if mid not in message_values:
-                message_values[mid] = values(old_message.text)
-            old_values = message_values[mid]
+            if (old_values := message_values.get(mid)) is None:
+                old_values = message_values[mid] = values(old_message.text)
             if not old_values.units or not old_values.numbers & old_said.numbers:
                 continue
             for message, new_values in new:
@@ -727,12 +723,9 @@ class FactConsolidator:
             reason = f"{reason}; {cand.provenance_note}"
         new = cand.fact
         if op == FactOp.ADD or target is None:
-            new.id = f"F{len(state.facts) + 1}"
-            state.facts.append(new)
-            state.vectors[new.id] = cand.vector
+            state.add(new, cand.vector)
             return self.shared.log(ns, FactOp.ADD, [new.id], after=[new], reason=reason, decided_by=decided_by,
-                             scores=scores,
-                             event_time=new.event_time)
+                                   scores=scores, event_time=new.event_time)
         before = copy.deepcopy(target)
         if op in (FactOp.UPDATE, FactOp.MERGE):
             if op == FactOp.UPDATE:
@@ -751,12 +744,8 @@ class FactConsolidator:
             return self.shared.log(ns, op, [target.id], before=[before], after=[target], reason=reason,
                              decided_by=decided_by, scores=scores, event_time=new.event_time)
         # SUPERSEDE: close the old fact, keep it as history, link it to its successor
-        new.id = f"F{len(state.facts) + 1}"
-        state.facts.append(new)
-        state.vectors[new.id] = cand.vector
-        target.status = "superseded"
-        target.valid_until = new.event_time
-        target.superseded_by = new.id
+        state.add(new, cand.vector)
+        target.status, target.valid_until, target.superseded_by = "superseded", new.event_time, new.id
         return self.shared.log(ns, FactOp.SUPERSEDE, [target.id, new.id], before=[before], after=[target, new],
                          reason=reason, decided_by=decided_by, scores=scores, event_time=new.event_time)
 

@@ -62,9 +62,8 @@ def find_fact(state: FactState, fact_id: str) -> CoreFact:
         NotFoundError: no such fact; the message lists a few ids that exist.
     """
     wanted = fact_id.strip().upper()
-    for fact in state.facts:
-        if fact.id == wanted:
-            return fact
+    if (found := next((fact for fact in state.facts if fact.id == wanted), None)) is not None:
+        return found
     known = ", ".join(f.id for f in state.current()[:8]) or "none"
     raise NotFoundError(f"No CoreFact {fact_id!r} in this memory (current facts: {known}"
                         f"{' …' if len(state.current()) > 8 else ''}).")
@@ -203,8 +202,7 @@ def set_active_status(facts: Sequence[ActiveFact], fact_id: str, deleted: bool,
     if found.status == status:
         raise CorrectionError(f"{found.id} is {status} already.")
     changed = found.model_copy(update={"status": status, "updated_at": now})
-    op = FactOp.DELETE if deleted else FactOp.RESTORE
-    verb = "deleted" if deleted else "restored"
+    op, verb = (FactOp.DELETE, "deleted") if deleted else (FactOp.RESTORE, "restored")
     return changed, _logged(found.namespace, op, [found.id], now,
                             f"a person {verb} ActiveFact {found.id} ({found.statement!r})")
 

@@ -96,7 +96,7 @@ def _resolve_speaker(subject: str, speakers: Sequence[str]) -> str | None:
 
 def _names(speaker: str) -> list[str]:
     """The ways a speaker is written in messages: the name, first name, and 3–4-letter nicknames."""
-    first = _norm(speaker).split()[0] if _norm(speaker) else ""
+    first = (_norm(speaker).split() or [""])[0]
     return list(dict.fromkeys([_norm(speaker), first, first[:3], first[:4]]))
 
 
@@ -275,12 +275,7 @@ def _overlap(content: Sequence[str], support: str) -> float:
 
 def _scripts(text: str) -> set[str]:
     """The writing systems of ``text``'s letters ("LATIN", "CJK", "CYRILLIC", "HIRAGANA", …)."""
-    found = set()
-    for ch in text:
-        if ch.isalpha():
-            name = unicodedata.name(ch, "")
-            found.add(name.split()[0] if name else "UNKNOWN")
-    return found
+    return {(unicodedata.name(ch, "").split() or ["UNKNOWN"])[0] for ch in text if ch.isalpha()}
 
 
 def _format_rule(c: _Candidate, max_statement_chars: int | None) -> list[str]:

@@ -30,9 +30,8 @@ def verifier_threshold(mode: str, llm: LLM | None, profile: ModelProfile) -> flo
     ``mode`` ("auto": a model whose profile holds a measured threshold, ``ModelProfile.verify_min_p``, fitted on the
     labelled stored facts of dev conv-26 and conv-30: ``benchmarks/quality/fact_verifier.py``; "model": any model, at
     ``UNMEASURED_VERIFIER_MIN_P`` when unmeasured; "off": none), or None when it is not asked."""
-    if llm is None:
-        return None
-    return step_threshold(mode, llm.name or "", profile.verify_min_p, UNMEASURED_VERIFIER_MIN_P)
+    return None if llm is None else step_threshold(mode, llm.name or "", profile.verify_min_p,
+                                                   UNMEASURED_VERIFIER_MIN_P)
 
 
 def verify(llm: LLM | None, min_p: float | None, subject: str, statement: str, cited: Sequence[Message],

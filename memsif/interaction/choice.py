@@ -84,12 +84,9 @@ class ChoiceLinker:
         joins nothing and records the error.
         """
         new = self.side(state, seg)
-        passed: list[tuple[TrajectoryState, joinable.GateResult]] = []
         earlier = [t for t in state.trajectories if t.record.segment_ids]
-        for traj in earlier:
-            result = joinable.check(new, self.trajectory_side(state, traj), idf, segments, self.rule)
-            if result.passed:
-                passed.append((traj, result))
+        passed = [(traj, result) for traj in earlier if (result := joinable.check(
+            new, self.trajectory_side(state, traj), idf, segments, self.rule)).passed]
         passed.sort(key=lambda tr: (-sum(idf(t) for t in tr[1].terms), -tr[0].record.index))
         offered = passed[:self.top_k]
         out = ChoiceOutcome(gated_out=len(earlier) - len(passed))
@@ -145,11 +142,7 @@ class ChoiceLinker:
 def option_text(state: InteractionState, traj: TrajectoryState, persons: Sequence[str]) -> str:
     """A trajectory as one option: the title lines of its newest ``OPTION_SEGMENTS`` segments, newest
     first, lines about the shared ``persons`` first, at most ``OPTION_LINES``, joined by "; "."""
-    lines: list[str] = []
-    for sid in reversed(traj.record.segment_ids[-OPTION_SEGMENTS:]):
-        title = state.segment(sid).record.title
-        for line in title.lines if title else []:
-            if line not in lines:
-                lines.append(line)
+    titles = [state.segment(sid).record.title for sid in reversed(traj.record.segment_ids[-OPTION_SEGMENTS:])]
+    lines = list(dict.fromkeys(line for title in titles if title for line in title.lines))
     lines.sort(key=lambda line: line.split(":", 1)[0].strip().lower() not in persons)
     return "; ".join(lines[:OPTION_LINES])

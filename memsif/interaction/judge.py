@@ -93,9 +93,8 @@ class YesNoJudge:
         self.calls += len(prompts)
         if len(values) != len(prompts):
             raise LLMError(f"judge returned {len(values)} scores for {len(prompts)} prompts")
-        for v in values:
-            if not 0.0 <= v <= 1.0:
-                raise LLMError(f"judge probability out of range: {v}")
+        if (bad := next((v for v in values if not 0.0 <= v <= 1.0), None)) is not None:
+            raise LLMError(f"judge probability out of range: {bad}")
         return [float(v) for v in values]
 
     def score(self, prompts: Sequence[Prompt]) -> list[Verdict]:

@@ -160,8 +160,7 @@ def measure_pairs(views: Sequence[SegmentView]) -> PairMeasures:
     content = np.log1p(np.array([len(v.stems) for v in views], dtype=np.float64))
     speakers = sorted({s for v in views for s in v.speakers})
     said = np.array([[v.speakers.get(s, 0) for s in speakers] for v in views], dtype=np.float64)
-    sessions = _incidence([v.sessions for v in views], {s: k for k, s in
-                                                         enumerate(sorted({s for v in views for s in v.sessions}))})
+    sessions = _incidence([v.sessions for v in views], _index(v.sessions for v in views))
     matrices = {
         **_word_measures(views, df, idf), "cosine": cosine_matrix(pooled),
         "centered_cosine": cosine_matrix(pooled - pooled.mean(axis=0, keepdims=True) if n > 2 else pooled),
@@ -215,11 +214,8 @@ def _weighted_jaccard(present: sparse.csr_matrix, weights: np.ndarray | None) ->
 
 def _incidence(sets: Sequence[Iterable[str]], index: dict[str, int]) -> sparse.csr_matrix:
     """(n, |index|) 0/1 matrix: row k holds the members of ``sets[k]``."""
-    rows, cols = [], []
-    for k, members in enumerate(sets):
-        for m in set(members):
-            rows.append(k)
-            cols.append(index[m])
+    cells = [(k, index[m]) for k, members in enumerate(sets) for m in set(members)]
+    rows, cols = [k for k, _ in cells], [c for _, c in cells]
     return sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(sets), len(index)))
 
 

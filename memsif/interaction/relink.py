@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import count
 
 import numpy as np
 
@@ -88,10 +90,7 @@ class Relinker:
 
     def __init__(self, embedder: str, mapping: SemanticMapping, alpha: float,
                  embed: Callable[[Sequence[str]], np.ndarray] | None = None, scorer: PairScorer | None = None) -> None:
-        if scorer is None:
-            self.scorer, self.note = scorer_for(embedder)
-        else:
-            self.scorer, self.note = scorer, None
+        self.scorer, self.note = scorer_for(embedder) if scorer is None else (scorer, None)
         self.mapping, self.alpha, self.embed = mapping, alpha, embed
 
     def views(self, state: InteractionState, fact_vectors: dict[str, np.ndarray] | None = None) -> list[SegmentView]:
@@ -148,11 +147,10 @@ class Relinker:
                     continue
                 decisions.append(self._decision(state, measures, scores, g, k, tid, bool(alone[k])))
         moved = {sid for sid in seg_ids if before[sid] != state.segment(sid).record.trajectory_id}
-        result = RelinkResult(state.namespace, named, ids, moved, rewritten, retired, decisions, self.scorer,
-                              self.note, time.perf_counter() - start)
         if self.note:
             log.warning("namespace %s: %s", state.namespace, self.note)
-        return result
+        return RelinkResult(state.namespace, named, ids, moved, rewritten, retired, decisions, self.scorer,
+                            self.note, time.perf_counter() - start)
 
     def _decision(self, state: InteractionState, measures: PairMeasures, scores: np.ndarray, group: list[int],
                   k: int, trajectory_id: str, alone: bool) -> TrajectoryDecision:
@@ -218,10 +216,7 @@ def stable_ids(groups: Sequence[Sequence[str]], earlier: Mapping[str, Sequence[s
     member_of = {sid: tid for tid, members in earlier.items() for sid in members}
     overlaps = []
     for g, members in enumerate(groups):
-        counts: dict[str, int] = {}
-        for sid in members:
-            if sid in member_of:
-                counts[member_of[sid]] = counts.get(member_of[sid], 0) + 1
+        counts = Counter(member_of[sid] for sid in members if sid in member_of)
         overlaps += [(-n, -len(members), record_number(tid), g, tid) for tid, n in counts.items()]
     ids: list[str | None] = [None] * len(groups)
     taken: set[str] = set()
@@ -229,11 +224,5 @@ def stable_ids(groups: Sequence[Sequence[str]], earlier: Mapping[str, Sequence[s
         if ids[g] is None and tid not in taken:
             ids[g] = tid
             taken.add(tid)
-    last = max((record_number(t) for t in earlier), default=0)
-    out: list[str] = []
-    for given in ids:
-        if given is None:
-            last += 1
-            given = f"E{last}"
-        out.append(given)
-    return out
+    fresh = (f"E{n}" for n in count(max((record_number(t) for t in earlier), default=0) + 1))
+    return [given or next(fresh) for given in ids]

@@ -55,12 +55,9 @@ class SegmentBuilder:
         current = state.current_segment
         base = dict(namespace=state.namespace, message_id=message.id, message_index=message.index,
                     tau_split=cfg.tau_split, tau_merge=cfg.tau_merge)
-        if current is None:
-            seg = state.open_segment(message)
-            return SegmentDecision(**base, segment_id=seg.record.id, rule=BoundaryRule.FIRST, continued=False)
-        if not cfg.use_segments:
-            seg = state.open_segment(message)
-            return SegmentDecision(**base, segment_id=seg.record.id, rule=BoundaryRule.NO_SEGMENTS, continued=False)
+        if current is None or not cfg.use_segments:
+            rule = BoundaryRule.FIRST if current is None else BoundaryRule.NO_SEGMENTS
+            return SegmentDecision(**base, segment_id=state.open_segment(message).record.id, rule=rule, continued=False)
 
         previous = state.messages[current.record.message_ids[-1]]
         vector, entities, read_with = self._reading(state, message, previous)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 
 from memsif import lexical
@@ -112,20 +112,12 @@ def key_term_title(messages: Sequence[Message], entity_sets: Sequence[frozenset[
     who said them most. ``entity_sets`` are the messages' key-entity sets, in order; ``speakers`` the
     namespace's (a segment where one speaker talks may name the other). [] for a segment with no such
     entity."""
-    names = {part.lower() for sp in (*speakers, *(m.speaker for m in messages)) for part in sp.split()}
+    names = name_parts((*speakers, *(m.speaker for m in messages)))
     held: Counter[str] = Counter(e for ents in entity_sets for e in ents if _TERM.fullmatch(e))
     stems = {e: {w.stem for w in lexical.words(e) if w.is_alpha} for e in held}
     scored = {e: held[e] * max(idf(s) for s in st) for e, st in stems.items()
               if st and meaningful(e, lexical.words(e), names)}
-    terms: list[str] = []
-    seen: set[str] = set()
-    for e in sorted(scored, key=lambda e: (-scored[e], len(e), e)):
-        if stems[e] & seen:
-            continue
-        seen |= stems[e]
-        terms.append(e)
-        if len(terms) == n:
-            break
+    terms = one_per_stem(sorted(scored, key=lambda e: (-scored[e], len(e), e)), stems, n)
     if not terms:
         return []
     said: Counter[str] = Counter(m.speaker for m, ents in zip(messages, entity_sets, strict=True)
@@ -139,7 +131,7 @@ def quote_title(messages: Sequence[Message], speakers: Sequence[str] = ()) -> li
     ``messages`` with the most words that say something (``meaningful``: no name, stop word, word that
     states nothing or interjection; the earliest among equals), cut at ``QUOTE_WORDS`` words. [] when no
     sentence has such a word."""
-    names = {part.lower() for sp in (*speakers, *(m.speaker for m in messages)) for part in sp.split()}
+    names = name_parts((*speakers, *(m.speaker for m in messages)))
     best: tuple[int, str, str] | None = None
     for m in messages:
         for match in _SENTENCE.finditer(m.text):
@@ -162,6 +154,24 @@ def rule_title(messages: Sequence[Message], entity_sets: Sequence[frozenset[str]
     if len(messages) <= QUOTE_UP_TO:
         return quote_title(messages, speakers), "quote"
     return key_term_title(messages, entity_sets, idf, speakers), "key terms"
+
+
+def name_parts(speakers: Iterable[str]) -> set[str]:
+    """Every part of the speakers' names, lower-case ("Caroline Smith" → {"caroline", "smith"})."""
+    return {part.lower() for sp in speakers for part in sp.split()}
+
+
+def one_per_stem(ranked: Iterable[str], stems: Mapping[str, set[str]], n: int) -> list[str]:
+    """The first ``n`` terms of ``ranked`` that share no stem (``stems[term]``) with a term taken before."""
+    terms: list[str] = []
+    seen: set[str] = set()
+    for term in ranked:
+        if not stems[term] & seen:
+            seen |= stems[term]
+            terms.append(term)
+            if len(terms) == n:
+                break
+    return terms
 
 
 def meaningful(term: str, words: Sequence[lexical.Word], names: set[str]) -> bool:

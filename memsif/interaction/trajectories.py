@@ -26,7 +26,7 @@ from memsif.interaction.joinable import GateRule
 from memsif.interaction.judge import Verdict, YesNoJudge
 from memsif.interaction.relink import whole_memory
 from memsif.interaction.state import InteractionState, SegmentState
-from memsif.interaction.titles import TitleWriter, meaningful
+from memsif.interaction.titles import TitleWriter, meaningful, name_parts, one_per_stem
 from memsif.llm import LLM
 from memsif.llm.profiles import UNMEASURED, ModelProfile
 from memsif.matching import SemanticMapping, phi, phi_many
@@ -219,7 +219,7 @@ def trajectory_terms(trajectories: Sequence[EventTrajectory], segments: Sequence
     "congrats", "awesome"), interjections ("oof", "sooo") and other forms of a stem already named are
     left out. Returns {trajectory id: terms}; a trajectory with no such term gets [].
     """
-    names = {part.lower() for sp in speakers for part in sp.split()}
+    names = name_parts(speakers)
     df = Counter(e for s in segments for e in set(s.entities))
     words = {e: [w for w in lexical.words(e) if w.is_alpha] for e in df}  # each entity tokenised once
     stems_of = {e: {w.stem for w in ws} for e, ws in words.items() if meaningful(e, ws, names)}
@@ -227,17 +227,6 @@ def trajectory_terms(trajectories: Sequence[EventTrajectory], segments: Sequence
     out = {}
     for t in trajectories:
         held = Counter(e for i in t.segment_ids if i in by_id for e in set(by_id[i].entities))
-        ranked = sorted((e for e in held if e in stems_of),
-                        key=lambda e: (-held[e] * math.log((len(segments) + 1) / df[e]), len(e), e))
-        terms: list[str] = []
-        seen: set[str] = set()
-        for e in ranked:
-            stems = stems_of[e]
-            if stems & seen:
-                continue
-            seen |= stems
-            terms.append(e)
-            if len(terms) == n:
-                break
-        out[t.id] = terms
+        out[t.id] = one_per_stem(sorted((e for e in held if e in stems_of), key=lambda e: (
+            -held[e] * math.log((len(segments) + 1) / df[e]), len(e), e)), stems_of, n)
     return out
