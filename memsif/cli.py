@@ -296,15 +296,11 @@ def cmd_relink(args: argparse.Namespace) -> int:
             if len(group) > 1:
                 titles = "; ".join(dict.fromkeys(by_id[g].title.text for g in group
                                                  if by_id[g].title and by_id[g].title.lines))
-                sessions = sorted({x for g in group for x in by_id[g].session_ids}, key=_session_order)
+                sessions = sorted({x for g in group for x in by_id[g].session_ids},  # by the number in the id
+                                  key=lambda sid: (int("".join(filter(str.isdigit, sid)) or 0), sid))
                 print(f"  {tid}: {', '.join(group)} (sessions {', '.join(sessions)}) {titles}")
     engine.close()
     return 0
-
-
-def _session_order(session_id: str) -> tuple[int, str]:
-    digits = "".join(c for c in session_id if c.isdigit())
-    return (int(digits) if digits else 0, session_id)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ import shutil
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -47,11 +48,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     config = MemSIFConfig.from_env(data_dir=args.data_dir, llm_model=args.model)
     counting = CountingLLM(load_llm(config))
     engine = MemSIF(config, llm=counting)
-
-    def log(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    summary = run_eval(samples, options, engine=engine, counting=counting, out=Path(args.out), log=log)
+    summary = run_eval(samples, options, engine=engine, counting=counting, out=Path(args.out),
+                       log=partial(print, file=sys.stderr, flush=True))
     print((Path(args.out) / "report.md").read_text())
     if args.json:
         print(summary.model_dump_json())
@@ -160,13 +158,10 @@ def cmd_judge(args: argparse.Namespace) -> int:
     rows = [QuestionResult.model_validate(r) for r in _read_rows(path)]
     llm = load_llm(MemSIFConfig.from_env(llm_model=args.model))
 
-    def save() -> None:
-        text = "".join(r.json_line() + "\n" for r in rows)
-        write_file(path, gzip.compress(text.encode()) if path.suffix == ".gz" else text, "the question rows")
-
-    def done(k: int, n: int) -> None:
+    def done(k: int, n: int) -> None:  # saves the rows every SAVE_EVERY answers
         if k % SAVE_EVERY == 0 or k == n:
-            save()
+            text = "".join(r.json_line() + "\n" for r in rows)
+            write_file(path, gzip.compress(text.encode()) if path.suffix == ".gz" else text, "the question rows")
             print(f"judged {k}/{n}", file=sys.stderr, flush=True)
 
     judged = judge_rows(rows, llm, again=args.again, done=done)

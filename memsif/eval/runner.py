@@ -75,12 +75,9 @@ class EvalOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        bad = [s for s in self.systems if s not in SYSTEMS]
-        if bad:
-            raise ValueError(f"unknown system(s) {bad}; choose from {SYSTEMS}")
-        bad = [a for a in self.ablations if a not in ABLATIONS]
-        if bad:
-            raise ValueError(f"unknown ablation(s) {bad}; choose from {sorted(ABLATIONS)}")
+        for what, chosen, known in (("system", self.systems, SYSTEMS), ("ablation", self.ablations, sorted(ABLATIONS))):
+            if bad := [x for x in chosen if x not in known]:
+                raise ValueError(f"unknown {what}(s) {bad}; choose from {known}")
         if self.judge not in JUDGES:
             raise ValueError(f"judge must be one of {JUDGES}")
         if self.limit is not None and self.limit < 1:
