@@ -262,11 +262,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         paths = args.scale_data or [str(DEFAULT_BENCH)]
         if args.scale_one:
-            config = MemSIFConfig.from_env(llm_model=args.model)
-            print(json.dumps(scale.measure_one(args.scale_one, paths, args.fact_batches, args.questions, config)))
+            print(json.dumps(scale.measure_one(args.scale_one, paths, args.fact_batches, args.questions,
+                                               MemSIFConfig.from_env(llm_model=args.model))))
         else:
-            sizes = [int(x) for x in args.sizes.split(",")]
-            print(scale.run(sizes, paths, args.fact_batches, args.questions, args.model))
+            print(scale.run([int(x) for x in args.sizes.split(",")], paths, args.fact_batches, args.questions,
+                            args.model))
         return 0
     from memsif.engine import MemSIF
     from memsif.eval.systems import CountingLLM
@@ -326,12 +326,8 @@ def _time_questions(engine, counting, namespace: str, questions: list[str]) -> d
         t = time.perf_counter()
         engine.ask(q, namespace=namespace, generate=False)
         retrieval.append(time.perf_counter() - t)
-
-    def pct(values: list[float], q: int) -> float | None:
-        return round(float(np.percentile(values, q)), 2) if values else None
-
-    return {"retrieval_s_p50": pct(retrieval, 50), "retrieval_s_p95": pct(retrieval, 95),
-            "query_s_p50": pct(seconds, 50), "query_s_p95": pct(seconds, 95),
+    return {**{f"{name}_s_p{q}": round(float(np.percentile(values, q)), 2) if values else None
+               for name, values in (("retrieval", retrieval), ("query", seconds)) for q in (50, 95)},
             "tokens_per_query": round(float(np.mean(tokens)), 1) if tokens else None}
 
 
