@@ -23,11 +23,6 @@ if TYPE_CHECKING:
     from memsif.records import SegmentDecision
 
 
-def _peak_rss_mb() -> float:
-    """Peak resident memory of this process in MiB (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def config_for(args: argparse.Namespace, **overrides: Any) -> MemSIFConfig:
     """The configuration a command runs with: ``MEMSIF_*`` variables, then the command's own options
     (``--model`` for every step, ``--data-dir``), then ``overrides``. The environment is only read."""
@@ -106,11 +101,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                      for op in sorted({op for r in reports for op in r["fact_ops"]})},
         "samples": reports,
     }
-    summary["judge_share_segment"] = summary["judge_calls_segment"] / max(summary["messages"], 1)
-    summary["model_load_seconds"] = load_s
-    summary["llm"] = described(engine.llm)
-    summary["peak_rss_mb"] = _peak_rss_mb()
-    summary["data_dir"] = str(engine.config.store.resolved_data_dir)
+    summary.update(judge_share_segment=summary["judge_calls_segment"] / max(summary["messages"], 1),
+                   model_load_seconds=load_s, llm=described(engine.llm),
+                   peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # MiB; Linux says KiB
+                   data_dir=str(engine.config.store.resolved_data_dir))
     if args.json:
         print(json.dumps(summary))
     else:
@@ -224,14 +218,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     for f in result.facts_used:
         print(f"  fact {f.id} [{f.kind}{', subject' if f.found_by == 'subject' else ''}] {f.subject}: {f.statement} "
               f"({', '.join(f.source_message_ids)})")
-    if result.aggregation_rule:
-        print(f"  question: {result.aggregation_rule}")
-    if result.gate_rule:
-        print(f"  sufficiency gate: {result.gate_rule}")
-    if result.relevance_rule:
-        print(f"  relevance: {result.relevance_rule}")
-    if result.answer_check_rule:
-        print(f"  answer check: {result.answer_check_rule}")
+    for what, rule in (("question", result.aggregation_rule), ("sufficiency gate", result.gate_rule),
+                       ("relevance", result.relevance_rule), ("answer check", result.answer_check_rule)):
+        if rule:
+            print(f"  {what}: {rule}")
     for e in result.evidence_used:
         print(f"  evidence {', '.join(e.source_message_ids)} [{evidence_how(e)}] "
               f"{e.subject}: {e.statement[:160]}")
@@ -286,10 +276,8 @@ def _correct_fact(args: argparse.Namespace) -> int:
                 raise MemSIFError(f"--when {args.when!r} is not a date ({exc}): give e.g. 2023-05-08.") from exc
         op = engine.edit_fact(args.namespace, args.fact_id, statement=args.statement, subject=args.subject,
                               type=args.type, when=when)
-    elif args.action == "delete":
-        op = engine.delete_fact(args.namespace, args.fact_id)
-    else:
-        op = engine.restore_fact(args.namespace, args.fact_id)
+    else:  # delete_fact or restore_fact
+        op = getattr(engine, f"{args.action}_fact")(args.namespace, args.fact_id)
     if args.json:
         print(json.dumps(op.model_dump(mode="json")))
     else:
@@ -308,15 +296,11 @@ def cmd_relink(args: argparse.Namespace) -> int:
             if len(group) > 1:
                 titles = "; ".join(dict.fromkeys(by_id[g].title.text for g in group
                                                  if by_id[g].title and by_id[g].title.lines))
-                sessions = sorted({x for g in group for x in by_id[g].session_ids}, key=_session_order)
+                sessions = sorted({x for g in group for x in by_id[g].session_ids},  # by the number in the id
+                                  key=lambda sid: (int("".join(filter(str.isdigit, sid)) or 0), sid))
                 print(f"  {tid}: {', '.join(group)} (sessions {', '.join(sessions)}) {titles}")
     engine.close()
     return 0
-
-
-def _session_order(session_id: str) -> tuple[int, str]:
-    digits = "".join(c for c in session_id if c.isdigit())
-    return (int(digits) if digits else 0, session_id)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -469,9 +453,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Options several commands take alike, added by ``_command`` in the order it is given them.
+_SHARED: dict[str, dict[str, Any]] = {"--namespace": {"required": True}, "--data-dir": {},
+                                      "--json": {"action": "store_true"}}
+
+
+def _command(sub: argparse._SubParsersAction, name: str, func: Any, help: str, *shared: str) -> argparse.ArgumentParser:
+    """The sub-command ``name`` running ``func``, with the ``_SHARED`` options named in ``shared``."""
+    p = sub.add_parser(name, help=help)
+    p.set_defaults(func=func)
+    for flag in shared:
+        p.add_argument(flag, **_SHARED[flag])
+    return p
+
+
 def _building_parsers(sub: argparse._SubParsersAction) -> None:
     """ingest, reembed, upgrade, export and import: the commands that write memory or move it."""
-    p = sub.add_parser("ingest", help="build Structured Interaction Memory from a transcript")
+    p = _command(sub, "ingest", cmd_ingest, "build Structured Interaction Memory from a transcript")
     p.add_argument("path", help="transcript: LoCoMo or LongMemEval JSON, a ChatGPT or Claude export "
                    "(conversations.json or its ZIP), a Telegram, Discord, Messenger, Instagram or Slack export, an "
                    "OpenAI message list, JSONL, a chat log (WhatsApp, or its ZIP), or plain text")
@@ -488,68 +486,51 @@ def _building_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="last stdout line is one JSON summary")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--no-facts", action="store_true", help="Structured Interaction Memory only, no CoreFacts")
-    p.set_defaults(func=cmd_ingest)
 
-    p = sub.add_parser("reembed", help="rebuild a store made with another embedder into a new folder")
+    p = _command(sub, "reembed", cmd_reembed, "rebuild a store made with another embedder into a new folder")
     p.add_argument("--from", dest="source", required=True, help="the old memory folder (its MEMSIF_DATA_DIR)")
     p.add_argument("--data-dir", required=True, help="the new memory folder (empty, or for this embedder)")
     p.add_argument("--namespace", action="append", help="only these namespaces (repeat; default: all)")
     p.add_argument("--no-facts", action="store_true", help="Structured Interaction Memory only, no CoreFacts")
     p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=cmd_reembed)
 
-    p = sub.add_parser("upgrade", help="bring a store made by an earlier MemSIF up to date (adds the sentence "
-                                       "index for hybrid retrieval; nothing stored changes)")
+    p = _command(sub, "upgrade", cmd_upgrade, "bring a store made by an earlier MemSIF up to date (adds the sentence "
+                 "index for hybrid retrieval; nothing stored changes)")
     p.add_argument("--data-dir", help="memory folder (default: $MEMSIF_DATA_DIR or ~/.local/share/memsif)")
     p.add_argument("--namespace", action="append", help="only these namespaces (repeat; default: all)")
-    p.set_defaults(func=cmd_upgrade)
 
-    p = sub.add_parser("relink", help="decide a stored memory's Event Trajectories again over the whole memory "
-                                      "(the fitted pair score and average linkage; corrections are kept)")
-    p.add_argument("--namespace", required=True)
-    p.add_argument("--data-dir")
+    p = _command(sub, "relink", cmd_relink, "decide a stored memory's Event Trajectories again over the whole memory "
+                 "(the fitted pair score and average linkage; corrections are kept)", "--namespace", "--data-dir")
     p.add_argument("--verbose", "-v", action="store_true", help="list the trajectories of two or more segments")
-    p.set_defaults(func=cmd_relink)
 
-    p = sub.add_parser("export", help="write a namespace's whole memory (vectors and logs included) to a file")
+    p = _command(sub, "export", cmd_export, "write a namespace's whole memory (vectors and logs included) to a file",
+                 "--namespace", "--data-dir")
     p.add_argument("out", help="the file to write (.json, or .json.gz for gzip)")
-    p.add_argument("--namespace", required=True)
-    p.add_argument("--data-dir")
     p.add_argument("--decimals", type=int, help="round vector components to this many decimals (4 makes the "
                    "file about a third of the size; default: exact)")
-    p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("import", help="read a file written by export into a namespace that holds no memory")
+    p = _command(sub, "import", cmd_import, "read a file written by export into a namespace that holds no memory")
     p.add_argument("path")
     p.add_argument("--namespace", help="import under this namespace (default: the one it was exported from)")
     p.add_argument("--data-dir")
-    p.set_defaults(func=cmd_import)
 
 
 def _reading_parsers(sub: argparse._SubParsersAction) -> None:
     """namespaces, show, ask, facts and calibrate: the commands that read memory (they read a snapshot
     while another MemSIF process holds the folder)."""
-    p = sub.add_parser("namespaces", help="list the namespaces in memory with their sizes")
-    p.add_argument("--data-dir")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_namespaces)
+    _command(sub, "namespaces", cmd_namespaces, "list the namespaces in memory with their sizes", "--data-dir",
+             "--json")
+    _command(sub, "show", cmd_show, "print a namespace's segments and trajectories", "--namespace", "--data-dir",
+             "--json")
 
-    p = sub.add_parser("show", help="print a namespace's segments and trajectories")
-    p.add_argument("--namespace", required=True)
-    p.add_argument("--data-dir")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_show)
-
-    p = sub.add_parser("ask", help="answer a question from a namespace's memory, with its trace")
+    p = _command(sub, "ask", cmd_ask, "answer a question from a namespace's memory, with its trace", "--namespace",
+                 "--data-dir")
     p.add_argument("question")
-    p.add_argument("--namespace", required=True)
-    p.add_argument("--data-dir")
     p.add_argument("--date", help="the question's date (e.g. LongMemEval question_date)")
     p.add_argument("--json", action="store_true", help="last stdout line is one JSON object")
-    p.set_defaults(func=cmd_ask)
 
-    p = sub.add_parser("facts", help="print a namespace's CoreFacts (and their operation log), or correct one: "
-                       "facts edit|delete|restore FACT_ID")
+    p = _command(sub, "facts", cmd_facts, "print a namespace's CoreFacts (and their operation log), or correct one: "
+                 "facts edit|delete|restore FACT_ID")
     p.add_argument("action", nargs="?", default="list", choices=["list", "edit", "delete", "restore"],
                    help="list (default); edit, delete or restore a fact (a CoreFact F…, an ActiveFact A… for "
                         "delete and restore), logged as the person's operation")
@@ -563,13 +544,11 @@ def _reading_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--history", action="store_true", help="include superseded facts")
     p.add_argument("--log", action="store_true", help="also print the operation log")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_facts)
 
-    p = sub.add_parser("calibrate", help="distribution of φ in stored namespaces under each s_sem mapping")
+    p = _command(sub, "calibrate", cmd_calibrate, "distribution of φ in stored namespaces under each s_sem mapping")
     p.add_argument("--namespace", action="append", required=True, help="repeat for several")
     p.add_argument("--data-dir")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_calibrate)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,6 +10,7 @@ import shutil
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -47,11 +48,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     config = MemSIFConfig.from_env(data_dir=args.data_dir, llm_model=args.model)
     counting = CountingLLM(load_llm(config))
     engine = MemSIF(config, llm=counting)
-
-    def log(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    summary = run_eval(samples, options, engine=engine, counting=counting, out=Path(args.out), log=log)
+    summary = run_eval(samples, options, engine=engine, counting=counting, out=Path(args.out),
+                       log=partial(print, file=sys.stderr, flush=True))
     print((Path(args.out) / "report.md").read_text())
     if args.json:
         print(summary.model_dump_json())
@@ -160,13 +158,10 @@ def cmd_judge(args: argparse.Namespace) -> int:
     rows = [QuestionResult.model_validate(r) for r in _read_rows(path)]
     llm = load_llm(MemSIFConfig.from_env(llm_model=args.model))
 
-    def save() -> None:
-        text = "".join(r.json_line() + "\n" for r in rows)
-        write_file(path, gzip.compress(text.encode()) if path.suffix == ".gz" else text, "the question rows")
-
-    def done(k: int, n: int) -> None:
+    def done(k: int, n: int) -> None:  # saves the rows every SAVE_EVERY answers
         if k % SAVE_EVERY == 0 or k == n:
-            save()
+            text = "".join(r.json_line() + "\n" for r in rows)
+            write_file(path, gzip.compress(text.encode()) if path.suffix == ".gz" else text, "the question rows")
             print(f"judged {k}/{n}", file=sys.stderr, flush=True)
 
     judged = judge_rows(rows, llm, again=args.again, done=done)
@@ -267,11 +262,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         paths = args.scale_data or [str(DEFAULT_BENCH)]
         if args.scale_one:
-            config = MemSIFConfig.from_env(llm_model=args.model)
-            print(json.dumps(scale.measure_one(args.scale_one, paths, args.fact_batches, args.questions, config)))
+            print(json.dumps(scale.measure_one(args.scale_one, paths, args.fact_batches, args.questions,
+                                               MemSIFConfig.from_env(llm_model=args.model))))
         else:
-            sizes = [int(x) for x in args.sizes.split(",")]
-            print(scale.run(sizes, paths, args.fact_batches, args.questions, args.model))
+            print(scale.run([int(x) for x in args.sizes.split(",")], paths, args.fact_batches, args.questions,
+                            args.model))
         return 0
     from memsif.engine import MemSIF
     from memsif.eval.systems import CountingLLM
@@ -331,12 +326,8 @@ def _time_questions(engine, counting, namespace: str, questions: list[str]) -> d
         t = time.perf_counter()
         engine.ask(q, namespace=namespace, generate=False)
         retrieval.append(time.perf_counter() - t)
-
-    def pct(values: list[float], q: int) -> float | None:
-        return round(float(np.percentile(values, q)), 2) if values else None
-
-    return {"retrieval_s_p50": pct(retrieval, 50), "retrieval_s_p95": pct(retrieval, 95),
-            "query_s_p50": pct(seconds, 50), "query_s_p95": pct(seconds, 95),
+    return {**{f"{name}_s_p{q}": round(float(np.percentile(values, q)), 2) if values else None
+               for name, values in (("retrieval", retrieval), ("query", seconds)) for q in (50, 95)},
             "tokens_per_query": round(float(np.mean(tokens)), 1) if tokens else None}
 
 

@@ -80,10 +80,9 @@ def segment_pairs(samples: Sequence[EvalSample], per_sample: int, seed: int = 0)
         for msgs, i in rng.sample(slots, min(per_sample, len(slots))):
             context, new = msgs[i - CONTEXT:i], msgs[i]
             stranger = rng.choice(others)
-            out.append(LabelledPrompt(segment_judge.build(context, new), 1, "own session",
-                                      (*[m.id for m in context], new.id)))
-            out.append(LabelledPrompt(segment_judge.build(context, stranger), 0, "other conversation",
-                                      (*[m.id for m in context], stranger.id)))
+            for shown, label, kind in ((new, 1, "own session"), (stranger, 0, "other conversation")):
+                out.append(LabelledPrompt(segment_judge.build(context, shown), label, kind,
+                                          (*[m.id for m in context], shown.id)))
     return out
 
 
@@ -92,10 +91,7 @@ def labelled_shift_pairs(samples: Sequence[EvalSample], path: Path) -> list[Labe
     1 = continues the topic of the three messages before it, 0 = opens another topic, note)."""
     by_sample = {s.sample_id: s for s in samples}
     out = []
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    for row in (json.loads(line) for line in path.read_text().splitlines() if line.strip()):
         sample = by_sample.get(row["sample"])
         if sample is None:
             continue

@@ -93,11 +93,8 @@ def strict_recall(gold_ids: Sequence[str], gold_texts: dict[str, str], gold_answ
     if not gold_ids:
         return None
     haystack = _squash(context)
-    found = 0
-    for g in gold_ids:
-        needed = best_sentences(gold_texts.get(g, ""), str(gold_answer))
-        found += bool(needed) and all(_squash(s) in haystack for s in needed)
-    return found / len(gold_ids)
+    needed = [best_sentences(gold_texts.get(g, ""), str(gold_answer)) for g in gold_ids]
+    return sum(bool(n) and all(_squash(s) in haystack for s in n) for n in needed) / len(gold_ids)
 
 
 def ted(positions: Sequence[int], length: int) -> float | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import resource
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,12 +75,9 @@ class EvalOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        bad = [s for s in self.systems if s not in SYSTEMS]
-        if bad:
-            raise ValueError(f"unknown system(s) {bad}; choose from {SYSTEMS}")
-        bad = [a for a in self.ablations if a not in ABLATIONS]
-        if bad:
-            raise ValueError(f"unknown ablation(s) {bad}; choose from {sorted(ABLATIONS)}")
+        for what, chosen, known in (("system", self.systems, SYSTEMS), ("ablation", self.ablations, sorted(ABLATIONS))):
+            if bad := [x for x in chosen if x not in known]:
+                raise ValueError(f"unknown {what}(s) {bad}; choose from {known}")
         if self.judge not in JUDGES:
             raise ValueError(f"judge must be one of {JUDGES}")
         if self.limit is not None and self.limit < 1:
@@ -241,30 +238,22 @@ def judge_check(llm: LLM, rows: Sequence[QuestionResult], n: int = 100, seed: in
 def diagnostics(samples: Sequence[EvalSample], embed: Callable[[list[str]], np.ndarray]) -> dict[str, Any]:
     """ASV for fixed segment lengths 1, 2, 4, 8 and SNTD@k for k = 1, 2, 4, 8 at length 2, with the
     random baseline (App. A.4), averaged over samples; embeddings of the configured embedder."""
-    per_len: dict[int, list[float]] = {n: [] for n in SEGMENT_LENGTHS}
-    per_k: dict[int, list[float]] = {k: [] for k in NEIGHBOUR_RANKS}
-    rand: list[float] = []
+    per_len: dict[int, list[float | None]] = {n: [] for n in SEGMENT_LENGTHS}
+    per_k: dict[int, list[float | None]] = {k: [] for k in NEIGHBOUR_RANKS}
+    rand: list[float | None] = []
     for s in samples:
         vectors = np.asarray(embed([m.text for m in s.messages]), dtype=np.float64)
         if len(vectors) == 0:
             continue
-        for n in SEGMENT_LENGTHS:
-            value = asv(fixed_segments(vectors, n))
-            if value is not None:
-                per_len[n].append(value)
         segs = fixed_segments(vectors, 2)
+        for n in SEGMENT_LENGTHS:
+            per_len[n].append(asv(fixed_segments(vectors, n)))
         for k in NEIGHBOUR_RANKS:
-            value = sntd(segs, k)
-            if value is not None:
-                per_k[k].append(value)
-        r = random_sntd(len(segs))
-        if r is not None:
-            rand.append(r)
-
-    def mean(xs):
-        return round(float(np.mean(xs)), 4) if xs else None
-    return {"asv": {str(n): mean(v) for n, v in per_len.items()},
-            "sntd": {str(k): mean(v) for k, v in per_k.items()}, "sntd_random": mean(rand),
+            per_k[k].append(sntd(segs, k))
+        rand.append(random_sntd(len(segs)))
+    # a sample too short for a figure gives None, left out of its mean
+    return {"asv": {str(n): _mean(v) for n, v in per_len.items()},
+            "sntd": {str(k): _mean(v) for k, v in per_k.items()}, "sntd_random": _mean(rand),
             "samples": len(samples)}
 
 
@@ -442,31 +431,33 @@ def summarise(rows: Sequence[QuestionResult], builds: dict[str, list[dict[str, A
                       only=sorted(options.only) if options.only else None)
     for label in dict.fromkeys(r.label for r in rows):
         mine = [r for r in rows if r.label == label]
-        built = builds.get(label, [])
-        n_q = len(mine)
-        build_seconds = sum(b["seconds"] for b in built)
-        build_tokens = sum(b["tokens"] for b in built)
-        query_seconds = sum(r.seconds for r in mine)
-        query_tokens = sum(r.tokens for r in mine)
-        messages = sum(b["messages"] for b in built) or 1
+        built = {k: sum(b[k] for b in builds.get(label, [])) for k in ("seconds", "tokens", "llm_calls", "messages")}
+        n_q = max(len(mine), 1)
+        query_seconds, query_tokens = sum(r.seconds for r in mine), sum(r.tokens for r in mine)
         out.systems[label] = SystemSummary(
             **score_blocks(mine),
             gold_paths={"total": gold_paths(mine), "nce": gold_paths([r for r in mine if r.nce])},
             cost=Cost(
-                questions=n_q, build_seconds=round(build_seconds, 1), build_tokens=build_tokens,
-                build_llm_calls=sum(b["llm_calls"] for b in built),
-                build_messages=sum(b["messages"] for b in built),
-                llm_calls_per_message=round(sum(b["llm_calls"] for b in built) / messages, 3),
-                query_seconds_mean=round(query_seconds / max(n_q, 1), 3),
-                query_tokens_mean=round(query_tokens / max(n_q, 1), 1),
-                amortised_seconds_per_query=round((build_seconds + query_seconds) / max(n_q, 1), 3),
-                amortised_tokens_per_query=round((build_tokens + query_tokens) / max(n_q, 1), 1),
+                questions=len(mine), build_seconds=round(built["seconds"], 1), build_tokens=built["tokens"],
+                build_llm_calls=built["llm_calls"], build_messages=built["messages"],
+                llm_calls_per_message=round(built["llm_calls"] / (built["messages"] or 1), 3),
+                query_seconds_mean=round(query_seconds / n_q, 3), query_tokens_mean=round(query_tokens / n_q, 1),
+                amortised_seconds_per_query=round((built["seconds"] + query_seconds) / n_q, 3),
+                amortised_tokens_per_query=round((built["tokens"] + query_tokens) / n_q, 1),
                 context_tokens_mean=round(float(np.mean([r.context_tokens for r in mine])), 1) if mine else None))
     return out
 
 
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
+
+
+def markdown_table(header: Sequence[Any], rows: Iterable[Sequence[Any]]) -> list[str]:
+    """The lines of a Markdown table: ``header``, its rule, then one line per row (cells as ``str`` gives them)."""
+    def line(cells: Sequence[Any]) -> str:
+        return "| " + " | ".join(map(str, cells)) + " |"
+
+    return [line(header), "|" + "---|" * len(header), *map(line, rows)]
 
 
 def _intervals(systems: dict[str, SystemSummary]) -> list[str]:
@@ -476,10 +467,9 @@ def _intervals(systems: dict[str, SystemSummary]) -> list[str]:
 
     if all(s.total.f1 is None and s.total.acc is None for s in systems.values()):
         return []
-    lines = ["## Answer scores with their 95 % intervals (Total, %)", "", "| system | token F1 | LLM-judge ACC |",
-             "|---|---|---|"]
-    lines += [f"| {label} | {cell(s.total.f1, s.total.f1_ci)} | {cell(s.total.acc, s.total.acc_ci)} |"
-              for label, s in systems.items()]
+    lines = ["## Answer scores with their 95 % intervals (Total, %)", "", *markdown_table(
+        ["system", "token F1", "LLM-judge ACC"],
+        ([label, cell(s.total.f1, s.total.f1_ci), cell(s.total.acc, s.total.acc_ci)] for label, s in systems.items()))]
     return [*lines, "", f"Percentile bootstrap: {INTERVAL_RESAMPLES:,} resamples of the questions within each "
             "conversation (LoCoMo) or sample.", ""]
 
@@ -504,42 +494,34 @@ def report(summary: EvalSummary) -> str:
                                             "context (%)")):
         if all(getattr(s.total, metric) is None for s in systems.values()):
             continue
-        lines += [f"## {title}", "", "| system | " + " | ".join(CATEGORIES) + " | Total | NCE |",
-                  "|---|" + "---|" * (len(CATEGORIES) + 2)]
-        for label, s in systems.items():
-            cells = [_pct(getattr(s.categories[c], metric)) for c in CATEGORIES]
-            lines.append(f"| {label} | " + " | ".join(cells) + f" | {_pct(getattr(s.total, metric))} | "
-                         f"{_pct(getattr(s.nce, metric))} |")
-        lines.append("")
+        lines += [f"## {title}", "", *markdown_table(["system", *CATEGORIES, "Total", "NCE"], (
+            [label, *(_pct(getattr(x, metric)) for x in [*(s.categories[c] for c in CATEGORIES), s.total, s.nce])]
+            for label, s in systems.items())), ""]
     lines += _intervals(systems)
     lines += ["Questions per category: " + ", ".join(
         f"{c} {next(iter(systems.values())).categories[c].n}" for c in CATEGORIES) +
         f"; NCE (TED ≥ {NCE_TED}) {next(iter(systems.values())).nce.n}." if systems else "", ""]
     traced = {label: s.gold_paths for label, s in systems.items() if s.gold_paths and s.gold_paths.get("total")}
     if traced:
-        lines += ["## How MemSIF's context found the gold turns (Total / NCE)", "",
-                  "| system | " + " | ".join(GOLD_PATHS) + " |", "|---|" + "---|" * len(GOLD_PATHS)]
-        for label, paths in traced.items():
-            total, nce = paths["total"] or {}, paths.get("nce") or dict.fromkeys(GOLD_PATHS, 0)
-            lines.append(f"| {label} | " + " | ".join(f"{total[k]} / {nce[k]}" for k in GOLD_PATHS) + " |")
-        lines += ["", "search: the hybrid sentence search; fact source: a fact's source sentence; trajectory: "
+        found = {label: (paths["total"] or {}, paths.get("nce") or dict.fromkeys(GOLD_PATHS, 0))
+                 for label, paths in traced.items()}
+        lines += ["## How MemSIF's context found the gold turns (Total / NCE)", "", *markdown_table(
+            ["system", *GOLD_PATHS], ([label, *(f"{total[k]} / {nce[k]}" for k in GOLD_PATHS)]
+                                      for label, (total, nce) in found.items())),
+                  "", "search: the hybrid sentence search; fact source: a fact's source sentence; trajectory: "
                   "another segment of an Event Trajectory; fact: only as a CoreFact's or ActiveFact's provenance.",
                   ""]
-    lines += ["## Cost (App. H: construction + retrieval + answering, amortised over questions)", "",
-              "| system | questions | build s | LLM calls / message | tokens / query | s / query | "
-              "context tokens |", "|---|---|---|---|---|---|---|"]
-    for label, s in systems.items():
-        c = s.cost
-        lines.append(f"| {label} | {c.questions} | {c.build_seconds} | {c.llm_calls_per_message} | "
-                     f"{c.amortised_tokens_per_query} | {c.amortised_seconds_per_query} | {c.context_tokens_mean} |")
+    costs = {label: s.cost for label, s in systems.items()}
+    lines += ["## Cost (App. H: construction + retrieval + answering, amortised over questions)", "", *markdown_table(
+        ["system", "questions", "build s", "LLM calls / message", "tokens / query", "s / query", "context tokens"],
+        ([label, c.questions, c.build_seconds, c.llm_calls_per_message, c.amortised_tokens_per_query,
+          c.amortised_seconds_per_query, c.context_tokens_mean] for label, c in costs.items()))]
     d = summary.diagnostics
     if d:
         lines += ["", "## Temporal–Structural Misalignment diagnostics (App. A.4)", "",
-                  "| ℓ | " + " | ".join(d["asv"]) + " |", "|---|" + "---|" * len(d["asv"]),
-                  "| ASV | " + " | ".join("–" if v is None else str(v) for v in d["asv"].values()) + " |", "",
-                  "| k | " + " | ".join(d["sntd"]) + " | random |", "|---|" + "---|" * (len(d["sntd"]) + 1),
-                  "| SNTD@k (ℓ = 2) | " + " | ".join(_pct(v) for v in d["sntd"].values()) +
-                  f" | {_pct(d['sntd_random'])} |"]
+                  *markdown_table(["ℓ", *d["asv"]], [["ASV", *("–" if v is None else v for v in d["asv"].values())]]),
+                  "", *markdown_table(["k", *d["sntd"], "random"],
+                                      [["SNTD@k (ℓ = 2)", *map(_pct, [*d["sntd"].values(), d["sntd_random"]])]])]
     return "\n".join(lines) + "\n"
 
 
@@ -547,7 +529,12 @@ def write_figures(summary: EvalSummary, rows: Sequence[QuestionResult], out: Pat
     """Plotly HTML: scores by category per system, evidence recall against TED, and the diagnostics."""
     import plotly.graph_objects as go
 
-    paths = []
+    paths: list[Path] = []
+
+    def save(fig: go.Figure, name: str) -> None:
+        paths.append(out / name)
+        fig.write_html(paths[-1], include_plotlyjs="directory")
+
     systems = summary.systems
     fig = go.Figure()
     for label, s in systems.items():
@@ -558,8 +545,7 @@ def write_figures(summary: EvalSummary, rows: Sequence[QuestionResult], out: Pat
             fig.add_trace(go.Bar(name=f"{label} {metric}", x=[*CATEGORIES, "Total"],
                                  y=[None if v is None else 100 * v for v in values]))
     fig.update_layout(barmode="group", yaxis_title="%", title="Scores by category")
-    paths.append(out / "scores.html")
-    fig.write_html(paths[-1], include_plotlyjs="directory")
+    save(fig, "scores.html")
 
     fig = go.Figure()
     for label in systems:
@@ -569,8 +555,7 @@ def write_figures(summary: EvalSummary, rows: Sequence[QuestionResult], out: Pat
     fig.add_vline(x=NCE_TED, line_dash="dash", annotation_text="NCE: TED ≥ 0.3")
     fig.update_layout(xaxis_title="TED (Eq. 5)", yaxis_title="evidence recall (turn text in context)",
                       title="Evidence recall against evidence dispersion")
-    paths.append(out / "recall_vs_ted.html")
-    fig.write_html(paths[-1], include_plotlyjs="directory")
+    save(fig, "recall_vs_ted.html")
 
     d = summary.diagnostics
     if d:
@@ -582,6 +567,5 @@ def write_figures(summary: EvalSummary, rows: Sequence[QuestionResult], out: Pat
                                  mode="lines+markers", yaxis="y2"))
         fig.update_layout(title="TSM diagnostics", xaxis_title="k (SNTD) / ℓ (ASV)", yaxis_title="SNTD",
                           yaxis2={"overlaying": "y", "side": "right", "title": "ASV"})
-        paths.append(out / "diagnostics.html")
-        fig.write_html(paths[-1], include_plotlyjs="directory")
+        save(fig, "diagnostics.html")
     return paths

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from memsif.config import MemSIFConfig
+from memsif.eval.runner import markdown_table
 from memsif.records import Decision, Message, SegmentDecision, TrajectoryDecision
 
 
@@ -56,10 +57,6 @@ def synthetic_history(n: int, paths: list[str]) -> tuple[list[Message], list[str
         end = max((m.time for m in out if m.time), default=end)
         copy += 1
     return out, questions
-
-
-def _disk_mb(path: Path) -> float:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
 
 
 def measure_one(n: int, paths: list[str], fact_batches: int, questions: int, config: MemSIFConfig) -> dict:
@@ -103,11 +100,9 @@ def measure_one(n: int, paths: list[str], fact_batches: int, questions: int, con
                 "judge_calls_trajectory": report.judge_calls_trajectory, "core_facts_sample_s": round(facts_s, 1),
                 "core_facts_per_batch_s": round(per_batch, 2),
                 "core_facts_extrapolated_s": round(per_batch * math.ceil(len(messages) / batch_messages), 1),
-                "retrieval_p50_s": round(float(np.percentile(retrieval, 50)), 2),
-                "retrieval_p95_s": round(float(np.percentile(retrieval, 95)), 2),
-                "answer_p50_s": round(float(np.percentile(answer, 50)), 2),
-                "answer_p95_s": round(float(np.percentile(answer, 95)), 2),
-                "store_mb": round(_disk_mb(data_dir), 1),
+                **{f"{name}_p{q}_s": round(float(np.percentile(seconds, q)), 2)
+                   for name, seconds in (("retrieval", retrieval), ("answer", answer)) for q in (50, 95)},
+                "store_mb": round(sum(f.stat().st_size for f in data_dir.rglob("*") if f.is_file()) / 2**20, 1),
                 "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -132,13 +127,8 @@ def sim_parts(seconds_by_stage: dict[str, float], decisions: list[Decision]) -> 
 
 def growth(rows: list[dict], key: str) -> list[str]:
     """Exponent b of ``key`` ≈ a·n^b between consecutive sizes, as text ("1.02")."""
-    out = []
-    for a, b in itertools.pairwise(rows):
-        if a[key] > 0 and b[key] > 0:
-            out.append(f"{math.log(b[key] / a[key]) / math.log(b['messages'] / a['messages']):.2f}")
-        else:
-            out.append("–")
-    return out
+    return [f"{math.log(b[key] / a[key]) / math.log(b['messages'] / a['messages']):.2f}" if a[key] > 0 and b[key] > 0
+            else "–" for a, b in itertools.pairwise(rows)]
 
 
 def run(sizes: list[int], paths: list[str], fact_batches: int, questions: int, model: str | None = None) -> str:
@@ -158,34 +148,30 @@ def run(sizes: list[int], paths: list[str], fact_batches: int, questions: int, m
 
 def report(rows: list[dict], fact_batches: int) -> str:
     """The markdown table of ``measure_one`` rows, with growth exponents between consecutive sizes."""
-    lines = ["| messages | segments | trajectories | SIM build s | CoreFacts s (extrapolated: s per batch of a "
-             f"{fact_batches}-batch sample × batches) | retrieval p50 / p95 s | answer p50 / p95 s | store MB | "
-             "peak RSS MB |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['messages']} | {r['segments']} | {r['trajectories']} | {r['sim_s']} | "
-                     f"{r['core_facts_extrapolated_s']} | {r['retrieval_p50_s']} / {r['retrieval_p95_s']} | "
-                     f"{r['answer_p50_s']} / {r['answer_p95_s']} | {r['store_mb']} | {r['peak_rss_mb']} |")
+    lines = markdown_table(
+        ["messages", "segments", "trajectories", "SIM build s", "CoreFacts s (extrapolated: s per batch of a "
+         f"{fact_batches}-batch sample × batches)", "retrieval p50 / p95 s", "answer p50 / p95 s", "store MB",
+         "peak RSS MB"],
+        ([r["messages"], r["segments"], r["trajectories"], r["sim_s"], r["core_facts_extrapolated_s"],
+          f"{r['retrieval_p50_s']} / {r['retrieval_p95_s']}", f"{r['answer_p50_s']} / {r['answer_p95_s']}",
+          r["store_mb"], r["peak_rss_mb"]] for r in rows))
+    steps = [f"{a['messages']}→{b['messages']}" for a, b in itertools.pairwise(rows)]
     if len(rows) > 1:
-        lines += ["", "Growth exponent b (cost ≈ a·n^b) between consecutive sizes; 1 = linear:", "",
-                  "| between | SIM build | retrieval p50 | store | peak RSS |", "|---|---|---|---|---|"]
-        steps = [f"{a['messages']}→{b['messages']}" for a, b in itertools.pairwise(rows)]
         cols = [growth(rows, k) for k in ("sim_s", "retrieval_p50_s", "store_mb", "peak_rss_mb")]
-        for k, step in enumerate(steps):
-            lines.append(f"| {step} | " + " | ".join(c[k] for c in cols) + " |")
+        lines += ["", "Growth exponent b (cost ≈ a·n^b) between consecutive sizes; 1 = linear:", "",
+                  *markdown_table(["between", "SIM build", "retrieval p50", "store", "peak RSS"],
+                                  zip(steps, *cols, strict=True))]
     if all("sim_parts_s" in r for r in rows):
-        lines += ["", "SIM build by part, seconds (judge calls in brackets; `structure_rest`: φ against the current "
-                  "segment and the running profiles):", "",
-                  "| messages | " + " | ".join(SIM_PARTS) + " |", "|---|" + "---|" * len(SIM_PARTS)]
+        table = []
         for r in rows:
             cells = [str(r["sim_parts_s"][k]) for k in SIM_PARTS]
             cells[1] += f" ({r['judge_calls_segment']})"
             cells[2] += f" ({r['judge_calls_trajectory']})"
-            lines.append(f"| {r['messages']} | " + " | ".join(cells) + " |")
+            table.append([r["messages"], *cells])
+        lines += ["", "SIM build by part, seconds (judge calls in brackets; `structure_rest`: φ against the current "
+                  "segment and the running profiles):", "", *markdown_table(["messages", *SIM_PARTS], table)]
         if len(rows) > 1:
-            lines += ["", "| between | " + " | ".join(SIM_PARTS) + " |", "|---|" + "---|" * len(SIM_PARTS)]
-            parts = [[{"messages": r["messages"], "s": r["sim_parts_s"][k]} for r in rows] for k in SIM_PARTS]
-            cols = [growth(p, "s") for p in parts]
-            for k, (a, b) in enumerate(itertools.pairwise(rows)):
-                lines.append(f"| {a['messages']}→{b['messages']} | " + " | ".join(c[k] for c in cols) + " |")
+            cols = [growth([{"messages": r["messages"], "s": r["sim_parts_s"][k]} for r in rows], "s")
+                    for k in SIM_PARTS]
+            lines += ["", *markdown_table(["between", *SIM_PARTS], zip(steps, *cols, strict=True))]
     return "\n".join(lines)
