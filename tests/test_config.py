@@ -87,3 +87,15 @@ def test_a_question_may_carry_its_own_answer_settings(engine_factory):
     assert engine.ask("What does Ana love?", namespace="t", answer=small).evidence_used == []
     assert engine.ask("What does Ana love?", namespace="t").evidence_used, "the engine's own settings again"
     assert engine.config.answer.context_tokens == 600
+
+
+def test_the_old_api_module_still_offers_its_names_with_a_deprecation_warning():
+    import memsif
+    import memsif.api
+
+    with pytest.warns(DeprecationWarning, match="import MemSIF from memsif"):
+        assert memsif.api.MemSIF is memsif.MemSIF
+    with pytest.warns(DeprecationWarning, match="the engine's inside now"):
+        assert callable(memsif.api.trajectory_terms)
+    with pytest.raises(AttributeError, match="decision_threshold"):
+        memsif.api.decision_threshold  # noqa: B018  # now MemSIF.trajectory_threshold()

@@ -14,7 +14,7 @@ import gradio as gr
 import pytest
 
 import memsif.inspector
-from memsif.api import MemSIF, MemSIFConfig
+from memsif import MemSIF, MemSIFConfig
 from memsif.inspector import build_demo
 from memsif.inspector.common import EMPTIED, Inspector, Page, Tab, Views
 
