@@ -59,6 +59,7 @@ from memsif.inspector.common import (
     in_background,
     model_share,
     new_session,
+    until_done,
 )
 from memsif.inspector.pace import FACTS, STRUCTURE, TITLES, left_text, span_text
 from memsif.markdown import code_span, escape_markdown
@@ -465,12 +466,8 @@ class MemoryFile:
         session's namespace, replacing what it holds, with the export's own checks (format version,
         embedder) said when it is refused; ``timeline_view(namespace, settings)`` draws it. Yields as
         ``BuildTab.build``."""
-        eng = None
-        for kind, value in self.app.loading_engine(settings):
-            if kind == "status":
-                yield namespace, previous, value, gr.skip(), gr.skip()
-            else:
-                eng = value
+        eng = yield from until_done(self.app.loading_engine(settings),
+                                    lambda text: (namespace, previous, text, gr.skip(), gr.skip()))
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -607,12 +604,8 @@ class BuildTab:
             return
         count = sum(len(t.messages) for t in transcripts)  # said at once: no summary of another memory stays
         yield namespace, previous, f"⏳ Building {count} messages from {code_span(source.name)}…", gr.skip(), gr.skip()
-        eng = None
-        for kind, value in self.app.loading_engine(settings):  # the first click after a start waits for the models
-            if kind == "status":
-                yield namespace, previous, value, gr.skip(), gr.skip()
-            else:
-                eng = value
+        eng = yield from until_done(self.app.loading_engine(settings),  # the first click after a start waits for them
+                                    lambda text: (namespace, previous, text, gr.skip(), gr.skip()))
         prebuilt = self.prebuilt_for(eng, settings) if file is None and not live else None
         if prebuilt is not None:
             source.prebuilt = True
