@@ -114,9 +114,7 @@ def phi_timeline(decisions: Sequence[Decision], messages: Sequence[Message], tau
                "dtick": index_tick(len(decisions))},
         yaxis={"title": "φ(u_t, S_i)", "range": [0, 1.02]},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
-        margin={"l": 50, "r": 20, "t": 60, "b": 40}, height=420,
-        hovermode="closest",
-    )
+        margin={"l": 50, "r": 20, "t": 60, "b": 40}, height=420, hovermode="closest")
     return fig
 
 

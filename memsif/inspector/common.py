@@ -444,11 +444,9 @@ class Inspector:
         if not settings:
             return ""
         base = self.config
-        changed = []
-        for key, (label, name) in SETTING_FIELDS.items():
-            value = getattr(settings, key)
-            if abs(float(value) - float(getattr(base, name))) > 1e-9:
-                changed.append(f"{label} {value:g} (default {getattr(base, name):g})")
+        changed = [f"{label} {getattr(settings, key):g} (default {getattr(base, name):g})"
+                   for key, (label, name) in SETTING_FIELDS.items()
+                   if abs(float(getattr(settings, key)) - float(getattr(base, name))) > 1e-9]
         default = f"{base.model.llm_backend}:{base.model.llm_model}"
         if settings.model and settings.model != default:
             changed.append(f"model {code_span(settings.model)} (default {code_span(default)})")
