@@ -409,19 +409,17 @@ def layout(live_wait: str) -> BuildViews:
                             file_types=[".json", ".jsonl", ".txt", ".md", ".log", ".text", ".gz", ".zip"],
                             elem_id="upload")
         ui.sample = gr.Dropdown(label="Conversation (an export's are one history by default; LoCoMo's samples)",
-                                choices=[], elem_id="sample-pick",
-                                allow_custom_value=True)
+                                choices=[], elem_id="sample-pick", allow_custom_value=True)
     with gr.Row():
         ui.dates = gr.Dropdown(label="Chat-log dates (a WhatsApp log whose every date could be 31/12 or 12/31)",
                                choices=DATE_ORDERS, value="detect", elem_id="chatlog-dates")
         ui.private = gr.Checkbox(label="Include conversations marked do-not-remember (left out by default)",
                                  value=False, elem_id="include-private")
     gr.Markdown("Without a file, **Build memory** shows the bundled LoCoMo conversation conv-26 (419 messages) at "
-                f"once, from its memory prebuilt with the default models{live_wait}. "
-                "Uploads are always built live; the build says how long it has left as it goes. Building another "
-                "transcript replaces this session's memory; the same "
-                "file grown (an export downloaded again) adds its new messages, and an edited one replaces what "
-                "changed.")
+                f"once, from its memory prebuilt with the default models{live_wait}. Uploads are always built live; "
+                "the build says how long it has left as it goes. Building another transcript replaces this session's "
+                "memory; the same file grown (an export downloaded again) adds its new messages, and an edited one "
+                "replaces what changed.")
     ui.models = gr.Markdown(elem_id="models-status")
     with gr.Row():
         ui.build_btn = gr.Button("Build memory", variant="primary", elem_id="build-btn", scale=3)
