@@ -106,19 +106,15 @@ def phi_timeline(decisions: Sequence[Decision], messages: Sequence[Message], tau
         if k % 2 == 0:
             fig.add_vrect(x0=a - 0.5, x1=b - 0.5, fillcolor="#264653", opacity=0.06, line_width=0)
     _title_marks(fig, segments, messages)
-    previous = None
-    for m in messages:
-        if previous is not None and m.session_id != previous:
+    for before, m in pairwise(messages):
+        if m.session_id != before.session_id:
             fig.add_vline(x=m.index - 0.5, line_dash="dot", line_color="#999", opacity=0.6)
-        previous = m.session_id
     fig.update_layout(
         xaxis={"title": "message index", "rangeslider": {"visible": True}, "tickformat": "d",
                "dtick": index_tick(len(decisions))},
         yaxis={"title": "φ(u_t, S_i)", "range": [0, 1.02]},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
-        margin={"l": 50, "r": 20, "t": 60, "b": 40}, height=420,
-        hovermode="closest",
-    )
+        margin={"l": 50, "r": 20, "t": 60, "b": 40}, height=420, hovermode="closest")
     return fig
 
 
@@ -147,13 +143,8 @@ def segment_rows(segments: Sequence[TopicalSegment], decisions: Sequence[Decisio
     rows = []
     for s in segments:
         d = opened.get(s.message_ids[0])
-        how = ""
-        if d is not None:
-            how = str(d.rule)
-            if d.score is not None:
-                how += f" φ={d.score.phi:.3f}"
-            if d.judge_prob is not None:
-                how += f" P={d.judge_prob:.2f}"
+        how = "" if d is None else (str(d.rule) + (f" φ={d.score.phi:.3f}" if d.score is not None else "")
+                                    + (f" P={d.judge_prob:.2f}" if d.judge_prob is not None else ""))
         rows.append([s.id, s.title.text if s.title else "", s.trajectory_id or "", len(s.message_ids),
                      s.message_ids[0], s.message_ids[-1],
                      ", ".join(names.get(i, i) for i in s.session_ids), how, ", ".join(s.entities[:8])])
@@ -204,7 +195,7 @@ def _draw_links(fig: go.Figure, multi: Sequence[EventTrajectory], by_id: dict[st
         fig.add_trace(go.Scatter(
             x=[(x_of[a] + x_of[b]) / 2 for a, b, _, _ in scored],
             y=[(y_of[a] + y_of[b]) / 2 for a, b, _, _ in scored],
-            mode="markers+text" if labelled_links(len(scored)) else "markers",
+            mode="markers+text" if len(scored) <= LABEL_SEGMENTS_UP_TO else "markers",
             text=[f"{p:.2f}" for _, _, p, _ in scored],
             textposition="top center", textfont={"size": 9, "color": "#555"},
             marker={"size": 4, "color": "#888"}, showlegend=False, hoverinfo="text",
@@ -251,11 +242,6 @@ def trajectory_graph(segments: Sequence[TopicalSegment], trajectories: Sequence[
     return fig
 
 
-def labelled_links(n: int) -> bool:
-    """Whether the graph writes each link's score (hover always gives it)."""
-    return n <= LABEL_SEGMENTS_UP_TO
-
-
 def counted(n: int, noun: str) -> str:
     """"1 fact", "2 facts", "0 messages"."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
@@ -280,15 +266,12 @@ def _candidate_outcome(d: TrajectoryDecision, c) -> str:
         return "joined"
     if c.compatible:
         return "judge_other"
-    scored = c.link_prob is not None or c.judge_prob is not None
-    return "judge_no" if scored else "below_floor"
+    return "judge_no" if c.link_prob is not None or c.judge_prob is not None else "below_floor"
 
 
 def _candidate_y(c) -> float:
     """P(same thread) of the link model; older logs: the judge's probability, else φ."""
-    if c.link_prob is not None:
-        return c.link_prob
-    return c.judge_prob if c.judge_prob is not None else c.score.phi
+    return next(p for p in (c.link_prob, c.judge_prob, c.score.phi) if p is not None)
 
 
 def _candidate_parts(d: TrajectoryDecision, c) -> list[str]:
@@ -315,7 +298,7 @@ def trajectory_decisions_plot(decisions: Sequence[Decision], segments: Sequence[
     trajectory. Hover gives φ with its terms, the rare-word overlap, the days between, the judge's
     P(yes) and the rule. ``decisions`` as ``MemSIF.decisions(ns)`` returns them."""
     by_id = {s.id: s for s in segments}
-    points: dict[str, tuple[list, list, list]] = {k: ([], [], []) for k in TRAJECTORY_OUTCOMES}
+    points: dict[str, list[tuple[int, float, str]]] = {k: [] for k in TRAJECTORY_OUTCOMES}
     chosen = [d for d in latest_decisions(decisions).values() if d.segment_id in by_id]
     threshold = next((d.threshold for d in chosen if d.threshold is not None), threshold)
     for d in chosen:
@@ -324,19 +307,15 @@ def trajectory_decisions_plot(decisions: Sequence[Decision], segments: Sequence[
         for c in d.candidates:
             key = _candidate_outcome(d, c)
             via = f" via {c.segment_id}" if c.segment_id else ""
-            points[key][0].append(x)
-            points[key][1].append(_candidate_y(c))
-            points[key][2].append(f"{escape_html(f'{d.segment_id} → {c.trajectory_id}{via}')}: "
-                                  f"{', '.join(_candidate_parts(d, c))}<br>{TRAJECTORY_OUTCOMES[key][0]}")
+            points[key].append((x, _candidate_y(c), f"{escape_html(f'{d.segment_id} → {c.trajectory_id}{via}')}: "
+                                f"{', '.join(_candidate_parts(d, c))}<br>{TRAJECTORY_OUTCOMES[key][0]}"))
         if d.created:
-            points["opened"][0].append(x)
-            points["opened"][1].append(0.0)
             opened = f"{d.segment_id} opened {d.trajectory_id}: {d.rule or 'none joined'}"
-            points["opened"][2].append(escape_html(opened))
+            points["opened"].append((x, 0.0, escape_html(opened)))
     fig = go.Figure()
     for key, (name, symbol, colour) in TRAJECTORY_OUTCOMES.items():
-        xs, ys, hover = points[key]
-        if xs:
+        if points[key]:
+            xs, ys, hover = zip(*points[key], strict=True)
             what = counted(len(xs), "segment" if key == "opened" else "candidate pair")  # the title counts segments
             fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=f"{name} ({what})", hovertext=hover,
                                      hoverinfo="text", marker={"symbol": symbol, "color": colour, "size": 9}))
@@ -418,7 +397,7 @@ def evidence_lens(rows: Sequence[LensRow], nce_only: bool = True, nce_ted: float
     chosen = [r for r in rows if not nce_only or (r.ted is not None and r.ted >= nce_ted)]
     chosen = sorted(chosen, key=lambda r: (r.ted or 0.0))  # most spread-out at the top
     labels = [f"{k + 1}. {escape_html(r.question[:60])}" for k, r in enumerate(chosen)]  # tick text renders HTML
-    points: dict[str, tuple[list, list, list]] = {name: ([], [], []) for name in (*LENS_PATHS, "missed", "hybrid")}
+    points: dict[str, list[tuple[int, str, str]]] = {name: [] for name in (*LENS_PATHS, "missed", "hybrid")}
     fig = go.Figure()
     for label, r in zip(labels, chosen, strict=True):
         xs = r.gold_index
@@ -431,14 +410,13 @@ def evidence_lens(rows: Sequence[LensRow], nce_only: bool = True, nce_ted: float
             found = f"{gid}: {how or 'missed by MemSIF'}"
             text = f"{escape_html(found)}<br>{escape_html(r.question)}"
             for name in (key, "hybrid") if gid in r.found.get("Hybrid RAG", []) else (key,):
-                points[name][0].append(x)
-                points[name][1].append(label)
-                points[name][2].append(text)
+                points[name].append((x, label, text))
     styles = {**{k: ({"color": c, "size": 11}, f"MemSIF: {k}") for k, c in LENS_PATHS.items()},
               "missed": ({"color": "#999", "size": 11, "symbol": "circle-open"}, "MemSIF missed"),
               "hybrid": ({"color": "black", "size": 8, "symbol": "x-thin", "line": {"width": 2, "color": "black"}},
                          "in Hybrid RAG's context")}
-    for name, (xs, ys, texts) in points.items():
+    for name, drawn in points.items():
+        xs, ys, texts = zip(*drawn, strict=True) if drawn else ((), (), ())
         marker, legend = styles[name]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=legend, marker=marker, text=texts,
                                  hovertemplate="%{text}<extra></extra>"))
@@ -452,8 +430,7 @@ def evidence_lens(rows: Sequence[LensRow], nce_only: bool = True, nce_ted: float
 def verification_text(fact: CoreFact) -> str:
     """A CoreFact's verification as the fact table shows it: "✓ " and the rule it passed, or
     "not verified: " and why."""
-    check = fact.verification
-    if check is None:
+    if (check := fact.verification) is None:
         return "not verified: stored before facts were verified (build the memory again)"
     return f"✓ {check.rule}" if check.verified else check.rule
 
@@ -511,10 +488,8 @@ def fact_chain(fact: CoreFact, by_id: Mapping[str, CoreFact], before: Mapping[st
     while (later := by_id[chain[-1]].superseded_by if chain[-1] in by_id else None) and later not in seen:
         chain.append(later)
         seen.add(later)
-    if len(chain) == 1:
-        return ""
     last = by_id.get(chain[-1])
-    return " → ".join(chain) + (f" ({last.status})" if last else "")
+    return "" if len(chain) == 1 else " → ".join(chain) + (f" ({last.status})" if last else "")
 
 
 def op_rows(log: Sequence[FactOperation]) -> list[list[Any]]:
@@ -522,8 +497,7 @@ def op_rows(log: Sequence[FactOperation]) -> list[list[Any]]:
     away; an UPDATE, MERGE or SUPERSEDE row what the fact said before → after; "decided by" says when the
     operation came from the second extraction pass."""
     def facts(r: FactOperation) -> str:
-        if r.candidate is not None:
-            c = r.candidate
+        if (c := r.candidate) is not None:
             return f"✗ [{c.type}] {c.subject}: {c.statement}"
         if r.op in (FactOp.UPDATE, FactOp.MERGE, FactOp.SUPERSEDE) and r.before and r.after:
             old, new = r.before[0], r.after[-1]
@@ -543,8 +517,7 @@ def trajectory_detail_rows(trajectory_id: str, segments: Sequence[TopicalSegment
     """The segments and messages of one Event Trajectory, in time order (empty for an unknown id); a
     segment's first row says why it is in the trajectory (its ``TrajectoryDecision.rule``; older logs:
     joined or opened)."""
-    wanted = next((t for t in trajectories if t.id == trajectory_id), None)
-    if wanted is None:
+    if (wanted := next((t for t in trajectories if t.id == trajectory_id), None)) is None:
         return []
     by_seg = {s.id: s for s in segments}
     by_msg = {m.id: m for m in messages}
@@ -554,9 +527,7 @@ def trajectory_detail_rows(trajectory_id: str, segments: Sequence[TopicalSegment
 
 
 def _why(d: TrajectoryDecision) -> str:
-    if d.rule:
-        return d.rule
-    return f"opened {d.trajectory_id}" if d.created else f"joined {d.trajectory_id}"
+    return d.rule or f"{'opened' if d.created else 'joined'} {d.trajectory_id}"
 
 
 def message_rows(ids: Sequence[str], messages: Sequence[Message]) -> list[list[Any]]:
@@ -571,10 +542,8 @@ def _message_row(m: Message) -> list[Any]:
 
 def _time_cell(when: datetime | None) -> str:
     """A message's time as a table shows it, marked where it cannot be right (``io.dates``)."""
-    if when is None:
-        return ""
-    shown = when.isoformat(sep=" ", timespec="minutes")
-    return f"{shown} ⚠ date cannot be right" if implausible(when) else shown
+    shown = when.isoformat(sep=" ", timespec="minutes") if when else ""
+    return f"{shown} ⚠ date cannot be right" if when and implausible(when) else shown
 
 
 def evidence_how(evidence: Evidence) -> str:
@@ -637,10 +606,9 @@ def answer_markdown(answer: Answer, supporting: int = 3, clip_chars: int = 200) 
     if answer.when_rule:
         lines.append(f"\nℹ️ The model wrote **{escape_markdown(answer.model_answer)}**; its memory resolves the "
                      f"period as written above (see the trace).")
-    best = best_evidence(answer.evidence_used)
-    if best[:supporting]:
+    if best := best_evidence(answer.evidence_used)[:supporting]:
         lines.append("\n**Best supporting messages**")
-        for e in best[:supporting]:
+        for e in best:
             text = e.statement if len(e.statement) <= clip_chars else e.statement[:clip_chars - 1] + "…"
             when = f" ({e.time.date().isoformat()})" if e.time else ""
             lines.append(f"- {_ids(e.source_message_ids)} {escape_markdown(e.subject)}{when}: {escape_markdown(text)}")
@@ -653,8 +621,7 @@ def trace_markdown(answer: Answer) -> tuple[str, str]:
     """(title, body) of a ``memsif.answer.query.Answer``'s trace for a collapsible chat message: facts and
     evidence with their source ids, sufficiency probability, whether it traced back, tokens and
     seconds (§3.5). What the memory holds, the rules' words and the errors are shown as written (escaped)."""
-    p = answer.sufficiency_prob
-    if p is not None:
+    if (p := answer.sufficiency_prob) is not None:
         gate = f"{'sufficient' if answer.sufficient else 'insufficient'} (P={p:.2f})"
     elif not answer.facts_used:
         gate = "no facts to check"
@@ -672,16 +639,10 @@ def trace_markdown(answer: Answer) -> tuple[str, str]:
         lines.append(f"- {code_span(f.id)} ({f.kind}, {escape_markdown(f.type)}) {escape_markdown(f.subject)}: "
                      f"{escape_markdown(f.statement)} — sources {escape_markdown(', '.join(f.source_message_ids))}"
                      f"{' · a fact of the speaker asked about' if f.found_by == 'subject' else ''}")
-    if answer.aggregation_rule:
-        lines.append(f"\n_Question: {escape_markdown(answer.aggregation_rule)}_")
-    if answer.gate_rule:
-        lines.append(f"\n_Sufficiency gate: {escape_markdown(answer.gate_rule)}_")
-    if answer.relevance_rule:
-        lines.append(f"\n_Relevance: {escape_markdown(answer.relevance_rule)}_")
-    if answer.answer_check_rule:
-        lines.append(f"\n_Answer check: {escape_markdown(answer.answer_check_rule)}_")
-    if answer.when_rule:
-        lines.append(f"\n_Date of the answer: {escape_markdown(answer.when_rule)}_")
+    rules = (("Question", answer.aggregation_rule), ("Sufficiency gate", answer.gate_rule),
+             ("Relevance", answer.relevance_rule), ("Answer check", answer.answer_check_rule),
+             ("Date of the answer", answer.when_rule))
+    lines += [f"\n_{what}: {escape_markdown(rule)}_" for what, rule in rules if rule]
     if answer.evidence_used:
         lines.append("\n**Nearest excerpts** (none is about the question; not given to the model)"
                      if answer.nothing_relevant else
@@ -691,8 +652,7 @@ def trace_markdown(answer: Answer) -> tuple[str, str]:
             how = evidence_how(e)
             lines.append(f"- {escape_markdown(e.subject)}: {escape_markdown(e.statement)} — "
                          f"{_ids(e.source_message_ids)}{f' ({where})' if where else ''}{f' · {how}' if how else ''}")
-    stages = ", ".join(f"{k} {v:.2f} s" for k, v in answer.seconds_by_stage.items())
-    if stages:
+    if stages := ", ".join(f"{k} {v:.2f} s" for k, v in answer.seconds_by_stage.items()):
         lines.append(f"\n_Stages: {stages}_")
     if answer.active_facts_changed:
         lines.append(f"\nActiveFacts changed: {escape_markdown(', '.join(answer.active_facts_changed))}")
@@ -702,8 +662,7 @@ def trace_markdown(answer: Answer) -> tuple[str, str]:
     if answer.premise_mentions:
         lines.append(f"\nℹ️ The answer repeats the question's words that its context does not hold: "
                      f"{escape_markdown(', '.join(answer.premise_mentions))}")
-    for err in answer.errors:
-        lines.append(f"\n⚠️ {escape_markdown(err)}")
+    lines += [f"\n⚠️ {escape_markdown(err)}" for err in answer.errors]
     return title, "\n".join(lines)
 
 

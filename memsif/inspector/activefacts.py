@@ -75,14 +75,14 @@ class ActiveFactsTab:
         clusters = eng.clusters(namespace) if eng else []
         deleted = {a.id for a in eng.active_facts(namespace, deleted=True) if a.status == "deleted"} if eng else set()
         eng = eng or self.app.engine_for(settings)
-        rows = []
-        for c in clusters:
-            statement = c.statement or c.central_statement or ""
-            promoted = c.active_fact_id or "not promoted"
-            rows.append([c.id, c.label or c.subject, statement, round(c.score_src, 3), round(c.score_qry, 3),
-                         len(c.sources), " | ".join(c.queries),
-                         f"{promoted} (deleted by a person)" if promoted in deleted else promoted,
-                         ", ".join(c.sources)])
+
+        def promoted(c) -> str:
+            said = c.active_fact_id or "not promoted"
+            return f"{said} (deleted by a person)" if said in deleted else said
+
+        rows = [[c.id, c.label or c.subject, c.statement or c.central_statement or "", round(c.score_src, 3),
+                 round(c.score_qry, 3), len(c.sources), " | ".join(c.queries), promoted(c), ", ".join(c.sources)]
+                for c in clusters]
         return cluster_scatter(clusters, eng.config.method.theta_src, eng.config.method.theta_qry), rows
 
     def cluster_sources(self, namespace: str | None, settings: SessionSettings | None, evt: gr.SelectData):
@@ -111,8 +111,8 @@ class ActiveFactsTab:
     def wire(self, page: Page) -> None:
         """The tab's own events."""
         a, per_session = page[ActiveFactsViews], [page.namespace, page.settings]
-        a.refresh_btn.click(self.clusters_view, inputs=per_session, outputs=[a.plot, a.table], api_name="clusters")
-        a.tab.select(self.clusters_view, inputs=per_session, outputs=[a.plot, a.table], api_name=False)
+        for trigger, api_name in ((a.refresh_btn.click, "clusters"), (a.tab.select, False)):
+            trigger(self.clusters_view, inputs=per_session, outputs=[a.plot, a.table], api_name=api_name)
         a.table.select(self.cluster_sources, inputs=per_session, outputs=[a.sources, a.active_id], api_name=False)
         for button, deleted in ((a.delete_btn, True), (a.restore_btn, False)):
             button.click(functools.partial(self.set_deleted, deleted=deleted), inputs=[*per_session, a.active_id],

@@ -59,6 +59,7 @@ from memsif.inspector.common import (
     in_background,
     model_share,
     new_session,
+    until_done,
 )
 from memsif.inspector.pace import FACTS, STRUCTURE, TITLES, left_text, span_text
 from memsif.markdown import code_span, escape_markdown
@@ -166,15 +167,16 @@ def list_samples(file):
     """The Sample box for an uploaded transcript file (an export's conversations by title and date,
     LoCoMo's and LongMemEval's sample ids), and the page's one message when the file cannot be read.
     Returns (sample dropdown, build summary)."""
+    none = gr.Dropdown(choices=[], value=None)
     if file is None:
-        return gr.Dropdown(choices=[], value=None), gr.skip()
-    if is_export(checked_path(file)):
-        return gr.Dropdown(choices=[], value=None), ("A MemSIF export: **Build memory** restores it into this "
-                                                     "session, replacing what the session holds.")
+        return none, gr.skip()
+    if is_export(path := checked_path(file)):
+        return none, ("A MemSIF export: **Build memory** restores it into this session, replacing what the session "
+                      "holds.")
     try:
-        choices, value = sample_choices(load_upload(checked_path(file)))
-    except (UploadRefused, gr.Error) as exc:
-        return gr.Dropdown(choices=[], value=None), str(exc)
+        choices, value = sample_choices(load_upload(path))
+    except UploadRefused as exc:
+        return none, str(exc)
     return gr.Dropdown(choices=choices, value=value), gr.skip()
 
 
@@ -193,13 +195,9 @@ def question_hint(transcripts: list) -> str:
 
 def _contents(transcripts: list) -> str:
     """What was built, for the summary: sample ids, or an export's conversation titles."""
-    parts = []
-    for t in transcripts:
-        sessions = t.extra.get("sessions")
-        parts.append(f"{len(sessions)} conversation{'s' if len(sessions) != 1 else ''}: "
-                     + escape_markdown(", ".join(s["title"] for s in sessions)) if sessions
-                     else escape_markdown(t.sample_id))
-    return "; ".join(parts)
+    return "; ".join(f"{len(sessions)} conversation{'s' if len(sessions) != 1 else ''}: "
+                     + escape_markdown(", ".join(s["title"] for s in sessions))
+                     if (sessions := t.extra.get("sessions")) else escape_markdown(t.sample_id) for t in transcripts)
 
 
 def redrawn(draw, placed, anew: bool, every: float | None = None):
@@ -411,19 +409,17 @@ def layout(live_wait: str) -> BuildViews:
                             file_types=[".json", ".jsonl", ".txt", ".md", ".log", ".text", ".gz", ".zip"],
                             elem_id="upload")
         ui.sample = gr.Dropdown(label="Conversation (an export's are one history by default; LoCoMo's samples)",
-                                choices=[], elem_id="sample-pick",
-                                allow_custom_value=True)
+                                choices=[], elem_id="sample-pick", allow_custom_value=True)
     with gr.Row():
         ui.dates = gr.Dropdown(label="Chat-log dates (a WhatsApp log whose every date could be 31/12 or 12/31)",
                                choices=DATE_ORDERS, value="detect", elem_id="chatlog-dates")
         ui.private = gr.Checkbox(label="Include conversations marked do-not-remember (left out by default)",
                                  value=False, elem_id="include-private")
     gr.Markdown("Without a file, **Build memory** shows the bundled LoCoMo conversation conv-26 (419 messages) at "
-                f"once, from its memory prebuilt with the default models{live_wait}. "
-                "Uploads are always built live; the build says how long it has left as it goes. Building another "
-                "transcript replaces this session's memory; the same "
-                "file grown (an export downloaded again) adds its new messages, and an edited one replaces what "
-                "changed.")
+                f"once, from its memory prebuilt with the default models{live_wait}. Uploads are always built live; "
+                "the build says how long it has left as it goes. Building another transcript replaces this session's "
+                "memory; the same file grown (an export downloaded again) adds its new messages, and an edited one "
+                "replaces what changed.")
     ui.models = gr.Markdown(elem_id="models-status")
     with gr.Row():
         ui.build_btn = gr.Button("Build memory", variant="primary", elem_id="build-btn", scale=3)
@@ -465,12 +461,8 @@ class MemoryFile:
         session's namespace, replacing what it holds, with the export's own checks (format version,
         embedder) said when it is refused; ``timeline_view(namespace, settings)`` draws it. Yields as
         ``BuildTab.build``."""
-        eng = None
-        for kind, value in self.app.loading_engine(settings):
-            if kind == "status":
-                yield namespace, previous, value, gr.skip(), gr.skip()
-            else:
-                eng = value
+        eng = yield from until_done(self.app.loading_engine(settings),
+                                    lambda text: (namespace, previous, text, gr.skip(), gr.skip()))
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -488,12 +480,11 @@ class MemoryFile:
         current = sum(f.fact.status == "current" for f in data.facts)
         corrections = sum(op.decided_by == "person" for op in data.fact_ops)
         notes = "".join(f" ⚠️ {escape_markdown(str(w.message))}" for w in caught)
-        fig, rows = timeline_view(namespace, settings)
         yield (namespace, source, f"**Restored** {code_span(source.name)} (exported from namespace "
                f"{code_span(data.namespace)}): **{len(data.messages)} messages**, {len(data.segments)} Topical "
                f"Segments, {len(data.trajectories)} Event Trajectories, {current} current CoreFacts "
                f"({corrections} corrections by a person in its log), {len(data.active_facts)} ActiveFacts.{notes}"
-               + structure_health(eng, namespace) + where_it_lies(eng, namespace), fig, rows)
+               + structure_health(eng, namespace) + where_it_lies(eng, namespace), *timeline_view(namespace, settings))
 
     def download(self, namespace: str | None, settings: SessionSettings | None,
                  source: BuiltSource | None = None) -> tuple[str | None, str]:
@@ -521,7 +512,7 @@ def download_name(source: BuiltSource | None, now: datetime) -> str:
         stem = Path(source.name).name
         for suffix in (".gz", ".json", ".jsonl", ".txt", ".zip"):
             stem = stem.removesuffix(suffix)
-        parts = [stem, source.sample or ""] if source.sample and source.sample not in stem else [stem]
+        parts = [stem, source.sample] if source.sample and source.sample not in stem else [stem]
     name = "-".join(re.sub(r"[^\w.-]+", "-", p).strip("-.") for p in parts if p.strip())
     return f"memsif-{name[:80].strip('-.') or 'memory'}-{now:%Y-%m-%d}.json.gz"
 
@@ -540,11 +531,9 @@ class BuildTab:
         eng = self.app.session_engine(namespace, settings)
         if eng is None:
             return None, []
-        decisions = eng.decisions(namespace, "segment")
-        messages = eng.messages(namespace)
-        segments = eng.segments(namespace)
-        fig = phi_timeline(decisions, messages, eng.config.method.tau_split, eng.config.method.tau_merge, segments)
-        return fig, segment_rows(segments, decisions, source.session_titles if source else None)
+        decisions, segments, method = eng.decisions(namespace, "segment"), eng.segments(namespace), eng.config.method
+        return (phi_timeline(decisions, eng.messages(namespace), method.tau_split, method.tau_merge, segments),
+                segment_rows(segments, decisions, source.session_titles if source else None))
 
     def prebuilt_for(self, eng, settings: SessionSettings | None) -> NamespaceExport | None:
         """The prebuilt example memory when it shows what this engine would build: its provenance records
@@ -561,18 +550,15 @@ class BuildTab:
         segment titles where the example's build timed them) for the bundled example, estimated
         from the pace the page knows (``PACE``: this server's, else the prebuilt example's own build, whose
         provenance sets the prior here); "" when neither is known."""
-        data = self.app.example()
-        batch = self.app.config.facts.fact_batch_messages
+        data, facts = self.app.example(), self.app.config.facts
         if data is not None:
-            self.app.pace.set_prior(data.provenance, batch)
-        messages = len(data.messages) if data is not None else 0
-        segments = len(data.segments) if data is not None else 0
+            self.app.pace.set_prior(data.provenance, facts.fact_batch_messages)
+        messages, segments = (len(data.messages), len(data.segments)) if data is not None else (0, 0)
         parts, bases = [], []
         for kind, units, what in ((STRUCTURE, messages, "to its timeline"),
-                                  (FACTS, math.ceil(messages / batch), "more for its CoreFacts"),
+                                  (FACTS, math.ceil(messages / facts.fact_batch_messages), "more for its CoreFacts"),
                                   (TITLES, segments, "more for the model's segment titles")):
-            countdown = self.app.pace.countdown(kind, wave=self.app.config.facts.fact_parallel if kind != STRUCTURE
-                                                 else 1)
+            countdown = self.app.pace.countdown(kind, wave=1 if kind == STRUCTURE else facts.fact_parallel)
             countdown.update(0, units)
             if (span := countdown.left()) is not None:
                 parts.append(f"about {span_text(span)} {what}")
@@ -595,9 +581,8 @@ class BuildTab:
         API clients without a browser session get a fresh namespace; ``dates`` and ``private`` as ``load_upload``.
         Yields (namespace, source, summary, timeline figure, segment rows)."""
         namespace = namespace or new_session()
-        if file is not None and is_export(checked_path(file)):
-            yield from MemoryFile(self.app).restore(checked_path(file), namespace, settings, previous,
-                                                    self.timeline_view)
+        if file is not None and is_export(path := checked_path(file)):
+            yield from MemoryFile(self.app).restore(path, namespace, settings, previous, self.timeline_view)
             return
         try:
             transcripts, source = read_source(file, None if sample == ALL_CONVERSATIONS else sample, dates, private)
@@ -607,19 +592,14 @@ class BuildTab:
             return
         count = sum(len(t.messages) for t in transcripts)  # said at once: no summary of another memory stays
         yield namespace, previous, f"⏳ Building {count} messages from {code_span(source.name)}…", gr.skip(), gr.skip()
-        eng = None
-        for kind, value in self.app.loading_engine(settings):  # the first click after a start waits for the models
-            if kind == "status":
-                yield namespace, previous, value, gr.skip(), gr.skip()
-            else:
-                eng = value
+        eng = yield from until_done(self.app.loading_engine(settings),  # the first click after a start waits for them
+                                    lambda text: (namespace, previous, text, gr.skip(), gr.skip()))
         prebuilt = self.prebuilt_for(eng, settings) if file is None and not live else None
         if prebuilt is not None:
             source.prebuilt = True
-            summary = load_prebuilt(eng, namespace, prebuilt, previous, source)
-            fig, rows = self.timeline_view(namespace, settings)
-            summary += structure_health(eng, namespace) + where_it_lies(eng, namespace)
-            yield namespace, source, summary, fig, rows
+            summary = (load_prebuilt(eng, namespace, prebuilt, previous, source) + structure_health(eng, namespace)
+                       + where_it_lies(eng, namespace))
+            yield namespace, source, summary, *self.timeline_view(namespace, settings)
             return
         yield from self._build_live(eng, namespace, transcripts, source, previous, settings, progress)
 
@@ -666,7 +646,6 @@ class BuildTab:
         countdown = self.app.pace.countdown(STRUCTURE, paused=lambda: waited(namespace),
                                             work=lambda: eng.workload(namespace))  # counted in judge calls once known
         countdown.update(0, total)
-
         placed = JobProgress()
 
         def describe(state: JobProgress, seconds: float) -> str:
@@ -692,13 +671,12 @@ class BuildTab:
                     countdown.finish()
         except MemSIFError as exc:  # said in the summary, with the memory that exists; no stale progress
             source.failed, source.building = str(exc), False
-            fig, rows = self.timeline_view(namespace, settings, source)
-            yield namespace, source, stopped_summary(eng, namespace, exc), fig, rows
+            yield (namespace, source, stopped_summary(eng, namespace, exc),
+                   *self.timeline_view(namespace, settings, source))
             return
         source.building = False
-        fig, rows = self.timeline_view(namespace, settings, source)
         summary = self.built_summary(eng, namespace, transcripts, reports, source, replaced, settings)
-        yield namespace, source, summary, fig, rows
+        yield namespace, source, summary, *self.timeline_view(namespace, settings, source)
 
     def built_summary(self, eng, namespace: str, transcripts: list, reports: list, source: BuiltSource, replaced: str,
                       settings: SessionSettings | None) -> str:
@@ -715,10 +693,8 @@ class BuildTab:
         summary += structure_health(eng, namespace) + where_it_lies(eng, namespace)
         if notes := sorted({r.trajectory_note for r in reports if r.trajectory_note}):
             summary += "\n\n" + "\n".join(f"ℹ️ Event Trajectories: {escape_markdown(n)}" for n in notes)
-        if warning := runtime_of(eng.llm).warning():
-            summary += f"\n\n{warning}"
-        if in_force := self.app.settings_in_force(settings):
-            summary += f"\n\n{in_force}"
+        summary += "".join(f"\n\n{said}" for said in (runtime_of(eng.llm).warning(),
+                                                        self.app.settings_in_force(settings)) if said)
         warnings = [w for t in transcripts for w in t.warnings] + [w for r in reports for w in r.warnings]
         if warnings:
             summary += "\n\n" + "\n".join(f"⚠️ {escape_markdown(w)}" for w in warnings[:5]) + (
@@ -753,8 +729,6 @@ class BuildTab:
         b.upload.change(list_samples, inputs=b.upload, outputs=[b.sample, b.summary], api_name="samples")
         b.download_btn.click(self.download, inputs=[*per_session, page.source], outputs=[b.download, b.download_status],
                              api_name="download")
-        b.tab.select(self.timeline_view, inputs=[*per_session, page.source], outputs=[b.timeline, b.table],
-                     api_name=False)
-        timeline_btn = gr.Button(visible=False)
-        timeline_btn.click(self.timeline_view, inputs=[*per_session, page.source], outputs=[b.timeline, b.table],
-                           api_name="timeline")
+        for trigger, api_name in ((b.tab.select, False), (gr.Button(visible=False).click, "timeline")):
+            trigger(self.timeline_view, inputs=[*per_session, page.source], outputs=[b.timeline, b.table],
+                    api_name=api_name)

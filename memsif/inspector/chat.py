@@ -31,7 +31,6 @@ from memsif.inspector.place import MessagePlace
 from memsif.markdown import escape_markdown
 from memsif.viz import answer_markdown, best_evidence, trace_markdown
 
-#: Messages shown on each side of an opened message, within its Topical Segment.
 #: Seconds between two updates of a streaming answer in the chat.
 STREAM_EVERY_S = 0.1
 
@@ -171,9 +170,9 @@ class ChatTab:
             with interactive():  # part of the chat a person waits for, and said so to whoever waits behind it
                 eng.ingest(turns, namespace=namespace, core_facts=False)
         sources = answer_sources(result)
-        picker = gr.Dropdown(choices=sources, value=None, interactive=bool(sources))
-        trace = result.to_dict() if result is not None else {}  # the raw-JSON trace view
-        yield (namespace, history, "", trace, *self.clusters.clusters_view(namespace, settings), picker)
+        yield (namespace, history, "", result.to_dict() if result is not None else {},  # the raw-JSON trace view
+               *self.clusters.clusters_view(namespace, settings),
+               gr.Dropdown(choices=sources, value=None, interactive=bool(sources)))
 
     @guard
     def message_context(self, message_id: str | None, namespace: str | None, settings: SessionSettings | None = None):

@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
@@ -220,19 +220,27 @@ def in_background(work: Callable[[ProgressFn], Any], progress: gr.Progress,
     yield "done", out["result"]
 
 
+def until_done(steps: Iterator[tuple[str, Any]], shown: Callable[[str], Any]) -> Generator[Any, None, Any]:
+    """Each ("status", text) of ``steps`` (``in_background``, ``Inspector.loading_engine``) yielded as
+    ``shown(text)``; returns the value of its ("done", value)."""
+    for kind, value in steps:
+        if kind == "done":
+            return value
+        yield shown(value)
+    raise RuntimeError("the steps ended without a result")
+
+
 def model_in_use(eng: MemSIF) -> str:
     """Markdown naming the loaded model and what runs it ("… on llama.cpp · CPU library zen4 …"), with
     the fallback warning when the configured back-end could not run (``Runtime.warning``)."""
-    llm = eng.llm
-    runtime = runtime_of(llm)
-    line = f"Model: **{llm.name or '?'}** on {runtime.line()}."
+    runtime = runtime_of(eng.llm)
+    line = f"Model: **{eng.llm.name or '?'}** on {runtime.line()}."
     return f"{line}\n\n{runtime.warning()}" if runtime.fallback_from else line
 
 
 def model_share(namespace: str) -> str:
     """What this session's job waits for on the shared model, or with how many others it shares it."""
-    waiting = queue_position(namespace)
-    if waiting:
+    if waiting := queue_position(namespace):
         return f" · ⏳ {waiting}"
     others = sharing(namespace)
     return f" · the model is shared with {others} other job(s), call by call" if others else ""
@@ -436,11 +444,9 @@ class Inspector:
         if not settings:
             return ""
         base = self.config
-        changed = []
-        for key, (label, name) in SETTING_FIELDS.items():
-            value = getattr(settings, key)
-            if abs(float(value) - float(getattr(base, name))) > 1e-9:
-                changed.append(f"{label} {value:g} (default {getattr(base, name):g})")
+        changed = [f"{label} {getattr(settings, key):g} (default {getattr(base, name):g})"
+                   for key, (label, name) in SETTING_FIELDS.items()
+                   if abs(float(getattr(settings, key)) - float(getattr(base, name))) > 1e-9]
         default = f"{base.model.llm_backend}:{base.model.llm_model}"
         if settings.model and settings.model != default:
             changed.append(f"model {code_span(settings.model)} (default {code_span(default)})")

@@ -5,6 +5,7 @@ Delete / Restore), the source messages of a selected fact (§3.3), and the field
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,7 @@ from memsif.inspector.common import (
     guard,
     in_background,
     model_share,
+    until_done,
 )
 from memsif.inspector.pace import FACTS, TITLES, Countdown, first_unit_text, left_text
 from memsif.markdown import escape_html
@@ -117,6 +119,17 @@ class FactsJobClock:
             countdown.finish()
 
 
+def _fact(eng, namespace: str | None, fact_id: str | None):
+    """The CoreFact (history included) whose id ``fact_id`` names, in any case; None when there is none."""
+    wanted = (fact_id or "").strip().upper()
+    return next((f for f in eng.facts(namespace, history=True) if f.id == wanted), None)
+
+
+def _day(fact) -> str:
+    """A CoreFact's event date as the correction field shows it ("2023-05-08"; "" without one)."""
+    return fact.event_time.date().isoformat() if fact.event_time else ""
+
+
 @dataclass(frozen=True)
 class CoreFactsTab:
     """The CoreFacts tab's handlers, bound to the page's ``Inspector`` (``app``)."""
@@ -172,34 +185,29 @@ class CoreFactsTab:
                 check_cancelled()  # its memory replaced after its last model call: it stopped, it did not finish
                 return done
 
-        def chat_waits() -> float:  # each countdown stands still while a chat is served
-            return waited(namespace)
-
+        chat_waits = functools.partial(waited, namespace)  # each countdown stands still while a chat is served
         wave = eng.config.facts.fact_parallel  # batches end a wave at a time; the first is read alone (facts.core)
         clock = FactsJobClock(batches=self.app.pace.countdown(FACTS, wave=wave, paused=chat_waits, first_wave=1),
                               second=self.app.pace.countdown(FACTS, wave=wave, paused=chat_waits),
                               titles=self.app.pace.countdown(TITLES, wave=wave, paused=chat_waits))
+        describe = functools.partial(clock.status, namespace=namespace,
+                                     batch_messages=eng.config.facts.fact_batch_messages)
+        logged = -1
 
-        def describe(state: JobProgress, seconds: float) -> str:
-            return clock.status(state, seconds, namespace, eng.config.facts.fact_batch_messages)
+        def shown(text: str) -> tuple:
+            nonlocal logged
+            try:
+                written = len(eng.fact_log(namespace))
+            except NotFoundError:  # deleted meanwhile: the job's own end (JobCancelled) says why
+                written = logged
+            if written == logged:
+                return text, gr.skip(), gr.skip()
+            logged = written  # a batch was written: show its facts and operations now
+            return (text, *self.facts_view(namespace, None, None, settings))
 
-        shown = -1
         try:
-            for kind, value in in_background(work, progress, describe):
-                if kind == "status":
-                    try:
-                        written = len(eng.fact_log(namespace))
-                    except NotFoundError:  # deleted meanwhile: the job's own end (JobCancelled) says why
-                        yield value, gr.skip(), gr.skip()
-                        continue
-                    if written != shown:  # a batch was written: show its facts and operations now
-                        shown = written
-                        yield (value, *self.facts_view(namespace, None, None, settings))
-                    else:
-                        yield value, gr.skip(), gr.skip()
-                else:
-                    report = value
-                    clock.finish()
+            report = yield from until_done(in_background(work, progress, describe), shown)
+            clock.finish()
         except (JobCancelled, NotFoundError) as exc:  # its memory was replaced or deleted: a reason, no error
             reason = str(exc) if isinstance(exc, JobCancelled) else "this session's memory was deleted or replaced"
             yield f"{STOPPED} {reason}.", *self.facts_view(namespace, None, None, settings)
@@ -260,30 +268,24 @@ class CoreFactsTab:
         """The fact whose id was typed, in the correction fields. Returns (fact id, type, subject, event date,
         statement, correction status)."""
         eng = self.app.session_engine(namespace, settings)
-        wanted = (fact_id or "").strip().upper()
-        fact = next((f for f in eng.facts(namespace, history=True) if f.id == wanted), None) if eng else None
-        if fact is None:
+        if (fact := _fact(eng, namespace, fact_id) if eng else None) is None:
             return fact_id, "", "", "", "", f"No CoreFact {escape_html(repr(fact_id))} in this memory: see the table."
-        return (fact.id, fact.type, fact.subject, fact.event_time.date().isoformat() if fact.event_time else "",
-                fact.statement, f"{fact.id} is {fact.status}.")
+        return fact.id, fact.type, fact.subject, _day(fact), fact.statement, f"{fact.id} is {fact.status}."
 
     def save_fact(self, namespace: str | None, settings: SessionSettings | None, fact_id: str, type_: str,
                   subject: str, when: str, statement: str, op: str | None, subject_filter: str | None):
         """EDIT the selected CoreFact with the fields that differ from it. Returns (what was done or why
         not, the fact id now, fact rows, operation rows)."""
         def edit(eng, fact_id: str) -> FactOperation:
-            fact = next((f for f in eng.facts(namespace, history=True) if f.id == fact_id.strip().upper()), None)
-            if fact is None:
+            if (fact := _fact(eng, namespace, fact_id)) is None:
                 raise NotFoundError(f"No CoreFact {fact_id!r} in this memory: select one in the table.")
-            said_on = fact.event_time.date().isoformat() if fact.event_time else ""
             try:
-                date = parse_time(when) if when.strip() and when.strip() != said_on else None
+                date = parse_time(when) if when.strip() and when.strip() != _day(fact) else None
             except ValueError as exc:
                 raise MemSIFError(f"the event date {when!r} is not a date ({exc}): write e.g. 2023-05-08.") from exc
-            done = eng.edit_fact(namespace, fact.id, statement=statement if statement != fact.statement else None,
+            return eng.edit_fact(namespace, fact.id, statement=statement if statement != fact.statement else None,
                                  subject=subject if subject != fact.subject else None,
                                  type=type_ if type_ != fact.type else None, when=date)
-            return done
         return self._correct(namespace, settings, fact_id, edit, op, subject_filter)
 
     def delete_fact(self, namespace: str | None, settings: SessionSettings | None, fact_id: str, op: str | None,
@@ -319,15 +321,12 @@ class CoreFactsTab:
                             show_progress_on=f.status, api_name="build_facts")
         filtered = [namespace, f.op_filter, f.subject_filter, settings]
         f.refresh_btn.click(self.facts_view, inputs=filtered, outputs=[f.facts, f.ops], api_name="facts")
-        # shown again: the facts written meanwhile (an extraction writes each batch as it is verified)
-        f.tab.select(self.facts_view, inputs=filtered, outputs=[f.facts, f.ops], api_name=False)
-        for trigger in (f.op_filter.change, f.subject_filter.submit):
+        # the tab shown again: the facts written meanwhile (an extraction writes each batch as it is verified)
+        for trigger in (f.tab.select, f.op_filter.change, f.subject_filter.submit):
             trigger(self.facts_view, inputs=filtered, outputs=[f.facts, f.ops], api_name=False)
-        f.facts.select(self.fact_sources, inputs=[namespace, settings], api_name=False,
-                       outputs=[f.sources, f.fact_id, f.fact_type, f.fact_subject, f.fact_when, f.fact_statement,
-                                f.correction])
-        f.fact_id.submit(self.load_fact, inputs=[namespace, settings, f.fact_id], api_name=False,
-                         outputs=[f.fact_id, f.fact_type, f.fact_subject, f.fact_when, f.fact_statement, f.correction])
+        fields = [f.fact_id, f.fact_type, f.fact_subject, f.fact_when, f.fact_statement, f.correction]
+        f.facts.select(self.fact_sources, inputs=[namespace, settings], outputs=[f.sources, *fields], api_name=False)
+        f.fact_id.submit(self.load_fact, inputs=[namespace, settings, f.fact_id], outputs=fields, api_name=False)
         done = [f.correction, f.fact_id, f.facts, f.ops]
         f.save_btn.click(self.save_fact, api_name=False, outputs=done, inputs=[
             namespace, settings, f.fact_id, f.fact_type, f.fact_subject, f.fact_when, f.fact_statement, f.op_filter,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import gradio as gr
 
-from memsif import Answer, JobCancelled, MemSIF, MemSIFError, NotFoundError, check_cancelled, job
+from memsif import JobCancelled, MemSIF, MemSIFError, NotFoundError, check_cancelled, job
 from memsif.eval import (
     NCE_TED,
     CountingLLM,
@@ -45,6 +45,7 @@ from memsif.inspector.common import (
     guard,
     in_background,
     model_share,
+    until_done,
 )
 from memsif.markdown import code_span, escape_markdown
 from memsif.viz import LensRow, evidence_lens
@@ -68,12 +69,6 @@ def _samples(source: BuiltSource) -> list:
         except MemSIFError:
             continue
     return []
-
-
-def _how_found(gold: list[str], answer: Answer) -> dict[str, str]:
-    """Per gold turn in MemSIF's context: the path that brought it ("trajectory E3", "search (S12)",
-    "fact F4"; ``eval.systems.context_paths``)."""
-    return {mid: how for mid, how in context_paths(answer).items() if mid in gold}
 
 
 def _mean(values: list[float]) -> str:
@@ -129,7 +124,8 @@ def _ask_all(eng: MemSIF, namespace: str, target: str, samples: list, budget: in
                 found={name: [e for e in q.evidence_ids if e in set(ids)] for name, ids in got.items()},
                 recall={name: evidence_recall(q.evidence_ids, texts, "", ids)[1] for name, ids in got.items()},
                 strict={name: strict_recall(q.evidence_ids, texts, q.gold, c) for name, c in contexts.items()},
-                how=_how_found(q.evidence_ids, answer)))
+                # per gold turn in MemSIF's context, the path that brought it ("trajectory E3", "search (S12)")
+                how={mid: how for mid, how in context_paths(answer).items() if mid in q.evidence_ids}))
             report(len(rows), total, "questions")
     return rows
 
@@ -141,20 +137,16 @@ def summary_markdown(rows: list[LensRow], budget: int, eng: MemSIF, namespace: s
     lines = [f"**{len(rows)} questions** ({len(nce)} NCE: gold evidence spread over ≥ 30 % of the conversation), "
              f"asked retrieval-only at {budget} tokens. Evidence recall = share of gold evidence turns in the "
              "context (by provenance), with its 95 % interval (bootstrap over questions; differences paired "
-             "on the same questions).", "", f"| system | all {len(rows)} questions | {len(nce)} NCE |", "|---|---|---|"]
-    for name in SYSTEMS:
-        all_r = [r.recall[name] for r in rows if r.recall[name] is not None]
-        nce_r = [r.recall[name] for r in nce if r.recall[name] is not None]
-        lines.append(f"| {name} | {_mean(all_r)} | {_mean(nce_r)} |")
-    lines.append(f"| MemSIF − Hybrid RAG | {_difference(rows, 'MemSIF', 'Hybrid RAG')} | "
-                 f"{_difference(nce, 'MemSIF', 'Hybrid RAG')} |")
-    lines += ["", "**Strict evidence recall**: a gold turn counts only when its sentences that best match the gold "
-              "answer are in the context (a fact built from it does not count).", "",
-              f"| system | all {len(rows)} questions | {len(nce)} NCE |", "|---|---|---|"]
-    for name in SYSTEMS:
-        lines.append(f"| {name} | {_mean(_values(rows, name, 'strict'))} | {_mean(_values(nce, name, 'strict'))} |")
-    lines.append(f"| MemSIF − Hybrid RAG | {_difference(rows, 'MemSIF', 'Hybrid RAG', 'strict')} | "
-                 f"{_difference(nce, 'MemSIF', 'Hybrid RAG', 'strict')} |")
+             "on the same questions)."]
+    strict = ("**Strict evidence recall**: a gold turn counts only when its sentences that best match the gold "
+              "answer are in the context (a fact built from it does not count).")
+    for measure, heading in (("recall", None), ("strict", strict)):
+        lines += ["", heading, ""] if heading else [""]
+        lines += [f"| system | all {len(rows)} questions | {len(nce)} NCE |", "|---|---|---|"]
+        lines += [f"| {name} | {_mean(_values(rows, name, measure))} | {_mean(_values(nce, name, measure))} |"
+                  for name in SYSTEMS]
+        lines.append(f"| MemSIF − Hybrid RAG | {_difference(rows, 'MemSIF', 'Hybrid RAG', measure)} | "
+                     f"{_difference(nce, 'MemSIF', 'Hybrid RAG', measure)} |")
     by_trajectory = sum(1 for r in rows for how in r.how.values() if how.startswith("trajectory"))
     lines.append(f"\nGold turns MemSIF's Event Trajectory path brought in: {by_trajectory}.")
     core_sources = {m for f in eng.facts(namespace, history=True) for m in f.source_message_ids}
@@ -177,18 +169,15 @@ def summary_markdown(rows: list[LensRow], budget: int, eng: MemSIF, namespace: s
 
 def table_rows(rows: list[LensRow]) -> list[list]:
     """One row per question (``EVAL_COLUMNS``), NCE questions first."""
-    out = []
-    for r in sorted(rows, key=lambda r: -(r.ted or 0.0)):
-        pct = {name: "–" if r.recall[name] is None else f"{100 * r.recall[name]:.0f} %" for name in SYSTEMS}
-        how = "; ".join(f"{g}: {r.how.get(g, 'missed')}" for g in r.gold)
-        out.append([r.question, r.category, "" if r.ted is None else round(r.ted, 2), ", ".join(r.gold),
-                    pct["MemSIF"], pct["Hybrid RAG"], pct["Naive RAG"], how])
-    return out
+    return [[r.question, r.category, "" if r.ted is None else round(r.ted, 2), ", ".join(r.gold),
+             *("–" if r.recall[name] is None else f"{100 * r.recall[name]:.0f} %" for name in SYSTEMS),
+             "; ".join(f"{g}: {r.how.get(g, 'missed')}" for g in r.gold)]
+            for r in sorted(rows, key=lambda r: -(r.ted or 0.0))]
 
 
 def redraw(rows: list[LensRow] | None, which: str):
     """The evidence figure again for "NCE questions" or "all questions"."""
-    return evidence_lens(rows or [], nce_only=which.startswith("NCE")) if rows else None
+    return evidence_lens(rows, nce_only=which.startswith("NCE")) if rows else None
 
 
 @dataclass(init=False)
@@ -238,8 +227,7 @@ class EvaluateTab:
         samples = _samples(source)
         if not samples:
             yield (f"{code_span(source.name)} carries no questions with gold evidence turns (LoCoMo and "
-                   "LongMemEval files "
-                   "do): nothing to evaluate."), None, [], []
+                   "LongMemEval files do): nothing to evaluate."), None, [], []
             return
         target = eval_namespace(namespace)
         budget = eng.config.answer.context_tokens
@@ -260,11 +248,8 @@ class EvaluateTab:
                     f"{model_share(namespace)}")
 
         try:
-            for kind, value in in_background(work, progress, describe):
-                if kind == "status":
-                    yield value, gr.skip(), gr.skip(), gr.skip()
-                else:
-                    rows, summary = value
+            rows, summary = yield from until_done(in_background(work, progress, describe),
+                                                  lambda text: (text, gr.skip(), gr.skip(), gr.skip()))
         except (JobCancelled, NotFoundError) as exc:  # the memory it copied was replaced or deleted meanwhile
             reason = str(exc) if isinstance(exc, JobCancelled) else "this session's memory was deleted or replaced"
             yield f"⏹️ The evaluation stopped: {reason}. Run it again on the memory that exists now.", None, [], []

@@ -200,10 +200,8 @@ class Countdown:
 
     def basis(self) -> str:
         """Where ``pace`` comes from, in words ("" when nothing gives one)."""
-        if self._workload() is not None:
-            return by_work[2] if (by_work := self._by_work()) else ""
-        pace = self.pace()
-        return pace[2] if pace else ""
+        known = self._by_work() if self._workload() is not None else self.pace()
+        return known[2] if known else ""
 
     def _workload(self) -> Workload | None:
         """The job's published workload when it counts this countdown's units (one per message), else None."""

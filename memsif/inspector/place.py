@@ -10,7 +10,7 @@ from typing import Any
 from memsif import day_text
 from memsif.inspector.common import Inspector, SessionSettings
 from memsif.markdown import code_span, escape_html, escape_markdown
-from memsif.viz import phi_timeline, trajectory_title
+from memsif.viz import counted, phi_timeline, trajectory_title
 
 #: Messages shown on each side of the message in its Topical Segment.
 CONTEXT_MESSAGES = 4
@@ -43,11 +43,10 @@ class MessagePlace:
         if segment is not None:
             k = segment.message_ids.index(message_id)
             window = segment.message_ids[max(0, k - CONTEXT_MESSAGES):k + CONTEXT_MESSAGES + 1]
-            size = len(segment.message_ids)
             entities = escape_markdown(", ".join(sorted(segment.entities)[:8])) or "–"
             about = f" — {escape_markdown(segment.title.text)}" if segment.title and segment.title.lines else ""
-            lines.append(f"\nTopical Segment **{segment.id}**{about} ({size} message{'s' if size != 1 else ''}, key "
-                         f"entities: {entities}):\n")
+            lines.append(f"\nTopical Segment **{segment.id}**{about} ({counted(len(segment.message_ids), 'message')}, "
+                         f"key entities: {entities}):\n")
             if window[0] != segment.message_ids[0]:
                 lines.append("- …")
             for mid in window:

@@ -15,6 +15,7 @@ import inspect
 import json
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,22 +70,17 @@ def one_line_items(doc: str) -> str:
     """``doc`` with each ``Args:`` item and the ``Returns:`` text on one line: Gradio reads a
     parameter's description from its first line only and joins Returns lines with commas, so a
     wrapped docstring reaches an agent cut off ("…session headers,") or with stray commas."""
-    lines = inspect.cleandoc(doc).split("\n")
     out: list[str] = []
     section = ""
-    for line in lines:
+    for line in inspect.cleandoc(doc).split("\n"):
         stripped = line.strip()
         if stripped in ("Args:", "Returns:"):
             section = stripped
-            out.append(line)
-            continue
-        item_indent = len(line) - len(line.lstrip())
-        joins = section == "Returns:" and out[-1].strip() != "Returns:" if stripped else False
-        joins = joins or (section == "Args:" and stripped and item_indent > 4)
-        if joins:
+        elif stripped and ((section == "Returns:" and out[-1].strip() != "Returns:")
+                           or (section == "Args:" and len(line) - len(line.lstrip()) > 4)):
             out[-1] = f"{out[-1]} {stripped}"
-        else:
-            out.append(line)
+            continue
+        out.append(line)
     return "\n".join(out)
 
 
@@ -167,10 +163,9 @@ class AgentTools:
         finally:
             _UNDER_WAY.pop(ns, None)
             held.release()
-        ops: dict[str, int] = {}
+        ops: Counter[str] = Counter()
         for r in reports:
-            for k, v in r.fact_ops.items():
-                ops[k] = ops.get(k, 0) + v
+            ops.update(r.fact_ops)
         last = reports[-1]
         return _json({"namespace": ns, "status": "built", "messages_added": sum(r.messages for r in reports),
                 "messages_in_memory": last.total_messages, "topical_segments": last.segments,
@@ -197,10 +192,7 @@ class AgentTools:
         ns = _namespace(namespace)
         if not question or not question.strip():
             raise refusal("question is empty.")
-        eng = self.app.engine()
-        if not eng.has_memory(ns):
-            raise refusal(f"namespace {ns!r} holds no memory yet: call memory_ingest first.")
-        a = eng.ask(question, namespace=ns, question_date=question_date or None)
+        a = self._holding(ns).ask(question, namespace=ns, question_date=question_date or None)
         return _json({
                 "answer": a.answer, "sufficient": a.sufficient, "model": a.model, "model_at_chance": a.model_at_chance,
                 "backend": a.backend, "backend_warning": a.backend_warning,
@@ -226,9 +218,7 @@ class AgentTools:
             not measured to verify, a failed check, a memory built before facts were verified) and says why.
         """
         ns = _namespace(namespace)
-        eng = self.app.engine()
-        if not eng.has_memory(ns):
-            raise refusal(f"namespace {ns!r} holds no memory yet: call memory_ingest first.")
+        eng = self._holding(ns)
         wanted = subject.strip().lower()
         facts = [f for f in eng.facts(ns) if not wanted or f.subject.lower() == wanted]
         core = [f.model_dump(mode="json", include=CORE_FACT_FIELDS) for f in facts if f.verified]
@@ -258,15 +248,16 @@ class AgentTools:
             JSON: the EDIT operation (op, fact_ids = [old id, new id], reason with the previous values,
             recorded_at, the facts before and after).
         """
-        ns = self._corrected(namespace)
+        ns = _namespace(namespace)
+        eng = self._holding(ns)
         date = None
         if when.strip():
             try:
                 date = parse_time(when)
             except ValueError as exc:
                 raise refusal(f"when {when!r} is not a date ({exc}): give e.g. '2023-05-08'.") from exc
-        op = self.app.engine().edit_fact(ns, fact_id, statement=statement or None, subject=subject or None,
-                                         type=type or None, when=date)
+        op = eng.edit_fact(ns, fact_id, statement=statement or None, subject=subject or None, type=type or None,
+                           when=date)
         return _json(op.model_dump(mode="json"))
 
     @tool_guard
@@ -282,17 +273,17 @@ class AgentTools:
         Returns:
             JSON: the DELETE or RESTORE operation (op, fact_ids, reason, recorded_at).
         """
-        ns = self._corrected(namespace)
-        eng = self.app.engine()
+        ns = _namespace(namespace)
+        eng = self._holding(ns)
         op = eng.restore_fact(ns, fact_id) if restore else eng.delete_fact(ns, fact_id)
         return _json(op.model_dump(mode="json"))
 
-    def _corrected(self, namespace: str) -> str:
-        """The namespace a correction names, refused when it holds no memory."""
-        ns = _namespace(namespace)
-        if not self.app.engine().has_memory(ns):
+    def _holding(self, ns: str):
+        """The engine, refused when namespace ``ns`` holds no memory."""
+        eng = self.app.engine()
+        if not eng.has_memory(ns):
             raise refusal(f"namespace {ns!r} holds no memory yet: call memory_ingest first.")
-        return ns
+        return eng
 
     def register(self) -> None:
         """Register the tools as API endpoints (and MCP tools) of the Blocks being built, with their

@@ -55,13 +55,10 @@ class TrajectoriesTab:
         eng = self.app.session_engine(namespace, settings)
         if eng is None:
             return None, None, gr.Dropdown(choices=[], value=None)
-        segments, trajectories = eng.segments(namespace), eng.trajectories(namespace)
-        messages = eng.messages(namespace)
-        index = {m.id: m.index for m in messages}
-        decisions = eng.decisions(namespace, "trajectory")
+        segments, trajectories, messages = eng.segments(namespace), eng.trajectories(namespace), eng.messages(namespace)
+        index, decisions = {m.id: m.index for m in messages}, eng.decisions(namespace, "trajectory")
         return (trajectory_graph(segments, trajectories, index, decisions),
-                trajectory_decisions_plot(decisions, segments, index,
-                                          eng.trajectory_threshold()),
+                trajectory_decisions_plot(decisions, segments, index, eng.trajectory_threshold()),
                 gr.Dropdown(choices=trajectory_choices(segments, trajectories, messages), value=None))
 
     @guard
@@ -79,6 +76,6 @@ class TrajectoriesTab:
         when the tab is shown)."""
         t, per_session = page[TrajectoriesViews], [page.namespace, page.settings]
         drawn = [t.graph, t.lanes, t.pick]
-        t.refresh_btn.click(self.trajectories_view, inputs=per_session, outputs=drawn, api_name="trajectories")
-        t.tab.select(self.trajectories_view, inputs=per_session, outputs=drawn, api_name=False)
+        for trigger, api_name in ((t.refresh_btn.click, "trajectories"), (t.tab.select, False)):
+            trigger(self.trajectories_view, inputs=per_session, outputs=drawn, api_name=api_name)
         t.pick.change(self.trajectory_detail, inputs=[t.pick, *per_session], outputs=t.table, api_name="trajectory")
