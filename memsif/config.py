@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_type_hints
@@ -58,30 +59,22 @@ def default_cache_dir() -> Path:
     return Path(base) / "memsif"
 
 
-def _in_unit_interval(settings: object, names: tuple[str, ...]) -> None:
+def _check(settings: object, names: tuple[str, ...], ok: Callable[[Any], bool], must: str,
+           shown: Callable[[Any], str] = str) -> None:
+    """ConfigError "<name> <must>, got <value>; fix MEMSIF_<NAME>." for the first of ``names`` not ``ok``."""
     for name in names:
-        if not 0.0 <= getattr(settings, name) <= 1.0:
-            raise ConfigError(f"{name} must lie in [0, 1], got {getattr(settings, name)}; fix MEMSIF_{name.upper()}.")
+        if not ok(value := getattr(settings, name)):
+            raise ConfigError(f"{name} {must}, got {shown(value)}; fix MEMSIF_{name.upper()}.")
 
 
-def _at_least_one(settings: object, names: tuple[str, ...]) -> None:
-    for name in names:
-        if getattr(settings, name) < 1:
-            raise ConfigError(f"{name} must be at least 1, got {getattr(settings, name)}; fix MEMSIF_{name.upper()}.")
-
-
-def _not_negative(settings: object, names: tuple[str, ...]) -> None:
-    for name in names:
-        if getattr(settings, name) < 0:
-            raise ConfigError(f"{name} must not be negative, got {getattr(settings, name)}; "
-                              f"fix MEMSIF_{name.upper()}.")
+_in_unit_interval = partial(_check, ok=lambda v: 0.0 <= v <= 1.0, must="must lie in [0, 1]")
+_at_least_one = partial(_check, ok=lambda v: not v < 1, must="must be at least 1")
+_not_negative = partial(_check, ok=lambda v: not v < 0, must="must not be negative")
 
 
 def _one_of(settings: object, choices: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
     for name, allowed in choices:
-        if getattr(settings, name) not in allowed:
-            raise ConfigError(f"{name} must be one of {allowed}, got {getattr(settings, name)!r}; "
-                              f"fix MEMSIF_{name.upper()}.")
+        _check(settings, (name,), allowed.__contains__, f"must be one of {allowed}", repr)
 
 
 @dataclass(frozen=True)

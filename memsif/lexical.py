@@ -142,9 +142,7 @@ def split_sentences(text: str) -> list[str]:
             out[-1] = f"{out[-1]} {sentence}"
         else:
             out.append(sentence)
-    if len(out) > MAX_SENTENCES_PER_MESSAGE:
-        out = out[:MAX_SENTENCES_PER_MESSAGE]
-    return out
+    return out[:MAX_SENTENCES_PER_MESSAGE]
 
 
 #: Scripts written without spaces between words (Han, Hiragana, Katakana, Hangul, Thai, Lao, Khmer,

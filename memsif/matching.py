@@ -61,11 +61,8 @@ class SemanticMapping:
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
     """Cosine similarity of two vectors of shape (d,); 0.0 when either is all zeros."""
-    na = float(np.linalg.norm(a))
-    nb = float(np.linalg.norm(b))
-    if na == 0.0 or nb == 0.0:
-        return 0.0
-    return float(np.dot(a, b) / (na * nb))
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    return float(np.dot(a, b) / (na * nb)) if na and nb else 0.0
 
 
 def cosines(rows: np.ndarray, b: np.ndarray, dtype: type = np.float32) -> np.ndarray:

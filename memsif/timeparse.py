@@ -123,10 +123,12 @@ _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 def _weekday(word: str) -> int | None:
     """0 (Monday) … 6 for a weekday name or its abbreviation ("Fri", "Tues."), else None."""
     word = word.rstrip(".")
-    for k, name in enumerate(_WEEKDAYS):
-        if len(word) >= 3 and name.startswith(word):
-            return k
-    return None
+    return next((k for k, name in enumerate(_WEEKDAYS) if len(word) >= 3 and name.startswith(word)), None)
+
+
+def _normalised(expression: str) -> str:
+    """A relative expression in lower case with single spaces, without "about"/"around", "this past" as "last"."""
+    return re.sub(r"^(?:about|around) ", "", " ".join(expression.lower().split())).replace("this past ", "last ")
 
 
 def resolve_relative_date(expression: str, base: datetime) -> datetime | None:
@@ -139,8 +141,7 @@ def resolve_relative_date(expression: str, base: datetime) -> datetime | None:
     """
     import dateparser
 
-    text = " ".join(expression.lower().split())
-    text = re.sub(r"^(?:about|around) ", "", text).replace("this past ", "last ")
+    text = _normalised(expression)
     if text == "the day before yesterday":
         return base - timedelta(days=2)
     if text in ("tonight", "earlier today", "this morning", "this afternoon", "this evening"):
@@ -201,8 +202,7 @@ def relative_date(expression: str, base: datetime) -> RelativeDate | None:
     when = resolve_relative_date(expression, base)
     if when is None:
         return None
-    text = " ".join(expression.lower().split())
-    text = re.sub(r"^(?:about|around) ", "", text).replace("this past ", "last ")
+    text = _normalised(expression)
     said = day_text(base)
     unit = re.search(r"(day|week|month|year)s?\b", text)
     period = "weekend" if "weekend" in text else (unit.group(1) if unit else "day")

@@ -220,8 +220,7 @@ def export_namespace(store: Store, embedded_with: tuple[str, int], namespace: st
 
     def _vector(v: np.ndarray) -> list[float]:
         values = v.astype(float)
-        rounded: list[float] = (np.round(values, decimals) if decimals is not None else values).tolist()
-        return rounded
+        return list((np.round(values, decimals) if decimals is not None else values).tolist())
 
     sparse = store.sentence_lexical(namespace)
     return NamespaceExport(
@@ -337,11 +336,9 @@ def read_export(path: str | Path) -> NamespaceExport:
     try:
         text = raw.decode("utf-8")
         data = json.loads(text)
-    except UnicodeDecodeError as exc:
-        raise MemSIFError(f"{path} is not a MemSIF export (not JSON or gzip-compressed JSON: {exc}). An export is "
-                          "the .json or .json.gz file `python -m memsif export` writes.") from exc
-    except json.JSONDecodeError as exc:
-        if text.strip() and (exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")):
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        if isinstance(exc, json.JSONDecodeError) and text.strip() and (
+                exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")):
             raise MemSIFError(f"{path} is a damaged export: its JSON ends early ({exc}), as a file cut short while "
                               "it was written or copied does. Copy the file again, or export the namespace "
                               "again.") from exc

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from memsif.errors import LLMError, LLMOutputError
@@ -20,6 +20,26 @@ from memsif.prompts import Prompt
 YES_WORDS = ("yes", "Yes", "YES")
 NO_WORDS = ("no", "No", "NO")
 
+
+def first_token_ids(encode: Callable[[str], Sequence[int]], words: Sequence[str]) -> list[int]:
+    """Sorted first token ids of each of ``words``, alone and after a space, as ``encode`` tokenizes them."""
+    return sorted({toks[0] for word in words for variant in (word, " " + word) if (toks := encode(variant))})
+
+
+def common_length(rows: Sequence[Sequence[int]]) -> int:
+    """Length of the longest prefix all ``rows`` share."""
+    columns = zip(*rows, strict=False)
+    return next((i for i, column in enumerate(columns) if len(set(column)) > 1), min(map(len, rows)))
+
+
+def chat_messages(prompt: Prompt) -> list[dict[str, str]]:
+    """``prompt`` as the system and user messages of a chat."""
+    return [{"role": "system", "content": prompt.system}, {"role": "user", "content": prompt.text}]
+
+
+def plain_text(prompt: Prompt) -> str:
+    """``prompt`` as one text, for a model without a chat template."""
+    return f"{prompt.system}\n\n{prompt.text}\n\nAnswer:"
 
 #: A back-end announces a prompt only when at least this many of its tokens are not in its cache (shorter
 #: reads take well under a second on any host seen).
@@ -102,8 +122,7 @@ class Runtime:
 
     def as_dict(self) -> dict[str, str]:
         """The fields, for JSON outputs."""
-        return {"backend": self.backend, "detail": self.detail, "fallback_from": self.fallback_from,
-                "reason": self.reason, "cost": self.cost, "fix": self.fix}
+        return asdict(self)
 
 
 def runtime_of(llm: object) -> Runtime:

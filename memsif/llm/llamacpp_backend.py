@@ -24,13 +24,24 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from memsif.config import MemSIFConfig
 from memsif.errors import BackendUnavailable, LLMError
-from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, Runtime, announce_reading, label_shares
+from memsif.llm.base import (
+    NO_WORDS,
+    YES_WORDS,
+    Generation,
+    Runtime,
+    announce_reading,
+    chat_messages,
+    common_length,
+    first_token_ids,
+    label_shares,
+    plain_text,
+)
 from memsif.llm.llamacpp_cpu import INSTALL_COMMAND, CpuLibrary, choose_cpu_library, probe_failure
 from memsif.llm.llamacpp_parallel import Mask, ParallelContext
 from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
@@ -129,14 +140,14 @@ class LlamaCppLLM:
 
     @classmethod
     def from_config(cls, config: MemSIFConfig) -> LlamaCppLLM:
-        if is_packaged(config.model.llm_model):
-            folder, gguf_file = packaged_gguf(config.model.llm_model, config.store.resolved_cache_dir)
-            name = packaged_model(config.model.llm_model).name.replace(", packaged)", ", packaged, llama.cpp)")
-            return cls(str(folder / gguf_file), name, n_threads=config.model.llm_threads or None,
-                       facts_context=config.model.llm_facts_context)
         model = config.model
-        path = model.llm_model if not model.llm_gguf_file else f"{model.llm_model}/{model.llm_gguf_file}"
-        return cls(path, path, n_threads=model.llm_threads or None, facts_context=model.llm_facts_context)
+        if is_packaged(model.llm_model):
+            folder, gguf_file = packaged_gguf(model.llm_model, config.store.resolved_cache_dir)
+            path = str(folder / gguf_file)
+            name = packaged_model(model.llm_model).name.replace(", packaged)", ", packaged, llama.cpp)")
+        else:
+            path = name = model.llm_model if not model.llm_gguf_file else f"{model.llm_model}/{model.llm_gguf_file}"
+        return cls(path, name, n_threads=model.llm_threads or None, facts_context=model.llm_facts_context)
 
     def _new_context(self) -> Llama:
         """A llama.cpp context over the model file (the weights are memory-mapped, so a second context
@@ -181,20 +192,12 @@ class LlamaCppLLM:
             self.pauses += 1
 
     def _first_tokens(self, words: Sequence[str]) -> list[int]:
-        ids: set[int] = set()
-        for word in words:
-            for variant in (word, " " + word):
-                toks = self._llm.tokenize(variant.encode(), add_bos=False, special=False)
-                if toks:
-                    ids.add(toks[0])
-        return sorted(ids)
+        return first_token_ids(lambda text: self._llm.tokenize(text.encode(), add_bos=False, special=False), words)
 
     def _render(self, prompt: Prompt) -> str:
-        messages: list[ChatCompletionRequestMessage] = [{"role": "system", "content": prompt.system},
-                                                        {"role": "user", "content": prompt.text}]
         if self._format is None:
-            return f"{prompt.system}\n\n{prompt.text}\n\nAnswer:"
-        return self._format(messages=messages).prompt
+            return plain_text(prompt)
+        return self._format(messages=cast("list[ChatCompletionRequestMessage]", chat_messages(prompt))).prompt
 
     def _prefill(self, llm: Any, tokens: list[int]) -> None:
         """Leave ``tokens`` evaluated in context ``llm``: the prefix it already holds is kept (at least
@@ -207,12 +210,7 @@ class LlamaCppLLM:
         """
         if len(tokens) >= llm.n_ctx():
             raise LLMError(f"prompt of {len(tokens)} tokens does not fit the context of {llm.n_ctx()}")
-        common = 0
-        for a, b in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
-            if a != b:
-                break
-            common += 1
-        common = min(common, len(tokens) - 1)
+        common = min(common_length([llm.input_ids[: llm.n_tokens], tokens]), len(tokens) - 1)
         llm.n_tokens = common
         announce_reading(len(tokens) - common, self.prompt_tokens_per_s)
         step = len(tokens) if llm is self._llm else PREFILL_CHUNK
@@ -226,11 +224,15 @@ class LlamaCppLLM:
             last = self.prompt_tokens_per_s
             self.prompt_tokens_per_s = rate if last is None else (last + rate) / 2
 
-    def _eval(self, llm: Any, tokens: list[int]) -> np.ndarray:
-        """Evaluate ``tokens`` on context ``llm`` (``_prefill``); the last position's logits (n_vocab,)."""
-        self._prefill(llm, tokens)
+    def _probs(self, llm: Any, prompt: Prompt) -> np.ndarray:
+        """Evaluate ``prompt`` on context ``llm`` (``_prefill``); the softmax of the last position's logits
+        (n_vocab,)."""
+        self._prefill(llm, self._llm.tokenize(self._render(prompt).encode(), add_bos=False, special=True))
         ptr = self._lib.llama_get_logits_ith(llm.ctx, -1)
-        return np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),)).astype(np.float64)
+        logits: np.ndarray = np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),)).astype(np.float64)
+        probs: np.ndarray = np.exp(logits - logits.max())
+        probs /= probs.sum()
+        return probs
 
     def yes_probability(self, prompts: Sequence[Prompt], context: Any = None) -> list[float]:
         """P(yes) of each prompt, on ``context`` (a job's own, ``for_job``; default the shared one)."""
@@ -238,22 +240,15 @@ class LlamaCppLLM:
         llm: Any = context or self._llm
         with self._lock:
             for prompt in prompts:
-                tokens = self._llm.tokenize(self._render(prompt).encode(), add_bos=False, special=True)
-                logits = self._eval(llm, tokens)
-                probs = np.exp(logits - logits.max())
-                probs /= probs.sum()
-                masses = [probs[self._yes].sum(), probs[self._no].sum()]
-                out.append(label_shares(masses, ("yes", "no"), self.name)[0])
+                probs = self._probs(llm, prompt)
+                out.append(label_shares([probs[self._yes].sum(), probs[self._no].sum()], ("yes", "no"), self.name)[0])
         return out
 
     def choice_probabilities(self, prompt: Prompt, labels: Sequence[str], context: Any = None) -> list[float]:
         ids = [self._first_tokens([label]) for label in labels]
         llm: Any = context or self._llm
         with self._lock:
-            tokens = self._llm.tokenize(self._render(prompt).encode(), add_bos=False, special=True)
-            logits = self._eval(llm, tokens)
-        probs = np.exp(logits - logits.max())
-        probs /= probs.sum()
+            probs = self._probs(llm, prompt)
         return label_shares([probs[i].sum() for i in ids], labels, self.name)
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,

@@ -21,13 +21,14 @@ its likely cause here and the rebuild command.
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import os
 import re
 import signal
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from memsif.llm.packaged import installed_package
 
 #: The llama-cpp-python release requirements.txt pins.
 LLAMA_CPP_VERSION = "0.3.36"
@@ -93,19 +94,14 @@ class CpuLibrary:
 
 def llama_cpp_lib_dir() -> Path | None:
     """Folder of llama-cpp-python's shared libraries (``llama_cpp/lib``), or None when not installed."""
-    spec = importlib.util.find_spec("llama_cpp")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations))) / "lib"
+    folder = installed_package("llama_cpp")
+    return folder / "lib" if folder else None
 
 
 def variant_files(lib_dir: Path) -> dict[str, Path]:
     """``{variant: path}`` of the CPU libraries a run-time-selected build installed in ``lib_dir``."""
-    found = {}
-    for path in sorted(lib_dir.glob("libggml-cpu-*.so")):
-        if match := _VARIANT.match(path.name):
-            found[match["name"]] = path
-    return found
+    return {match["name"]: path for path in sorted(lib_dir.glob("libggml-cpu-*.so"))
+            if (match := _VARIANT.match(path.name))}
 
 
 def library_score(lib_dir: Path, path: Path) -> int:

@@ -16,7 +16,7 @@ import httpx
 
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
-from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, Runtime, label_shares
+from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, Runtime, chat_messages, label_shares
 from memsif.prompts import Prompt
 
 
@@ -76,39 +76,38 @@ class OpenAICompatibleLLM:
             raise LLMError(f"Could not reach the model server at {self._url} ({exc}); "
                            "check MEMSIF_LLM_BASE_URL and that the server is running.") from exc
 
-    @staticmethod
-    def _messages(prompt: Prompt) -> list[dict[str, str]]:
-        return [{"role": "system", "content": prompt.system}, {"role": "user", "content": prompt.text}]
+    def _top_logprobs(self, prompt: Prompt, needed_for: str) -> tuple[list[dict[str, Any]], str]:
+        """The server's top candidates for the first answer token, and the words that name them in an error.
+
+        Raises:
+            LLMOutputError: the server returned no logprobs (``needed_for``: what the message says they are for).
+        """
+        data = self._post({"model": self.name, "messages": chat_messages(prompt), "max_tokens": 1,
+                           "temperature": 0.0, "logprobs": True, "top_logprobs": 20})
+        try:
+            top: list[dict[str, Any]] = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise LLMOutputError(f"{self._url} returned no logprobs; the server must support "
+                                 f"'logprobs'{needed_for}.") from exc
+        return top, f" among its top tokens: {[t['token'] for t in top][:8]}"
 
     def yes_probability(self, prompts: Sequence[Prompt]) -> list[float]:
         out = []
         for prompt in prompts:
-            data = self._post({"model": self.name, "messages": self._messages(prompt), "max_tokens": 1,
-                               "temperature": 0.0, "logprobs": True, "top_logprobs": 20})
-            try:
-                top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-            except (KeyError, IndexError, TypeError) as exc:
-                raise LLMOutputError(f"{self._url} returned no logprobs; the server must support "
-                                     "'logprobs' for scored decisions.") from exc
+            top, seen = self._top_logprobs(prompt, " for scored decisions")
             masses = [sum(math.exp(t["logprob"]) for t in top if t["token"].strip() in words)
                       for words in (YES_WORDS, NO_WORDS)]
-            out.append(label_shares(masses, ("yes", "no"), self.name,
-                                    f" among its top tokens: {[t['token'] for t in top][:8]}")[0])
+            out.append(label_shares(masses, ("yes", "no"), self.name, seen)[0])
         return out
 
     def choice_probabilities(self, prompt: Prompt, labels: Sequence[str]) -> list[float]:
-        data = self._post({"model": self.name, "messages": self._messages(prompt), "max_tokens": 1,
-                           "temperature": 0.0, "logprobs": True, "top_logprobs": 20})
-        try:
-            top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-        except (KeyError, IndexError, TypeError) as exc:
-            raise LLMOutputError(f"{self._url} returned no logprobs; the server must support 'logprobs'.") from exc
+        top, seen = self._top_logprobs(prompt, "")
         values = [sum(math.exp(t["logprob"]) for t in top if t["token"].strip() == label) for label in labels]
-        return label_shares(values, labels, self.name, f" among its top tokens: {[t['token'] for t in top][:8]}")
+        return label_shares(values, labels, self.name, seen)
 
     def generate(self, prompt: Prompt, max_new_tokens: int = 512, temperature: float = 0.1,
                  json_schema: dict[str, Any] | None = None, stop: Sequence[str] = ()) -> Generation:
-        body: dict[str, Any] = {"model": self.name, "messages": self._messages(prompt),
+        body: dict[str, Any] = {"model": self.name, "messages": chat_messages(prompt),
                                 "max_tokens": max_new_tokens, "temperature": temperature}
         if stop:
             body["stop"] = list(stop)

@@ -20,7 +20,17 @@ from typing import TYPE_CHECKING, Any, cast
 
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
-from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, Runtime, label_shares
+from memsif.llm.base import (
+    NO_WORDS,
+    YES_WORDS,
+    Generation,
+    Runtime,
+    chat_messages,
+    common_length,
+    first_token_ids,
+    label_shares,
+    plain_text,
+)
 from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
 from memsif.locks import FairLock, check_cancelled
 from memsif.prompts import Prompt
@@ -37,13 +47,7 @@ log = logging.getLogger(__name__)
 
 
 def _answer_token_ids(tokenizer: PreTrainedTokenizerBase, words: Sequence[str]) -> list[int]:
-    ids: set[int] = set()
-    for word in words:
-        for variant in (word, " " + word):
-            toks = tokenizer.encode(variant, add_special_tokens=False)
-            if toks:
-                ids.add(toks[0])
-    return sorted(ids)
+    return first_token_ids(lambda text: tokenizer.encode(text, add_special_tokens=False), words)
 
 
 class TransformersLLM:
@@ -128,10 +132,10 @@ class TransformersLLM:
         return cls(model.to(device), tokenizer, name, device)  # type: ignore[arg-type]  # as above
 
     def _render(self, prompt: Prompt) -> str:
-        messages = [{"role": "system", "content": prompt.system}, {"role": "user", "content": prompt.text}]
         if getattr(self._tok, "chat_template", None):
-            return cast(str, self._tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
-        return f"{prompt.system}\n\n{prompt.text}\n\nAnswer:"
+            return cast(str, self._tok.apply_chat_template(chat_messages(prompt), tokenize=False,
+                                                           add_generation_prompt=True))
+        return plain_text(prompt)
 
     def _last_token_probs(self, prompts: Sequence[Prompt]) -> Tensor:
         """(n, vocab) softmax of the next-token logits after each rendered prompt.
@@ -147,11 +151,11 @@ class TransformersLLM:
         rows = [self._tok(self._render(p), add_special_tokens=False)["input_ids"] for p in prompts]
         with self._lock, torch.inference_mode():
             shortest = min(len(r) for r in rows)
-            reuse = min(_common_length([self._kv_ids, *rows]), shortest - 1)
+            reuse = min(common_length([self._kv_ids, *rows]), shortest - 1)
             cache = self._stored_cache(reuse)
             start = reuse
             if len(rows) > 1:
-                shared = min(_common_length(rows), shortest - 1)
+                shared = min(common_length(rows), shortest - 1)
                 if shared > reuse:
                     ids = torch.tensor([rows[0][reuse:shared]], device=self._device)
                     self._model(input_ids=ids, cache=cache, use_cache=True,
@@ -178,10 +182,8 @@ class TransformersLLM:
         """A fresh cache holding the first ``length`` tokens of the stored prefix (None for 0)."""
         from transformers import DynamicCache
 
-        if length <= 0:
-            return DynamicCache()
         cache = DynamicCache()
-        for layer, (keys, values) in enumerate(self._kv):
+        for layer, (keys, values) in enumerate(self._kv if length > 0 else []):
             cache.update(keys[:, :, :length].clone(), values[:, :, :length].clone(), layer)
         return cache
 
@@ -258,14 +260,12 @@ class TransformersLLM:
         with self._lock, torch.inference_mode():
             batch = self._tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self._device)
             width = int(batch["input_ids"].shape[1])
-            kwargs: dict[str, Any] = {"do_sample": temperature > 0}
-            if streamer is not None:
-                kwargs["streamer"] = streamer
+            kwargs: dict[str, Any] = {"do_sample": temperature > 0, "streamer": streamer}
             if temperature > 0:
                 kwargs["temperature"] = temperature
-            if json_schema is not None:
-                from transformers import LogitsProcessorList
+            from transformers import LogitsProcessorList, StoppingCriteriaList
 
+            if json_schema is not None:
                 if self._json is None:
                     from memsif.llm.structured import JsonSchemaLogits
 
@@ -273,8 +273,6 @@ class TransformersLLM:
                 kwargs["logits_processor"] = LogitsProcessorList([self._json.processor(json_schema, width)])
             if stop:
                 kwargs.update(stop_strings=list(stop), tokenizer=self._tok)
-            from transformers import StoppingCriteriaList
-
             criteria: list[_YieldToInteractive | _LoopStop] = [_YieldToInteractive(self._lock)]
             if json_schema is None and len(prompts) == 1:
                 criteria.append(_LoopStop(width))
@@ -293,16 +291,6 @@ class TransformersLLM:
 
     def count_tokens(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False))
-
-
-def _common_length(rows: Sequence[Sequence[int]]) -> int:
-    """Length of the longest prefix all ``rows`` share."""
-    n = min(len(r) for r in rows)
-    for i in range(n):
-        first = rows[0][i]
-        if any(r[i] != first for r in rows[1:]):
-            return i
-    return n
 
 
 class _YieldToInteractive:
@@ -394,7 +382,7 @@ def measured_cpu_dtype(model: PreTrainedModel, cache_root: Path, name: str,
     except (OSError, ValueError):
         known = {}
     if key in known:
-        return {"float32": torch.float32, "bfloat16": torch.bfloat16}[known[key]["dtype"]]
+        return cast("torch.dtype", getattr(torch, known[key]["dtype"]))
     if sum(p.numel() for p in model.parameters()) > MEASURE_DTYPE_MAX_PARAMS:
         by_flags = _resolve_dtype("auto", "cpu")
         assert by_flags is not None  # "auto" on CPU always names a dtype
@@ -411,7 +399,7 @@ def measured_cpu_dtype(model: PreTrainedModel, cache_root: Path, name: str,
         tmp.replace(cache)
     except OSError as exc:  # a read-only cache costs a measurement next time, nothing else
         log.warning("could not cache the dtype choice in %s: %s", cache, exc)
-    return torch.bfloat16 if chosen == "bfloat16" else torch.float32
+    return cast("torch.dtype", getattr(torch, chosen))
 
 
 def _resolve_dtype(setting: str, device: str) -> torch.dtype | None:
@@ -424,10 +412,9 @@ def _resolve_dtype(setting: str, device: str) -> torch.dtype | None:
         fast_bf16 = any(getattr(torch.cpu, probe, lambda: False)()
                         for probe in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"))
         return torch.bfloat16 if fast_bf16 else torch.float32
-    try:
-        return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[setting]
-    except KeyError as exc:
-        raise LLMError(f"llm_dtype must be auto, float32, bfloat16 or float16, not {setting!r}.") from exc
+    if setting not in ("float32", "bfloat16", "float16"):
+        raise LLMError(f"llm_dtype must be auto, float32, bfloat16 or float16, not {setting!r}.")
+    return cast("torch.dtype", getattr(torch, setting))
 
 
 #: GGUF files at least this large (bytes; a 4-bit file of ~1B parameters) are de-quantised straight
