@@ -72,22 +72,6 @@ _NOT_PLURAL = set("is was has does was this its his hers yours ours theirs us as
                   "across thus plus whereas besides towards afterwards".split())
 
 
-def _regex_asks_for_several(question: str) -> bool:
-    """The dependency-free rule: "how many", or a wh-word followed within three words, before the
-    first auxiliary verb, by a word that looks plural (ends in "s", not "is/was/has/does…")."""
-    if _HOW_MANY.search(question):
-        return True
-    words = [w.lower() for w in _WORD.findall(question)]
-    for i, word in enumerate(words[:6]):
-        if word in _WH:
-            for nxt in words[i + 1:i + 4]:
-                if nxt in _AUXILIARIES:
-                    break
-                if len(nxt) > 3 and nxt.endswith("s") and not nxt.endswith("ss") and nxt not in _NOT_PLURAL:
-                    return True
-    return False
-
-
 _AUXILIARIES = set("is are was were do does did has have had can could will would shall should may might must "
                    "am be been".split())
 
@@ -113,8 +97,19 @@ class RegexEntityExtractor:
         return out
 
     def asks_for_several(self, question: str) -> bool:
-        """``_regex_asks_for_several``."""
-        return _regex_asks_for_several(question)
+        """The dependency-free rule: "how many", or a wh-word followed within three words, before the
+        first auxiliary verb, by a word that looks plural (ends in "s", not "is/was/has/does…")."""
+        if _HOW_MANY.search(question):
+            return True
+        words = [w.lower() for w in _WORD.findall(question)]
+        for i, word in enumerate(words[:6]):
+            if word in _WH:
+                for nxt in words[i + 1:i + 4]:
+                    if nxt in _AUXILIARIES:
+                        break
+                    if len(nxt) > 3 and nxt.endswith("s") and not nxt.endswith("ss") and nxt not in _NOT_PLURAL:
+                        return True
+        return False
 
     def asked_things(self, question: str) -> list[str] | None:
         """None: without a part-of-speech tagger the nouns of a question are not known."""

@@ -34,12 +34,8 @@ def record_number(record_id: str) -> int:
     return int(record_id[1:])
 
 
-def _to_vectors(value: Any) -> list[np.ndarray]:
-    return [np.asarray(v, dtype=np.float32) for v in value]
-
-
 #: Embeddings held by a record: (d,) float32 arrays in Python, lists of floats in the store's JSON.
-Vectors = Annotated[list[Any], BeforeValidator(_to_vectors),
+Vectors = Annotated[list[Any], BeforeValidator(lambda vs: [np.asarray(v, dtype=np.float32) for v in vs]),
                     PlainSerializer(lambda vs: [np.asarray(v).astype(float).tolist() for v in vs],
                                     return_type=list[list[float]])]
 
@@ -435,12 +431,9 @@ class CandidateCluster(_Record):
 
     @model_validator(mode="after")
     def _one_source_list_per_statement(self) -> CandidateCluster:
-        missing = len(self.statements) - len(self.statement_sources)
-        if missing > 0:  # clusters stored before statements kept their own sources
-            self.statement_sources.extend([] for _ in range(missing))
-        undated = len(self.statements) - len(self.statement_times)
-        if undated > 0:  # clusters stored before statements kept their dates
-            self.statement_times.extend(None for _ in range(undated))
+        # clusters stored before statements kept their own sources, or their dates
+        self.statement_sources.extend([] for _ in range(len(self.statements) - len(self.statement_sources)))
+        self.statement_times.extend(None for _ in range(len(self.statements) - len(self.statement_times)))
         return self
 
 
@@ -525,9 +518,6 @@ def parse_schema(text: str) -> tuple[FactType, ...]:
     """``"Identity:desc;Event:desc"`` (MEMSIF_CORE_SCHEMA) → fact types; empty text → the default."""
     if not text.strip():
         return DEFAULT_SCHEMA
-    types = []
-    for part in text.split(";"):
-        name, _, description = part.partition(":")
-        if name.strip():
-            types.append(FactType(name.strip(), description.strip() or name.strip()))
-    return tuple(types)
+    parts = (part.partition(":") for part in text.split(";"))
+    return tuple(FactType(name.strip(), description.strip() or name.strip())
+                 for name, _, description in parts if name.strip())

@@ -65,8 +65,7 @@ def parse_json_reply(text: str, schema: type[T]) -> T:
     """
     if not text or not text.strip():
         raise LLMOutputError("the model returned an empty reply where JSON was required")
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    for candidate in candidates:
+    for candidate in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
         value = _first_json_value(candidate)
         if value is None:
             continue
@@ -156,9 +155,7 @@ def salvage_items(text: str, item_schema: type[T]) -> list[T]:
     every balanced {...} after the first '[' that validates as ``item_schema``. Empty when none."""
     start = text.find("[")
     items: list[T] = []
-    if start < 0:
-        return items
-    rest = text[start + 1:]
+    rest = text[start + 1:] if start >= 0 else ""
     while True:
         value = _first_json_value(rest)
         if value is None or not value.startswith("{"):

@@ -199,10 +199,8 @@ class TransformersLLM:
         if not self._yes or not self._no:
             raise LLMOutputError(f"{self.name}: its tokenizer has no single token for yes/no.")
         probs = self._last_token_probs(prompts)
-        p_yes = probs[:, self._yes].sum(-1)
-        p_no = probs[:, self._no].sum(-1)
         return [label_shares([y, n], ("yes", "no"), self.name)[0]
-                for y, n in zip(p_yes.tolist(), p_no.tolist(), strict=True)]
+                for y, n in zip(probs[:, self._yes].sum(-1).tolist(), probs[:, self._no].sum(-1).tolist(), strict=True)]
 
     def choice_probabilities(self, prompt: Prompt, labels: Sequence[str]) -> list[float]:
         ids = [_answer_token_ids(self._tok, [label]) for label in labels]

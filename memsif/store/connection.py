@@ -160,8 +160,7 @@ def connect(*, path: str | Path | None = None, url: str | None = None, api_key: 
     location = str(path or url or ":memory:")
     try:
         if in_memory:
-            return Connection(Guarded(QdrantClient(location=":memory:", force_disable_check_same_thread=True),
-                                      location, lock=True), location, is_server=False)
+            return _in_memory(location)
         if url:
             return Connection(Guarded(QdrantClient(url=url, api_key=api_key or None), location, lock=False),
                               location, is_server=True)
@@ -169,7 +168,7 @@ def connect(*, path: str | Path | None = None, url: str | None = None, api_key: 
             raise StoreError("No memory folder given: pass path=, url= or in_memory=True.")
         return _open_folder(Path(path), when_busy)
     except (RuntimeError, BlockingIOError) as exc:
-        if "already accessed" in str(exc) or isinstance(exc, BlockingIOError):
+        if _held(exc):
             raise StoreError(
                 f"The memory folder {path} is in use by another MemSIF process (embedded Qdrant "
                 "allows one). If that is the inspector (python app.py), make the change in its page: a "
@@ -177,6 +176,17 @@ def connect(*, path: str | Path | None = None, url: str | None = None, api_key: 
                 "another --data-dir, or run a Qdrant server and set MEMSIF_QDRANT_URL."
             ) from exc
         raise StoreError(f"Could not open the memory store at {location}: {exc}") from exc
+
+
+def _held(exc: Exception) -> bool:
+    """Whether opening a folder failed because another process holds it (embedded Qdrant allows one)."""
+    return isinstance(exc, BlockingIOError) or "already accessed" in str(exc)
+
+
+def _in_memory(location: str) -> Connection:
+    """A store held in this process's memory, named ``location``."""
+    client = QdrantClient(location=":memory:", force_disable_check_same_thread=True)
+    return Connection(Guarded(client, location, lock=True), location, is_server=False)
 
 
 def _open_folder(path: Path, when_busy: WhenBusy) -> Connection:
@@ -189,8 +199,7 @@ def _open_folder(path: Path, when_busy: WhenBusy) -> Connection:
         raise StoreError(os_advice(str(path), exc)) from exc
     check_folder(path)
     if when_busy == "read" and not (path / "meta.json").exists():  # nothing stored yet: nothing to hold
-        return Connection(Guarded(QdrantClient(location=":memory:", force_disable_check_same_thread=True),
-                                  str(path), lock=True), str(path), is_server=False)
+        return _in_memory(str(path))
     if when_busy == "read":
         return _snapshot(path, f"a snapshot of {path} taken at {time.strftime('%H:%M:%S')}: a read never holds "
                          "the folder, so an ingest or the app may start meanwhile (what they add later is not seen)",
@@ -203,11 +212,10 @@ def _open_folder(path: Path, when_busy: WhenBusy) -> Connection:
     try:
         client = QdrantClient(path=str(path), force_disable_check_same_thread=True)
     except (RuntimeError, BlockingIOError) as exc:
-        if when_busy != "snapshot" or not ("already accessed" in str(exc) or isinstance(exc, BlockingIOError)):
+        if when_busy != "snapshot" or not _held(exc):
             raise
-        taken = time.strftime("%H:%M:%S")
-        return _snapshot(path, f"a snapshot of {path} taken at {taken}: another MemSIF process (the app?) holds the "
-                         "folder, so what it adds later is not seen and nothing is written",
+        return _snapshot(path, f"a snapshot of {path} taken at {time.strftime('%H:%M:%S')}: another MemSIF process "
+                         "(the app?) holds the folder, so what it adds later is not seen and nothing is written",
                          f"This command reads a snapshot of the memory folder {path} (another MemSIF process holds "
                          "it): it can be read, not changed. Stop that process to change it, or use its app or API.")
     return Connection(Guarded(client, str(path), lock=True), str(path), is_server=False)
@@ -219,11 +227,10 @@ def _snapshot(path: Path, opened_from: str, refusal: str, level: int = logging.W
     snapshot = tempfile.TemporaryDirectory(prefix="memsif-read-only-")
     try:
         copy_folder(path, Path(snapshot.name) / "qdrant")
-    except StoreError:
+    except (StoreError, OSError, sqlite3.Error) as exc:
         snapshot.cleanup()
-        raise
-    except (OSError, sqlite3.Error) as exc:
-        snapshot.cleanup()
+        if isinstance(exc, StoreError):
+            raise
         raise StoreError(os_advice(str(path), exc) if isinstance(exc, OSError) else
                          f"The memory folder {path} could not be copied to read it: {exc}") from exc
     log.log(level, "memory folder %s opened from %s; writes are refused", path, opened_from)
