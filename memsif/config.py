@@ -136,11 +136,9 @@ class MethodSettings:
     use_trajectories: bool = True
 
     def __post_init__(self) -> None:
-        if isinstance(self.judge_calibration, bool):  # the old boolean setting
-            object.__setattr__(self, "judge_calibration", "content-free" if self.judge_calibration else "off")
         legacy = {**dict.fromkeys(("1", "true", "yes", "on"), "content-free"),
                   **dict.fromkeys(("0", "false", "no"), "off")}
-        calibration = self.judge_calibration.strip().lower()
+        calibration = str(self.judge_calibration).strip().lower()  # True/False: the old boolean setting
         object.__setattr__(self, "judge_calibration", legacy.get(calibration, calibration))
         if self.judge_calibration not in ("auto", "content-free", "off"):
             raise ConfigError(f"judge_calibration must be auto, content-free or off, not {self.judge_calibration!r}; "
@@ -413,9 +411,8 @@ class MemSIFConfig:
     def __init__(self, method: MethodSettings | None = None, facts: FactSettings | None = None,
                  answer: AnswerSettings | None = None, model: ModelSettings | None = None,
                  store: StoreSettings | None = None, **settings: Any) -> None:
-        groups: dict[str, Any] = {"method": method or MethodSettings(), "facts": facts or FactSettings(),
-                                  "answer": answer or AnswerSettings(), "model": model or ModelSettings(),
-                                  "store": store or StoreSettings()}
+        given = {"method": method, "facts": facts, "answer": answer, "model": model, "store": store}
+        groups: dict[str, Any] = {group: value or GROUPS[group]() for group, value in given.items()}
         changes: dict[str, dict[str, Any]] = {}
         for name, value in settings.items():
             name = ALIASES.get(name, name)

@@ -120,6 +120,11 @@ _WORD_NUMBERS = {"a": "1", "an": "1", "one": "1", "two": "2", "three": "3", "fou
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 
 
+#: Expressions that name a day a fixed number of days before the session's.
+_DAYS_BEFORE = {"the day before yesterday": 2, "tonight": 0, "earlier today": 0, "this morning": 0,
+                "this afternoon": 0, "this evening": 0, "last night": 1, "the other day": 3}
+
+
 def _weekday(word: str) -> int | None:
     """0 (Monday) … 6 for a weekday name or its abbreviation ("Fri", "Tues."), else None."""
     word = word.rstrip(".")
@@ -142,14 +147,8 @@ def resolve_relative_date(expression: str, base: datetime) -> datetime | None:
     import dateparser
 
     text = _normalised(expression)
-    if text == "the day before yesterday":
-        return base - timedelta(days=2)
-    if text in ("tonight", "earlier today", "this morning", "this afternoon", "this evening"):
-        return base
-    if text == "last night":
-        return base - timedelta(days=1)
-    if text == "the other day":
-        return base - timedelta(days=3)
+    if text in _DAYS_BEFORE:
+        return base - timedelta(days=_DAYS_BEFORE[text])
     if text == "over the weekend":  # said Monday–Thursday: the one before; Friday–Sunday: this one
         return base - timedelta(days=(base.weekday() - 5) % 7 or 7) if base.weekday() < 4 else base
     words = text.split()

@@ -129,9 +129,8 @@ class LlamaCppLLM:
         self.runtime = Runtime("llama.cpp", self.cpu.describe())
         self.context_window = n_ctx
         template = self._llm.metadata.get("tokenizer.chat_template")
-        eos = self._llm.detokenize([self._llm.token_eos()]).decode("utf-8", "ignore")
-        bos = self._llm.detokenize([self._llm.token_bos()]).decode("utf-8", "ignore")
-        self._format = Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos) if template else None
+        self._format = Jinja2ChatFormatter(template, eos_token=self.detokenize([self._llm.token_eos()]),
+                                           bos_token=self.detokenize([self._llm.token_bos()])) if template else None
         self._yes = self._first_tokens(YES_WORDS)
         self._no = self._first_tokens(NO_WORDS)
         self._lock = FairLock()

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from memsif.errors import LLMError
+from memsif.llm.base import common_length
 from memsif.llm.structured import JsonMask
 
 #: Tokens one ``llama_decode`` call carries (prompt chunks and decoding steps alike).
@@ -81,7 +82,7 @@ class ParallelContext:
         if need > self.sequences * CELLS_PER_SEQUENCE:
             raise LLMError(f"{len(prompts)} prompts need {need} context cells, more than "
                            f"{self.sequences * CELLS_PER_SEQUENCE}")
-        kept = len(common_prefix([self._prefix, prefix])) if self._prefix and prefix else 0
+        kept = common_length([self._prefix, prefix]) if self._prefix and prefix else 0
         memory = self._lib.llama_get_memory(self._ctx)
         if kept == 0:
             self._lib.llama_memory_clear(memory, True)
@@ -159,9 +160,4 @@ class ParallelContext:
 
 def common_prefix(prompts: Sequence[list[int]]) -> list[int]:
     """The longest run of tokens every prompt begins with."""
-    first = prompts[0]
-    n = min(len(p) for p in prompts)
-    for i in range(n):
-        if any(p[i] != first[i] for p in prompts[1:]):
-            return first[:i]
-    return first[:n]
+    return prompts[0][:common_length(prompts)]

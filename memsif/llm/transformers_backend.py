@@ -120,15 +120,12 @@ class TransformersLLM:
         except (OSError, ValueError) as exc:
             raise LLMError(f"Could not load LLM {source!r} ({exc}). Set MEMSIF_LLM_MODEL to a local folder "
                            "or a hub id reachable from here, or use MEMSIF_LLM_BACKEND=openai.") from exc
-        dtype: torch.dtype | None
-        if loaded_in is not None:
-            dtype = None
-        elif config.model.llm_dtype == "auto" and device == "cpu":
-            dtype = measured_cpu_dtype(model, config.store.resolved_cache_dir, name)
-        else:
-            dtype = _resolve_dtype(config.model.llm_dtype, device)
-        if dtype is not None:
-            model = model.to(dtype)  # type: ignore[arg-type]  # @wraps(nn.Module.to) hides the binding of self
+        if loaded_in is None:  # the dtype is chosen now: measured (auto on CPU) or the setting's
+            dtype = (measured_cpu_dtype(model, config.store.resolved_cache_dir, name)
+                     if config.model.llm_dtype == "auto" and device == "cpu"
+                     else _resolve_dtype(config.model.llm_dtype, device))
+            if dtype is not None:
+                model = model.to(dtype)  # type: ignore[arg-type]  # @wraps(nn.Module.to) hides the binding of self
         return cls(model.to(device), tokenizer, name, device)  # type: ignore[arg-type]  # as above
 
     def _render(self, prompt: Prompt) -> str:
