@@ -122,7 +122,11 @@ def packaged_gguf(model_id: str, cache_dir: Path, locate: Locator = installed_pa
     sizes = [p.stat().st_size for p in paths]
     stamp = {"sha256": model.sha256, "part_sizes": sizes}
     stamp_file = target.with_name(target.name + ".verified.json")
-    if target.is_file() and target.stat().st_size == model.size and _read_json(stamp_file) == stamp:
+    try:
+        verified = json.loads(stamp_file.read_text()) == stamp
+    except (OSError, ValueError):
+        verified = False
+    if target.is_file() and target.stat().st_size == model.size and verified:
         return target.parent, target.name
     if sum(sizes) != model.size:
         raise LLMError(f"{model.name}: the installed parts hold {sum(sizes):,} bytes, not {model.size:,}; "
@@ -153,10 +157,3 @@ def _assemble(paths: list[Path], target: Path, model: PackagedModel) -> None:
                        "MEMSIF_CACHE_DIR to a writable folder.") from exc
     finally:
         tmp.unlink(missing_ok=True)
-
-
-def _read_json(path: Path) -> object:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None

@@ -144,12 +144,16 @@ class TransformersLLM:
         The rest of each prompt runs as one right-padded batch. Same logits as one full forward pass
         per prompt, up to float rounding (test ``test_prefix_reuse_gives_the_full_pass_probabilities``).
         """
+        from transformers import DynamicCache
+
         torch = self._torch
         rows = [self._tok(self._render(p), add_special_tokens=False)["input_ids"] for p in prompts]
         with self._lock, torch.inference_mode():
             shortest = min(len(r) for r in rows)
             reuse = min(common_length([self._kv_ids, *rows]), shortest - 1)
-            cache = self._stored_cache(reuse)
+            cache = DynamicCache()  # the first ``reuse`` tokens of the stored prefix
+            for layer, (keys, values) in enumerate(self._kv if reuse > 0 else []):
+                cache.update(keys[:, :, :reuse].clone(), values[:, :, :reuse].clone(), layer)
             start = reuse
             if len(rows) > 1:
                 shared = min(common_length(rows), shortest - 1)
@@ -174,15 +178,6 @@ class TransformersLLM:
                 self._store_cache(rows[0], out.cache)
             logits = out.logits[torch.arange(len(rows)), torch.searchsorted(keep, last)]
             return cast("Tensor", torch.softmax(logits.float(), dim=-1))
-
-    def _stored_cache(self, length: int) -> DynamicCache:
-        """A fresh cache holding the first ``length`` tokens of the stored prefix (None for 0)."""
-        from transformers import DynamicCache
-
-        cache = DynamicCache()
-        for layer, (keys, values) in enumerate(self._kv if length > 0 else []):
-            cache.update(keys[:, :, :length].clone(), values[:, :, :length].clone(), layer)
-        return cache
 
     def _store_cache(self, ids: Sequence[int], cache: DynamicCache) -> None:
         """Keep ``cache`` (batch of one, covering ``ids``) for the next scored call's shared prefix."""

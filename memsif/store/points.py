@@ -136,16 +136,6 @@ def ensure_collections(client: Any, is_server: bool, location: str, embedder_nam
             client.create_collection(name, vectors_config={})
 
 
-def create_sentence_collection(client: Any, is_server: bool, name: str, dim: int | None) -> None:
-    """A namespace's sentence collection: a dense vector (cosine) and a sparse lexical one (Qdrant's IDF)."""
-    client.create_collection(
-        name, vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
-        sparse_vectors_config={LEXICAL: models.SparseVectorParams(modifier=models.Modifier.IDF)})
-    if is_server:
-        for key in ("segment_id", "speaker"):
-            client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
-
-
 def recorded_embedder(client: Any) -> tuple[str, int] | None:
     """The embedder name and dimension in ``client``'s meta collection; None when it has none."""
     if not client.collection_exists(META):
@@ -218,11 +208,17 @@ class Collections:
         self.dim: int | None = None
 
     def sentences(self, namespace: str, create: bool = False) -> str | None:
-        """The namespace's sentence collection; None when it has none (and ``create`` is False)."""
+        """The namespace's sentence collection; None when it has none (and ``create`` is False). One made
+        here has a dense vector (cosine) and a sparse lexical one (Qdrant's IDF)."""
         name = sentence_collection(namespace)
         if self.client.collection_exists(name):
             return name
         if not create:
             return None
-        create_sentence_collection(self.client, self.is_server, name, self.dim)
+        self.client.create_collection(
+            name, vectors_config={DENSE: models.VectorParams(size=self.dim, distance=models.Distance.COSINE)},
+            sparse_vectors_config={LEXICAL: models.SparseVectorParams(modifier=models.Modifier.IDF)})
+        if self.is_server:
+            for key in ("segment_id", "speaker"):
+                self.client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
         return name
