@@ -165,8 +165,7 @@ def resolve_relative_date(expression: str, base: datetime) -> datetime | None:
             return base - timedelta(days=(base.weekday() - 5) % 7 or 7)
         return base + timedelta(days=(5 - base.weekday()) % 7 or 7)
     for word, digit in sorted(_WORD_NUMBERS.items(), key=lambda item: -len(item[0])):
-        text = re.sub(rf"^{word} ", f"{digit} ", text)
-        text = re.sub(rf"^in {word} ", f"in {digit} ", text)
+        text = re.sub(rf"^(in )?{word} ", rf"\g<1>{digit} ", text)
     parsed = dateparser.parse(text, settings={"RELATIVE_BASE": base, "PREFER_DATES_FROM": "past",
                                               "RETURN_AS_TIMEZONE_AWARE": False})
     return cast(datetime | None, parsed)

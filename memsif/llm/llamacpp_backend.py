@@ -259,9 +259,7 @@ class LlamaCppLLM:
         is reused (fixed instructions before the varying part are computed once)."""
         text = self._render(prompt)
         tokens = self._prompt_tokens(text)
-        kwargs: dict[str, Any] = {}
-        if json_schema is not None:
-            kwargs.update(self.grammars.completion_arguments(json_schema, len(tokens)))
+        kwargs = self.grammars.completion_arguments(json_schema, len(tokens)) if json_schema is not None else {}
         llm: Any = context or self._llm
         with self._lock:  # create_completion finds the prompt evaluated and samples at once
             self._prefill(llm, tokens)
@@ -310,7 +308,6 @@ class LlamaCppLLM:
         tokens = self._prompt_tokens(text)
         with self._lock:
             self._prefill(llm, tokens)
-            n_in = len(tokens)
             pieces: list[str] = []
             for chunk in llm.create_completion(text, max_tokens=max_new_tokens, temperature=temperature, seed=0,
                                                stop=list(stop) or None, stream=True,
@@ -319,7 +316,7 @@ class LlamaCppLLM:
                 if piece:
                     pieces.append(piece)
                     yield piece
-        yield Generation("".join(pieces), n_in, len(pieces))
+        yield Generation("".join(pieces), len(tokens), len(pieces))
 
     def count_tokens(self, text: str) -> int:
         return len(self._llm.tokenize(text.encode(), add_bos=False, special=False))

@@ -111,11 +111,9 @@ class JsonSchemaLogits:
                     after_0 = cast(str, tok.decode([token_0, idx]))[1:]
                     alone = cast(str, tok.decode([idx]))
                     regular.append((idx, after_0, len(after_0) > len(alone)))
-
-                def decode(tokens: list[int]) -> str:
-                    return cast(str, tok.decode(tokens)).rstrip("\ufffd")
-
-                self._data = TokenEnforcerTokenizerData(regular, decode, tok.eos_token_id, False, vocab_size)
+                self._data = TokenEnforcerTokenizerData(
+                    regular, lambda tokens: cast(str, tok.decode(tokens)).rstrip("\ufffd"), tok.eos_token_id, False,
+                    vocab_size)
                 # Tokens of layout whitespace (newlines, tabs, runs of spaces): lm-format-enforcer's
                 # whitespace limit does not stop them, and a small model spends its budget on them.
                 self._layout_tokens = [idx for idx, text, _ in regular if re.search(r"[\r\n\t]| {2}", text)]

@@ -312,11 +312,9 @@ class _LoopStop:
     def __call__(self, input_ids: Tensor, scores: Tensor, **kwargs: Any) -> Tensor:
         import torch
 
-        done: list[bool] = []
-        for row in input_ids[:, self.prompt_length:].tolist():
-            tail = tuple(row[-self.n:])
-            earlier = {tuple(row[i:i + self.n]) for i in range(0, len(row) - self.n)}
-            done.append(len(row) > self.n and tail in earlier)
+        n = self.n
+        done = [len(row) > n and tuple(row[-n:]) in {tuple(row[i:i + n]) for i in range(len(row) - n)}
+                for row in input_ids[:, self.prompt_length:].tolist()]
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
