@@ -35,13 +35,6 @@ SegmentTitleMode = Literal["auto", "model", "rule"]
 JudgeCalibration = Literal["auto", "content-free", "off"]
 AnswerCheckMode = Literal["auto", "model", "off"]
 LLM_BACKENDS: tuple[str, ...] = get_args(LLMBackend)
-SEM_MAPPINGS: tuple[str, ...] = get_args(SemMapping)
-SUFFICIENCY_GATES: tuple[str, ...] = get_args(SufficiencyGate)
-FACT_OPERATIONS: tuple[str, ...] = get_args(FactOperationMode)
-FACT_VERIFICATIONS: tuple[str, ...] = get_args(FactVerificationMode)
-TRAJECTORY_LINKS: tuple[str, ...] = get_args(TrajectoryLinkMode)
-SEGMENT_TITLES: tuple[str, ...] = get_args(SegmentTitleMode)
-ANSWER_CHECKS: tuple[str, ...] = get_args(AnswerCheckMode)
 #: Old setting names and the fields that replaced them (accepted by ``replace``, ``from_env`` and as
 #: ``MEMSIF_<OLD NAME>`` variables).
 ALIASES = {"top_k": "construction_top_k", "trajectory_top_k": "query_trajectory_top_k"}
@@ -72,8 +65,11 @@ _at_least_one = partial(_check, ok=lambda v: not v < 1, must="must be at least 1
 _not_negative = partial(_check, ok=lambda v: not v < 0, must="must not be negative")
 
 
-def _one_of(settings: object, choices: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
-    for name, allowed in choices:
+def _one_of(settings: object, names: tuple[str, ...]) -> None:
+    """Each of ``names`` holds one of the values its ``Literal`` type allows."""
+    hints = get_type_hints(type(settings))
+    for name in names:
+        allowed = get_args(hints[name])
         _check(settings, (name,), allowed.__contains__, f"must be one of {allowed}", repr)
 
 
@@ -151,8 +147,7 @@ class MethodSettings:
                 f"tau_split ({self.tau_split}) must be below tau_merge ({self.tau_merge}): "
                 "the double-threshold rule (§3.2) needs a gap for the judge."
             )
-        _one_of(self, (("trajectory_link", TRAJECTORY_LINKS), ("segment_titles", SEGMENT_TITLES),
-                       ("sem_mapping", SEM_MAPPINGS)))
+        _one_of(self, ("trajectory_link", "segment_titles", "sem_mapping"))
         _at_least_one(self, ("construction_top_k", "judge_context_messages"))
         _not_negative(self, ("session_gap_hours", "short_reply_words"))
 
@@ -197,8 +192,7 @@ class FactSettings:
     fact_second_pass: bool = False
 
     def __post_init__(self) -> None:
-        _one_of(self, (("fact_operation", FACT_OPERATIONS), ("fact_verification", FACT_VERIFICATIONS),
-                     ("fact_change", FACT_VERIFICATIONS)))
+        _one_of(self, ("fact_operation", "fact_verification", "fact_change"))
         _at_least_one(self, ("fact_parallel", "fact_batch_messages"))
 
 
@@ -299,7 +293,7 @@ class AnswerSettings:
     answer_max_tokens: int = 512
 
     def __post_init__(self) -> None:
-        _one_of(self, (("sufficiency_gate", SUFFICIENCY_GATES), ("answer_check", ANSWER_CHECKS)))
+        _one_of(self, ("sufficiency_gate", "answer_check"))
         _at_least_one(self, ("context_tokens", "evidence_candidates", "segment_members", "trajectory_anchor_hits"))
         _not_negative(self, ("fact_top_k", "query_trajectory_top_k", "trajectory_evidence", "speaker_boost",
                              "segment_weight", "segment_entity_weight", "trajectory_weight", "aggregation_fact_top_k",
@@ -346,7 +340,7 @@ class ModelSettings:
     use_spacy: bool = True
 
     def __post_init__(self) -> None:
-        _one_of(self, (("llm_backend", LLM_BACKENDS),))
+        _one_of(self, ("llm_backend",))
         if self.llm_backend == "openai" and not self.llm_base_url:
             raise ConfigError("llm_backend 'openai' needs llm_base_url (MEMSIF_LLM_BASE_URL), "
                               "e.g. http://localhost:8000/v1.")

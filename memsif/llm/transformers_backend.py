@@ -227,9 +227,7 @@ class TransformersLLM:
 
         worker = threading.Thread(target=run, daemon=True)
         worker.start()
-        for piece in streamer:
-            if piece:
-                yield piece
+        yield from filter(None, streamer)
         worker.join()
         if "error" in box:
             raise box["error"]
