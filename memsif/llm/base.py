@@ -21,7 +21,7 @@ YES_WORDS = ("yes", "Yes", "YES")
 NO_WORDS = ("no", "No", "NO")
 
 
-def first_token_ids(encode: Callable[[str], Sequence[int]], words: Sequence[str]) -> list[int]:
+def first_tokens(encode: Callable[[str], Sequence[int]], words: Sequence[str]) -> list[int]:
     """Sorted first token ids of each of ``words``, alone and after a space, as ``encode`` tokenizes them."""
     return sorted({toks[0] for word in words for variant in (word, " " + word) if (toks := encode(variant))})
 
@@ -37,9 +37,10 @@ def chat_messages(prompt: Prompt) -> list[dict[str, str]]:
     return [{"role": "system", "content": prompt.system}, {"role": "user", "content": prompt.text}]
 
 
-def plain_text(prompt: Prompt) -> str:
-    """``prompt`` as one text, for a model without a chat template."""
-    return f"{prompt.system}\n\n{prompt.text}\n\nAnswer:"
+def render(prompt: Prompt, template: Callable[[list[dict[str, str]]], str] | None) -> str:
+    """``prompt`` as a model reads it: its ``chat_messages`` through the model's chat ``template``; for a model
+    without one, the two texts and "Answer:"."""
+    return template(chat_messages(prompt)) if template else f"{prompt.system}\n\n{prompt.text}\n\nAnswer:"
 
 #: A back-end announces a prompt only when at least this many of its tokens are not in its cache (shorter
 #: reads take well under a second on any host seen).

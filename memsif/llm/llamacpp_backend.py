@@ -36,11 +36,10 @@ from memsif.llm.base import (
     Generation,
     Runtime,
     announce_reading,
-    chat_messages,
     common_length,
-    first_token_ids,
+    first_tokens,
     label_shares,
-    plain_text,
+    render,
 )
 from memsif.llm.llamacpp_cpu import INSTALL_COMMAND, CpuLibrary, choose_cpu_library, probe_failure
 from memsif.llm.llamacpp_parallel import Mask, ParallelContext
@@ -191,12 +190,12 @@ class LlamaCppLLM:
             self.pauses += 1
 
     def _first_tokens(self, words: Sequence[str]) -> list[int]:
-        return first_token_ids(lambda text: self._llm.tokenize(text.encode(), add_bos=False, special=False), words)
+        return first_tokens(lambda text: self._llm.tokenize(text.encode(), add_bos=False, special=False), words)
 
     def _render(self, prompt: Prompt) -> str:
-        if self._format is None:
-            return plain_text(prompt)
-        return self._format(messages=cast("list[ChatCompletionRequestMessage]", chat_messages(prompt))).prompt
+        fmt = self._format
+        return render(prompt, None if fmt is None else
+                      lambda messages: fmt(messages=cast("list[ChatCompletionRequestMessage]", messages)).prompt)
 
     def _prefill(self, llm: Any, tokens: list[int]) -> None:
         """Leave ``tokens`` evaluated in context ``llm``: the prefix it already holds is kept (at least

@@ -20,17 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from memsif.config import MemSIFConfig
 from memsif.errors import LLMError, LLMOutputError
-from memsif.llm.base import (
-    NO_WORDS,
-    YES_WORDS,
-    Generation,
-    Runtime,
-    chat_messages,
-    common_length,
-    first_token_ids,
-    label_shares,
-    plain_text,
-)
+from memsif.llm.base import NO_WORDS, YES_WORDS, Generation, Runtime, common_length, first_tokens, label_shares, render
 from memsif.llm.packaged import is_packaged, packaged_gguf, packaged_model
 from memsif.locks import FairLock, check_cancelled
 from memsif.prompts import Prompt
@@ -47,7 +37,7 @@ log = logging.getLogger(__name__)
 
 
 def _answer_token_ids(tokenizer: PreTrainedTokenizerBase, words: Sequence[str]) -> list[int]:
-    return first_token_ids(lambda text: tokenizer.encode(text, add_special_tokens=False), words)
+    return first_tokens(lambda text: tokenizer.encode(text, add_special_tokens=False), words)
 
 
 class TransformersLLM:
@@ -129,10 +119,10 @@ class TransformersLLM:
         return cls(model.to(device), tokenizer, name, device)  # type: ignore[arg-type]  # as above
 
     def _render(self, prompt: Prompt) -> str:
-        if getattr(self._tok, "chat_template", None):
-            return cast(str, self._tok.apply_chat_template(chat_messages(prompt), tokenize=False,
-                                                           add_generation_prompt=True))
-        return plain_text(prompt)
+        return render(prompt, self._chat if getattr(self._tok, "chat_template", None) else None)
+
+    def _chat(self, messages: list[dict[str, str]]) -> str:
+        return cast(str, self._tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
 
     def _last_token_probs(self, prompts: Sequence[Prompt]) -> Tensor:
         """(n, vocab) softmax of the next-token logits after each rendered prompt.
