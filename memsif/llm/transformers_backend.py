@@ -8,6 +8,7 @@ and loaded from there afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -313,12 +314,10 @@ MEASURE_DTYPE_MAX_PARAMS = 1_000_000_000
 def _cpu_name() -> str:
     import platform
 
-    try:
+    with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
     return platform.processor() or platform.machine()
 
 
@@ -360,9 +359,7 @@ def measured_cpu_dtype(model: PreTrainedModel, cache_root: Path, name: str,
     if key in known:
         return cast("torch.dtype", getattr(torch, known[key]["dtype"]))
     if sum(p.numel() for p in model.parameters()) > MEASURE_DTYPE_MAX_PARAMS:
-        by_flags = _resolve_dtype("auto", "cpu")
-        assert by_flags is not None  # "auto" on CPU always names a dtype
-        return by_flags
+        return cast("torch.dtype", _resolve_dtype("auto", "cpu"))  # "auto" on CPU always names a dtype
     fp32 = timer(model)
     bf16 = timer(copy.deepcopy(model).to(torch.bfloat16))  # type: ignore[arg-type]  # @wraps(nn.Module.to) hides the binding of self
     chosen = "bfloat16" if bf16 < fp32 else "float32"
