@@ -468,8 +468,7 @@ class MemSIFConfig:
                 var = f"MEMSIF_{f.name.upper()}"
                 if var not in env and f.name in old_names:
                     var = f"MEMSIF_{old_names[f.name].upper()}"
-                raw = env.get(var)
-                if raw is not None:
+                if (raw := env.get(var)) is not None:
                     values[f.name] = _parsed(var, raw, hints[f.name])
         values.update({ALIASES.get(k, k): v for k, v in overrides.items() if v is not None})
         return cls(**values)
@@ -484,10 +483,6 @@ def _parsed(var: str, raw: str, kind: Any) -> Any:
     try:
         if kind is bool:
             return raw.strip().lower() in ("1", "true", "yes", "on")
-        if kind is int:
-            return int(raw)
-        if kind is float:
-            return float(raw)
-        return raw
+        return kind(raw) if kind in (int, float) else raw
     except ValueError as exc:
         raise ConfigError(f"{var}={raw!r} is not a valid {kind.__name__}.") from exc

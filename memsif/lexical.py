@@ -132,10 +132,8 @@ def split_sentences(text: str) -> list[str]:
     raw: list[str] = []
     if spoken:
         with _LOCK:
-            doc = _nlp()(spoken)
-            raw = [s.text.strip() for s in doc.sents if s.text.strip()]
-    if caption:
-        raw.append(caption)
+            raw = [s.text.strip() for s in _nlp()(spoken).sents if s.text.strip()]
+    raw += [caption] if caption else []
     out: list[str] = []
     for sentence in raw:
         if out and (len(sentence.split()) < MIN_SENTENCE_WORDS or len(out[-1].split()) < MIN_SENTENCE_WORDS):

@@ -234,13 +234,10 @@ class LlamaCppLLM:
 
     def yes_probability(self, prompts: Sequence[Prompt], context: Any = None) -> list[float]:
         """P(yes) of each prompt, on ``context`` (a job's own, ``for_job``; default the shared one)."""
-        out = []
         llm: Any = context or self._llm
         with self._lock:
-            for prompt in prompts:
-                probs = self._probs(llm, prompt)
-                out.append(label_shares([probs[self._yes].sum(), probs[self._no].sum()], ("yes", "no"), self.name)[0])
-        return out
+            each = (self._probs(llm, prompt) for prompt in prompts)
+            return [label_shares([p[self._yes].sum(), p[self._no].sum()], ("yes", "no"), self.name)[0] for p in each]
 
     def choice_probabilities(self, prompt: Prompt, labels: Sequence[str], context: Any = None) -> list[float]:
         ids = [self._first_tokens([label]) for label in labels]
