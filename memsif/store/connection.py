@@ -39,8 +39,7 @@ class Guarded:
     calls are short (one upsert batch, one scroll page, one search). ``read_only`` refuses writes."""
 
     def __init__(self, client: QdrantClient, location: str, lock: bool, read_only: str = "") -> None:
-        self._client = client
-        self._location = location
+        self._client, self._location = client, location
         self._lock = threading.RLock() if lock else contextlib.nullcontext()
         self._read_only = read_only  # why writes are refused, said in the error; "" when they are not
 

@@ -138,9 +138,8 @@ def ensure_collections(client: Any, is_server: bool, location: str, embedder_nam
 
 def recorded_embedder(client: Any) -> tuple[str, int] | None:
     """The embedder name and dimension in ``client``'s meta collection; None when it has none."""
-    if not client.collection_exists(META):
-        return None
-    found = client.retrieve(META, ids=[point_id("", "meta", "embedder")], with_payload=True)
+    found = (client.retrieve(META, ids=[point_id("", "meta", "embedder")], with_payload=True)
+             if client.collection_exists(META) else [])
     if not found:
         return None
     meta = found[0].payload or {}
