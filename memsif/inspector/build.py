@@ -54,7 +54,6 @@ from memsif.inspector.common import (
     Page,
     SessionSettings,
     Views,
-    delete_memory,
     guard,
     in_background,
     model_share,
@@ -322,14 +321,15 @@ def prebuilt_summary(data: NamespaceExport, imported_s: float | None) -> str:
             f"(`{p.get('command', 'benchmarks/build_example.py')}` rebuilds this file).")
 
 
-def load_prebuilt(eng, namespace: str, data: NamespaceExport, previous: BuiltSource | None, source: BuiltSource) -> str:
+def load_prebuilt(app: Inspector, eng, namespace: str, data: NamespaceExport, previous: BuiltSource | None,
+                  source: BuiltSource) -> str:
     """Import the prebuilt example into ``namespace`` (replacing another memory it holds); returns the
     build summary."""
     if previous and previous.prebuilt and eng.has_memory(namespace):
         return prebuilt_summary(data, None)
     replaced = ""
     if eng.has_memory(namespace):
-        delete_memory(eng, namespace, "the memory was replaced by the prebuilt example")
+        app.delete_memory(namespace, "the memory was replaced by the prebuilt example")
         source.replaced = True
         replaced = f" (It replaced the memory of {code_span(previous.name)}.)" if previous else ""
     start = time.perf_counter()
@@ -475,7 +475,7 @@ class MemoryFile:
         source = BuiltSource(path=path, sample=None, name=readable(Path(path).name), samples=[data.namespace],
                              replaced=True)
         if eng.has_memory(namespace):
-            delete_memory(eng, namespace, "the memory was replaced by a restored one")
+            self.app.delete_memory(namespace, "the memory was replaced by a restored one")
         eng.import_namespace(data, namespace)
         current = sum(f.fact.status == "current" for f in data.facts)
         corrections = sum(op.decided_by == "person" for op in data.fact_ops)
@@ -597,8 +597,8 @@ class BuildTab:
         prebuilt = self.prebuilt_for(eng, settings) if file is None and not live else None
         if prebuilt is not None:
             source.prebuilt = True
-            summary = (load_prebuilt(eng, namespace, prebuilt, previous, source) + structure_health(eng, namespace)
-                       + where_it_lies(eng, namespace))
+            summary = (load_prebuilt(self.app, eng, namespace, prebuilt, previous, source)
+                       + structure_health(eng, namespace) + where_it_lies(eng, namespace))
             yield namespace, source, summary, *self.timeline_view(namespace, settings)
             return
         yield from self._build_live(eng, namespace, transcripts, source, previous, settings, progress)
@@ -612,7 +612,7 @@ class BuildTab:
             yield namespace, source, "Nothing to rebuild yet: build memory in the Build tab.", gr.skip(), gr.skip()
             return
         if namespace:
-            delete_memory(self.app.engine(), namespace, "the memory is being rebuilt with new settings")
+            self.app.delete_memory(namespace, "the memory is being rebuilt with new settings")
         yield from self.build(source.path, source.sample, namespace, settings, None, live=True, progress=progress)
 
     def download(self, namespace: str | None, settings: SessionSettings | None,
@@ -628,7 +628,7 @@ class BuildTab:
         replaced = ""
         if previous and (previous.name, previous.samples, previous.prebuilt) != (source.name, source.samples, False) \
                 and eng.has_memory(namespace):
-            delete_memory(eng, namespace, f"the memory was replaced by a build of {code_span(source.name)}")
+            self.app.delete_memory(namespace, f"the memory was replaced by a build of {code_span(source.name)}")
             source.replaced = True
             replaced = f" (replaced the memory of {code_span(previous.name)})"
         total = sum(len(t.messages) for t in transcripts)
@@ -711,7 +711,7 @@ class BuildTab:
             if not confirmed:
                 return {b.summary: "Nothing was deleted: tick the confirmation first."}
             if namespace:
-                delete_memory(self.app.engine(), namespace)
+                self.app.delete_memory(namespace)
             return {b.summary: "This session's memory was deleted.", **emptied,
                     b.forget_confirm: gr.Checkbox(value=False), b.forget_btn: gr.Button(interactive=False)}
         return forget

@@ -124,16 +124,6 @@ def eval_namespace(namespace: str) -> str:
     return f"{namespace}-eval"
 
 
-def delete_memory(eng: MemSIF, namespace: str, reason: str = "this session's memory was deleted") -> None:
-    """Delete a session's memory and the Evaluate tab's copy of it. Its jobs still running or waiting
-    for the model (a CoreFact extraction, an evaluation) stop first with ``reason`` (``locks.cancel``),
-    so none writes into the memory that replaces it."""
-    for ns in (namespace, eval_namespace(namespace)):
-        cancel(ns, reason)
-    eng.delete_namespace(namespace)
-    eng.delete_namespace(eval_namespace(namespace))
-
-
 def refusal(message: str) -> gr.Error:
     """The page's (and the tools') one-line refusal: shown to the user, logged as one line, no traceback
     in the server log (an expected refusal is not a server fault)."""
@@ -453,7 +443,18 @@ class Inspector:
         return ("⚙️ Settings in force that differ from the defaults: " + ", ".join(changed) +
                 " (Settings tab; “Reset to defaults” restores them).") if changed else ""
 
+    def delete_memory(self, namespace: str, reason: str = "this session's memory was deleted") -> None:
+        """Delete a session's memory and the Evaluate tab's copy of it. Its jobs still running or waiting
+        for the model (a CoreFact extraction, an evaluation) stop first with ``reason`` (``locks.cancel``),
+        so none writes into the memory that replaces it. (Every session's engine shares the served one's
+        store and namespace locks.)"""
+        both = (namespace, eval_namespace(namespace))
+        for ns in both:
+            cancel(ns, reason)
+        for ns in both:
+            self.served.delete_namespace(ns)
+
     def forget_session(self, namespace: str | None) -> None:
         """Delete a closed browser session's memory (``MEMSIF_APP_FORGET_SESSIONS=1``)."""
         if namespace:
-            delete_memory(self.served, namespace)
+            self.delete_memory(namespace)
